@@ -1,0 +1,25 @@
+"""Run every benchmark and print the numbers (ratios, never assertions).
+
+    uv run python bench/run.py
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import dispatch
+
+SUITES = [dispatch]
+
+
+def main() -> None:
+    for suite in SUITES:
+        print("\n".join(suite.report()))
+        print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""pi's plugin contract.
+
+Plugins import only this package: the pluggy markers, the hook specifications, the
+event and result models, message and content types, tool definitions and the
+context protocols. Everything else in pi is an implementation detail.
+
+    from pi_hookspecs import hookimpl, tool
+
+    class Policy:
+        @hookimpl(trylast=True)
+        def tool_call(self, event):
+            if event.tool_name == "bash" and "rm -rf /" in event.input["command"]:
+                return {"block": True, "reason": "not on this machine"}
+"""
+
+from __future__ import annotations
+
+from . import events as _events
+from ._base import PiModel, StrictModel, camel_alias, now_ms
+from .context import (
+    CommandContext,
+    ContextUsage,
+    DeliverAs,
+    ExtensionContext,
+    Mode,
+    ProjectTrustContext,
+    SessionView,
+    StaleContextError,
+    ToolContext,
+    UIContext,
+)
+from .entries import (
+    SESSION_VERSION,
+    BranchSummaryEntry,
+    CompactionEntry,
+    ContextEditEntry,
+    CustomEntry,
+    CustomMessageEntry,
+    DraftCompaction,
+    DraftContextEdit,
+    DraftCustom,
+    DraftCustomMessage,
+    DraftEntry,
+    EntryBase,
+    LabelEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    SessionEntry,
+    SessionHeader,
+    SessionInfoEntry,
+    ThinkingLevelChangeEntry,
+    UnknownEntry,
+    UsageEntry,
+)
+from .events import *  # noqa: F403
+from .llm import (
+    KNOWN_APIS,
+    THINKING_LEVELS,
+    AssistantMessageEvent,
+    DoneEvent,
+    ErrorEvent,
+    LlmContext,
+    Model,
+    ModelCost,
+    ProviderDefinition,
+    StartEvent,
+    StreamFunction,
+    StreamOptions,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingLevel,
+    ThinkingStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+)
+from .markers import ENTRY_POINT_GROUP, PROJECT_NAME, hookimpl, hookspec
+from .messages import (
+    AgentMessage,
+    AnyMessage,
+    AssistantMessage,
+    BashExecutionMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
+    ContentBlock,
+    Cost,
+    CustomMessage,
+    ImageContent,
+    NestedToolCallRecord,
+    NestedToolCalls,
+    StopReason,
+    SystemMessage,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolDeclaration,
+    ToolReference,
+    ToolResultMessage,
+    UnknownContent,
+    UnknownMessage,
+    Usage,
+    UserContent,
+    UserMessage,
+)
+from .registration import (
+    AddHookspecs,
+    CommandDefinition,
+    FlagDefinition,
+    RegisterCommand,
+    RegisterFlag,
+    RegisterProvider,
+    RegisterTool,
+)
+from .rules import EVENTS, REGISTRATION_HOOKS, EventSpec, Rule
+from .signals import AbortController, AbortError, AbortSignal
+from .tools import (
+    EXPOSURES,
+    ExecutionMode,
+    ToolAnnotations,
+    ToolDefinition,
+    ToolExposure,
+    ToolNamespace,
+    ToolResult,
+    format_validation_error,
+    parse_docstring,
+    tool,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    # markers & contract metadata
+    "hookimpl", "hookspec", "PROJECT_NAME", "ENTRY_POINT_GROUP", "EVENTS", "EventSpec", "Rule",
+    "REGISTRATION_HOOKS",
+    # base
+    "PiModel", "StrictModel", "camel_alias", "now_ms",
+    # contexts
+    "CommandContext", "ContextUsage", "DeliverAs", "ExtensionContext", "Mode",
+    "ProjectTrustContext", "SessionView", "StaleContextError", "ToolContext", "UIContext",
+    # cancellation
+    "AbortController", "AbortError", "AbortSignal",
+    # messages
+    "AgentMessage", "AnyMessage", "AssistantMessage", "BashExecutionMessage",
+    "BranchSummaryMessage", "CompactionSummaryMessage", "ContentBlock", "Cost", "CustomMessage",
+    "ImageContent", "NestedToolCallRecord", "NestedToolCalls", "StopReason", "SystemMessage",
+    "TextContent", "ThinkingContent", "ToolCall", "ToolDeclaration", "ToolReference",
+    "ToolResultMessage", "UnknownContent", "UnknownMessage", "Usage", "UserContent", "UserMessage",
+    # entries
+    "SESSION_VERSION", "BranchSummaryEntry", "CompactionEntry", "ContextEditEntry", "CustomEntry",
+    "CustomMessageEntry", "DraftCompaction", "DraftContextEdit", "DraftCustom",
+    "DraftCustomMessage", "DraftEntry", "EntryBase", "LabelEntry", "MessageEntry",
+    "ModelChangeEntry", "SessionEntry", "SessionHeader", "SessionInfoEntry",
+    "ThinkingLevelChangeEntry", "UnknownEntry", "UsageEntry",
+    # llm
+    "KNOWN_APIS", "THINKING_LEVELS", "AssistantMessageEvent", "DoneEvent", "ErrorEvent",
+    "LlmContext", "Model", "ModelCost", "ProviderDefinition", "StartEvent", "StreamFunction",
+    "StreamOptions", "TextDeltaEvent", "TextEndEvent", "TextStartEvent", "ThinkingDeltaEvent",
+    "ThinkingEndEvent", "ThinkingLevel", "ThinkingStartEvent", "ToolCallDeltaEvent",
+    "ToolCallEndEvent", "ToolCallStartEvent",
+    # tools & registration
+    "EXPOSURES", "ExecutionMode", "ToolAnnotations", "ToolDefinition", "ToolExposure",
+    "ToolNamespace", "ToolResult", "format_validation_error", "parse_docstring", "tool",
+    "AddHookspecs", "CommandDefinition", "FlagDefinition", "RegisterCommand", "RegisterFlag",
+    "RegisterProvider", "RegisterTool",
+    *_events.__all__,
+]

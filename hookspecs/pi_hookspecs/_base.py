@@ -1,0 +1,67 @@
+"""The base model every contract type derives from.
+
+Python code uses snake_case field names; the files pi shares with the TypeScript pi
+(session JSONL, settings, RPC and JSON streams) use camelCase. Every model therefore
+accepts both spellings on input and writes camelCase with :meth:`PiModel.to_json`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, SerializationInfo, model_serializer
+
+
+def camel_alias(name: str) -> str:
+    """``tool_call_id`` -> ``toolCallId``; ``cache_write_1h`` -> ``cacheWrite1h``;
+    ``continue_`` -> ``continue`` (a trailing underscore only dodges a keyword)."""
+    name = name.rstrip("_")
+    first, *rest = name.split("_")
+    return first + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def now_ms() -> int:
+    """Unix time in milliseconds, the timestamp unit of messages."""
+    return int(time.time() * 1000)
+
+
+class PiModel(BaseModel):
+    """Base of every pydantic model of the contract.
+
+    * input accepts ``snake_case`` and ``camelCase`` keys alike;
+    * unknown keys are kept (files written by a newer pi round-trip unchanged);
+    * serialisation drops ``None`` values except for the fields a subclass lists in
+      ``_keep_none`` (e.g. ``parentId: null`` of session entries).
+    """
+
+    model_config = ConfigDict(
+        alias_generator=camel_alias,
+        populate_by_name=True,
+        extra="allow",
+        arbitrary_types_allowed=True,
+        protected_namespaces=(),
+    )
+
+    _keep_none: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _drop_none(self, handler: Any, info: SerializationInfo) -> Any:
+        data = handler(self)
+        if not isinstance(data, dict):
+            return data
+        keep = self._keep_none
+        if keep and info.by_alias:
+            keep = frozenset(camel_alias(k) for k in keep)
+        return {k: v for k, v in data.items() if v is not None or k in keep}
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON-ready dict in the TypeScript pi's spelling (camelCase)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class StrictModel(PiModel):
+    """A model that rejects unknown keys: used for handler *results*, so that a typo
+    such as ``{"blok": True}`` is an error instead of a silently ignored key."""
+
+    model_config = ConfigDict(extra="forbid")

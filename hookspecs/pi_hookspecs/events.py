@@ -1,0 +1,585 @@
+"""One model per event and one per result.
+
+An event's fields are the snake_case of the TypeScript pi's (``toolName`` ->
+``tool_name``); ``event.to_json()`` gives the camelCase record that ``--mode json``
+prints. A handler may return the result model **or a plain dict with the same fields**
+(snake_case or camelCase); pi validates it. Result models reject unknown keys, so a
+typo is reported instead of ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from ._base import PiModel, StrictModel
+from .entries import BranchSummaryEntry, CompactionEntry, DraftCustomMessage, DraftEntry, SessionEntry
+from .llm import Model
+from .messages import (
+    AgentMessage,
+    AssistantMessage,
+    CustomMessage,
+    ImageContent,
+    ToolResultMessage,
+    Usage,
+    UserContent,
+)
+from .signals import AbortSignal
+from .tools import ToolResult
+
+
+class Event(PiModel):
+    """Base of every event. ``type`` is the event's name."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: str
+
+
+# --------------------------------------------------------------------------- shared parts
+
+
+class ContextFile(PiModel):
+    path: str
+    content: str
+
+
+class Skill(PiModel):
+    name: str
+    description: str
+    file_path: str
+    base_dir: str
+    source: str = ""
+    disable_model_invocation: bool = False
+
+
+class SystemPromptOptions(PiModel):
+    """The structured inputs the system prompt is built from. Collections are mutable:
+    ``before_agent_start`` handlers change them in place."""
+
+    custom_prompt: str | None = None
+    force_system_prompt: str | None = None
+    selected_tools: list[str] = Field(default_factory=list)
+    hidden_tools: list[str] = Field(default_factory=list)
+    tool_snippets: dict[str, str] = Field(default_factory=dict)
+    tool_guidelines: dict[str, list[str]] = Field(default_factory=dict)
+    prompt_guidelines: list[str] = Field(default_factory=list)
+    sections: dict[str, str] = Field(default_factory=dict)
+    append_system_prompt: list[str] = Field(default_factory=list)
+    cwd: str = ""
+    context_files: list[ContextFile] = Field(default_factory=list)
+    skills: list[Skill] = Field(default_factory=list)
+
+
+class FileOperations(PiModel):
+    read: list[str] = Field(default_factory=list)
+    modified: list[str] = Field(default_factory=list)
+
+
+class CompactionPreparation(PiModel):
+    first_kept_entry_id: str
+    messages_to_summarize: list[AgentMessage] = Field(default_factory=list)
+    turn_prefix_messages: list[AgentMessage] = Field(default_factory=list)
+    is_split_turn: bool = False
+    tokens_before: int = 0
+    previous_summary: str | None = None
+    file_ops: FileOperations = Field(default_factory=FileOperations)
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+
+class CompactionResult(StrictModel):
+    """A compaction a ``session_before_compact`` handler supplies."""
+
+    summary: str
+    first_kept_entry_id: str
+    tokens_before: int = 0
+    usage: Usage | None = None
+    details: Any = None
+
+
+class TreePreparation(PiModel):
+    target_id: str
+    old_leaf_id: str | None = None
+    common_ancestor_id: str | None = None
+    entries_to_summarize: list[SessionEntry] = Field(default_factory=list)
+    user_wants_summary: bool = False
+    custom_instructions: str | None = None
+    replace_instructions: bool = False
+    label: str | None = None
+
+
+class BranchSummaryResult(StrictModel):
+    summary: str
+    usage: Usage | None = None
+    details: Any = None
+
+
+class BashResult(PiModel):
+    """The outcome of a user ``!command``."""
+
+    output: str = ""
+    exit_code: int | None = None
+    cancelled: bool = False
+    truncated: bool = False
+    full_output_path: str | None = None
+
+
+# --------------------------------------------------------------------------- startup & resources
+
+
+class ProjectTrustEvent(Event):
+    type: Literal["project_trust"] = "project_trust"
+    cwd: str
+
+
+class ProjectTrustResult(StrictModel):
+    trusted: Literal["yes", "no", "undecided"] = "undecided"
+    remember: bool = False
+
+
+class ResourcesDiscoverEvent(Event):
+    type: Literal["resources_discover"] = "resources_discover"
+    cwd: str
+    reason: Literal["startup", "reload"] = "startup"
+
+
+class ResourcesDiscoverResult(StrictModel):
+    skill_paths: list[str] = Field(default_factory=list)
+    prompt_paths: list[str] = Field(default_factory=list)
+    theme_paths: list[str] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- session
+
+SessionStartReason = Literal["startup", "reload", "new", "resume", "fork"]
+ShutdownReason = Literal["quit", "reload", "new", "resume", "fork"]
+CompactReason = Literal["manual", "threshold", "overflow"]
+
+
+class SessionStartEvent(Event):
+    type: Literal["session_start"] = "session_start"
+    reason: SessionStartReason = "startup"
+    previous_session_file: str | None = None
+
+
+class SessionShutdownEvent(Event):
+    type: Literal["session_shutdown"] = "session_shutdown"
+    reason: ShutdownReason = "quit"
+    target_session_file: str | None = None
+
+
+class SessionInfoChangedEvent(Event):
+    type: Literal["session_info_changed"] = "session_info_changed"
+    name: str | None = None
+
+
+class SessionBeforeSwitchEvent(Event):
+    type: Literal["session_before_switch"] = "session_before_switch"
+    reason: Literal["new", "resume"]
+    target_session_file: str | None = None
+
+
+class SessionBeforeSwitchResult(StrictModel):
+    cancel: bool = False
+
+
+class SessionBeforeForkEvent(Event):
+    type: Literal["session_before_fork"] = "session_before_fork"
+    entry_id: str
+    position: Literal["before", "at"] = "before"
+
+
+class SessionBeforeForkResult(StrictModel):
+    cancel: bool = False
+    skip_conversation_restore: bool = False
+
+
+class SessionBeforeCompactEvent(Event):
+    type: Literal["session_before_compact"] = "session_before_compact"
+    preparation: CompactionPreparation
+    branch_entries: list[SessionEntry] = Field(default_factory=list)
+    custom_instructions: str | None = None
+    reason: CompactReason = "manual"
+    will_retry: bool = False
+    signal: AbortSignal | None = Field(default=None, exclude=True)
+
+
+class SessionBeforeCompactResult(StrictModel):
+    cancel: bool = False
+    compaction: CompactionResult | None = None
+
+
+class SessionCompactEvent(Event):
+    type: Literal["session_compact"] = "session_compact"
+    compaction_entry: CompactionEntry
+    from_extension: bool = False
+    reason: CompactReason = "manual"
+    will_retry: bool = False
+
+
+class SessionCompactFailedEvent(Event):
+    type: Literal["session_compact_failed"] = "session_compact_failed"
+    reason: CompactReason = "manual"
+    error_message: str | None = None
+    aborted: bool = False
+    will_retry: bool = False
+    from_extension: bool = False
+
+
+class SessionBeforeTreeEvent(Event):
+    type: Literal["session_before_tree"] = "session_before_tree"
+    preparation: TreePreparation
+    signal: AbortSignal | None = Field(default=None, exclude=True)
+
+
+class SessionBeforeTreeResult(StrictModel):
+    cancel: bool = False
+    summary: BranchSummaryResult | None = None
+    custom_instructions: str | None = None
+    replace_instructions: bool | None = None
+    label: str | None = None
+
+
+class SessionTreeEvent(Event):
+    type: Literal["session_tree"] = "session_tree"
+    new_leaf_id: str | None = None
+    old_leaf_id: str | None = None
+    summary_entry: BranchSummaryEntry | None = None
+    from_extension: bool = False
+
+
+# --------------------------------------------------------------------------- agent runs
+
+
+class BeforeAgentStartEvent(Event):
+    type: Literal["before_agent_start"] = "before_agent_start"
+    message_type: Literal["user", "custom"] = "user"
+    prompt: str | None = None
+    images: list[ImageContent] = Field(default_factory=list)
+    message: CustomMessage | None = None
+    system_prompt: str = ""
+    system_prompt_options: SystemPromptOptions = Field(default_factory=SystemPromptOptions)
+
+
+class BeforeAgentStartResult(StrictModel):
+    message: DraftCustomMessage | None = None
+    """A message to add to the run (kept in the session, sent to the model)."""
+    system_prompt: str | None = None
+    """Replace the whole system prompt for this run (chained across handlers)."""
+
+
+class AgentStartEvent(Event):
+    type: Literal["agent_start"] = "agent_start"
+
+
+class AgentEndEvent(Event):
+    type: Literal["agent_end"] = "agent_end"
+    messages: list[AgentMessage] = Field(default_factory=list)
+    will_retry: bool = False
+
+
+class BoundaryResult(StrictModel):
+    """What a ``turn_end`` / ``agent_before_settle`` handler proposes. Each field
+    replaces the proposal so far; an omitted field keeps it."""
+
+    entries: list[DraftEntry] | None = None
+    continue_: bool | None = None
+
+
+class AgentBeforeSettleEvent(Event):
+    type: Literal["agent_before_settle"] = "agent_before_settle"
+    entries: list[DraftEntry] = Field(default_factory=list)
+    continue_: bool = False
+    context: list[AgentMessage] = Field(default_factory=list)
+
+
+class AgentSettledEvent(Event):
+    type: Literal["agent_settled"] = "agent_settled"
+    aborted: bool = False
+
+
+class TurnStartEvent(Event):
+    type: Literal["turn_start"] = "turn_start"
+    turn_index: int = 0
+    timestamp: int = 0
+
+
+class TurnEndEvent(Event):
+    type: Literal["turn_end"] = "turn_end"
+    turn_index: int = 0
+    message: AssistantMessage
+    tool_results: list[ToolResultMessage] = Field(default_factory=list)
+    message_entry_id: str | None = None
+    tool_result_entry_ids: list[str] = Field(default_factory=list)
+    outcome: Literal["completed", "error", "aborted"] = "completed"
+    entries: list[DraftEntry] = Field(default_factory=list)
+    continue_: bool = False
+    context: list[AgentMessage] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- messages
+
+
+class MessageStartEvent(Event):
+    type: Literal["message_start"] = "message_start"
+    message: AgentMessage
+
+
+class MessageUpdateEvent(Event):
+    type: Literal["message_update"] = "message_update"
+    message: AssistantMessage
+    assistant_message_event: Any = None
+
+
+class MessageEndEvent(Event):
+    type: Literal["message_end"] = "message_end"
+    message: AgentMessage
+
+
+class MessageEndResult(StrictModel):
+    """A replacement for the finished message; it must keep the same ``role``."""
+
+    message: AgentMessage
+
+
+# --------------------------------------------------------------------------- tools
+
+
+class ToolExecutionStartEvent(Event):
+    type: Literal["tool_execution_start"] = "tool_execution_start"
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    parent_tool_call_id: str | None = None
+
+
+class ToolExecutionUpdateEvent(Event):
+    type: Literal["tool_execution_update"] = "tool_execution_update"
+    tool_call_id: str
+    tool_name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    partial_result: ToolResult
+    parent_tool_call_id: str | None = None
+
+
+class ToolExecutionEndEvent(Event):
+    type: Literal["tool_execution_end"] = "tool_execution_end"
+    tool_call_id: str
+    tool_name: str
+    result: ToolResult
+    is_error: bool = False
+    duration_ms: float | None = None
+    parent_tool_call_id: str | None = None
+
+
+class ToolCallEvent(Event):
+    """``input`` is mutable: change it in place to patch the arguments."""
+
+    type: Literal["tool_call"] = "tool_call"
+    tool_name: str
+    tool_call_id: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    parent_tool_call_id: str | None = None
+
+
+class ToolCallResult(StrictModel):
+    block: bool = False
+    reason: str | None = None
+    terminate: bool = False
+
+
+class ToolResultEvent(Event):
+    type: Literal["tool_result"] = "tool_result"
+    tool_name: str
+    tool_call_id: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    parent_tool_call_id: str | None = None
+    content: list[UserContent] = Field(default_factory=list)
+    details: Any = None
+    structured_content: Any = None
+    is_error: bool = False
+    usage: Usage | None = None
+
+
+class ToolResultPatch(StrictModel):
+    """A partial change of a tool result: only the fields a handler sets replace the
+    current values (replacing ``content`` without ``structured_content`` drops the
+    structured content, which may no longer match)."""
+
+    content: list[UserContent] | None = None
+    details: Any = None
+    structured_content: Any = None
+    is_error: bool | None = None
+    usage: Usage | None = None
+
+
+# --------------------------------------------------------------------------- context & provider
+
+
+class ContextEvent(Event):
+    type: Literal["context"] = "context"
+    messages: list[AgentMessage] = Field(default_factory=list)
+
+
+class ContextResult(StrictModel):
+    messages: list[AgentMessage]
+
+
+class ContextWithSystemEvent(Event):
+    type: Literal["context_with_system"] = "context_with_system"
+    messages: list[AgentMessage] = Field(default_factory=list)
+
+
+class ContextWithSystemResult(StrictModel):
+    messages: list[AgentMessage]
+
+
+class _ProviderEvent(Event):
+    provider: str = ""
+    api: str = ""
+    model: str = ""
+
+
+class BeforeProviderHeadersEvent(_ProviderEvent):
+    """Mutate ``headers`` in place; a value of ``None`` removes that header."""
+
+    type: Literal["before_provider_headers"] = "before_provider_headers"
+    headers: dict[str, str | None] = Field(default_factory=dict)
+
+
+class BeforeProviderRequestEvent(_ProviderEvent):
+    type: Literal["before_provider_request"] = "before_provider_request"
+    payload: Any = None
+
+
+class BeforeProviderRequestResult(StrictModel):
+    payload: Any
+
+
+class AfterProviderResponseEvent(_ProviderEvent):
+    type: Literal["after_provider_response"] = "after_provider_response"
+    status: int = 0
+    headers: dict[str, str] = Field(default_factory=dict)
+
+
+class ProviderStreamEvent(_ProviderEvent):
+    type: Literal["provider_stream_event"] = "provider_stream_event"
+    data: Any = None
+
+
+# --------------------------------------------------------------------------- model selection
+
+
+class ModelSelectEvent(Event):
+    type: Literal["model_select"] = "model_select"
+    model: Model
+    previous_model: Model | None = None
+    source: Literal["set", "cycle"] = "set"
+
+
+class ThinkingLevelSelectEvent(Event):
+    type: Literal["thinking_level_select"] = "thinking_level_select"
+    level: str
+    previous_level: str | None = None
+
+
+# --------------------------------------------------------------------------- user input
+
+
+class UserBashEvent(Event):
+    type: Literal["user_bash"] = "user_bash"
+    command: str
+    exclude_from_context: bool = False
+    cwd: str = ""
+
+
+class UserBashResult(StrictModel):
+    """Either ``operations`` (an object with ``async exec(command, cwd, *, on_data,
+    signal, timeout) -> BashResult`` that runs the command elsewhere) or ``result`` (the
+    command's outcome, recorded without running anything)."""
+
+    operations: Any = None
+    result: BashResult | None = None
+
+
+class InputEvent(Event):
+    type: Literal["input"] = "input"
+    text: str
+    images: list[ImageContent] = Field(default_factory=list)
+    source: Literal["interactive", "rpc", "extension", "sdk"] = "interactive"
+    streaming_behavior: Literal["steer", "follow_up"] | None = None
+
+
+class InputResult(StrictModel):
+    action: Literal["continue", "transform", "handled"] = "continue"
+    text: str | None = None
+    images: list[ImageContent] | None = None
+
+__all__ = [
+    "AfterProviderResponseEvent",
+    "AgentBeforeSettleEvent",
+    "AgentEndEvent",
+    "AgentSettledEvent",
+    "AgentStartEvent",
+    "BashResult",
+    "BeforeAgentStartEvent",
+    "BeforeAgentStartResult",
+    "BeforeProviderHeadersEvent",
+    "BeforeProviderRequestEvent",
+    "BeforeProviderRequestResult",
+    "BoundaryResult",
+    "BranchSummaryResult",
+    "CompactReason",
+    "CompactionPreparation",
+    "CompactionResult",
+    "ContextEvent",
+    "ContextFile",
+    "ContextResult",
+    "ContextWithSystemEvent",
+    "ContextWithSystemResult",
+    "Event",
+    "FileOperations",
+    "InputEvent",
+    "InputResult",
+    "MessageEndEvent",
+    "MessageEndResult",
+    "MessageStartEvent",
+    "MessageUpdateEvent",
+    "ModelSelectEvent",
+    "ProjectTrustEvent",
+    "ProjectTrustResult",
+    "ProviderStreamEvent",
+    "ResourcesDiscoverEvent",
+    "ResourcesDiscoverResult",
+    "SessionBeforeCompactEvent",
+    "SessionBeforeCompactResult",
+    "SessionBeforeForkEvent",
+    "SessionBeforeForkResult",
+    "SessionBeforeSwitchEvent",
+    "SessionBeforeSwitchResult",
+    "SessionBeforeTreeEvent",
+    "SessionBeforeTreeResult",
+    "SessionCompactEvent",
+    "SessionCompactFailedEvent",
+    "SessionInfoChangedEvent",
+    "SessionShutdownEvent",
+    "SessionStartEvent",
+    "SessionStartReason",
+    "SessionTreeEvent",
+    "ShutdownReason",
+    "Skill",
+    "SystemPromptOptions",
+    "ThinkingLevelSelectEvent",
+    "ToolCallEvent",
+    "ToolCallResult",
+    "ToolExecutionEndEvent",
+    "ToolExecutionStartEvent",
+    "ToolExecutionUpdateEvent",
+    "ToolResultEvent",
+    "ToolResultPatch",
+    "TreePreparation",
+    "TurnEndEvent",
+    "TurnStartEvent",
+    "UserBashEvent",
+    "UserBashResult",
+]

@@ -1,0 +1,209 @@
+"""Models, providers and the provider-neutral streaming protocol.
+
+A provider's stream function turns an :class:`LlmContext` into a stream of
+:data:`AssistantMessageEvent` values ending with ``done`` or ``error``. The core
+implements the Anthropic, OpenAI and scripted ("faux") APIs on these types; a plugin
+may add a provider of its own through the ``register_providers`` hook.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from ._base import PiModel
+from .messages import AgentMessage, AssistantMessage, ToolCall, ToolDeclaration
+from .signals import AbortSignal
+
+ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+THINKING_LEVELS: tuple[str, ...] = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
+
+KNOWN_APIS: tuple[str, ...] = (
+    "anthropic-messages",
+    "openai-responses",
+    "openai-completions",
+    "faux",
+)
+
+
+def _text_only() -> list[Literal["text", "image"]]:
+    return ["text"]
+
+
+class ModelCost(PiModel):
+    """US dollars per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+
+class Model(PiModel):
+    """One model of one provider, in the shape of a ``models.json`` model entry."""
+
+    id: str
+    name: str = ""
+    provider: str = ""
+    api: str = ""
+    base_url: str | None = None
+    reasoning: bool = False
+    thinking_level_map: dict[str, Any] | None = None
+    input: list[Literal["text", "image"]] = Field(default_factory=_text_only)
+    cost: ModelCost = Field(default_factory=ModelCost)
+    context_window: int = 128_000
+    max_tokens: int = 16_384
+    headers: dict[str, str] | None = None
+    compat: dict[str, Any] | None = None
+
+    @property
+    def ref(self) -> str:
+        """``provider/id``."""
+        return f"{self.provider}/{self.id}"
+
+    def same_model(self, other: Model | None) -> bool:
+        return (
+            other is not None
+            and self.provider == other.provider
+            and self.api == other.api
+            and self.id == other.id
+        )
+
+
+class LlmContext(PiModel):
+    """What one model request is built from."""
+
+    system_prompt: str | None = None
+    messages: list[AgentMessage] = Field(default_factory=list)
+    tools: list[ToolDeclaration] = Field(default_factory=list)
+
+
+class StreamOptions(PiModel):
+    """Per-request options of a stream function."""
+
+    signal: AbortSignal | None = None
+    thinking_level: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    api_key: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    session_id: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- stream events
+
+
+class _StreamEventBase(PiModel):
+    partial: AssistantMessage | None = Field(default=None, exclude=True)
+    """The message as accumulated so far (the same object throughout a stream)."""
+
+
+class StartEvent(_StreamEventBase):
+    type: Literal["start"] = "start"
+
+
+class TextStartEvent(_StreamEventBase):
+    type: Literal["text_start"] = "text_start"
+    content_index: int
+
+
+class TextDeltaEvent(_StreamEventBase):
+    type: Literal["text_delta"] = "text_delta"
+    content_index: int
+    delta: str
+
+
+class TextEndEvent(_StreamEventBase):
+    type: Literal["text_end"] = "text_end"
+    content_index: int
+    content: str
+
+
+class ThinkingStartEvent(_StreamEventBase):
+    type: Literal["thinking_start"] = "thinking_start"
+    content_index: int
+
+
+class ThinkingDeltaEvent(_StreamEventBase):
+    type: Literal["thinking_delta"] = "thinking_delta"
+    content_index: int
+    delta: str
+
+
+class ThinkingEndEvent(_StreamEventBase):
+    type: Literal["thinking_end"] = "thinking_end"
+    content_index: int
+    content: str
+
+
+class ToolCallStartEvent(_StreamEventBase):
+    type: Literal["toolcall_start"] = "toolcall_start"
+    content_index: int
+    id: str = ""
+    tool_name: str = ""
+
+
+class ToolCallDeltaEvent(_StreamEventBase):
+    type: Literal["toolcall_delta"] = "toolcall_delta"
+    content_index: int
+    delta: str
+
+
+class ToolCallEndEvent(_StreamEventBase):
+    type: Literal["toolcall_end"] = "toolcall_end"
+    content_index: int
+    tool_call: ToolCall
+
+
+class DoneEvent(_StreamEventBase):
+    type: Literal["done"] = "done"
+    reason: str
+    message: AssistantMessage
+
+
+class ErrorEvent(_StreamEventBase):
+    type: Literal["error"] = "error"
+    reason: str
+    error: AssistantMessage
+
+
+AssistantMessageEvent = Annotated[
+    StartEvent
+    | TextStartEvent
+    | TextDeltaEvent
+    | TextEndEvent
+    | ThinkingStartEvent
+    | ThinkingDeltaEvent
+    | ThinkingEndEvent
+    | ToolCallStartEvent
+    | ToolCallDeltaEvent
+    | ToolCallEndEvent
+    | DoneEvent
+    | ErrorEvent,
+    Field(discriminator="type"),
+]
+
+StreamFunction = Callable[[Model, LlmContext, StreamOptions], AsyncIterator[Any]]
+"""``stream(model, context, options)`` -> async iterator of :data:`AssistantMessageEvent`."""
+
+
+class ProviderDefinition(PiModel):
+    """A provider a plugin registers through ``register_providers``.
+
+    The fields mirror a ``models.json`` provider. With ``stream`` set, requests to its
+    models go through that function instead of one of the built-in APIs.
+    """
+
+    name: str
+    display_name: str | None = None
+    base_url: str | None = None
+    api: str | None = None
+    api_key: str | None = None
+    headers: dict[str, str] | None = None
+    auth_header: bool = False
+    compat: dict[str, Any] | None = None
+    models: list[Model] = Field(default_factory=list)
+    stream: StreamFunction | None = Field(default=None, exclude=True)

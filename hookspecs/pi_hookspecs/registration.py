@@ -1,0 +1,100 @@
+"""What the registration hooks register: commands and flags (tools are
+:class:`~pi_hookspecs.ToolDefinition`, providers :class:`~pi_hookspecs.ProviderDefinition`).
+
+Each registration hook receives a ``register`` callable. pi validates what is passed,
+records which plugin registered it, and resolves name conflicts: the first plugin (in
+load order) to register a name keeps it; later ones get a diagnostic. A plugin may
+register the same name again to replace its own earlier registration.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, Literal, Protocol
+
+from pydantic import ConfigDict, Field, field_validator
+
+from ._base import PiModel
+from .llm import ProviderDefinition
+from .tools import ToolDefinition
+
+COMMAND_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_:.-]*$")
+FLAG_NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
+
+
+class CommandDefinition(PiModel):
+    """A slash command (``/name args``). ``handler(args, ctx)`` receives the text after
+    the name and a :class:`~pi_hookspecs.CommandContext`; it may be sync or async."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    handler: Callable[..., Any] = Field(exclude=True)
+    argument_hint: str | None = None
+    get_argument_completions: Callable[[str], Any] | None = Field(default=None, exclude=True)
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        name = name.removeprefix("/")
+        if not COMMAND_NAME_RE.match(name):
+            raise ValueError(f"command name {name!r} must start with a letter or digit and hold no spaces")
+        return name
+
+
+class FlagDefinition(PiModel):
+    """A command-line flag (``--name``) a plugin adds to ``pi``; read it with
+    ``ctx.get_flag(name)``. It is listed in ``pi --help``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    type: Literal["boolean", "string"] = "boolean"
+    default: Any = None
+    description: str = ""
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        name = name.removeprefix("--")
+        if not FLAG_NAME_RE.match(name):
+            raise ValueError(f"flag name {name!r} must be lowercase letters, digits and '-'")
+        return name
+
+
+class RegisterTool(Protocol):
+    def __call__(self, definition: ToolDefinition | Callable[..., Any], /) -> None: ...
+
+
+class RegisterCommand(Protocol):
+    def __call__(
+        self,
+        name: str | CommandDefinition,
+        /,
+        handler: Callable[..., Any] | None = None,
+        *,
+        description: str = "",
+        argument_hint: str | None = None,
+    ) -> None: ...
+
+
+class RegisterFlag(Protocol):
+    def __call__(
+        self,
+        name: str | FlagDefinition,
+        /,
+        *,
+        type: Literal["boolean", "string"] = "boolean",
+        default: Any = None,
+        description: str = "",
+    ) -> None: ...
+
+
+class RegisterProvider(Protocol):
+    def __call__(self, definition: ProviderDefinition | dict[str, Any], /) -> None: ...
+
+
+class AddHookspecs(Protocol):
+    def __call__(self, module_or_class: Any, /) -> None: ...

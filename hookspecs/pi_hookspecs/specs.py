@@ -1,0 +1,641 @@
+"""The hook specifications: one per event, plus the registration hooks.
+
+Each docstring is the reference for its hook (``docs/hooks.md`` is generated from
+them): when it fires, what an implementation may return, how the results of several
+plugins combine and what an exception does. Event hooks take ``(event, ctx)``; an
+implementation may take a subset of the names, e.g. only ``event``. Implementations may
+be plain functions or coroutines.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .markers import hookspec
+
+# =============================================================================== registration
+
+
+@hookspec
+def register_tools(register: Any) -> None:
+    """Register tools.
+
+    **Fires** once per session runtime (startup, ``/reload``, new / resume / fork), in
+    plugin load order, before ``session_start``.
+
+    **Call** ``register(definition)`` with a :class:`ToolDefinition` or a function
+    decorated with ``@tool``. A tool registered under the name of a built-in tool
+    replaces it. Between plugins the first registration of a name wins; later ones are
+    reported as conflicts. Register again with ``exposure="hidden"`` to withdraw a tool.
+
+    **Errors**: an exception, or an invalid definition, is reported as a diagnostic
+    naming the plugin; the other registrations stand.
+    """
+
+
+@hookspec
+def register_commands(register: Any) -> None:
+    """Register slash commands.
+
+    **Fires** once per session runtime, in plugin load order.
+
+    **Call** ``register(name, handler, description=...)`` or
+    ``register(CommandDefinition(...))``. ``handler(args, ctx)`` gets the text after the
+    command name and a :class:`CommandContext`; it may be async. The first plugin to
+    register a name keeps it.
+
+    **Errors**: reported as a diagnostic naming the plugin.
+    """
+
+
+@hookspec
+def register_flags(register: Any) -> None:
+    """Register command-line flags.
+
+    **Fires** when pi builds its command line and once per session runtime.
+
+    **Call** ``register(name, type="boolean" | "string", default=..., description=...)``.
+    The flag is listed in ``pi --help`` and accepted as ``--name``; read its value with
+    ``ctx.get_flag(name)``. The first plugin to register a name keeps it.
+
+    **Errors**: reported as a diagnostic naming the plugin.
+    """
+
+
+@hookspec
+def register_providers(register: Any) -> None:
+    """Register model providers.
+
+    **Fires** once per session runtime, before the model is chosen, so the models it
+    adds can be selected with ``--model``.
+
+    **Call** ``register(ProviderDefinition(...))`` (or a dict with the same fields):
+    a provider id, its models, ``base_url`` / ``api`` / ``api_key`` like a
+    ``models.json`` provider, and optionally ``stream`` (an async generator function
+    ``stream(model, context, options)``) for an API of its own.
+
+    **Errors**: reported as a diagnostic naming the plugin.
+    """
+
+
+@hookspec
+def add_hookspecs(add: Any) -> None:
+    """Publish hook specifications of a plugin's own.
+
+    **Fires** right after all plugins are registered, before anything is called.
+
+    **Call** ``add(module_or_class)`` holding functions marked with
+    ``pi_hookspecs.hookspec``. Other plugins then implement them, and the publishing
+    plugin calls them through ``ctx.hook.<name>(...)`` (pluggy's own calling
+    convention and result list). pi-mcp publishes ``register_mcp_servers`` this way.
+
+    **Errors**: reported as a diagnostic naming the plugin.
+    """
+
+
+# =============================================================================== startup
+
+
+@hookspec
+def project_trust(event: Any, ctx: Any) -> Any:
+    """Decide whether the project in ``event.cwd`` is trusted.
+
+    **Fires** at startup (and when a session replacement enters a new working
+    directory) before any project resource loads, and only when the project has
+    resources that need trust (``.pi/settings.json``, ``.pi/extensions`` …). Only
+    plugins that are not project plugins take part. ``ctx`` is a limited
+    :class:`ProjectTrustContext` (cwd, mode, ui).
+
+    **Returns** :class:`ProjectTrustResult`: ``trusted`` ``"yes"``, ``"no"`` or
+    ``"undecided"``, and ``remember`` to save a yes/no decision.
+
+    **Combination** (gate): the first ``"yes"`` or ``"no"`` decides and stops the walk;
+    ``"undecided"`` or ``None`` passes to the next handler, then to the saved decisions
+    and ``defaultProjectTrust``.
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def resources_discover(event: Any, ctx: Any) -> Any:
+    """Contribute skill, prompt-template and theme paths.
+
+    **Fires** after ``session_start`` (``event.reason`` ``"startup"``) and after a
+    reload (``"reload"``).
+
+    **Returns** :class:`ResourcesDiscoverResult` (``skill_paths``, ``prompt_paths``,
+    ``theme_paths``) or ``None``.
+
+    **Combination** (aggregate): all results are collected in call order; paths
+    earlier in the list win name collisions.
+
+    **Errors**: reported; the other handlers' paths still load.
+    """
+
+
+# =============================================================================== session
+
+
+@hookspec
+def session_start(event: Any, ctx: Any) -> None:
+    """A session runtime started.
+
+    **Fires** when a session is started, loaded or reloaded; ``event.reason`` is
+    ``"startup"``, ``"reload"``, ``"new"``, ``"resume"`` or ``"fork"`` and
+    ``event.previous_session_file`` names the session left behind. Start
+    session-scoped resources (connections, watchers) here, not at import.
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def session_shutdown(event: Any, ctx: Any) -> None:
+    """A session runtime is about to be torn down.
+
+    **Fires** before quit, reload, new, resume and fork (``event.reason``);
+    ``event.target_session_file`` names the destination of a replacement. Close what
+    ``session_start`` opened; make it idempotent.
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs and the shutdown goes on.
+    """
+
+
+@hookspec
+def session_info_changed(event: Any, ctx: Any) -> None:
+    """The session's display name changed (``event.name``; ``None`` when cleared).
+
+    **Fires** after ``/name``, RPC ``set_session_name`` or ``ctx.set_session_name()``.
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def session_before_switch(event: Any, ctx: Any) -> Any:
+    """A new session (``/new``) or another session (``/resume``) is about to replace
+    the current one.
+
+    **Fires** before the switch; ``event.reason`` is ``"new"`` or ``"resume"`` and
+    ``event.target_session_file`` names the session resumed.
+
+    **Returns** :class:`SessionBeforeSwitchResult` (``cancel=True`` to stop the switch)
+    or ``None``.
+
+    **Combination** (cancellable): the first ``cancel`` wins and stops the walk;
+    otherwise the last non-empty result is the result.
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def session_before_fork(event: Any, ctx: Any) -> Any:
+    """A fork (``/fork``, ``position="before"``) or clone (``position="at"``) of
+    ``event.entry_id`` into a new session file is about to happen.
+
+    **Returns** :class:`SessionBeforeForkResult` (``cancel``,
+    ``skip_conversation_restore``) or ``None``.
+
+    **Combination** (cancellable): the first ``cancel`` wins; otherwise the last
+    non-empty result replaces the whole result.
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def session_before_compact(event: Any, ctx: Any) -> Any:
+    """Compaction is about to summarise the older part of the context.
+
+    **Fires** before ``/compact``, threshold compaction and overflow recovery
+    (``event.reason`` ``"manual"``, ``"threshold"``, ``"overflow"``), with
+    ``event.preparation`` (messages to summarise, first kept entry, tokens before,
+    previous summary, file operations), ``event.branch_entries`` and ``event.signal``.
+
+    **Returns** :class:`SessionBeforeCompactResult`: ``cancel=True``, or
+    ``compaction=CompactionResult(summary=..., first_kept_entry_id=..., tokens_before=...)``
+    to supply the summary instead of pi's summariser; or ``None``.
+
+    **Combination** (cancellable): the first ``cancel`` wins and stops the walk;
+    otherwise the **last non-empty result replaces the whole result** (a later
+    ``{"cancel": False}`` discards an earlier handler's compaction).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def session_compact(event: Any, ctx: Any) -> None:
+    """A compaction was saved (``event.compaction_entry``; ``event.from_extension``
+    tells whether a plugin supplied it).
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def session_compact_failed(event: Any, ctx: Any) -> None:
+    """A compaction failed (``event.error_message``) or was aborted (``event.aborted``).
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def session_before_tree(event: Any, ctx: Any) -> Any:
+    """Tree navigation (``/tree``) is about to move the session's leaf.
+
+    **Fires** with ``event.preparation`` (target, old leaf, common ancestor, the entries
+    a branch summary would cover, whether the user wants one) and ``event.signal``.
+
+    **Returns** :class:`SessionBeforeTreeResult`: ``cancel=True``; or ``summary`` (used
+    when the user asked for a summary); or changed ``custom_instructions``,
+    ``replace_instructions``, ``label``; or ``None``.
+
+    **Combination** (cancellable): the first ``cancel`` wins; otherwise the last
+    non-empty result replaces the whole result.
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def session_tree(event: Any, ctx: Any) -> None:
+    """The leaf moved (``event.new_leaf_id``, ``event.old_leaf_id``,
+    ``event.summary_entry``). Rebuild branch-dependent state from
+    ``ctx.session_manager.get_branch()``.
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+# =============================================================================== agent runs
+
+
+@hookspec
+def before_agent_start(event: Any, ctx: Any) -> Any:
+    """A run is about to start, after input handling and template expansion.
+
+    **Fires** once per prompt (``event.message_type`` ``"user"`` with ``prompt`` and
+    ``images``) or per idle ``send_message(..., trigger_turn=True)`` (``"custom"`` with
+    ``message``). ``event.system_prompt`` is the prompt as chained so far and
+    ``event.system_prompt_options`` the structured inputs it is built from — change
+    those **in place** (sections, selected tools, guidelines) and pi patches only the
+    changed sections.
+
+    **Returns** :class:`BeforeAgentStartResult`: ``message`` (a custom message added to
+    the run) and/or ``system_prompt`` (replaces the whole prompt for this run); or
+    ``None``.
+
+    **Combination** (aggregate): every returned ``message`` is added, in call order;
+    ``system_prompt`` chains — the next handler sees it as ``event.system_prompt``.
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def agent_start(event: Any, ctx: Any) -> None:
+    """A low-level agent run began.
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def agent_end(event: Any, ctx: Any) -> None:
+    """A low-level agent run ended (``event.messages`` are the messages it produced).
+    pi may still retry, compact and retry, or continue with queued messages; wait for
+    ``agent_settled`` for the final idle point.
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def agent_before_settle(event: Any, ctx: Any) -> Any:
+    """The last actionable point before pi settles.
+
+    **Fires** after retries, recovery and queued work are done (not after an abort).
+    ``event.entries`` and ``event.continue_`` are what earlier handlers proposed;
+    ``event.context`` is the context rebuilt with those entries.
+
+    **Returns** :class:`BoundaryResult`: ``entries`` (draft ``custom``,
+    ``custom_message``, ``context_edit`` or ``compaction`` entries to append) and/or
+    ``continue_`` (``True`` asks for one more model request); or ``None``.
+
+    **Combination** (boundary): each returned field replaces the proposal so far; an
+    omitted field keeps it. The final proposal is validated and appended in order.
+    Guard ``continue_``: an unconditional ``True`` loops forever.
+
+    **Errors**: reported; that handler's draft is dropped and the next handler runs.
+    """
+
+
+@hookspec
+def agent_settled(event: Any, ctx: Any) -> None:
+    """pi will not continue on its own (``event.aborted`` when the run was aborted).
+    Fires once per prompt, also after errors and aborts; ``ctx.is_idle()`` is true.
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def turn_start(event: Any, ctx: Any) -> None:
+    """A turn (one model response and its tool calls) began (``event.turn_index``).
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def turn_end(event: Any, ctx: Any) -> Any:
+    """A turn finished; its assistant message and tool results are already persisted.
+
+    **Fires** with ``event.message``, ``event.tool_results``, their entry ids,
+    ``event.outcome`` (``"completed"``, ``"error"``, ``"aborted"``) and the proposal so
+    far (``event.entries``, ``event.continue_``, ``event.context``).
+
+    **Returns** :class:`BoundaryResult` (``entries`` and/or ``continue_``) or ``None``.
+
+    **Combination** (boundary): each returned field replaces the proposal so far; the
+    final proposal is validated and appended after all handlers ran. ``continue_``
+    ensures one more request unless tool results or queued messages already cause one.
+
+    **Errors**: reported; that handler's draft is dropped and the next handler runs.
+    """
+
+
+# =============================================================================== messages
+
+
+@hookspec
+def message_start(event: Any, ctx: Any) -> None:
+    """A message started (user, assistant, tool result, custom …); ``event.message``.
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def message_update(event: Any, ctx: Any) -> None:
+    """An assistant message streamed an update: ``event.message`` is the partial
+    message, ``event.assistant_message_event`` the stream event (text / thinking /
+    tool-call delta). Keep handlers fast: they are awaited in stream order.
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def message_end(event: Any, ctx: Any) -> Any:
+    """A message is final and about to be persisted (``event.message``).
+
+    **Returns** :class:`MessageEndResult` (``message``: a replacement with the same
+    ``role``) or ``None``. The replacement is applied in place, so the agent state, the
+    host and the session file agree.
+
+    **Combination** (chained): each handler sees the previous handler's replacement.
+
+    **Errors**: reported (also a replacement that changes the role); the previous
+    message is kept.
+    """
+
+
+# =============================================================================== tools
+
+
+@hookspec
+def tool_execution_start(event: Any, ctx: Any) -> None:
+    """A tool call is about to be processed (``event.tool_call_id``, ``tool_name``,
+    ``args``, ``parent_tool_call_id`` for nested calls). With parallel tools these fire
+    in the assistant message's order.
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def tool_execution_update(event: Any, ctx: Any) -> None:
+    """A running tool reported progress (``event.partial_result``).
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def tool_execution_end(event: Any, ctx: Any) -> None:
+    """A tool call is final (``event.result``, ``event.is_error``,
+    ``event.duration_ms`` when the tool ran). Fires for every call, also unknown,
+    invalid, blocked and aborted ones; in completion order with parallel tools.
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def tool_call(event: Any, ctx: Any) -> Any:
+    """A tool is about to run: the policy gate.
+
+    **Fires** after argument validation, before execution (also for nested calls made
+    through ``ctx.execute_tool``). The assistant message holding the call is already
+    persisted. ``event.input`` is **mutable**: change it in place and later handlers and
+    the tool see the change (it is not validated again).
+
+    **Returns** :class:`ToolCallResult` — ``block=True`` with a ``reason`` (and
+    ``terminate=True`` to end the run after this batch) — or ``None`` to allow.
+
+    **Combination** (gate): the first ``block`` wins and stops the walk; a later
+    handler cannot unblock it.
+
+    **Errors** fail **closed**: an exception (or an invalid return value) blocks the
+    call, with a reason naming the plugin.
+    """
+
+
+@hookspec
+def tool_result(event: Any, ctx: Any) -> Any:
+    """A tool finished; its result may be changed before the model sees it.
+
+    **Fires** after a tool ran (successfully, with ``is_error``, or raising), with the
+    result's ``content``, ``details``, ``structured_content``, ``is_error`` and
+    ``usage``. Not for calls that never ran (unknown, invalid, blocked).
+
+    **Returns** :class:`ToolResultPatch`: any of ``content``, ``details``,
+    ``structured_content``, ``is_error``, ``usage``; or ``None``.
+
+    **Combination** (chained, field by field): each handler sees the result as patched
+    so far; a field it does not return keeps its value. Replacing ``content`` without
+    ``structured_content`` drops the structured content.
+
+    **Errors**: reported; the result as patched so far is kept.
+    """
+
+
+# =============================================================================== model requests
+
+
+@hookspec
+def context(event: Any, ctx: Any) -> Any:
+    """The conversation of the next model request, without system messages
+    (``event.messages``, a copy that is safe to change).
+
+    **Returns** :class:`ContextResult` (``messages``) or ``None``. pi puts the current
+    prompt and tool declarations back in front of a changed list.
+
+    **Combination** (chained): each handler gets the previous handler's messages.
+
+    **Errors**: reported; the previous messages are kept.
+    """
+
+
+@hookspec
+def context_with_system(event: Any, ctx: Any) -> Any:
+    """The full transcript of the next request, system messages included.
+
+    **Fires** after every ``context`` handler. Keep a system message at index 0.
+
+    **Returns** :class:`ContextWithSystemResult` (``messages``, sent as they are) or
+    ``None``.
+
+    **Combination** (chained).
+
+    **Errors**: reported; the previous messages are kept.
+    """
+
+
+@hookspec
+def before_provider_headers(event: Any, ctx: Any) -> None:
+    """The HTTP headers of a provider request are assembled.
+
+    **Mutate** ``event.headers`` in place: set a key to add or override a header, set
+    it to ``None`` to remove it. Fires once per request (retries reuse the headers).
+
+    **Returns** nothing (in-place mutation: later handlers see the changes).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def before_provider_request(event: Any, ctx: Any) -> Any:
+    """The provider payload is built and about to be sent (``event.payload``).
+
+    **Returns** :class:`BeforeProviderRequestResult` (``payload``, replacing it) or
+    ``None`` to keep it.
+
+    **Combination** (chained): later handlers and the request see the replacement.
+
+    **Errors**: reported; the previous payload is kept.
+    """
+
+
+@hookspec
+def after_provider_response(event: Any, ctx: Any) -> None:
+    """A provider answered (``event.status``, ``event.headers``), before the body
+    stream is consumed.
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def provider_stream_event(event: Any, ctx: Any) -> None:
+    """One parsed provider stream event (``event.data``, read-only), before pi
+    normalises it. Handlers are awaited in stream order: slow ones delay the stream.
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the stream goes on.
+    """
+
+
+@hookspec
+def model_select(event: Any, ctx: Any) -> None:
+    """The model changed (``event.model``, ``event.previous_model``, ``event.source``
+    ``"set"`` or ``"cycle"``). Restoring a session does not fire it.
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@hookspec
+def thinking_level_select(event: Any, ctx: Any) -> None:
+    """The thinking level changed (``event.level``, ``event.previous_level``).
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+# =============================================================================== user input
+
+
+@hookspec
+def user_bash(event: Any, ctx: Any) -> Any:
+    """The user ran ``!command`` (or ``!!command``, ``event.exclude_from_context``).
+
+    **Returns** :class:`UserBashResult` with either ``operations`` (run the command
+    through that backend, e.g. over SSH) or ``result`` (record this outcome without
+    running anything); or ``None`` to let the next handler, then local execution, run it.
+
+    **Combination** (gate): the first valid result stops the walk.
+
+    **Errors** fail **closed**: an exception or an invalid result is reported and the
+    command is not run (no fallback to local execution).
+    """
+
+
+@hookspec
+def input(event: Any, ctx: Any) -> Any:
+    """User input arrived (``event.text``, ``event.images``, ``event.source``,
+    ``event.streaming_behavior``), after extension commands were checked and before
+    ``/skill:`` and template expansion.
+
+    **Returns** :class:`InputResult`: ``action="continue"`` (default, also ``None``),
+    ``action="transform"`` with new ``text`` / ``images``, or ``action="handled"`` to
+    consume the input without a model run.
+
+    **Combination** (chained): transforms chain (``"X"`` -> ``"X[1]"`` -> ``"X[1][2]"``);
+    the first ``handled`` stops the walk.
+
+    **Errors**: reported; the text as transformed so far is kept and the chain goes on.
+    """

@@ -1,0 +1,47 @@
+"""Diagnostics: what went wrong while loading plugins, reported instead of raised."""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+Level = Literal["error", "warning", "info"]
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    level: Level
+    message: str
+    plugin: str | None = None
+    source: str | None = None
+    """The source kind: builtin, entrypoint, user, settings, project, cli, sdk."""
+    path: str | None = None
+
+    def format(self) -> str:
+        who = f"plugin {self.plugin!r}" if self.plugin else "plugins"
+        where = f" ({self.path})" if self.path else ""
+        return f"{self.level}: {who}{where}: {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+class ExtensionLoadError(RuntimeError):
+    """Raised instead of recording an error diagnostic when ``PI_EXTENSIONS_STRICT=1``."""
+
+    def __init__(self, diagnostic: Diagnostic):
+        self.diagnostic = diagnostic
+        super().__init__(diagnostic.format())
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``ExcType: message (file.py:12)`` — the innermost frame of the traceback."""
+    text = f"{type(exc).__name__}: {exc}".rstrip(": ")
+    frames = traceback.extract_tb(exc.__traceback__)
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{text} ({exc.filename}:{exc.lineno})"
+    if frames:
+        last = frames[-1]
+        return f"{text} ({last.filename}:{last.lineno})"
+    return text

@@ -1,0 +1,512 @@
+"""The plugin host: one pluggy plugin manager per session runtime.
+
+Loading is two-phase so that a project can never run code before it is trusted:
+
+1. :meth:`PluginHost.load_phase_one` imports and registers every source except the
+   project's own (built-in, installed, user files, user settings, ``-e``, SDK);
+2. :meth:`PluginHost.decide_project_trust` asks those plugins (``project_trust``);
+3. :meth:`PluginHost.load_phase_two` adds the project sources when trusted, builds the
+   final plugin manager in load order (reusing the objects of phase one: nothing is
+   imported or instantiated twice), publishes plugin hookspecs, reports misspelled
+   hooks and runs the registration hooks.
+
+Failures never propagate: each becomes a :class:`Diagnostic` naming the plugin (unless
+``PI_EXTENSIONS_STRICT=1``, which raises :class:`ExtensionLoadError` for plugin
+development).
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pluggy
+
+import pi_hookspecs
+from pi_hookspecs import EVENTS, PROJECT_NAME, REGISTRATION_HOOKS, ProjectTrustEvent
+from pi_hookspecs import specs as core_specs
+
+from .._paths import agent_dir as default_agent_dir
+from .._paths import project_dir
+from ..resources.settings import Settings, SettingsError, load_settings, read_settings_file
+from .context import (
+    CommandContextImpl,
+    ContextHost,
+    ExtensionContextImpl,
+    Liveness,
+    ProjectTrustContextImpl,
+)
+from .diagnostics import Diagnostic, ExtensionLoadError, describe_exception
+from .registry import RegistrationError, Registry
+from .runner import EventRunner
+from .sources import (
+    PluginLoadError,
+    PluginSource,
+    directory_sources,
+    entry_point_sources,
+    import_file,
+    object_source,
+    resolve_plugin,
+    spec_sources,
+)
+
+Status = Literal["loaded", "error", "disabled", "skipped"]
+KNOWN_HOOKS = frozenset(EVENTS) | frozenset(REGISTRATION_HOOKS)
+
+
+@dataclass
+class PluginRecord:
+    """One plugin source and what became of it (shown by ``pi extensions list``)."""
+
+    name: str
+    source: PluginSource
+    status: Status = "loaded"
+    error: str | None = None
+    plugin: Any = None
+    hooks: list[str] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return self.source.kind
+
+    def to_json(self, registry: Registry | None = None) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "name": self.name,
+            "source": self.source.kind,
+            "status": self.status,
+            "origin": self.source.origin,
+            "distribution": self.source.distribution,
+            "version": self.source.version,
+            "path": self.source.path,
+            "hooks": self.hooks,
+            "error": self.error,
+        }
+        data.update(
+            registry.by_plugin(self.name)
+            if registry is not None
+            else {"tools": [], "commands": [], "flags": [], "providers": []}
+        )
+        return data
+
+
+@dataclass
+class LoadOptions:
+    cwd: str = "."
+    agent_dir: Path | None = None
+    builtins: Sequence[Any] | None = None
+    """Built-in plugin objects; ``None`` means pi's own (:mod:`pi_core.builtins`)."""
+    cli_extensions: Sequence[str] = ()
+    sdk_plugins: Sequence[Any] = ()
+    no_extensions: bool = False
+    entry_points: bool = True
+    """Discover installed plugins (tests turn this off to control what loads)."""
+    mode: str = "print"
+    ui: Any = None
+    flags: Mapping[str, Any] = field(default_factory=dict)
+    fresh_files: bool = False
+    """Re-execute plugin files even when unchanged (``/reload``)."""
+    env: Mapping[str, str] | None = None
+
+
+class PluginHost:
+    def __init__(self, options: LoadOptions | None = None, **kwargs: Any) -> None:
+        self.options = options or LoadOptions(**kwargs)
+        env = self.options.env if self.options.env is not None else os.environ
+        self.strict = env.get("PI_EXTENSIONS_STRICT") == "1"
+        allow = env.get("PI_EXTENSIONS")
+        self.allowed: set[str] | None = (
+            None if allow is None else {n.strip() for n in allow.split(",") if n.strip()}
+        )
+        self.agent_dir = self.options.agent_dir or default_agent_dir()
+        self.cwd = str(Path(self.options.cwd).resolve())
+        self.records: list[PluginRecord] = []
+        self.diagnostics: list[Diagnostic] = []
+        self.registry = Registry(diagnostics=self.diagnostics)
+        self.liveness = Liveness()
+        self.project_trusted = False
+        self.settings: Settings = load_settings(self.cwd, agent_dir=self.agent_dir, project_trusted=False)
+        for error in self.settings.errors:
+            self._diag("error", str(error), plugin=None, source="settings", path=str(error.path))
+        self.context_host = ContextHost(
+            cwd=self.cwd,
+            mode=self.options.mode,
+            ui=self.options.ui,
+            settings=self.settings.merged,
+            flags=dict(self.options.flags),
+        )
+        self.pm = self._new_pm()
+        self.runner = EventRunner(self.pm, ctx=self.make_context())
+        self._phase = 0
+
+    # ------------------------------------------------------------------ helpers
+
+    def _new_pm(self) -> pluggy.PluginManager:
+        pm = pluggy.PluginManager(PROJECT_NAME)
+        pm.add_hookspecs(core_specs)
+        return pm
+
+    def _diag(
+        self,
+        level: Literal["error", "warning", "info"],
+        message: str,
+        *,
+        plugin: str | None,
+        source: str | None,
+        path: str | None = None,
+    ) -> Diagnostic:
+        diagnostic = Diagnostic(level, message, plugin=plugin, source=source, path=path)
+        if level == "error" and self.strict:
+            raise ExtensionLoadError(diagnostic)
+        self.diagnostics.append(diagnostic)
+        return diagnostic
+
+    def make_context(self) -> ExtensionContextImpl:
+        return ExtensionContextImpl(self.context_host, self.liveness)
+
+    def make_command_context(self) -> CommandContextImpl:
+        return CommandContextImpl(self.context_host, self.liveness)
+
+    def bind(self, context_host: ContextHost) -> None:
+        """Give the contexts a new host (the session runtime, once it exists)."""
+        context_host.hook = self.pm.hook
+        self.context_host = context_host
+        self.runner.ctx = self.make_context()
+
+    def invalidate(self, reason: str = "the session runtime was replaced") -> None:
+        """Make every context of this runtime stale."""
+        self.liveness.invalidate(reason)
+
+    @property
+    def loaded(self) -> list[PluginRecord]:
+        return [r for r in self.records if r.status == "loaded"]
+
+    # ------------------------------------------------------------------ sources
+
+    def _builtin_sources(self) -> list[PluginSource]:
+        builtins = self.options.builtins
+        if builtins is None:
+            from ..builtins import builtin_plugins
+
+            builtins = builtin_plugins()
+        sources = []
+        for item in builtins:
+            name, obj = item if isinstance(item, tuple) else (None, item)
+            sources.append(object_source(obj, "builtin", name))
+        return sources
+
+    def _phase_one_sources(self) -> list[PluginSource]:
+        diagnostics: list[Diagnostic] = []
+        sources = self._builtin_sources()
+        eps: list[PluginSource] = []
+        if self.options.entry_points:
+            try:
+                eps = entry_point_sources(diagnostics)
+            except Exception as exc:  # broken metadata of some distribution
+                diagnostics.append(Diagnostic("error", f"reading entry points failed: {describe_exception(exc)}"))
+        sources += eps
+        sources += directory_sources(self.agent_dir / "extensions", "user", diagnostics)
+        sources += spec_sources(
+            _as_list(self.settings.user.get("extensions")),
+            "settings",
+            self.agent_dir,
+            diagnostics,
+            settings_scope="user",
+        )
+        self._ep_index = {ep.name: ep for ep in eps}
+        if not self.options.entry_points and self.options.cli_extensions:
+            # `-e NAME` still finds an installed plugin when discovery is off.
+            self._ep_index = {ep.name: ep for ep in entry_point_sources([])}
+        self._late_sources = spec_sources(
+            self.options.cli_extensions, "cli", Path(self.cwd), diagnostics, entry_points=self._ep_index
+        ) + [object_source(obj, "sdk") for obj in self.options.sdk_plugins]
+        for diagnostic in diagnostics:
+            self._diag(diagnostic.level, diagnostic.message, plugin=diagnostic.plugin, source=diagnostic.source, path=diagnostic.path)
+        return sources + self._late_sources
+
+    def project_sources(self, diagnostics: list[Diagnostic] | None = None) -> list[PluginSource]:
+        """The project's plugins: ``.pi/extensions`` and project settings ``extensions``.
+        Only finding them; nothing is imported here."""
+        diagnostics = diagnostics if diagnostics is not None else []
+        pdir = project_dir(self.cwd)
+        project_settings = self.settings.project
+        if not self.project_trusted:
+            try:
+                project_settings = read_settings_file(pdir / "settings.json")
+            except SettingsError:
+                project_settings = {}
+        sources = spec_sources(
+            _as_list(project_settings.get("extensions")),
+            "settings",
+            pdir,
+            diagnostics,
+            entry_points=getattr(self, "_ep_index", None),
+            settings_scope="project",
+        )
+        return sources + directory_sources(pdir / "extensions", "project", diagnostics)
+
+    def _disabled_reason(self, source: PluginSource) -> str | None:
+        if source.explicit:
+            return None
+        if self.options.no_extensions:
+            return "--no-extensions"
+        if self.allowed is not None and source.name not in self.allowed:
+            return "not listed in PI_EXTENSIONS"
+        disabled = set(_as_list(self.settings.merged.get("disabledExtensions")))
+        if source.name in disabled:
+            return "listed in settings disabledExtensions"
+        return None
+
+    def _load_source(self, source: PluginSource) -> PluginRecord:
+        record = PluginRecord(name=source.name, source=source)
+        reason = self._disabled_reason(source)
+        if reason:
+            record.status = "disabled"
+            record.error = f"disabled: {reason}"
+            return record
+        try:
+            if source.path and (source.kind in ("user", "project", "settings", "cli")) and self.options.fresh_files:
+                obj = import_file(Path(source.path), source.kind, fresh=True)
+            else:
+                obj = source.loader()
+            record.plugin = resolve_plugin(obj, source.path or source.origin)
+        except PluginLoadError as exc:
+            record.status, record.error = "error", str(exc)
+        except (Exception, SystemExit) as exc:
+            record.status = "error"
+            record.error = f"import failed: {describe_exception(exc)}"
+        if record.status == "error":
+            self._diag("error", record.error or "", plugin=record.name, source=source.kind, path=source.path)
+        return record
+
+    # ------------------------------------------------------------------ phases
+
+    def load_phase_one(self) -> PluginHost:
+        """Load every source but the project's and register them (trust bootstrap)."""
+        if self._phase >= 1:
+            return self
+        self._phase = 1
+        self.records = [self._load_source(s) for s in self._phase_one_sources()]
+        self._register_all(self.pm)
+        return self
+
+    def project_needs_trust(self) -> bool:
+        """Whether the project has plugin sources that only load once trusted."""
+        pdir = project_dir(self.cwd)
+        if (pdir / "extensions").is_dir():
+            return True
+        try:
+            return bool(read_settings_file(pdir / "settings.json").get("extensions"))
+        except SettingsError:
+            return True
+
+    async def decide_project_trust(self) -> pi_hookspecs.ProjectTrustResult | None:
+        """Fire ``project_trust`` at the phase-one plugins; the first yes/no wins."""
+        self.load_phase_one()
+        event = ProjectTrustEvent(cwd=self.cwd)
+        ctx = ProjectTrustContextImpl(self.context_host, self.liveness)
+        result = await self.runner.emit("project_trust", event, ctx)
+        return result  # type: ignore[no-any-return]
+
+    async def load_phase_two(self, *, project_trusted: bool) -> PluginHost:
+        """Add the project's plugins when trusted, then finish loading."""
+        self.load_phase_one()
+        if self._phase >= 2:
+            return self
+        self._phase = 2
+        self.project_trusted = project_trusted
+        self.context_host.project_trusted = project_trusted
+        diagnostics: list[Diagnostic] = []
+        if project_trusted:
+            self.settings = load_settings(self.cwd, agent_dir=self.agent_dir, project_trusted=True)
+            for error in self.settings.errors:
+                if error.path == self.settings.project_path:
+                    self._diag("error", str(error), plugin=None, source="settings", path=str(error.path))
+            self.context_host.settings = self.settings.merged
+        project = self.project_sources(diagnostics)
+        for diagnostic in diagnostics:
+            self._diag(diagnostic.level, diagnostic.message, plugin=diagnostic.plugin, source=diagnostic.source, path=diagnostic.path)
+        if project_trusted:
+            project_records = [self._load_source(s) for s in project]
+        else:
+            project_records = [
+                PluginRecord(name=s.name, source=s, status="skipped", error="skipped: the project is not trusted")
+                for s in project
+            ]
+        late = len(self._late_sources)
+        early = self.records[: len(self.records) - late] if late else self.records
+        tail = self.records[len(self.records) - late :] if late else []
+        self.records = early + project_records + tail
+        # The final manager, in load order, with the objects loaded above.
+        self.pm = self._new_pm()
+        self.runner.pm = self.pm
+        self.runner.invalidate()
+        self.context_host.hook = self.pm.hook
+        self._register_all(self.pm)
+        await self._publish_hookspecs()
+        self._check_pending()
+        await self._run_registrations()
+        self.runner.invalidate()
+        return self
+
+    async def load(self, *, project_trusted: bool | None = None) -> PluginHost:
+        """Both phases. Without an explicit decision, the ``project_trust`` hook decides
+        (only when the project has plugins of its own); undecided means untrusted."""
+        self.load_phase_one()
+        if project_trusted is None:
+            project_trusted = False
+            if self.project_needs_trust():
+                decision = await self.decide_project_trust()
+                project_trusted = decision is not None and decision.trusted == "yes"
+        return await self.load_phase_two(project_trusted=project_trusted)
+
+    # ------------------------------------------------------------------ registration
+
+    def _register_all(self, pm: pluggy.PluginManager) -> None:
+        taken: set[str] = set()
+        for record in self.records:
+            if record.status != "loaded":
+                continue
+            name = record.name
+            if name in taken:
+                base, n = f"{record.name}@{record.kind}", 2
+                name = base
+                while name in taken:
+                    name, n = f"{base}{n}", n + 1
+                self._diag(
+                    "warning",
+                    f"another plugin is already named {record.name!r}; this one is registered as {name!r}",
+                    plugin=record.name,
+                    source=record.kind,
+                    path=record.source.path,
+                )
+                record.name = name
+            try:
+                pm.register(record.plugin, name=name)
+            except pluggy.PluginValidationError as exc:
+                record.status = "error"
+                record.error = f"invalid hook implementation: {exc}"
+            except ValueError as exc:
+                record.status = "error"
+                other = pm.get_name(record.plugin) if pm.is_registered(record.plugin) else None
+                record.error = f"already loaded as plugin {other!r}" if other else f"cannot register: {exc}"
+            if record.status == "error":
+                self._diag("error", record.error or "", plugin=record.name, source=record.kind, path=record.source.path)
+                continue
+            taken.add(name)
+            record.hooks = sorted(
+                {caller.name for caller in pm.get_hookcallers(record.plugin) or []}
+            )
+
+    def _impls_by_plugin(self, hook: str) -> dict[str, Any]:
+        caller = getattr(self.pm.hook, hook, None)
+        if caller is None:
+            return {}
+        return {impl.plugin_name: impl for impl in caller.get_hookimpls()}
+
+    async def _publish_hookspecs(self) -> None:
+        impls = self._impls_by_plugin("add_hookspecs")
+        for record in self.loaded:
+            impl = impls.get(record.name)
+            if impl is None:
+                continue
+
+            def add(module_or_class: Any, _record: PluginRecord = record) -> None:
+                try:
+                    self.pm.add_hookspecs(module_or_class)
+                except pluggy.PluginValidationError as exc:
+                    offender = getattr(exc, "plugin", None)
+                    self._unregister_invalid(offender, f"invalid hook implementation: {exc}")
+                except ValueError as exc:
+                    self._diag("error", f"add_hookspecs failed: {exc}", plugin=_record.name, source=_record.kind)
+
+            await self._call_registration(record, impl, "add_hookspecs", {"add": add})
+
+    def _unregister_invalid(self, plugin_obj: Any, message: str) -> None:
+        for record in self.loaded:
+            if record.plugin is plugin_obj:
+                self.pm.unregister(plugin_obj)
+                record.status, record.error = "error", message
+                self._diag("error", message, plugin=record.name, source=record.kind, path=record.source.path)
+
+    def _check_pending(self) -> None:
+        """Hook implementations without a spec: misspelled names (pluggy's
+        ``check_pending``, reported for every plugin instead of raising for the first)."""
+        known = sorted(name for name in vars(self.pm.hook) if not name.startswith("_"))
+        for name in known:
+            caller = getattr(self.pm.hook, name)
+            if caller.has_spec():
+                continue
+            for impl in caller.get_hookimpls():
+                if impl.optionalhook:
+                    continue
+                specced = [n for n in known if getattr(self.pm.hook, n).has_spec()]
+                close = difflib.get_close_matches(name, specced, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                record = next((r for r in self.records if r.name == impl.plugin_name), None)
+                self._diag(
+                    "warning",
+                    f"implements unknown hook {name!r}{hint}; it will never be called",
+                    plugin=impl.plugin_name,
+                    source=record.kind if record else None,
+                    path=record.source.path if record else None,
+                )
+
+    async def _call_registration(self, record: PluginRecord, impl: Any, hook: str, kwargs: dict[str, Any]) -> None:
+        try:
+            result = impl.function(**{k: kwargs[k] for k in impl.argnames})
+            if inspect.isawaitable(result):
+                await result
+        except ExtensionLoadError:
+            raise
+        except Exception as exc:
+            self._diag(
+                "error",
+                f"{hook} failed: {describe_exception(exc)}",
+                plugin=record.name,
+                source=record.kind,
+                path=record.source.path,
+            )
+
+    async def _run_registrations(self) -> None:
+        registry = self.registry
+        tables = {
+            "register_tools": lambda rec: lambda value: registry.register_tool(value, rec.name, rec.kind),
+            "register_commands": lambda rec: lambda name, handler=None, **kw: registry.register_command(
+                name, handler, rec.name, rec.kind, **kw
+            ),
+            "register_flags": lambda rec: lambda name, **kw: registry.register_flag(name, rec.name, rec.kind, **kw),
+            "register_providers": lambda rec: lambda value: registry.register_provider(value, rec.name, rec.kind),
+        }
+        for hook, make in tables.items():
+            impls = self._impls_by_plugin(hook)
+            for record in self.loaded:
+                impl = impls.get(record.name)
+                if impl is None:
+                    continue
+                inner = make(record)
+
+                def register(*args: Any, _inner: Any = inner, _record: PluginRecord = record, _hook: str = hook, **kw: Any) -> Any:
+                    try:
+                        return _inner(*args, **kw)
+                    except RegistrationError as exc:
+                        self._diag("error", f"{_hook}: {exc}", plugin=_record.name, source=_record.kind, path=_record.source.path)
+                        return None
+
+                await self._call_registration(record, impl, hook, {"register": register})
+        for name, reg in registry.flags.items():
+            self.context_host.flags.setdefault(name, reg.value.default)
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value]
+    return []

@@ -1,0 +1,173 @@
+"""What plugins register: tools, commands, flags and providers.
+
+The ``register`` callables handed to the registration hooks validate what they get,
+record the plugin that registered it, and resolve conflicts:
+
+* a plugin registering a name again replaces its own earlier registration;
+* a plugin tool replaces a built-in tool of the same name;
+* otherwise the first plugin (in load order) keeps a name and later ones are reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import ValidationError
+
+from pi_hookspecs import (
+    CommandDefinition,
+    FlagDefinition,
+    ProviderDefinition,
+    ToolDefinition,
+    tool,
+)
+
+from .diagnostics import Diagnostic
+
+T = TypeVar("T")
+Kind = Literal["tool", "command", "flag", "provider"]
+
+
+@dataclass(slots=True)
+class Registered(Generic[T]):
+    value: T
+    plugin: str
+    source: str
+    """Source kind of the registering plugin (builtin, entrypoint, user, …)."""
+    shadows: Registered[T] | None = None
+    """The built-in registration this one replaces, if any."""
+
+
+class RegistrationError(ValueError):
+    pass
+
+
+def _short(exc: ValidationError) -> str:
+    parts = []
+    for item in exc.errors():
+        loc = ".".join(str(p) for p in item.get("loc", ())) or "(root)"
+        parts.append(f"{loc}: {item.get('msg')}")
+    return "; ".join(parts)
+
+
+@dataclass
+class Registry:
+    tools: dict[str, Registered[ToolDefinition]] = field(default_factory=dict)
+    commands: dict[str, Registered[CommandDefinition]] = field(default_factory=dict)
+    flags: dict[str, Registered[FlagDefinition]] = field(default_factory=dict)
+    providers: dict[str, Registered[ProviderDefinition]] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def by_plugin(self, plugin: str) -> dict[str, list[str]]:
+        """Names each kind of registration of ``plugin`` (for ``pi extensions list``)."""
+        out: dict[str, list[str]] = {}
+        for kind, table in (
+            ("tools", self.tools),
+            ("commands", self.commands),
+            ("flags", self.flags),
+            ("providers", self.providers),
+        ):
+            out[kind] = [name for name, reg in table.items() if reg.plugin == plugin]
+        return out
+
+    # ------------------------------------------------------------------ adding
+
+    def _add(self, kind: Kind, table: dict[str, Registered[Any]], name: str, value: Any, plugin: str, source: str) -> bool:
+        existing = table.get(name)
+        entry: Registered[Any] = Registered(value, plugin, source)
+        if existing is None or existing.plugin == plugin:
+            if existing is not None:
+                entry.shadows = existing.shadows
+            table[name] = entry
+            return True
+        if existing.source == "builtin" and source != "builtin":
+            entry.shadows = existing
+            table[name] = entry
+            return True
+        self.diagnostics.append(
+            Diagnostic(
+                "warning",
+                f"{kind} {name!r} is already registered by plugin {existing.plugin!r}; "
+                f"this registration is ignored (the first plugin in load order keeps a name)",
+                plugin=plugin,
+                source=source,
+            )
+        )
+        return False
+
+    def register_tool(self, value: Any, plugin: str, source: str) -> ToolDefinition:
+        if isinstance(value, ToolDefinition):
+            definition = value
+        elif isinstance(value, dict):
+            try:
+                definition = ToolDefinition.model_validate(value)
+            except ValidationError as exc:
+                raise RegistrationError(f"invalid tool definition: {_short(exc)}") from exc
+        elif callable(value):
+            try:
+                definition = tool(value)
+            except (TypeError, ValidationError) as exc:
+                raise RegistrationError(f"cannot make a tool of {value!r}: {exc}") from exc
+        else:
+            raise RegistrationError(
+                f"register() for tools takes a ToolDefinition or an @tool function, got {type(value).__name__}"
+            )
+        self._add("tool", self.tools, definition.name, definition, plugin, source)
+        return definition
+
+    def register_command(
+        self,
+        name: Any,
+        handler: Callable[..., Any] | None,
+        plugin: str,
+        source: str,
+        **options: Any,
+    ) -> CommandDefinition:
+        try:
+            if isinstance(name, CommandDefinition):
+                definition = name
+            elif isinstance(name, dict):
+                definition = CommandDefinition.model_validate(name)
+            else:
+                if handler is None:
+                    raise RegistrationError(f"command {name!r} needs a handler")
+                definition = CommandDefinition(name=name, handler=handler, **options)
+        except ValidationError as exc:
+            raise RegistrationError(f"invalid command: {_short(exc)}") from exc
+        self._add("command", self.commands, definition.name, definition, plugin, source)
+        return definition
+
+    def register_flag(self, name: Any, plugin: str, source: str, **options: Any) -> FlagDefinition:
+        try:
+            if isinstance(name, FlagDefinition):
+                definition = name
+            elif isinstance(name, dict):
+                definition = FlagDefinition.model_validate(name)
+            else:
+                definition = FlagDefinition(name=name, **options)
+        except ValidationError as exc:
+            raise RegistrationError(f"invalid flag: {_short(exc)}") from exc
+        self._add("flag", self.flags, definition.name, definition, plugin, source)
+        return definition
+
+    def register_provider(self, value: Any, plugin: str, source: str) -> ProviderDefinition:
+        try:
+            if isinstance(value, ProviderDefinition):
+                definition = value
+            elif isinstance(value, dict):
+                definition = ProviderDefinition.model_validate(value)
+            else:
+                raise RegistrationError(
+                    f"register() for providers takes a ProviderDefinition or a dict, got {type(value).__name__}"
+                )
+        except ValidationError as exc:
+            raise RegistrationError(f"invalid provider: {_short(exc)}") from exc
+        for model in definition.models:
+            if not model.provider:
+                model.provider = definition.name
+            if not model.api and definition.api:
+                model.api = definition.api
+        self._add("provider", self.providers, definition.name, definition, plugin, source)
+        return definition

@@ -1,0 +1,520 @@
+"""The async event runner: dispatches one event to its handlers and combines results.
+
+Handlers run one at a time in pluggy's call order (``reversed(hook.get_hookimpls())``:
+``tryfirst`` first, then the most recently registered plugin first, ``trylast``
+last; wrappers are skipped). A handler may be sync or async and may take any subset
+of ``(event, ctx)``. What a handler returns is validated against the event's result
+model (a dict with the same fields is accepted); a wrong type is a handler error that
+names the plugin, the hook and the expected type.
+
+How results combine is the event's :class:`~pi_hookspecs.Rule` (``pi_hookspecs.EVENTS``).
+What :meth:`EventRunner.emit` returns, by event:
+
+=======================  =========================================================
+notification, mutation   ``None``
+``input``                :class:`InputResult` — ``action`` and the chained text/images
+``context``, ``context_with_system``   the (possibly replaced) message list
+``message_end``          the (possibly replaced) message
+``before_provider_request``  the (possibly replaced) payload
+``tool_result``          the event, patched field by field
+``tool_call``            :class:`ToolCallResult` when blocked, else ``None``
+``user_bash``            :class:`UserBashResult`, :class:`Blocked`, or ``None``
+``project_trust``        the first yes/no :class:`ProjectTrustResult`, or ``None``
+cancellable              the first cancelling result, else the last result, or ``None``
+aggregate                the list of results
+boundary                 use :meth:`EventRunner.emit_boundary`
+=======================  =========================================================
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pluggy
+from pydantic import BaseModel, ValidationError
+
+from pi_hookspecs import EVENTS, BoundaryResult, InputResult, Rule, ToolCallResult, UserBashResult
+from pi_hookspecs.events import Event
+
+from .diagnostics import describe_exception
+
+
+@dataclass(slots=True)
+class HookError:
+    """A handler failed (raised, or returned something invalid)."""
+
+    plugin: str
+    hook: str
+    message: str
+    exception: BaseException | None = None
+
+    def format(self) -> str:
+        return f"plugin {self.plugin!r}, hook {self.hook}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Blocked:
+    """A fail-closed gate (``user_bash``) whose handler failed: do not proceed."""
+
+    plugin: str
+    reason: str
+
+
+class HookReturnError(TypeError):
+    pass
+
+
+class _Impl:
+    __slots__ = ("fn", "mode", "plugin")
+
+    def __init__(self, plugin: str, fn: Callable[..., Any], argnames: tuple[str, ...]):
+        self.plugin = plugin
+        self.fn = fn
+        self.mode = {
+            (): 0,
+            ("event",): 1,
+            ("ctx",): 2,
+            ("event", "ctx"): 3,
+            ("ctx", "event"): 4,
+        }.get(argnames, -1)
+        if self.mode == -1:
+            raise TypeError(f"{plugin}: unsupported hook arguments {argnames}")
+
+    def call(self, event: Any, ctx: Any) -> Any:
+        mode = self.mode
+        if mode == 3:
+            return self.fn(event, ctx)
+        if mode == 1:
+            return self.fn(event)
+        if mode == 0:
+            return self.fn()
+        if mode == 2:
+            return self.fn(ctx)
+        return self.fn(ctx, event)
+
+
+def _short_validation(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e.get('loc', ())) or '(root)'}: {e.get('msg')}" for e in exc.errors()[:3]
+    )
+
+
+class EventRunner:
+    """Dispatches events of one session runtime to the plugins of its plugin manager."""
+
+    def __init__(
+        self,
+        pm: pluggy.PluginManager,
+        *,
+        ctx: Any = None,
+        on_error: Callable[[HookError], None] | None = None,
+        trace: bool | None = None,
+    ) -> None:
+        self.pm = pm
+        self.ctx = ctx
+        self.errors: deque[HookError] = deque(maxlen=500)
+        self._listeners: list[Callable[[HookError], None]] = [on_error] if on_error else []
+        self._cache: dict[str, tuple[_Impl, ...]] = {}
+        self._trace = os.environ.get("PI_TRACE_HOOKS") == "1" if trace is None else trace
+
+    # ------------------------------------------------------------------ handlers
+
+    def invalidate(self) -> None:
+        """Forget cached handler lists (after plugins were registered or removed)."""
+        self._cache.clear()
+
+    def handlers(self, name: str) -> tuple[_Impl, ...]:
+        impls = self._cache.get(name)
+        if impls is None:
+            caller = getattr(self.pm.hook, name, None)
+            if caller is None:
+                impls = ()
+            else:
+                impls = tuple(
+                    _Impl(impl.plugin_name, impl.function, tuple(impl.argnames))
+                    for impl in reversed(caller.get_hookimpls())
+                    if not (impl.hookwrapper or impl.wrapper)
+                )
+            self._cache[name] = impls
+        return impls
+
+    def has_handlers(self, name: str) -> bool:
+        """Whether any plugin handles ``name`` (build the event only if so)."""
+        return bool(self._cache.get(name) or self.handlers(name))
+
+    def add_error_listener(self, listener: Callable[[HookError], None]) -> Callable[[], None]:
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    # ------------------------------------------------------------------ errors
+
+    def report(self, plugin: str, hook: str, message: str, exc: BaseException | None = None) -> HookError:
+        error = HookError(plugin, hook, message, exc)
+        self.errors.append(error)
+        if self._listeners:
+            for listener in list(self._listeners):
+                try:
+                    listener(error)
+                except Exception:
+                    pass
+        else:
+            print(f"pi: {error.format()}", file=sys.stderr)
+        return error
+
+    def _report_exc(self, impl: _Impl, hook: str, exc: BaseException) -> HookError:
+        if isinstance(exc, HookReturnError):
+            return self.report(impl.plugin, hook, str(exc), exc)
+        return self.report(impl.plugin, hook, f"handler raised {describe_exception(exc)}", exc)
+
+    def _coerce(self, impl: _Impl, hook: str, expected: type[BaseModel], result: Any) -> Any:
+        if isinstance(result, expected):
+            return result
+        if isinstance(result, dict):
+            try:
+                return expected.model_validate(result)
+            except ValidationError as exc:
+                raise HookReturnError(
+                    f"handler returned an invalid {expected.__name__}: {_short_validation(exc)}"
+                ) from exc
+        raise HookReturnError(
+            f"handler returned {type(result).__name__}; {hook} handlers return "
+            f"{expected.__name__}, a dict with its fields, or None"
+        )
+
+    # ------------------------------------------------------------------ dispatch
+
+    async def _call(self, impl: _Impl, hook: str, event: Any, ctx: Any) -> Any:
+        if self._trace:
+            start = time.perf_counter()
+            try:
+                result = impl.call(event, ctx)
+                if result is not None and inspect.isawaitable(result):
+                    result = await result
+            except Exception as exc:
+                print(f"pi trace: {hook} <- {impl.plugin}: raised {describe_exception(exc)}", file=sys.stderr)
+                raise
+            took = (time.perf_counter() - start) * 1000
+            shown = repr(result)
+            shown = shown if len(shown) < 200 else shown[:197] + "..."
+            print(f"pi trace: {hook} <- {impl.plugin}: {shown} ({took:.2f} ms)", file=sys.stderr)
+            return result
+        result = impl.call(event, ctx)
+        if result is not None and inspect.isawaitable(result):
+            return await result
+        return result
+
+    async def emit(self, name: str, event: Any, ctx: Any = None) -> Any:
+        """Dispatch ``event`` to the handlers of ``name`` and combine their results."""
+        impls = self._cache.get(name)
+        if impls is None:
+            impls = self.handlers(name)
+        spec = EVENTS[name]
+        if not impls:
+            return _unchanged(name, spec.rule, event)
+        if ctx is None:
+            ctx = self.ctx
+        if self._trace:
+            print(f"pi trace: {name} -> {[i.plugin for i in impls]}", file=sys.stderr)
+        rule = spec.rule
+        if rule is Rule.NOTIFICATION or rule is Rule.MUTATION:
+            if self._trace:
+                for impl in impls:
+                    try:
+                        await self._call(impl, name, event, ctx)
+                    except Exception as exc:
+                        self._report_exc(impl, name, exc)
+                return None
+            for impl in impls:
+                try:
+                    result = impl.call(event, ctx)
+                    if result is not None and inspect.isawaitable(result):
+                        await result
+                except Exception as exc:
+                    self._report_exc(impl, name, exc)
+            return None
+        composer = _COMPOSERS.get(name) or _RULE_COMPOSERS[rule]
+        return await composer(self, name, spec.result, impls, event, ctx)
+
+    async def emit_boundary(
+        self,
+        name: str,
+        event: Any,
+        build_context: Callable[[list[Any]], Any | Awaitable[Any]] | None = None,
+        ctx: Any = None,
+    ) -> BoundaryResult:
+        """Dispatch ``turn_end`` / ``agent_before_settle``. Each handler sees the entries
+        and continuation proposed so far (and ``event.context`` rebuilt from them by
+        ``build_context``); a handler whose draft fails is reported and its draft
+        dropped. Returns the final proposal."""
+        entries = list(event.entries)
+        cont = bool(event.continue_)
+        impls = self.handlers(name)
+        if ctx is None:
+            ctx = self.ctx
+        for impl in impls:
+            event.entries = list(entries)
+            event.continue_ = cont
+            try:
+                result = await self._call(impl, name, event, ctx)
+                if result is None:
+                    continue
+                result = self._coerce(impl, name, BoundaryResult, result)
+                new_entries = list(result.entries) if result.entries is not None else entries
+                new_cont = result.continue_ if result.continue_ is not None else cont
+                if build_context is not None and result.entries is not None:
+                    context = build_context(new_entries)
+                    if inspect.isawaitable(context):
+                        context = await context
+                    event.context = context
+                entries, cont = new_entries, new_cont
+            except Exception as exc:
+                self._report_exc(impl, name, exc)
+        event.entries = entries
+        event.continue_ = cont
+        return BoundaryResult(entries=entries, continue_=cont)
+
+
+def _unchanged(name: str, rule: Rule, event: Any) -> Any:
+    """The outcome of an event nobody handles."""
+    if rule is Rule.AGGREGATE:
+        return []
+    if name == "input":
+        return InputResult(action="continue", text=event.text, images=list(event.images))
+    if name in ("context", "context_with_system"):
+        return event.messages
+    if name == "message_end":
+        return event.message
+    if name == "before_provider_request":
+        return event.payload
+    if name == "tool_result":
+        return event
+    if rule is Rule.BOUNDARY:
+        return BoundaryResult(entries=list(event.entries), continue_=event.continue_)
+    return None
+
+
+# --------------------------------------------------------------------------- composers
+
+Composer = Callable[[EventRunner, str, Any, tuple[_Impl, ...], Any, Any], Awaitable[Any]]
+
+
+async def _compose_input(r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any) -> Any:
+    action = "continue"
+    for impl in impls:
+        try:
+            result = await r._call(impl, name, event, ctx)
+            if result is None:
+                continue
+            result = r._coerce(impl, name, expected, result)
+            if result.action == "handled":
+                return InputResult(action="handled", text=event.text, images=list(event.images))
+            if result.action == "transform":
+                if result.text is not None:
+                    event.text = result.text
+                if result.images is not None:
+                    event.images = list(result.images)
+                action = "transform"
+        except Exception as exc:
+            r._report_exc(impl, name, exc)
+    return InputResult(action=action, text=event.text, images=list(event.images))
+
+
+def _chained(field: str) -> Composer:
+    async def compose(r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any) -> Any:
+        for impl in impls:
+            try:
+                result = await r._call(impl, name, event, ctx)
+                if result is None:
+                    continue
+                result = r._coerce(impl, name, expected, result)
+                setattr(event, field, getattr(result, field))
+            except Exception as exc:
+                r._report_exc(impl, name, exc)
+        return getattr(event, field)
+
+    return compose
+
+
+async def _compose_message_end(
+    r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
+) -> Any:
+    for impl in impls:
+        try:
+            result = await r._call(impl, name, event, ctx)
+            if result is None:
+                continue
+            result = r._coerce(impl, name, expected, result)
+            if result.message.role != event.message.role:
+                raise HookReturnError(
+                    f"handler replaced a {event.message.role!r} message with a {result.message.role!r} "
+                    "message; a replacement must keep the role"
+                )
+            event.message = result.message
+        except Exception as exc:
+            r._report_exc(impl, name, exc)
+    return event.message
+
+
+async def _compose_tool_result(
+    r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
+) -> Any:
+    for impl in impls:
+        try:
+            result = await r._call(impl, name, event, ctx)
+            if result is None:
+                continue
+            patch = r._coerce(impl, name, expected, result)
+            given = patch.model_fields_set
+            if "content" in given and patch.content is not None:
+                event.content = list(patch.content)
+                if "structured_content" not in given:
+                    event.structured_content = None
+            if "structured_content" in given:
+                event.structured_content = patch.structured_content
+            if "details" in given:
+                event.details = patch.details
+            if "is_error" in given and patch.is_error is not None:
+                event.is_error = patch.is_error
+            if "usage" in given:
+                event.usage = patch.usage
+        except Exception as exc:
+            r._report_exc(impl, name, exc)
+    return event
+
+
+async def _compose_tool_call(
+    r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
+) -> Any:
+    for impl in impls:
+        try:
+            result = await r._call(impl, name, event, ctx)
+            if result is None:
+                continue
+            result = r._coerce(impl, name, expected, result)
+            if result.block:
+                if not result.reason:
+                    result = ToolCallResult(
+                        block=True, reason=f"Blocked by plugin {impl.plugin!r}", terminate=result.terminate
+                    )
+                return result
+        except Exception as exc:
+            error = r._report_exc(impl, name, exc)
+            return ToolCallResult(
+                block=True,
+                reason=f"Blocked: the tool_call handler of plugin {impl.plugin!r} failed ({error.message})",
+            )
+    return None
+
+
+async def _compose_user_bash(
+    r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
+) -> Any:
+    for impl in impls:
+        try:
+            result = await r._call(impl, name, event, ctx)
+            if result is None:
+                continue
+            result = r._coerce(impl, name, expected, result)
+            has_ops = result.operations is not None
+            has_result = result.result is not None
+            if has_ops == has_result:
+                raise HookReturnError("handler must return exactly one of operations or result")
+            if has_ops and not callable(getattr(result.operations, "exec", None)):
+                raise HookReturnError("handler returned operations without an exec() method")
+            return result
+        except Exception as exc:
+            error = r._report_exc(impl, name, exc)
+            return Blocked(impl.plugin, f"the user_bash handler of plugin {impl.plugin!r} failed ({error.message})")
+    return None
+
+
+async def _compose_project_trust(
+    r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
+) -> Any:
+    for impl in impls:
+        try:
+            result = await r._call(impl, name, event, ctx)
+            if result is None:
+                continue
+            result = r._coerce(impl, name, expected, result)
+            if result.trusted in ("yes", "no"):
+                return result
+        except Exception as exc:
+            r._report_exc(impl, name, exc)
+    return None
+
+
+async def _compose_cancellable(
+    r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
+) -> Any:
+    outcome = None
+    for impl in impls:
+        try:
+            result = await r._call(impl, name, event, ctx)
+            if result is None:
+                continue
+            result = r._coerce(impl, name, expected, result)
+            outcome = result
+            if result.cancel:
+                return result
+        except Exception as exc:
+            r._report_exc(impl, name, exc)
+    return outcome
+
+
+async def _compose_aggregate(
+    r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
+) -> Any:
+    results = []
+    chain_prompt = name == "before_agent_start"
+    for impl in impls:
+        try:
+            result = await r._call(impl, name, event, ctx)
+            if result is None:
+                continue
+            result = r._coerce(impl, name, expected, result)
+            if chain_prompt and result.system_prompt is not None:
+                event.system_prompt = result.system_prompt
+            results.append(result)
+        except Exception as exc:
+            r._report_exc(impl, name, exc)
+    return results
+
+
+async def _compose_boundary(
+    r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
+) -> Any:
+    return await r.emit_boundary(name, event, None, ctx)
+
+
+_COMPOSERS: dict[str, Composer] = {
+    "input": _compose_input,
+    "context": _chained("messages"),
+    "context_with_system": _chained("messages"),
+    "before_provider_request": _chained("payload"),
+    "message_end": _compose_message_end,
+    "tool_result": _compose_tool_result,
+    "tool_call": _compose_tool_call,
+    "user_bash": _compose_user_bash,
+    "project_trust": _compose_project_trust,
+}
+_RULE_COMPOSERS: dict[Rule, Composer] = {
+    Rule.CANCELLABLE: _compose_cancellable,
+    Rule.AGGREGATE: _compose_aggregate,
+    Rule.BOUNDARY: _compose_boundary,
+}
+
+# Every non-notification event has a composer: checked at import.
+for _name, _spec in EVENTS.items():
+    if _spec.rule not in (Rule.NOTIFICATION, Rule.MUTATION):
+        assert _name in _COMPOSERS or _spec.rule in _RULE_COMPOSERS, _name
+
+__all__ = ["Blocked", "EventRunner", "HookError", "UserBashResult"]
+_ = Event

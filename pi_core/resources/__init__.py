@@ -1,0 +1,1 @@
+"""Settings, project trust, context files, skills, prompt templates, system prompt."""

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Set up and run pi's development tasks with nothing but python3 (>= 3.11) and pip.
+
+    python3 tasks.py test     # set up .venv, then ruff, mypy and the whole test suite
+    python3 tasks.py bench    # set up .venv, then every benchmark
+    python3 tasks.py setup    # only set up .venv
+
+Setting up installs uv with pip when it is missing, then runs ``uv sync
+--all-packages``, which creates ``.venv`` with pi-core, pi-hookspecs, every plugin of
+the workspace and the development tools. Every step is idempotent.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+
+
+def say(message: str) -> None:
+    print(f"==> {message}", flush=True)
+
+
+def run(*cmd: str, env: dict[str, str] | None = None) -> None:
+    result = subprocess.run(cmd, cwd=ROOT, env=env)
+    if result.returncode != 0:
+        sys.exit(result.returncode)
+
+
+def uv_command() -> list[str]:
+    """``uv`` from PATH, or the one pip installed for this Python."""
+    found = shutil.which("uv")
+    if found:
+        return [found]
+    probe = subprocess.run([sys.executable, "-m", "uv", "--version"], capture_output=True)
+    if probe.returncode == 0:
+        return [sys.executable, "-m", "uv"]
+    say("installing uv with pip")
+    attempts = [
+        [sys.executable, "-m", "pip", "install", "--quiet", "uv"],
+        [sys.executable, "-m", "pip", "install", "--quiet", "--user", "uv"],
+        [sys.executable, "-m", "pip", "install", "--quiet", "--user", "--break-system-packages", "uv"],
+    ]
+    for attempt in attempts:
+        if subprocess.run(attempt).returncode == 0:
+            break
+    else:
+        sys.exit("could not install uv with pip; install it yourself: https://docs.astral.sh/uv/")
+    return [sys.executable, "-m", "uv"]
+
+
+def uv_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("UV_PYTHON_DOWNLOADS", "never")  # use this machine's Python, never download one
+    env.pop("VIRTUAL_ENV", None)
+    return env
+
+
+def setup() -> list[str]:
+    uv = uv_command()
+    say("uv sync --all-packages")
+    run(*uv, "sync", "--all-packages", "--python", sys.executable, env=uv_env())
+    return uv
+
+
+def test() -> None:
+    uv = setup()
+    env = uv_env()
+    say("ruff check")
+    run(*uv, "run", "--no-sync", "ruff", "check", ".", env=env)
+    say("mypy on the plugin contract (pi_hookspecs)")
+    run(*uv, "run", "--no-sync", "mypy", "hookspecs/pi_hookspecs", env=env)
+    say("pytest")
+    run(*uv, "run", "--no-sync", "pytest", "-q", env=env)
+
+
+def bench() -> None:
+    uv = setup()
+    run(*uv, "run", "--no-sync", "python", "bench/run.py", env=uv_env())
+
+
+TASKS = {"setup": setup, "test": test, "bench": bench}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in TASKS:
+        sys.exit(f"usage: python3 tasks.py {{{'|'.join(TASKS)}}}")
+    TASKS[sys.argv[1]]()

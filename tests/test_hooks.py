@@ -1,0 +1,657 @@
+"""One test per hook (``test_hook_<name>``), enforced by ``test_hookspec_docs.py``.
+
+Each test loads real plugins through :class:`PluginHost` and dispatches the hook the
+way pi does, checking the hook's composition rule and its error policy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import pi_hookspecs as h
+from conftest import load_host
+from pi_core.extensions import Blocked, ExtensionContextImpl
+from pi_hookspecs import hookimpl
+
+
+def assistant(text: str = "done") -> h.AssistantMessage:
+    return h.AssistantMessage(content=[h.TextContent(text=text)], provider="faux", api="faux", model="m")
+
+
+async def check_notification(name: str, event: h.Event) -> list[Any]:
+    """A notification hook: every handler sees the event and ctx, results are ignored,
+    a raising handler is reported and the next one still runs."""
+    seen: list[Any] = []
+
+    def make(label: str, fail: bool = False) -> Any:
+        def handler(self: Any, event: Any, ctx: Any) -> Any:
+            seen.append((label, event, ctx))
+            if fail:
+                raise RuntimeError(f"{label} broke")
+            return {"ignored": True}
+
+        return type(label, (), {name: hookimpl(handler)})
+
+    host = await load_host(make("A"), make("B", fail=True), make("C"))
+    assert await host.runner.emit(name, event) is None
+    assert [label for label, _, _ in seen] == ["C", "B", "A"]
+    assert all(e is event for _, e, _ in seen)
+    assert all(isinstance(c, ExtensionContextImpl) for _, _, c in seen)
+    errors = list(host.runner.errors)
+    assert len(errors) == 1 and errors[0].plugin == "B" and errors[0].hook == name
+    assert "B broke" in errors[0].message
+    return seen
+
+
+# =============================================================================== registration
+
+
+async def test_hook_register_tools() -> None:
+    @h.tool
+    def shout(text: str) -> str:
+        """Upper-case a text."""
+        return text.upper()
+
+    class Tools:
+        @hookimpl
+        def register_tools(self, register: Any) -> None:
+            register(shout)
+
+    class Other:
+        @hookimpl
+        def register_tools(self, register: Any) -> None:
+            register(shout)  # same name from another plugin: a conflict
+
+    host = await load_host(Tools, Other)
+    reg = host.registry.tools["shout"]
+    assert reg.plugin == "Tools" and reg.value is shout
+    assert any("already registered by plugin 'Tools'" in d.message for d in host.diagnostics)
+    result = await reg.value.run({"text": "hi"}, None)
+    assert result.text_content() == "HI"
+
+
+async def test_hook_register_commands() -> None:
+    calls: list[str] = []
+
+    class Commands:
+        @hookimpl
+        def register_commands(self, register: Any) -> None:
+            register("hello", lambda args, ctx: calls.append(args), description="Say hello")
+            register(h.CommandDefinition(name="/bye", handler=lambda args, ctx: None))
+            register("bad name!", lambda args, ctx: None)
+
+    host = await load_host(Commands)
+    assert set(host.registry.commands) == {"hello", "bye"}
+    host.registry.commands["hello"].value.handler("world", None)
+    assert calls == ["world"]
+    assert any("command name 'bad name!'" in d.message for d in host.diagnostics)
+
+
+async def test_hook_register_flags() -> None:
+    class Flags:
+        @hookimpl
+        def register_flags(self, register: Any) -> None:
+            register("plan", description="Start in plan mode")
+            register("level", type="string", default="low")
+
+    class Reader:
+        @hookimpl
+        def session_start(self, ctx: Any) -> None:
+            self.values = (ctx.get_flag("plan"), ctx.get_flag("--level"))
+
+    host = await load_host(Flags, Reader)
+    assert host.registry.flags["plan"].value.type == "boolean"
+    await host.runner.emit("session_start", h.SessionStartEvent())
+    reader = next(r.plugin for r in host.records if r.name == "Reader")
+    assert reader.values == (None, "low")
+
+
+async def test_hook_register_providers() -> None:
+    async def stream(model: Any, context: Any, options: Any) -> Any:
+        yield h.DoneEvent(reason="stop", message=assistant())
+
+    class Providers:
+        @hookimpl
+        def register_providers(self, register: Any) -> None:
+            register({"name": "local", "baseUrl": "http://127.0.0.1:1/v1", "api": "openai-completions",
+                      "models": [{"id": "tiny", "contextWindow": 4096}]})
+            register(h.ProviderDefinition(name="scripted", models=[h.Model(id="echo")], stream=stream))
+            register(42)
+
+    host = await load_host(Providers)
+    local = host.registry.providers["local"].value
+    assert local.models[0].provider == "local" and local.models[0].api == "openai-completions"
+    assert local.models[0].context_window == 4096
+    assert host.registry.providers["scripted"].value.stream is stream
+    assert any("takes a ProviderDefinition" in d.message for d in host.diagnostics)
+
+
+async def test_hook_add_hookspecs() -> None:
+    class McpSpecs:
+        @h.hookspec
+        def register_mcp_servers(self, register: Any) -> None:
+            """Contribute MCP servers."""
+
+    class Publisher:
+        @hookimpl
+        def add_hookspecs(self, add: Any) -> None:
+            add(McpSpecs)
+
+        @hookimpl
+        async def session_start(self, ctx: Any) -> None:
+            servers: dict[str, Any] = {}
+            ctx.hook.register_mcp_servers(register=lambda name, cfg: servers.__setitem__(name, cfg))
+            self.servers = servers
+
+    class Contributor:
+        @hookimpl
+        def register_mcp_servers(self, register: Any) -> None:
+            register("docs", {"url": "http://127.0.0.1:9/mcp"})
+
+    host = await load_host(Publisher, Contributor)
+    assert not [d for d in host.diagnostics if "unknown hook" in d.message]
+    await host.runner.emit("session_start", h.SessionStartEvent())
+    publisher = next(r.plugin for r in host.records if r.name == "Publisher")
+    assert publisher.servers == {"docs": {"url": "http://127.0.0.1:9/mcp"}}
+
+
+# =============================================================================== startup
+
+
+async def test_hook_project_trust() -> None:
+    class Undecided:
+        @hookimpl
+        def project_trust(self, event: Any) -> Any:
+            return {"trusted": "undecided"}
+
+    class Broken:
+        @hookimpl
+        def project_trust(self, event: Any) -> Any:
+            raise OSError("no network")
+
+    class Decider:
+        @hookimpl(tryfirst=True)
+        def project_trust(self, event: Any, ctx: Any) -> Any:
+            assert ctx.cwd and not ctx.has_ui
+            return h.ProjectTrustResult(trusted="no", remember=True)
+
+    host = await load_host(Undecided, Broken)
+    assert await host.runner.emit("project_trust", h.ProjectTrustEvent(cwd="/x")) is None
+    assert host.runner.errors[0].plugin == "Broken"
+    host = await load_host(Undecided, Decider, Broken)
+    result = await host.decide_project_trust()
+    assert result is not None and result.trusted == "no" and result.remember
+
+
+async def test_hook_resources_discover() -> None:
+    class Skills:
+        @hookimpl
+        def resources_discover(self, event: Any) -> Any:
+            return {"skillPaths": [f"/skills/{event.reason}"]}
+
+    class Prompts:
+        @hookimpl
+        async def resources_discover(self, event: Any) -> Any:
+            return h.ResourcesDiscoverResult(prompt_paths=["/prompts"])
+
+    class Broken:
+        @hookimpl
+        def resources_discover(self, event: Any) -> Any:
+            return ["not", "a", "result"]
+
+    host = await load_host(Skills, Broken, Prompts)
+    results = await host.runner.emit("resources_discover", h.ResourcesDiscoverEvent(cwd="/", reason="reload"))
+    assert [r.skill_paths for r in results] == [[], ["/skills/reload"]]
+    assert [r.prompt_paths for r in results] == [["/prompts"], []]
+    (error,) = host.runner.errors
+    assert error.plugin == "Broken" and "ResourcesDiscoverResult" in error.message
+
+
+# =============================================================================== session
+
+
+async def test_hook_session_start() -> None:
+    seen = await check_notification("session_start", h.SessionStartEvent(reason="resume", previous_session_file="/a.jsonl"))
+    assert seen[0][1].previous_session_file == "/a.jsonl"
+
+
+async def test_hook_session_shutdown() -> None:
+    await check_notification("session_shutdown", h.SessionShutdownEvent(reason="reload"))
+
+
+async def test_hook_session_info_changed() -> None:
+    seen = await check_notification("session_info_changed", h.SessionInfoChangedEvent(name="auth refactor"))
+    assert seen[0][1].to_json() == {"type": "session_info_changed", "name": "auth refactor"}
+
+
+async def cancellable_case(name: str, event: h.Event, result_type: type) -> None:
+    def plugin(label: str, result: Any) -> type:
+        return type(label, (), {name: hookimpl(lambda self, event: result)})
+
+    host = await load_host(plugin("A", {"cancel": True}), plugin("B", None), plugin("C", {"cancel": False}))
+    outcome = await host.runner.emit(name, event)
+    assert isinstance(outcome, result_type) and outcome.cancel  # C runs first, then B, then A cancels
+    host = await load_host(plugin("A", {"cancel": False}), plugin("B", None))
+    outcome = await host.runner.emit(name, event)
+    assert isinstance(outcome, result_type) and not outcome.cancel
+
+
+async def test_hook_session_before_switch() -> None:
+    await cancellable_case(
+        "session_before_switch",
+        h.SessionBeforeSwitchEvent(reason="resume", target_session_file="/s.jsonl"),
+        h.SessionBeforeSwitchResult,
+    )
+
+
+async def test_hook_session_before_fork() -> None:
+    await cancellable_case("session_before_fork", h.SessionBeforeForkEvent(entry_id="ab12cd34"), h.SessionBeforeForkResult)
+
+
+async def test_hook_session_before_compact() -> None:
+    event = h.SessionBeforeCompactEvent(
+        preparation=h.CompactionPreparation(first_kept_entry_id="e5", tokens_before=5000), reason="threshold"
+    )
+
+    class Custom:
+        @hookimpl
+        def session_before_compact(self, event: Any) -> Any:
+            prep = event.preparation
+            return {"compaction": {"summary": "short", "firstKeptEntryId": prep.first_kept_entry_id,
+                                   "tokensBefore": prep.tokens_before}}
+
+    class LaterNoCancel:
+        @hookimpl(trylast=True)
+        def session_before_compact(self, event: Any) -> Any:
+            return {"cancel": False}
+
+    host = await load_host(Custom)
+    outcome = await host.runner.emit("session_before_compact", event)
+    assert outcome.compaction.summary == "short" and outcome.compaction.first_kept_entry_id == "e5"
+    # The later handler's whole result replaces the earlier one: the compaction is not kept.
+    host = await load_host(Custom, LaterNoCancel)
+    outcome = await host.runner.emit("session_before_compact", event)
+    assert outcome.compaction is None and outcome.cancel is False
+
+
+async def test_hook_session_compact() -> None:
+    entry = h.CompactionEntry(id="c1", parent_id="p", summary="s", first_kept_entry_id="k", tokens_before=10)
+    seen = await check_notification("session_compact", h.SessionCompactEvent(compaction_entry=entry, reason="overflow"))
+    assert seen[0][1].compaction_entry.summary == "s"
+
+
+async def test_hook_session_compact_failed() -> None:
+    await check_notification("session_compact_failed", h.SessionCompactFailedEvent(error_message="boom"))
+
+
+async def test_hook_session_before_tree() -> None:
+    await cancellable_case(
+        "session_before_tree",
+        h.SessionBeforeTreeEvent(preparation=h.TreePreparation(target_id="t1", user_wants_summary=True)),
+        h.SessionBeforeTreeResult,
+    )
+
+    class Summary:
+        @hookimpl
+        def session_before_tree(self, event: Any) -> Any:
+            return {"summary": {"summary": "explored A"}, "label": "checkpoint"}
+
+    host = await load_host(Summary)
+    out = await host.runner.emit("session_before_tree", h.SessionBeforeTreeEvent(preparation=h.TreePreparation(target_id="t")))
+    assert out.summary.summary == "explored A" and out.label == "checkpoint"
+
+
+async def test_hook_session_tree() -> None:
+    await check_notification("session_tree", h.SessionTreeEvent(new_leaf_id="n", old_leaf_id="o"))
+
+
+# =============================================================================== agent runs
+
+
+async def test_hook_before_agent_start() -> None:
+    class Persona:
+        @hookimpl
+        def before_agent_start(self, event: Any) -> Any:
+            event.system_prompt_options.sections["persona"] = "Speak like a pirate."
+            return {"systemPrompt": event.system_prompt + " +persona"}
+
+    class Reminder:
+        @hookimpl
+        async def before_agent_start(self, event: Any) -> Any:
+            return {"message": {"customType": "reminder", "content": f"saw: {event.system_prompt}"}}
+
+    host = await load_host(Reminder, Persona)  # Persona registered last: it runs first
+    event = h.BeforeAgentStartEvent(prompt="hi", system_prompt="base")
+    results = await host.runner.emit("before_agent_start", event)
+    assert event.system_prompt == "base +persona"
+    assert event.system_prompt_options.sections == {"persona": "Speak like a pirate."}
+    assert [r.message.content for r in results if r.message] == ["saw: base +persona"]
+
+
+async def test_hook_agent_start() -> None:
+    await check_notification("agent_start", h.AgentStartEvent())
+
+
+async def test_hook_agent_end() -> None:
+    seen = await check_notification("agent_end", h.AgentEndEvent(messages=[assistant()]))
+    assert seen[0][1].messages[0].text() == "done"
+
+
+async def test_hook_agent_before_settle() -> None:
+    class Reminder:
+        @hookimpl
+        def agent_before_settle(self, event: Any) -> Any:
+            return {"entries": [*event.entries, {"type": "custom_message", "customType": "review",
+                                                 "content": "Review the diff."}], "continue": True}
+
+    class Observer:
+        @hookimpl(trylast=True)
+        def agent_before_settle(self, event: Any) -> Any:
+            self.saw = ([e.custom_type for e in event.entries], event.continue_, len(event.context))
+
+    class Broken:
+        @hookimpl(tryfirst=True)
+        def agent_before_settle(self, event: Any) -> Any:
+            return {"entries": [{"type": "message"}]}  # not an allowed draft type
+
+    host = await load_host(Observer, Reminder, Broken)
+    event = h.AgentBeforeSettleEvent()
+    outcome = await host.runner.emit_boundary(
+        "agent_before_settle", event, build_context=lambda entries: [h.UserMessage(content="x")] * len(entries)
+    )
+    assert [e.custom_type for e in outcome.entries] == ["review"] and outcome.continue_ is True
+    observer = next(r.plugin for r in host.records if r.name == "Observer")
+    assert observer.saw == (["review"], True, 1)
+    assert host.runner.errors[0].plugin == "Broken"
+
+
+async def test_hook_agent_settled() -> None:
+    seen = await check_notification("agent_settled", h.AgentSettledEvent(aborted=True))
+    assert seen[0][1].aborted
+
+
+async def test_hook_turn_start() -> None:
+    await check_notification("turn_start", h.TurnStartEvent(turn_index=3, timestamp=1))
+
+
+async def test_hook_turn_end() -> None:
+    class Retry:
+        @hookimpl
+        def turn_end(self, event: Any) -> Any:
+            if event.outcome != "completed" or event.tool_results:
+                return None
+            return {"entries": [*event.entries,
+                                {"type": "context_edit", "targetId": event.message_entry_id, "replacement": None}],
+                    "continue": True}
+
+    class KeepGoing:
+        @hookimpl
+        def turn_end(self, event: Any) -> Any:
+            return {"continue": False}  # only replaces the continuation, keeps the entries
+
+    host = await load_host(KeepGoing, Retry)
+    event = h.TurnEndEvent(message=assistant(), message_entry_id="m1")
+    outcome = await host.runner.emit("turn_end", event)
+    assert outcome.entries[0].target_id == "m1" and outcome.entries[0].replacement is None
+    assert outcome.continue_ is False
+
+
+# =============================================================================== messages
+
+
+async def test_hook_message_start() -> None:
+    await check_notification("message_start", h.MessageStartEvent(message=h.UserMessage(content="hi")))
+
+
+async def test_hook_message_update() -> None:
+    partial = assistant("he")
+    delta = h.TextDeltaEvent(content_index=0, delta="he", partial=partial)
+    seen = await check_notification("message_update", h.MessageUpdateEvent(message=partial, assistant_message_event=delta))
+    assert seen[0][1].assistant_message_event.delta == "he"
+
+
+async def test_hook_message_end() -> None:
+    class Price:
+        @hookimpl
+        def message_end(self, event: Any) -> Any:
+            if event.message.role != "assistant":
+                return None
+            message = event.message.model_copy(deep=True)
+            message.usage.cost.total = 0.123
+            return {"message": message}
+
+    class WrongRole:
+        @hookimpl(trylast=True)
+        def message_end(self, event: Any) -> Any:
+            return {"message": {"role": "user", "content": "nope"}}
+
+    host = await load_host(Price, WrongRole)
+    final = await host.runner.emit("message_end", h.MessageEndEvent(message=assistant()))
+    assert final.role == "assistant" and final.usage.cost.total == 0.123
+    assert "must keep the role" in host.runner.errors[0].message
+
+
+# =============================================================================== tools
+
+
+async def test_hook_tool_execution_start() -> None:
+    seen = await check_notification(
+        "tool_execution_start", h.ToolExecutionStartEvent(tool_call_id="c1", tool_name="bash", args={"command": "ls"})
+    )
+    assert seen[0][1].args == {"command": "ls"}
+
+
+async def test_hook_tool_execution_update() -> None:
+    await check_notification(
+        "tool_execution_update",
+        h.ToolExecutionUpdateEvent(tool_call_id="c1", tool_name="bash", partial_result=h.ToolResult.text("..")),
+    )
+
+
+async def test_hook_tool_execution_end() -> None:
+    await check_notification(
+        "tool_execution_end",
+        h.ToolExecutionEndEvent(tool_call_id="c1", tool_name="bash", result=h.ToolResult.text("ok"), duration_ms=1.5),
+    )
+
+
+async def test_hook_tool_call() -> None:
+    class Rewrite:
+        @hookimpl(tryfirst=True)
+        def tool_call(self, event: Any) -> None:
+            event.input["command"] = "set -e\n" + event.input["command"]
+
+    class Gate:
+        @hookimpl
+        def tool_call(self, event: Any) -> Any:
+            if "rm -rf" in event.input["command"]:
+                return {"block": True, "reason": "dangerous"}
+            return None
+
+    class Crashes:
+        @hookimpl(trylast=True)
+        def tool_call(self, event: Any) -> Any:
+            raise KeyError("policy table missing")
+
+    host = await load_host(Gate, Rewrite)
+    event = h.ToolCallEvent(tool_name="bash", tool_call_id="1", input={"command": "ls"})
+    assert await host.runner.emit("tool_call", event) is None
+    assert event.input["command"] == "set -e\nls"
+    blocked = await host.runner.emit("tool_call", h.ToolCallEvent(tool_name="bash", tool_call_id="2",
+                                                                  input={"command": "rm -rf /"}))
+    assert blocked.block and blocked.reason == "dangerous"
+    # A raising handler fails closed: the call is blocked and the reason names the plugin.
+    host = await load_host(Crashes)
+    blocked = await host.runner.emit("tool_call", h.ToolCallEvent(tool_name="read", tool_call_id="3"))
+    assert blocked.block and "'Crashes'" in blocked.reason and "policy table missing" in blocked.reason
+
+
+async def test_hook_tool_result() -> None:
+    class Redact:
+        @hookimpl
+        def tool_result(self, event: Any) -> Any:
+            text = event.content[0].text.replace("s3cr3t", "***")
+            return {"content": [{"type": "text", "text": text}], "details": {"redacted": True}}
+
+    class MarkError:
+        @hookimpl(trylast=True)
+        def tool_result(self, event: Any) -> Any:
+            assert event.details == {"redacted": True}
+            return h.ToolResultPatch(is_error=True)
+
+    host = await load_host(Redact, MarkError)
+    event = h.ToolResultEvent(tool_name="bash", tool_call_id="1", content=[h.TextContent(text="key=s3cr3t")],
+                              structured_content={"key": "s3cr3t"})
+    out = await host.runner.emit("tool_result", event)
+    assert out.content[0].text == "key=***" and out.details == {"redacted": True} and out.is_error
+    assert out.structured_content is None  # replaced content drops the stale structured content
+
+
+# =============================================================================== model requests
+
+
+async def test_hook_context() -> None:
+    class Window:
+        @hookimpl
+        def context(self, event: Any) -> Any:
+            return {"messages": event.messages[-1:]}
+
+    host = await load_host(Window)
+    messages = [h.UserMessage(content="old"), h.UserMessage(content="new")]
+    out = await host.runner.emit("context", h.ContextEvent(messages=messages))
+    assert [m.content for m in out] == ["new"]
+
+
+async def test_hook_context_with_system() -> None:
+    class Drop:
+        @hookimpl
+        def context_with_system(self, event: Any) -> Any:
+            return {"messages": [m for m in event.messages if m.role != "custom"]}
+
+    host = await load_host(Drop)
+    messages = [h.SystemMessage(content="sys"), h.CustomMessage(custom_type="x", content="c"), h.UserMessage(content="u")]
+    out = await host.runner.emit("context_with_system", h.ContextWithSystemEvent(messages=messages))
+    assert [m.role for m in out] == ["system", "user"]
+
+
+async def test_hook_before_provider_headers() -> None:
+    class Headers:
+        @hookimpl
+        def before_provider_headers(self, event: Any, ctx: Any) -> None:
+            event.headers["x-session-id"] = "s1"
+            event.headers["X-Title"] = None
+
+    class Later:
+        @hookimpl(tryfirst=True)
+        def before_provider_headers(self, event: Any) -> None:
+            event.headers["x-first"] = "1"
+
+    host = await load_host(Headers, Later)
+    event = h.BeforeProviderHeadersEvent(headers={"X-Title": "pi"}, provider="openai")
+    assert await host.runner.emit("before_provider_headers", event) is None
+    assert event.headers == {"X-Title": None, "x-session-id": "s1", "x-first": "1"}
+
+
+async def test_hook_before_provider_request() -> None:
+    class Temperature:
+        @hookimpl
+        def before_provider_request(self, event: Any) -> Any:
+            return {"payload": {**event.payload, "temperature": 0}}
+
+    class Inspect:
+        @hookimpl(trylast=True)
+        def before_provider_request(self, event: Any) -> None:
+            self.seen = dict(event.payload)
+
+    host = await load_host(Inspect, Temperature)
+    out = await host.runner.emit("before_provider_request", h.BeforeProviderRequestEvent(payload={"model": "m"}))
+    assert out == {"model": "m", "temperature": 0}
+    inspect_plugin = next(r.plugin for r in host.records if r.name == "Inspect")
+    assert inspect_plugin.seen == out
+
+
+async def test_hook_after_provider_response() -> None:
+    await check_notification(
+        "after_provider_response", h.AfterProviderResponseEvent(status=429, headers={"retry-after": "2"})
+    )
+
+
+async def test_hook_provider_stream_event() -> None:
+    await check_notification("provider_stream_event", h.ProviderStreamEvent(provider="anthropic", data={"type": "ping"}))
+
+
+async def test_hook_model_select() -> None:
+    event = h.ModelSelectEvent(model=h.Model(id="b", provider="p"), previous_model=h.Model(id="a", provider="p"))
+    seen = await check_notification("model_select", event)
+    assert seen[0][1].model.ref == "p/b"
+
+
+async def test_hook_thinking_level_select() -> None:
+    await check_notification("thinking_level_select", h.ThinkingLevelSelectEvent(level="high", previous_level="low"))
+
+
+# =============================================================================== user input
+
+
+async def test_hook_user_bash() -> None:
+    class Remote:
+        async def exec(self, command: str, cwd: str, **options: Any) -> h.BashResult:
+            return h.BashResult(output=f"remote: {command}", exit_code=0)
+
+    class Ssh:
+        @hookimpl
+        def user_bash(self, event: Any) -> Any:
+            return {"operations": Remote()}
+
+    class Recorded:
+        @hookimpl(tryfirst=True)
+        def user_bash(self, event: Any) -> Any:
+            if event.command == "date":
+                return {"result": {"output": "Mon", "exitCode": 0}}
+            return None
+
+    class Broken:
+        @hookimpl
+        def user_bash(self, event: Any) -> Any:
+            return {"operations": Remote(), "result": {"output": ""}}
+
+    host = await load_host(Ssh, Recorded)
+    out = await host.runner.emit("user_bash", h.UserBashEvent(command="date"))
+    assert out.result.output == "Mon"
+    out = await host.runner.emit("user_bash", h.UserBashEvent(command="ls"))
+    assert (await out.operations.exec("ls", "/")).output == "remote: ls"
+    host = await load_host(Ssh, Broken)  # Broken runs first and is invalid: fail closed
+    out = await host.runner.emit("user_bash", h.UserBashEvent(command="ls"))
+    assert isinstance(out, Blocked) and out.plugin == "Broken"
+
+
+async def test_hook_input() -> None:
+    def suffix(n: int) -> type:
+        return type(f"P{n}", (), {"input": hookimpl(lambda self, event: {"action": "transform",
+                                                                         "text": f"{event.text}[{n}]"})})
+
+    class Raises:
+        @hookimpl
+        def input(self, event: Any) -> Any:
+            raise ValueError("bad")
+
+    class Handled:
+        @hookimpl(trylast=True)
+        def input(self, event: Any) -> Any:
+            return {"action": "handled"} if event.text == "ping" else None
+
+    host = await load_host(suffix(2), Raises, suffix(1))  # call order: P1, Raises, P2
+    out = await host.runner.emit("input", h.InputEvent(text="X"))
+    assert out.action == "transform" and out.text == "X[1][2]"
+    assert host.runner.errors[0].plugin == "Raises"
+    host = await load_host(Handled)
+    assert (await host.runner.emit("input", h.InputEvent(text="ping"))).action == "handled"
+    assert (await host.runner.emit("input", h.InputEvent(text="pong"))).action == "continue"
+
+
+@pytest.mark.parametrize("name", sorted(h.EVENTS))
+async def test_every_event_with_no_handlers_is_a_no_op(name: str) -> None:
+    host = await load_host()
+    assert not host.runner.has_handlers(name)
