@@ -92,6 +92,17 @@ class StreamOptions(PiModel):
     session_id: str | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
+    # Hook points: the runtime binds them to the provider hooks of its plugins. A stream
+    # function calls each at the stage it names (when its transport exposes that stage).
+    on_headers: Callable[[dict[str, str | None]], Any] | None = Field(default=None, exclude=True)
+    """Called with the assembled HTTP headers; mutate them in place (``None`` removes one)."""
+    on_payload: Callable[[Any], Any] | None = Field(default=None, exclude=True)
+    """Called with the provider payload; returns the payload to send (may be awaitable)."""
+    on_response: Callable[[int, dict[str, str]], Any] | None = Field(default=None, exclude=True)
+    """Called with the HTTP status and headers before the body is consumed."""
+    on_raw_event: Callable[[Any], Any] | None = Field(default=None, exclude=True)
+    """Called with each parsed provider stream event before it is normalised."""
+
 
 # --------------------------------------------------------------------------- stream events
 
