@@ -1,0 +1,577 @@
+"""The ``openai-completions`` API (Chat Completions) on the official ``openai`` SDK.
+
+Serves any OpenAI-compatible endpoint (OpenAI, Ollama, vLLM, llama.cpp server,
+OpenRouter, …); the differences between endpoints are the ``compat`` options of
+``models.json`` (see :func:`resolve_compat` for the defaults).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pi_hookspecs import (
+    AssistantMessage,
+    ImageContent,
+    LlmContext,
+    Model,
+    StreamOptions,
+    SystemMessage,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolDeclaration,
+    ToolResultMessage,
+    UserMessage,
+)
+
+from ..errors import ProviderError
+from ..models import clamp_thinking_level, provider_thinking_value, thinking_budget
+from ..stream import MessageBuilder
+from ..transform import (
+    clamp_max_tokens,
+    prepare_context,
+    supports_mid_conversation_system,
+    system_update_text,
+)
+from . import _common
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+TOOL_RESULTS_BRIDGE = "I have processed the tool results."
+
+_FINISH = {"stop": "stop", "end": "stop", "length": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
+
+
+def detect_compat(model: Model) -> dict[str, Any]:
+    """The defaults of the compat options for ``model``'s provider and base URL."""
+    url = (model.base_url or DEFAULT_BASE_URL).lower()
+    provider = model.provider
+    is_openai = "api.openai.com" in url
+    is_openrouter = provider == "openrouter" or "openrouter.ai" in url
+    is_deepseek = provider == "deepseek" or "deepseek.com" in url
+    is_zai = provider in ("zai", "zai-coding-cn") or "api.z.ai" in url or "open.bigmodel.cn" in url
+    is_together = provider == "together" or "api.together." in url
+    is_moonshot = provider.startswith("moonshotai") or "api.moonshot." in url
+    is_xai = provider == "xai" or "api.x.ai" in url
+    is_nvidia = provider == "nvidia" or "integrate.api.nvidia.com" in url
+    uses_max_tokens = is_deepseek or is_moonshot or is_together or is_nvidia or is_zai or "chutes.ai" in url
+    if is_deepseek:
+        thinking_format = "deepseek"
+    elif is_zai:
+        thinking_format = "zai"
+    elif is_together:
+        thinking_format = "together"
+    elif is_openrouter:
+        thinking_format = "openrouter"
+    else:
+        thinking_format = "openai"
+    openrouter_vendor = is_openrouter and model.id.startswith(("anthropic/", "openai/"))
+    return {
+        "supportsStore": is_openai,
+        "supportsDeveloperRole": is_openai or openrouter_vendor,
+        "supportsReasoningEffort": not (is_xai or is_zai or is_moonshot or is_together or is_nvidia),
+        "supportsUsageInStreaming": True,
+        "supportsFinishReason": True,
+        "maxTokensField": "max_tokens" if uses_max_tokens else "max_completion_tokens",
+        "requiresToolResultName": False,
+        "requiresAssistantAfterToolResult": False,
+        "requiresNonNullAssistantContent": False,
+        "requiresToolsWithToolHistory": False,
+        "requiresThinkingAsText": False,
+        "requiresReasoningContentOnAssistantMessages": is_deepseek,
+        "thinkingFormat": thinking_format,
+        "chatTemplateKwargs": {},
+        "chatTemplateArgs": {},
+        "supportsStrictMode": False,
+        "cacheControlFormat": "anthropic" if is_openrouter and model.id.startswith("anthropic/") else None,
+        "supportsMidConvoSystemMessages": False,
+        "openRouterRouting": None,
+        "thinkingTokenBudgetField": None,
+        "sendSessionAffinityHeaders": is_openrouter,
+        "promptCacheKey": is_openai,
+    }
+
+
+def resolve_compat(model: Model) -> dict[str, Any]:
+    """:func:`detect_compat` overridden by ``model.compat`` (field by field)."""
+    compat = detect_compat(model)
+    for key, value in (model.compat or {}).items():
+        if value is not None:
+            compat[key] = value
+    if compat.get("supportsThinkingTokenBudget") and not compat.get("thinkingTokenBudgetField"):
+        compat["thinkingTokenBudgetField"] = "thinking_token_budget"
+    return compat
+
+
+# --------------------------------------------------------------------------- request
+
+
+def _image_part(image: ImageContent) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": f"data:{image.mime_type};base64,{image.data}"}}
+
+
+def _user_message(message: UserMessage) -> dict[str, Any] | None:
+    if isinstance(message.content, str):
+        return {"role": "user", "content": message.content}
+    parts: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageContent):
+            parts.append(_image_part(block))
+    return {"role": "user", "content": parts} if parts else None
+
+
+def _assistant_message(message: AssistantMessage, model: Model, compat: dict[str, Any]) -> dict[str, Any] | None:
+    text = "".join(b.text for b in message.content if isinstance(b, TextContent) and b.text.strip())
+    thinking = [b for b in message.content if isinstance(b, ThinkingContent) and b.thinking.strip()]
+    calls = [b for b in message.content if isinstance(b, ToolCall)]
+    null_content = "" if compat["requiresNonNullAssistantContent"] else None
+    entry: dict[str, Any] = {"role": "assistant", "content": text or null_content}
+    details = _reasoning_details(message)
+    if thinking:
+        joined = "\n\n".join(b.thinking for b in thinking)
+        if compat["requiresThinkingAsText"]:
+            entry["content"] = f"{joined}\n\n{text}" if text else joined
+        elif details is None:
+            field = thinking[0].thinking_signature
+            if field in REASONING_FIELDS:
+                entry[field] = joined
+    if details is not None:
+        entry["reasoning_details"] = details
+    if compat["requiresReasoningContentOnAssistantMessages"] and model.reasoning and "reasoning_content" not in entry:
+        entry["reasoning_content"] = ""
+    if calls:
+        entry["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": json.dumps(call.arguments or {})},
+            }
+            for call in calls
+        ]
+    if not entry.get("content") and not calls:
+        return None
+    return entry
+
+
+def _reasoning_details(message: AssistantMessage) -> list[Any] | None:
+    for block in message.content:
+        if isinstance(block, ThinkingContent) and block.thinking_signature:
+            signature = block.thinking_signature
+            if signature.startswith("["):
+                try:
+                    parsed = json.loads(signature)
+                except ValueError:
+                    continue
+                if isinstance(parsed, list) and parsed and all(isinstance(d, dict) for d in parsed):
+                    return parsed
+    return None
+
+
+def convert_messages(model: Model, prompt: str, messages: list[Any], compat: dict[str, Any]) -> list[dict[str, Any]]:
+    instruction_role = "developer" if model.reasoning and compat["supportsDeveloperRole"] else "system"
+    params: list[dict[str, Any]] = []
+    if prompt:
+        params.append({"role": instruction_role, "content": prompt})
+    vision = "image" in model.input
+    last_role: str | None = None
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        index += 1
+        if compat["requiresAssistantAfterToolResult"] and last_role == "tool" and isinstance(message, UserMessage):
+            params.append({"role": "assistant", "content": TOOL_RESULTS_BRIDGE})
+        if isinstance(message, SystemMessage):
+            text = system_update_text(message)
+            if text:
+                params.append({"role": instruction_role, "content": text})
+                last_role = "system"
+        elif isinstance(message, UserMessage):
+            entry = _user_message(message)
+            if entry is not None:
+                params.append(entry)
+                last_role = "user"
+        elif isinstance(message, AssistantMessage):
+            entry = _assistant_message(message, model, compat)
+            if entry is not None:
+                params.append(entry)
+                last_role = "assistant"
+        elif isinstance(message, ToolResultMessage):
+            results = [message]
+            while index < len(messages) and isinstance(messages[index], ToolResultMessage):
+                results.append(messages[index])
+                index += 1
+            images: list[dict[str, Any]] = []
+            for result in results:
+                text = "\n".join(b.text for b in result.content if isinstance(b, TextContent))
+                has_images = any(isinstance(b, ImageContent) for b in result.content)
+                entry = {
+                    "role": "tool",
+                    "tool_call_id": result.tool_call_id,
+                    "content": text or ("(see attached image)" if has_images else "(no tool output)"),
+                }
+                if compat["requiresToolResultName"] and result.tool_name:
+                    entry["name"] = result.tool_name
+                params.append(entry)
+                if has_images and vision:
+                    images.extend(_image_part(b) for b in result.content if isinstance(b, ImageContent))
+            last_role = "tool"
+            if images:
+                if compat["requiresAssistantAfterToolResult"]:
+                    params.append({"role": "assistant", "content": TOOL_RESULTS_BRIDGE})
+                params.append(
+                    {"role": "user", "content": [{"type": "text", "text": "Attached image(s) from tool result:"}, *images]}
+                )
+                last_role = "user"
+    return params
+
+
+def convert_tools(tools: list[ToolDeclaration], compat: dict[str, Any]) -> list[dict[str, Any]]:
+    converted = []
+    for tool in tools:
+        function: dict[str, Any] = {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters or {"type": "object", "properties": {}},
+        }
+        if compat["supportsStrictMode"]:
+            function["strict"] = False
+        converted.append({"type": "function", "function": function})
+    return converted
+
+
+def _resolve_template_value(value: Any, effort: str | None, level: str, model: Model, budget: int | None) -> Any:
+    if not isinstance(value, dict) or "$var" not in value:
+        return value
+    if effort is None and value.get("omitWhenOff"):
+        return None
+    var = value["$var"]
+    if var == "thinking.enabled":
+        return effort is not None
+    if var == "thinking.budget":
+        return budget
+    return provider_thinking_value(model, level)
+
+
+def _apply_reasoning(payload: dict[str, Any], model: Model, options: StreamOptions, compat: dict[str, Any]) -> None:
+    if not model.reasoning:
+        return
+    level = clamp_thinking_level(model, options.thinking_level)
+    effort = None if level == "off" else provider_thinking_value(model, level)
+    on = level != "off"
+    fmt = compat["thinkingFormat"]
+    supports_effort = compat["supportsReasoningEffort"]
+    off_value = (model.thinking_level_map or {}).get("off", "none")
+    ceiling = payload.get("max_tokens") or payload.get("max_completion_tokens") or model.max_tokens
+    budget = None
+    if on:
+        budget = min(thinking_budget(level, options.extra.get("thinking_budgets")), max(0, ceiling - 1024)) or None
+    if fmt == "zai":
+        payload["thinking"] = {"type": "enabled", "clear_thinking": False} if on else {"type": "disabled"}
+        if on and supports_effort and effort:
+            payload["reasoning_effort"] = effort
+    elif fmt == "qwen":
+        payload["enable_thinking"] = on
+        if on and supports_effort and effort:
+            payload["reasoning_effort"] = effort
+    elif fmt == "qwen-chat-template":
+        payload["chat_template_kwargs"] = {"enable_thinking": on, "preserve_thinking": True}
+    elif fmt in ("chat-template", "baseten"):
+        source = compat["chatTemplateKwargs"] if fmt == "chat-template" else compat["chatTemplateArgs"]
+        values = {
+            key: resolved
+            for key, raw in (source or {}).items()
+            if (resolved := _resolve_template_value(raw, effort if on else None, level, model, budget)) is not None
+        }
+        if values:
+            payload["chat_template_kwargs" if fmt == "chat-template" else "chat_template_args"] = values
+        if fmt == "baseten" and supports_effort and effort:
+            payload["reasoning_effort"] = effort
+    elif fmt == "deepseek":
+        payload["thinking"] = {"type": "enabled" if on else "disabled"}
+        if on and supports_effort and effort:
+            payload["reasoning_effort"] = effort
+    elif fmt == "openrouter":
+        if on:
+            payload["reasoning"] = {"effort": effort}
+        elif off_value is not None:
+            payload["reasoning"] = {"effort": off_value}
+    elif fmt == "together":
+        payload["reasoning"] = {"enabled": on}
+        if on and supports_effort and effort:
+            payload["reasoning_effort"] = effort
+    elif fmt == "string-thinking":
+        if on:
+            payload["thinking"] = effort
+        elif off_value is not None:
+            payload["thinking"] = off_value
+    elif fmt == "ant-ling":
+        if on and effort:
+            payload["reasoning"] = {"effort": effort}
+    elif supports_effort:
+        if on and effort:
+            payload["reasoning_effort"] = effort
+        elif not on and isinstance((model.thinking_level_map or {}).get("off"), str):
+            payload["reasoning_effort"] = model.thinking_level_map["off"]  # type: ignore[index]
+    field = compat.get("thinkingTokenBudgetField")
+    if field and budget:
+        payload[field] = budget
+
+
+def sampling_params(model: Model, options: StreamOptions) -> dict[str, Any]:
+    """``samplingParams`` of the model, its ``samplingParamsByThinkingLevel`` entry for
+    the effective level, then ``options.extra["sampling_params"]`` (later wins)."""
+    extra = model.model_extra or {}
+    merged: dict[str, Any] = {}
+    merged.update(extra.get("samplingParams") or extra.get("sampling_params") or {})
+    by_level = extra.get("samplingParamsByThinkingLevel") or extra.get("sampling_params_by_thinking_level") or {}
+    merged.update(by_level.get(clamp_thinking_level(model, options.thinking_level)) or {})
+    merged.update(options.extra.get("sampling_params") or {})
+    return merged
+
+
+def build_payload(model: Model, context: LlmContext, options: StreamOptions, compat: dict[str, Any]) -> dict[str, Any]:
+    prepared = prepare_context(
+        model, context, mid_conversation_system=supports_mid_conversation_system(model, False)
+    )
+    payload: dict[str, Any] = {
+        "model": model.id,
+        "messages": convert_messages(model, prepared.system_prompt, prepared.messages, compat),
+        "stream": True,
+    }
+    if compat["supportsUsageInStreaming"]:
+        payload["stream_options"] = {"include_usage": True}
+    if compat["supportsStore"]:
+        payload["store"] = False
+    max_tokens = clamp_max_tokens(model, prepared, options.max_tokens or model.max_tokens)
+    payload["max_tokens" if compat["maxTokensField"] == "max_tokens" else "max_completion_tokens"] = max_tokens
+    if options.temperature is not None:
+        payload["temperature"] = options.temperature
+    if prepared.tools:
+        payload["tools"] = convert_tools(prepared.tools, compat)
+    elif compat["requiresToolsWithToolHistory"] and any(
+        isinstance(m, ToolResultMessage) or (isinstance(m, AssistantMessage) and m.tool_calls())
+        for m in prepared.messages
+    ):
+        payload["tools"] = []
+    tool_choice = options.extra.get("tool_choice")
+    if tool_choice:
+        payload["tool_choice"] = tool_choice
+    if compat["promptCacheKey"] and options.session_id and options.extra.get("cache_retention") != "none":
+        payload["prompt_cache_key"] = options.session_id[:64]
+    _apply_reasoning(payload, model, options, compat)
+    if compat.get("openRouterRouting"):
+        payload["provider"] = compat["openRouterRouting"]
+    if compat.get("vllmPriority") is not None:
+        payload["priority"] = compat["vllmPriority"]
+    if compat.get("cacheControlFormat") == "anthropic" and options.extra.get("cache_retention") != "none":
+        _anthropic_cache_markers(payload)
+    payload.update(sampling_params(model, options))
+    return payload
+
+
+def _mark_text(message: dict[str, Any]) -> bool:
+    marker = {"type": "ephemeral"}
+    content = message.get("content")
+    if isinstance(content, str) and content:
+        message["content"] = [{"type": "text", "text": content, "cache_control": marker}]
+        return True
+    if isinstance(content, list):
+        for part in reversed(content):
+            if part.get("type") == "text":
+                part["cache_control"] = marker
+                return True
+    return False
+
+
+def _anthropic_cache_markers(payload: dict[str, Any]) -> None:
+    messages = payload["messages"]
+    for message in messages:
+        if message["role"] in ("system", "developer"):
+            _mark_text(message)
+            break
+    if payload.get("tools"):
+        payload["tools"][-1]["cache_control"] = {"type": "ephemeral"}
+    for message in reversed(messages):
+        if message["role"] in ("user", "assistant", "tool") and _mark_text(message):
+            break
+
+
+# --------------------------------------------------------------------------- streaming
+
+
+async def stream_openai_completions(
+    model: Model, context: LlmContext, options: StreamOptions, out: MessageBuilder
+) -> None:
+    compat = resolve_compat(model)
+    payload = build_payload(model, context, options, compat)
+    extra: dict[str, str | None] = {}
+    if options.session_id and compat.get("sendSessionAffinityHeaders"):
+        extra["x-session-id"] = options.session_id
+    headers = _common.base_headers(model, options, **extra)
+    api_key = _common.require_api_key(model, options, headers, "authorization")
+    headers = await _common.apply_headers_hook(options, headers)
+    payload = await _common.apply_payload_hook(options, payload)
+
+    import openai
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+    base_url = model.base_url or DEFAULT_BASE_URL
+    client = _common.cached_client(
+        ("openai", base_url, api_key),
+        lambda: openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0),
+    )
+    request_options: dict[str, Any] = {"headers": _common.sdk_headers(headers, openai.omit), "max_retries": 0}
+    timeout = _common.request_timeout(options)
+    if timeout is not None:
+        request_options["timeout"] = timeout
+    try:
+        chunks = await client.post(
+            "/chat/completions",
+            cast_to=ChatCompletion,
+            body=payload,
+            options=request_options,
+            stream=True,
+            stream_cls=openai.AsyncStream[ChatCompletionChunk],
+        )
+    except openai.APIStatusError as error:
+        await _common.report_error_response(options, error)
+        raise
+    try:
+        await _common.report_response(options, chunks.response.status_code, chunks.response.headers)
+        out.start()
+        await _consume(chunks, model, options, compat, out)
+    finally:
+        await chunks.close()
+
+
+class _ChunkState:
+    def __init__(self) -> None:
+        self.text: int | None = None
+        self.thinking: int | None = None
+        self.tools_by_index: dict[int, int] = {}
+        self.tools_by_id: dict[str, int] = {}
+        self.details: list[dict[str, Any]] | None = None
+        self.finished = False
+
+
+async def _consume(chunks: Any, model: Model, options: StreamOptions, compat: dict[str, Any], out: MessageBuilder) -> None:
+    state = _ChunkState()
+    async for chunk in chunks:
+        await _common.report_raw_event(options, chunk)
+        if not out.message.response_id and getattr(chunk, "id", None):
+            out.message.response_id = chunk.id
+        chunk_model = getattr(chunk, "model", None)
+        if chunk_model and chunk_model != model.id and not out.message.response_model:
+            out.message.response_model = chunk_model
+        usage = getattr(chunk, "usage", None)
+        choices = getattr(chunk, "choices", None) or []
+        choice = choices[0] if choices else None
+        if usage is None and choice is not None:
+            usage = (getattr(choice, "model_extra", None) or {}).get("usage")
+        if usage is not None:
+            _apply_usage(out, usage)
+        if choice is None:
+            continue
+        if choice.finish_reason:
+            reason = choice.finish_reason
+            stop = _FINISH.get(reason)
+            if stop is None:
+                out.stop("error", raw=reason, error_message=f"Provider finish_reason: {reason}")
+            else:
+                out.stop(stop, raw=reason)
+            state.finished = True
+        delta = choice.delta
+        if delta is None:
+            continue
+        _apply_delta(delta, state, out)
+    if state.details is not None and state.thinking is not None:
+        out.thinking_signature(state.thinking, json.dumps(state.details))
+    out.end_open_blocks()
+    if not state.finished:
+        if compat["supportsFinishReason"]:
+            raise ProviderError("Stream ended without finish_reason")
+        out.stop("toolUse" if out.message.tool_calls() else "stop")
+
+
+def _apply_delta(delta: Any, state: _ChunkState, out: MessageBuilder) -> None:
+    if delta.content:
+        if state.text is None:
+            state.text = out.text_start()
+        out.text_delta(state.text, delta.content)
+    for field in REASONING_FIELDS:
+        value = getattr(delta, field, None)
+        if isinstance(value, str) and value:
+            if state.thinking is None:
+                state.thinking = out.thinking_start(signature=field)
+            out.thinking_delta(state.thinking, value)
+            break
+    details = getattr(delta, "reasoning_details", None)
+    if isinstance(details, list):
+        for detail in details:
+            if isinstance(detail, dict) and isinstance(detail.get("type"), str):
+                if state.thinking is None:
+                    state.thinking = out.thinking_start()
+                _merge_detail(state, detail)
+    for call in delta.tool_calls or ():
+        position = call.index if isinstance(call.index, int) else None
+        index = state.tools_by_index.get(position) if position is not None else None
+        if index is None and call.id:
+            index = state.tools_by_id.get(call.id)
+        function = call.function
+        name = (function.name if function is not None else None) or ""
+        if index is None:
+            index = out.tool_start(call.id or "", name)
+            if position is not None:
+                state.tools_by_index[position] = index
+        block = out.tool_call(index)
+        if call.id:
+            state.tools_by_id[call.id] = index
+            if not block.id:
+                block.id = call.id
+        if name and not block.name:
+            block.name = name
+        if function is not None and function.arguments:
+            out.tool_delta(index, function.arguments)
+
+
+def _merge_detail(state: _ChunkState, detail: dict[str, Any]) -> None:
+    details = state.details if state.details is not None else []
+    state.details = details
+    last = details[-1] if details else None
+    kind = detail["type"]
+    if last is not None and last.get("type") == kind == "reasoning.text":
+        last["text"] = last.get("text", "") + detail.get("text", "")
+        last["signature"] = last.get("signature") or detail.get("signature")
+    elif last is not None and last.get("type") == kind == "reasoning.summary":
+        last["summary"] = last.get("summary", "") + detail.get("summary", "")
+    else:
+        details.append(dict(detail))
+
+
+def _apply_usage(out: MessageBuilder, usage: Any) -> None:
+    def get(obj: Any, name: str) -> Any:
+        if obj is None:
+            return None
+        return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+    prompt = get(usage, "prompt_tokens") or 0
+    completion = get(usage, "completion_tokens") or 0
+    prompt_details = get(usage, "prompt_tokens_details")
+    cached = get(prompt_details, "cached_tokens")
+    if cached is None:
+        cached = get(usage, "prompt_cache_hit_tokens")
+    if cached is None:
+        cached = get(usage, "cached_tokens")
+    cached = cached or 0
+    written = get(prompt_details, "cache_write_tokens") or 0
+    reasoning = get(get(usage, "completion_tokens_details"), "reasoning_tokens")
+    out.set_usage(
+        input=max(0, prompt - cached - written),
+        output=completion,
+        cache_read=cached,
+        cache_write=written,
+        reasoning=reasoning,
+    )

@@ -1,0 +1,158 @@
+"""``models.json``: the schema of the TypeScript pi's file, and loading it.
+
+A file that cannot be used is reported in ONE message naming the file and the line
+(invalid JSON) or the field (schema errors); the caller then carries on without it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from pi_hookspecs import camel_alias
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(alias_generator=camel_alias, populate_by_name=True, extra="forbid")
+
+
+class CostTier(_Config):
+    input_tokens_above: float
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+
+
+class CostConfig(_Config):
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+    tiers: list[CostTier] | None = None
+
+
+class CostOverride(_Config):
+    input: float | None = None
+    output: float | None = None
+    cache_read: float | None = None
+    cache_write: float | None = None
+    tiers: list[CostTier] | None = None
+
+
+class _ModelFields(_Config):
+    name: str | None = None
+    reasoning: bool | None = None
+    thinking_level_map: dict[Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"], str | None] | None = None
+    input: list[Literal["text", "image"]] | None = None
+    input_limits: dict[str, Any] | None = None
+    prompt_cache: dict[str, Any] | None = None
+    context_window: int | None = Field(default=None, gt=0)
+    max_tokens: int | None = Field(default=None, gt=0)
+    sampling_params: dict[str, Any] | None = None
+    sampling_params_by_thinking_level: dict[str, dict[str, Any]] | None = None
+    headers: dict[str, str] | None = None
+    compat: dict[str, Any] | None = None
+
+
+class ModelConfig(_ModelFields):
+    """A ``models`` entry: adds a model, or replaces the provider's model of that id."""
+
+    id: str = Field(min_length=1)
+    api: str | None = None
+    base_url: str | None = None
+    cost: CostConfig | None = None
+    type: Literal["chat"] | None = None
+
+
+class ModelOverride(_ModelFields):
+    """A ``modelOverrides`` entry: object fields merge with the model's, others replace."""
+
+    cost: CostOverride | None = None
+
+
+class ProviderConfig(_Config):
+    name: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    api: str | None = None
+    oauth: str | None = None
+    headers: dict[str, str] | None = None
+    compat: dict[str, Any] | None = None
+    auth_header: bool | None = None
+    models: list[ModelConfig] | None = None
+    model_overrides: dict[str, ModelOverride] | None = None
+
+
+class ModelsFile(_Config):
+    schema_: str | None = Field(default=None, alias="$schema")
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+
+
+class ModelsConfigError(Exception):
+    """``models.json`` cannot be used; ``str(error)`` is the one message to show."""
+
+
+def _location(loc: tuple[Any, ...]) -> str:
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text or "(top level)"
+
+
+def _problem(error: dict[str, Any]) -> str:
+    kind = error.get("type", "")
+    if kind == "extra_forbidden":
+        return "unknown field"
+    if kind == "missing":
+        return "required field is missing"
+    message = str(error.get("msg", "invalid value"))
+    if "input" in error and kind not in ("model_type", "dict_type"):
+        shown = json.dumps(error["input"]) if not isinstance(error["input"], dict) else "an object"
+        if len(shown) <= 60:
+            message += f" (got {shown})"
+    return message
+
+
+def format_validation_error(path: Path, error: ValidationError) -> str:
+    errors = error.errors()
+    first = errors[0]
+    text = f"{path}: {_location(tuple(first.get('loc', ())))}: {_problem(first)}"  # type: ignore[arg-type]
+    if len(errors) > 1:
+        text += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    return text
+
+
+def parse_models_json(text: str, path: Path) -> ModelsFile:
+    """Validate the text of a ``models.json``; raises :class:`ModelsConfigError`."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ModelsConfigError(
+            f"{path}: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+        ) from None
+    if not isinstance(data, dict):
+        raise ModelsConfigError(f"{path}: expected a JSON object with \"providers\", got {type(data).__name__}")
+    try:
+        return ModelsFile.model_validate(data)
+    except ValidationError as error:
+        raise ModelsConfigError(format_validation_error(path, error)) from None
+
+
+def load_models_json(path: Path) -> ModelsFile | None:
+    """The parsed file, ``None`` when it does not exist; raises :class:`ModelsConfigError`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise ModelsConfigError(f"{path}: cannot be read: {error.strerror or error}") from None
+    if not text.strip():
+        return None
+    return parse_models_json(text, path)

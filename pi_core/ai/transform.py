@@ -1,0 +1,466 @@
+"""From a conversation to what one model can be sent.
+
+* :func:`transform_messages` makes a history recorded with any model acceptable to
+  the target model (thinking, signatures, tool-call ids, images, orphan tool calls,
+  failed turns).
+* :func:`current_system_prompt` / :func:`current_tools` replay the transcript's
+  :class:`SystemMessage` values into the prompt and the tool loadout in effect.
+* :func:`prepare_context` combines both for a provider.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pi_hookspecs import (
+    AnyMessage,
+    AssistantMessage,
+    BashExecutionMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
+    CustomMessage,
+    ImageContent,
+    LlmContext,
+    Model,
+    SystemMessage,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolDeclaration,
+    ToolResultMessage,
+    UserMessage,
+)
+
+USER_IMAGE_PLACEHOLDER = "(image omitted: model does not support images)"
+TOOL_IMAGE_PLACEHOLDER = "(tool image omitted: model does not support images)"
+NO_RESULT_TEXT = "No result provided"
+
+COMPACTION_SUMMARY_PREFIX = "The conversation history before this point was compacted into the following summary:"
+BRANCH_SUMMARY_PREFIX = "The following is a summary of a branch that this conversation came back from:"
+
+ToolCallIdNormalizer = Callable[[str, Model, AssistantMessage], str]
+
+_UNSAFE_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+# --------------------------------------------------------------------------- system messages
+
+
+def system_message_text(message: SystemMessage) -> str:
+    """The ``content`` of a system message as one string."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "\n".join(block.text for block in content)
+
+
+def _replay_prompt(messages: Iterable[Any]) -> list[str]:
+    parts: list[tuple[str | None, str]] = []  # (section name or None, text)
+    index: dict[str, int] = {}
+    for message in messages:
+        if not isinstance(message, SystemMessage):
+            continue
+        text = system_message_text(message)
+        if text.strip():
+            parts.append((None, text))
+        for name, value in (message.sections or {}).items():
+            if value is None:
+                if name in index:
+                    parts[index.pop(name)] = (None, "")
+                continue
+            if name in index:
+                parts[index[name]] = (name, value)
+            else:
+                index[name] = len(parts)
+                parts.append((name, value))
+    return [text for _, text in parts if text.strip()]
+
+
+def current_system_prompt(messages: Iterable[Any]) -> str:
+    """The system prompt in effect after replaying every :class:`SystemMessage`.
+
+    The leading message declares ``sections`` (rendered in insertion order); later
+    ones patch them by name: ``None`` removes a section, a new name is appended, an
+    existing name keeps its position. A non-empty ``content`` is a part of its own,
+    placed before the message's sections. The prompt is the non-empty parts joined
+    with a blank line.
+    """
+    return "\n\n".join(_replay_prompt(messages))
+
+
+def current_tools(messages: Iterable[Any]) -> list[ToolDeclaration]:
+    """The tools in effect after replaying every :class:`SystemMessage`: each message
+    removes ``tools_removed`` (by name), then adds ``tools_added`` (a name already
+    present is replaced in place; a new one is appended)."""
+    tools: dict[str, ToolDeclaration] = {}
+    for message in messages:
+        if not isinstance(message, SystemMessage):
+            continue
+        for ref in message.tools_removed or ():
+            tools.pop(ref.name, None)
+        for tool in message.tools_added or ():
+            tools[tool.name] = tool
+    return list(tools.values())
+
+
+def system_update_text(message: SystemMessage) -> str:
+    """What a mid-conversation system message adds, as text: its content and the
+    sections it sets."""
+    return current_system_prompt([message])
+
+
+# --------------------------------------------------------------------------- other roles
+
+
+def _text_user(text: str, timestamp: int | None) -> UserMessage:
+    if timestamp is None:
+        return UserMessage(content=[TextContent(text=text)])
+    return UserMessage(content=[TextContent(text=text)], timestamp=timestamp)
+
+
+def bash_execution_text(message: BashExecutionMessage) -> str:
+    text = f"Ran `{message.command}`\n"
+    text += f"```\n{message.output}\n```" if message.output else "(no output)"
+    if message.cancelled:
+        text += "\n\n(command cancelled)"
+    elif message.exit_code not in (None, 0):
+        text += f"\n\nCommand exited with code {message.exit_code}"
+    if message.truncated and message.full_output_path:
+        text += f"\n\n[Output truncated. Full output: {message.full_output_path}]"
+    return text
+
+
+def to_llm_messages(messages: Iterable[Any]) -> list[AnyMessage]:
+    """Keep the roles a provider understands (system, user, assistant, toolResult);
+    turn the coding-agent roles into user messages (``custom`` keeps its content,
+    ``bashExecution`` and the summaries become text); drop unknown roles.
+
+    The agent layer normally does this before a request; here it is a safety net so
+    that a provider never sees a role it cannot send."""
+    result: list[AnyMessage] = []
+    for message in messages:
+        if isinstance(message, SystemMessage | UserMessage | AssistantMessage | ToolResultMessage):
+            result.append(message)
+        elif isinstance(message, CustomMessage):
+            result.append(UserMessage(content=message.content, timestamp=message.timestamp))
+        elif isinstance(message, BashExecutionMessage):
+            if not message.exclude_from_context:
+                result.append(_text_user(bash_execution_text(message), message.timestamp))
+        elif isinstance(message, BranchSummaryMessage):
+            text = f"{BRANCH_SUMMARY_PREFIX}\n\n<summary>\n{message.summary}\n</summary>"
+            result.append(_text_user(text, message.timestamp))
+        elif isinstance(message, CompactionSummaryMessage):
+            text = f"{COMPACTION_SUMMARY_PREFIX}\n\n<summary>\n{message.summary}\n</summary>"
+            result.append(_text_user(text, message.timestamp))
+    return result
+
+
+# --------------------------------------------------------------------------- tool-call ids
+
+
+def sanitize_id(value: str, limit: int) -> str:
+    """``value`` with characters outside ``[a-zA-Z0-9_-]`` replaced by ``_``, cut to ``limit``."""
+    return _UNSAFE_ID_CHARS.sub("_", value)[:limit]
+
+
+def _anthropic_id(call_id: str, model: Model, source: AssistantMessage) -> str:
+    return sanitize_id(call_id, 64)
+
+
+def _completions_id(call_id: str, model: Model, source: AssistantMessage) -> str:
+    if "|" in call_id:
+        return sanitize_id(call_id.split("|", 1)[0], 40)
+    if model.provider == "openai" and len(call_id) > 40:
+        return call_id[:40]
+    return call_id
+
+
+def _responses_id(call_id: str, model: Model, source: AssistantMessage) -> str:
+    return sanitize_id(call_id.split("|", 1)[0], 64)
+
+
+DEFAULT_ID_NORMALIZERS: dict[str, ToolCallIdNormalizer] = {
+    "anthropic-messages": _anthropic_id,
+    "openai-completions": _completions_id,
+    "openai-responses": _responses_id,
+}
+"""How each API normalises the tool-call ids of messages recorded with another model."""
+
+
+class _IdMap:
+    """Original tool-call id -> normalised id, keeping normalised ids unique."""
+
+    def __init__(self) -> None:
+        self.mapping: dict[str, str] = {}
+        self.used: set[str] = set()
+
+    def assign(self, original: str, normalized: str) -> str:
+        if original in self.mapping:
+            return self.mapping[original]
+        candidate, counter = normalized, 2
+        while candidate in self.used and candidate != original:
+            suffix = f"_{counter}"
+            candidate = normalized[: max(1, len(normalized) - len(suffix))] + suffix if normalized else suffix
+            counter += 1
+        self.used.add(candidate)
+        if candidate != original:
+            self.mapping[original] = candidate
+        return candidate
+
+
+# --------------------------------------------------------------------------- transform
+
+
+def _replace_images(content: Sequence[Any], placeholder: str) -> list[Any]:
+    result: list[Any] = []
+    previous_placeholder = False
+    for block in content:
+        if isinstance(block, ImageContent):
+            if not previous_placeholder:
+                result.append(TextContent(text=placeholder))
+            previous_placeholder = True
+            continue
+        result.append(block)
+        previous_placeholder = isinstance(block, TextContent) and block.text == placeholder
+    return result
+
+
+def _is_same_model(message: AssistantMessage, model: Model) -> bool:
+    return message.provider == model.provider and message.api == model.api and message.model == model.id
+
+
+def _transform_assistant(
+    message: AssistantMessage, model: Model, normalize: ToolCallIdNormalizer | None, ids: _IdMap
+) -> AssistantMessage:
+    same = _is_same_model(message, model)
+    blocks: list[Any] = []
+    changed = False
+    for block in message.content or ():
+        if isinstance(block, ThinkingContent):
+            if block.redacted:
+                if same:
+                    blocks.append(block)
+                else:
+                    changed = True
+                continue
+            if same and block.thinking_signature:
+                blocks.append(block)
+                continue
+            if not block.thinking or not block.thinking.strip():
+                changed = True
+                continue
+            if same:
+                blocks.append(block)
+            else:
+                blocks.append(TextContent(text=block.thinking))
+                changed = True
+        elif isinstance(block, TextContent):
+            if same or block.text_signature is None:
+                blocks.append(block)
+            else:
+                blocks.append(TextContent(text=block.text))
+                changed = True
+        elif isinstance(block, ToolCall):
+            call = block
+            if not same:
+                update: dict[str, Any] = {}
+                if call.thought_signature is not None:
+                    update["thought_signature"] = None
+                if normalize is not None:
+                    new_id = ids.assign(call.id, normalize(call.id, model, message))
+                    if new_id != call.id:
+                        update["id"] = new_id
+                if update:
+                    call = call.model_copy(update=update)
+                    changed = True
+            blocks.append(call)
+        else:
+            blocks.append(block)
+    if not changed and message.content is not None:
+        return message
+    return message.model_copy(update={"content": blocks})
+
+
+def transform_messages(
+    messages: Sequence[Any],
+    model: Model,
+    normalize_tool_call_id: ToolCallIdNormalizer | None = None,
+) -> list[Any]:
+    """A copy of ``messages`` that ``model`` accepts. The input is not modified.
+
+    * An assistant message is from the same model only when its provider, api and
+      model id all match the target. From another model, thinking becomes plain
+      text, redacted and empty thinking is dropped, signatures are removed, and
+      tool-call ids are normalised for the target API (``normalize_tool_call_id``,
+      by default the one of :data:`DEFAULT_ID_NORMALIZERS`), with the matching tool
+      results remapped.
+    * Images become a text placeholder for a model without image input.
+    * Assistant messages that ended in ``error`` or ``aborted`` are dropped.
+    * A tool call without a result gets a synthetic error result ("No result
+      provided") before the next user, system or assistant message; a tool result
+      that answers no known tool call is dropped.
+    * Missing content is treated as empty.
+    """
+    normalize = normalize_tool_call_id or DEFAULT_ID_NORMALIZERS.get(model.api)
+    vision = "image" in model.input
+    ids = _IdMap()
+
+    first: list[Any] = []
+    for message in messages:
+        if getattr(message, "content", ()) is None:
+            message = message.model_copy(update={"content": []})
+        if isinstance(message, UserMessage):
+            if not vision and isinstance(message.content, list) and any(
+                isinstance(b, ImageContent) for b in message.content
+            ):
+                message = message.model_copy(update={"content": _replace_images(message.content, USER_IMAGE_PLACEHOLDER)})
+        elif isinstance(message, ToolResultMessage):
+            update: dict[str, Any] = {}
+            if not vision and any(isinstance(b, ImageContent) for b in message.content):
+                update["content"] = _replace_images(message.content, TOOL_IMAGE_PLACEHOLDER)
+            mapped = ids.mapping.get(message.tool_call_id)
+            if mapped is not None:
+                update["tool_call_id"] = mapped
+            if update:
+                message = message.model_copy(update=update)
+        elif isinstance(message, AssistantMessage):
+            if message.stop_reason in ("error", "aborted"):
+                first.append(message)
+                continue
+            message = _transform_assistant(message, model, normalize, ids)
+        first.append(message)
+
+    result: list[Any] = []
+    pending: list[ToolCall] = []
+    answered: set[str] = set()
+
+    def flush() -> None:
+        for call in pending:
+            if call.id not in answered:
+                result.append(
+                    ToolResultMessage(
+                        tool_call_id=call.id,
+                        tool_name=call.name,
+                        content=[TextContent(text=NO_RESULT_TEXT)],
+                        is_error=True,
+                    )
+                )
+        pending.clear()
+        answered.clear()
+
+    for message in first:
+        if isinstance(message, AssistantMessage):
+            flush()
+            if message.stop_reason in ("error", "aborted"):
+                continue
+            pending.extend(b for b in message.content if isinstance(b, ToolCall))
+            result.append(message)
+        elif isinstance(message, ToolResultMessage):
+            if not any(call.id == message.tool_call_id for call in pending) or message.tool_call_id in answered:
+                continue
+            answered.add(message.tool_call_id)
+            result.append(message)
+        elif isinstance(message, SystemMessage | UserMessage):
+            flush()
+            result.append(message)
+        else:
+            result.append(message)
+    flush()
+    return result
+
+
+# --------------------------------------------------------------------------- for providers
+
+
+@dataclass
+class PreparedContext:
+    """What a provider serialises: the prompt, the tools and the messages."""
+
+    system_prompt: str = ""
+    tools: list[ToolDeclaration] = field(default_factory=list)
+    messages: list[Any] = field(default_factory=list)
+    """Transformed messages; :class:`SystemMessage` values only when sent in place."""
+
+
+def prepare_context(
+    model: Model,
+    context: LlmContext,
+    *,
+    mid_conversation_system: bool = False,
+    normalize_tool_call_id: ToolCallIdNormalizer | None = None,
+) -> PreparedContext:
+    """Prompt, tools and transformed messages of ``context`` for ``model``.
+
+    When ``context.messages`` holds system messages, the prompt and tools come from
+    replaying them; later system messages are folded into the leading prompt unless
+    ``mid_conversation_system`` allows sending them in place (then the prompt is the
+    leading message's, and each later one stays where it is; a later message that
+    removes a section forces folding, since text already sent cannot be taken back).
+    Without system messages, ``context.system_prompt`` and ``context.tools`` are used.
+    """
+    messages = to_llm_messages(context.messages)
+    system = [m for m in messages if isinstance(m, SystemMessage)]
+    if not system:
+        return PreparedContext(
+            system_prompt=context.system_prompt or "",
+            tools=list(context.tools),
+            messages=transform_messages(messages, model, normalize_tool_call_id),
+        )
+    tools = current_tools(messages)
+    leading = messages[0] if isinstance(messages[0], SystemMessage) else None
+    later = [m for m in system if m is not leading]
+    removes_section = any(value is None for m in later for value in (m.sections or {}).values())
+    if mid_conversation_system and later and not removes_section:
+        prompt = current_system_prompt([leading]) if leading is not None else ""
+        kept = [m for m in messages if m is not leading]
+    else:
+        prompt = current_system_prompt(messages)
+        kept = [m for m in messages if not isinstance(m, SystemMessage)]
+    return PreparedContext(
+        system_prompt=prompt, tools=tools, messages=transform_messages(kept, model, normalize_tool_call_id)
+    )
+
+
+def estimate_tokens(prepared: PreparedContext) -> int:
+    """A rough token count of a request (four characters a token, a flat 1,200 per
+    image), used to keep the requested output within the context window."""
+    chars = len(prepared.system_prompt)
+    images = 0
+    for tool in prepared.tools:
+        chars += len(tool.name) + len(tool.description) + len(str(tool.parameters))
+    for message in prepared.messages:
+        content = getattr(message, "content", None)
+        if isinstance(content, str):
+            chars += len(content)
+            continue
+        for block in content or ():
+            if isinstance(block, TextContent):
+                chars += len(block.text)
+            elif isinstance(block, ThinkingContent):
+                chars += len(block.thinking)
+            elif isinstance(block, ToolCall):
+                chars += len(block.name) + len(str(block.arguments))
+            elif isinstance(block, ImageContent):
+                images += 1
+    return chars // 4 + images * 1200
+
+
+CONTEXT_SAFETY_TOKENS = 4096
+
+
+def clamp_max_tokens(model: Model, prepared: PreparedContext, max_tokens: int) -> int:
+    """``max_tokens`` reduced so that the estimated input plus the output fit the
+    model's context window (never below 1)."""
+    if model.context_window <= 0:
+        return max(1, max_tokens)
+    room = model.context_window - estimate_tokens(prepared) - CONTEXT_SAFETY_TOKENS
+    return max(1, min(max_tokens, room))
+
+
+def supports_mid_conversation_system(model: Model, default: bool = False) -> bool:
+    """``compat.supportsMidConvoSystemMessages`` of ``model``, else ``default``."""
+    value = (model.compat or {}).get("supportsMidConvoSystemMessages")
+    return default if value is None else bool(value)
