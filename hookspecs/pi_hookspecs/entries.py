@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Discriminator, Field, Tag
+from pydantic import BeforeValidator, Discriminator, Field, Tag
 
 from ._base import PiModel
 from .messages import AgentMessage, SystemMessage, Usage, UserContent
@@ -70,11 +70,28 @@ class CompactionEntry(EntryBase):
     from_hook: bool | None = None
 
 
+class ContextEditReplacement(PiModel):
+    """The new model-visible content of an edited entry; written ``{"content": ...}``."""
+
+    content: str | list[UserContent]
+
+
+def _wrap_replacement(value: Any) -> Any:
+    # A bare string or block list is accepted as shorthand for {"content": value}.
+    if isinstance(value, (str, list)):
+        return {"content": value}
+    return value
+
+
+Replacement = Annotated[ContextEditReplacement | None, BeforeValidator(_wrap_replacement)]
+"""``None`` omits the target from the model context; otherwise its content is replaced."""
+
+
 class ContextEditEntry(EntryBase):
     _keep_none: ClassVar[frozenset[str]] = frozenset({"parent_id", "replacement"})
     type: Literal["context_edit"] = "context_edit"
     target_id: str
-    replacement: str | list[UserContent] | None = None
+    replacement: Replacement = None
 
 
 class BranchSummaryEntry(EntryBase):
@@ -180,13 +197,15 @@ class DraftContextEdit(PiModel):
     _keep_none: ClassVar[frozenset[str]] = frozenset({"replacement"})
     type: Literal["context_edit"] = "context_edit"
     target_id: str
-    replacement: str | list[UserContent] | None = None
+    replacement: Replacement = None
 
 
 class DraftCompaction(PiModel):
+    """``first_kept_entry_id=None`` keeps no earlier entry (a retain-none compaction)."""
+
     type: Literal["compaction"] = "compaction"
     summary: str
-    first_kept_entry_id: str
+    first_kept_entry_id: str | None = None
     tokens_before: int = 0
     usage: Usage | None = None
     details: Any = None

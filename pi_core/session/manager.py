@@ -1,0 +1,953 @@
+"""The session manager: an append-only tree of entries in a JSONL file (format v3).
+
+Every entry has an ``id`` and the ``parentId`` it continues from; the *leaf* is the
+current position. Appending adds a child of the leaf and moves the leaf to it; branching
+moves the leaf to an earlier entry without deleting anything. The file starts with a
+session header; entries follow one per line (see ``docs/sessions.md``).
+
+A new session is kept in memory until its first assistant message exists; then the
+header and everything so far are written at once and every later entry is appended
+immediately. Opening a file locks it (see :mod:`pi_core.session.storage`).
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import TypeAdapter
+
+from pi_hookspecs import SESSION_VERSION as CURRENT_VERSION
+from pi_hookspecs import (
+    AgentMessage,
+    BranchSummaryEntry,
+    BranchSummaryMessage,
+    CompactionEntry,
+    CompactionSummaryMessage,
+    ContextEditEntry,
+    ContextEditReplacement,
+    CustomEntry,
+    CustomMessageEntry,
+    DraftCompaction,
+    DraftContextEdit,
+    DraftCustom,
+    DraftCustomMessage,
+    DraftEntry,
+    LabelEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    PiModel,
+    SessionEntry,
+    SessionHeader,
+    SessionInfoEntry,
+    SessionView,
+    SystemMessage,
+    TextContent,
+    ThinkingLevelChangeEntry,
+    Usage,
+    UsageEntry,
+    UserContent,
+)
+
+from .context import ContextCache, MessageSnapshot, ModelRef, SessionContext, SessionProjection
+from .errors import (
+    EntryNotFoundError,
+    InvalidSessionError,
+    SessionClosedError,
+    SessionDiagnostic,
+    SessionReadOnlyError,
+)
+from .listing import (
+    SessionInfo,
+    find_most_recent,
+    find_session,
+    list_all_sessions,
+    list_sessions,
+)
+from .messages import current_system_message
+from .migration import migrate
+from .paths import (
+    check_session_id,
+    filters_by_cwd,
+    iso_now,
+    iso_to_ms,
+    new_entry_id,
+    new_session_id,
+    resolve_cwd,
+    resolve_session_dir,
+    session_file_name,
+)
+from .records import Record, no_gc, validate_entry
+from .storage import SessionFile, dump_line, parse_lines
+
+MESSAGE_ADAPTER: TypeAdapter[AgentMessage] = TypeAdapter(AgentMessage)
+DRAFT_ADAPTER: TypeAdapter[DraftEntry] = TypeAdapter(DraftEntry)
+
+_EDITABLE_ROLES = frozenset({"user", "assistant", "toolResult"})
+_BLOCK_CONTENT_ROLES = frozenset({"assistant", "toolResult"})
+
+
+@dataclass(slots=True)
+class SessionTreeNode:
+    """A node of :meth:`SessionManager.get_tree`: an entry, its children (oldest first)
+    and its label."""
+
+    entry: SessionEntry
+    children: list[SessionTreeNode] = field(default_factory=list)
+    label: str | None = None
+    label_timestamp: str | None = None
+
+
+class SessionManager:
+    """A session: its header, its entry tree, the leaf and the model context.
+
+    Create one with :meth:`create`, :meth:`open`, :meth:`continue_recent`,
+    :meth:`in_memory` or :meth:`fork_from`. It implements the read-only
+    :class:`pi_hookspecs.SessionView` that plugins see as ``ctx.session_manager``.
+    Not thread-safe: use it from one thread (the event loop).
+    """
+
+    def __init__(self, cwd: str, *, session_dir: str | None, persist: bool, read_only: bool = False) -> None:
+        """Low level: an empty manager. Use the class-method constructors instead."""
+        self._cwd = resolve_cwd(cwd)
+        self._session_dir = session_dir
+        self._persist = persist
+        self._read_only = read_only
+        self._file: SessionFile | None = None
+        self._file_path: str | None = None
+        self._closed = False
+        self._header: dict[str, Any] = {}
+        self._header_model: SessionHeader | None = None
+        self._records: list[Record] = []
+        self._by_id: dict[str, Record] = {}
+        self._labels: dict[str, tuple[str, str]] = {}
+        self._name: str | None = None
+        self._has_assistant = False
+        self._leaf_id: str | None = None
+        self._cache = ContextCache(self._model_of)
+        #: Problems found while reading the file (skipped lines, repairs, invalid entries).
+        self.diagnostics: list[SessionDiagnostic] = []
+
+    # =================================================================== constructors
+
+    @classmethod
+    def create(
+        cls,
+        cwd: str | os.PathLike[str],
+        *,
+        session_dir: str | os.PathLike[str] | None = None,
+        session_id: str | None = None,
+        parent_session: str | None = None,
+    ) -> SessionManager:
+        """A new file-backed session for ``cwd`` (written once it has an assistant message).
+
+        ``session_dir`` overrides ``$PI_CODING_AGENT_SESSION_DIR``, which overrides
+        ``<agent dir>/sessions/--<cwd>--/``.
+        """
+        directory = resolve_session_dir(cwd, session_dir)
+        manager = cls(os.fspath(cwd), session_dir=str(directory), persist=True)
+        manager._start(session_id, parent_session)
+        return manager
+
+    @classmethod
+    def in_memory(
+        cls,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        session_id: str | None = None,
+        parent_session: str | None = None,
+        entries: Iterable[SessionEntry | SessionHeader | Mapping[str, Any]] | None = None,
+    ) -> SessionManager:
+        """A session that is never written to disk. ``entries`` (raw JSON objects or
+        models, optionally led by a header) pre-populates it; old versions are migrated."""
+        raws = [item.to_json() if isinstance(item, PiModel) else dict(item) for item in entries or ()]
+        header_cwd = raws[0].get("cwd") if raws and raws[0].get("type") == "session" else None
+        if cwd is None:
+            cwd = header_cwd if isinstance(header_cwd, str) and header_cwd else os.getcwd()
+        manager = cls(os.fspath(cwd), session_dir=None, persist=False)
+        if raws and raws[0].get("type") == "session":
+            migrate(raws)
+            manager._header = raws[0]
+            manager._load_records(raws[1:], [0] * (len(raws) - 1), path="<memory>")
+        else:
+            manager._start(session_id, parent_session)
+            if raws:
+                manager._load_records(raws, [0] * len(raws), path="<memory>")
+        return manager
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        session_dir: str | os.PathLike[str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        read_only: bool = False,
+    ) -> SessionManager:
+        """Open a session file to continue it (it is locked: a second process gets
+        :class:`SessionLockedError`). A missing file becomes a new session at that path;
+        an empty file is given a header. The working directory is the header's ``cwd``
+        unless ``cwd`` is given; new sessions made from this one (``/new``, forks) go to
+        ``session_dir`` (default: the file's directory).
+
+        ``read_only=True`` neither locks, repairs, migrates on disk nor allows appends.
+        """
+        file_path = os.path.abspath(os.fspath(path))
+        directory = os.fspath(session_dir) if session_dir is not None else os.path.dirname(file_path)
+        if not os.path.exists(file_path):
+            manager = cls(os.fspath(cwd) if cwd is not None else os.getcwd(), session_dir=directory, persist=True)
+            manager._start(None, None, file_path=file_path)
+            manager._read_only = read_only
+            return manager
+        if read_only:
+            with builtins.open(file_path, "rb") as handle:
+                data = handle.read()
+            file = None
+        else:
+            file, data = SessionFile.open_locked(file_path)
+        try:
+            with no_gc():
+                return cls._from_bytes(file_path, data, file, directory, cwd, read_only)
+        except BaseException:
+            if file is not None:
+                file.close()
+            raise
+
+    @classmethod
+    def _from_bytes(
+        cls,
+        file_path: str,
+        data: bytes,
+        file: SessionFile | None,
+        directory: str,
+        cwd: str | os.PathLike[str] | None,
+        read_only: bool,
+    ) -> SessionManager:
+        if not data:
+            manager = cls(os.fspath(cwd) if cwd is not None else os.getcwd(), session_dir=directory, persist=True)
+            manager._start(None, None, file_path=file_path)
+            manager._read_only = read_only
+            if file is not None:
+                file.replace([dump_line(manager._header)])
+                manager._file = file
+            return manager
+        parsed = parse_lines(data, file_path)
+        records = parsed.records
+        header = records[0] if records else None
+        if header is None or header.get("type") != "session" or not isinstance(header.get("id"), str):
+            raise InvalidSessionError(f"Not a pi session file (its first line is no session header): {file_path}")
+        header_cwd = header.get("cwd")
+        chosen_cwd = os.fspath(cwd) if cwd is not None else header_cwd if isinstance(header_cwd, str) else os.getcwd()
+        manager = cls(chosen_cwd or os.getcwd(), session_dir=directory, persist=True, read_only=read_only)
+        manager._file_path = file_path
+        manager.diagnostics.extend(parsed.diagnostics)
+        if file is not None:
+            if parsed.complete_size < len(data) and not parsed.missing_newline:
+                file.truncate(parsed.complete_size)
+            elif parsed.missing_newline:
+                file.append(b"\n")
+                manager.diagnostics.append(
+                    SessionDiagnostic(file_path, parsed.line_numbers[-1], "the last line had no newline; one was added")
+                )
+        if migrate(records) and file is not None:
+            file.replace(dump_line(record) for record in records)
+        manager._header = header
+        manager._file = file
+        manager._load_records(records[1:], parsed.line_numbers[1:], path=file_path)
+        return manager
+
+    @classmethod
+    def continue_recent(
+        cls, cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None
+    ) -> SessionManager:
+        """The most recently modified session of ``cwd`` (``pi -c``), or a new one."""
+        directory = resolve_session_dir(cwd, session_dir)
+        cwd_filter = resolve_cwd(cwd) if filters_by_cwd(cwd, directory) else None
+        recent = find_most_recent(directory, cwd_filter)
+        if recent is None:
+            return cls.create(cwd, session_dir=session_dir)
+        return cls.open(recent, session_dir=directory, cwd=cwd)
+
+    @classmethod
+    def fork_from(
+        cls,
+        source_path: str | os.PathLike[str],
+        target_cwd: str | os.PathLike[str],
+        *,
+        session_dir: str | os.PathLike[str] | None = None,
+    ) -> SessionManager:
+        """Copy a whole session (of any project) into a new session of ``target_cwd``;
+        its header names the source as ``parentSession``. The source is not locked."""
+        source = cls.open(source_path, read_only=True)
+        directory = resolve_session_dir(target_cwd, session_dir)
+        manager = cls(os.fspath(target_cwd), session_dir=str(directory), persist=True)
+        manager._start(None, source.get_session_file())
+        manager._adopt([dict(record.to_json()) for record in source._records])
+        manager.diagnostics.extend(source.diagnostics)
+        manager.flush()
+        return manager
+
+    # ------------------------------------------------------------------ listing
+
+    @staticmethod
+    def list(
+        cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None
+    ) -> builtins.list[SessionInfo]:
+        """The sessions of ``cwd``, newest first (``/resume``)."""
+        return list_sessions(cwd, session_dir)
+
+    @staticmethod
+    def list_all(session_dir: str | os.PathLike[str] | None = None) -> builtins.list[SessionInfo]:
+        """The sessions of every project, newest first."""
+        return list_all_sessions(session_dir)
+
+    @staticmethod
+    def find(
+        id_or_prefix: str,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        session_dir: str | os.PathLike[str] | None = None,
+    ) -> str:
+        """The file of the session with this id or unique id prefix (this project's
+        sessions first). Raises :class:`SessionNotFoundError` / :class:`AmbiguousSessionError`."""
+        return find_session(id_or_prefix, cwd=cwd, session_dir=session_dir)
+
+    # =================================================================== loading
+
+    def _start(self, session_id: str | None, parent_session: str | None, file_path: str | None = None) -> None:
+        if session_id is not None:
+            check_session_id(session_id)
+        timestamp = iso_now()
+        header: dict[str, Any] = {
+            "type": "session",
+            "version": CURRENT_VERSION,
+            "id": session_id or new_session_id(),
+            "timestamp": timestamp,
+            "cwd": self._cwd,
+        }
+        if parent_session:
+            header["parentSession"] = parent_session
+        self._header = header
+        self._header_model = None
+        if self._persist:
+            self._file_path = file_path or os.path.join(
+                self._session_dir or ".", session_file_name(timestamp, header["id"])
+            )
+
+    def _load_records(self, raws: Sequence[dict[str, Any]], lines: Sequence[int], *, path: str) -> None:
+        records = self._records
+        by_id = self._by_id
+        diagnostics = self.diagnostics
+        for raw, line in zip(raws, lines, strict=True):
+            entry_id = raw.get("id")
+            kind = raw.get("type")
+            if type(entry_id) is not str or type(kind) is not str or kind == "session":
+                diagnostics.append(SessionDiagnostic(path, line, "entry without a string id and type; skipped"))
+                continue
+            parent = raw.get("parentId")
+            record = Record(entry_id, parent if type(parent) is str else None, kind, raw, None, line)
+            if entry_id in by_id:
+                diagnostics.append(SessionDiagnostic(path, line, f"duplicate entry id {entry_id}"))
+            records.append(record)
+            by_id[entry_id] = record
+            if kind == "message":
+                if record.role == "assistant":
+                    self._has_assistant = True
+            elif kind == "label":
+                self._note_label(raw)
+            elif kind == "session_info":
+                self._note_name(raw)
+        self._leaf_id = records[-1].id if records else None
+
+    def _adopt(self, raws: builtins.list[dict[str, Any]]) -> None:
+        """Take over entries (already v3) copied from another session."""
+        self._load_records(raws, [0] * len(raws), path=self._file_path or "<memory>")
+
+    def _note_label(self, raw: Mapping[str, Any]) -> None:
+        target = raw.get("targetId")
+        if not isinstance(target, str):
+            return
+        label = raw.get("label")
+        if isinstance(label, str) and label:
+            self._labels[target] = (label, str(raw.get("timestamp", "")))
+        else:
+            self._labels.pop(target, None)
+
+    def _note_name(self, raw: Mapping[str, Any]) -> None:
+        name = raw.get("name")
+        self._name = (name.strip() or None) if isinstance(name, str) else None
+
+    def _model_of(self, record: Record) -> SessionEntry:
+        model = record.model
+        if model is None:
+            assert record.raw is not None
+            model, error = validate_entry(record.raw)
+            if error is not None:
+                self.diagnostics.append(
+                    SessionDiagnostic(
+                        self._file_path or "<memory>",
+                        record.line,
+                        f"entry {record.id} ({record.type}) does not match the session format ({error}); "
+                        "it is kept but left out of the context",
+                    )
+                )
+            record.model = model
+            if error is None:
+                record.raw = None  # the model round-trips every field: keep one copy
+        return model
+
+    # =================================================================== SessionView (read)
+
+    def get_cwd(self) -> str:
+        return self._cwd
+
+    def get_session_id(self) -> str:
+        return str(self._header.get("id", ""))
+
+    def get_session_file(self) -> str | None:
+        """The file path (also before the file is first written); ``None`` in memory."""
+        return self._file_path
+
+    def get_session_dir(self) -> str | None:
+        return self._session_dir
+
+    def get_session_name(self) -> str | None:
+        return self._name
+
+    def get_header(self) -> SessionHeader | None:
+        if self._header_model is None and self._header:
+            self._header_model = SessionHeader.model_validate(self._header)
+        return self._header_model
+
+    def get_entries(self) -> builtins.list[SessionEntry]:
+        """Every entry in file order (the header excluded)."""
+        with no_gc():
+            return [self._model_of(record) for record in self._records]
+
+    def get_entry(self, entry_id: str) -> SessionEntry | None:
+        record = self._by_id.get(entry_id)
+        return self._model_of(record) if record is not None else None
+
+    def get_leaf_id(self) -> str | None:
+        return self._leaf_id
+
+    def get_leaf_entry(self) -> SessionEntry | None:
+        return self.get_entry(self._leaf_id) if self._leaf_id is not None else None
+
+    def get_label(self, entry_id: str) -> str | None:
+        label = self._labels.get(entry_id)
+        return label[0] if label else None
+
+    def get_branch(self, from_id: str | None = None) -> builtins.list[SessionEntry]:
+        """The entries from the root to ``from_id`` (default: the leaf), all types."""
+        with no_gc():
+            return [self._model_of(record) for record in self._branch_records(from_id)]
+
+    def get_children(self, parent_id: str) -> builtins.list[SessionEntry]:
+        return [self._model_of(record) for record in self._records if record.parent_id == parent_id]
+
+    def get_entry_count(self) -> int:
+        return len(self._records)
+
+    def get_tree(self) -> builtins.list[SessionTreeNode]:
+        """The entries as a tree: roots (normally one) with children sorted oldest first.
+        An entry whose parent is missing is a root; a repeated id keeps its first entry."""
+        nodes: dict[str, SessionTreeNode] = {}
+        order: builtins.list[tuple[Record, SessionTreeNode]] = []
+        for record in self._records:
+            if record.id in nodes:
+                continue
+            label = self._labels.get(record.id)
+            node = SessionTreeNode(self._model_of(record), [], label[0] if label else None, label[1] if label else None)
+            nodes[record.id] = node
+            order.append((record, node))
+        roots: builtins.list[SessionTreeNode] = []
+        for record, node in order:
+            parent = nodes.get(record.parent_id) if record.parent_id and record.parent_id != record.id else None
+            (parent.children if parent is not None else roots).append(node)
+        stack = builtins.list(roots)
+        while stack:
+            node = stack.pop()
+            node.children.sort(key=lambda child: iso_to_ms(child.entry.timestamp))
+            stack.extend(node.children)
+        return roots
+
+    def build_context_entries(self) -> builtins.list[SessionEntry]:
+        """The compaction-aware entries of the active branch (the latest compaction
+        first, then the kept entries and everything after it)."""
+        cache = self._context()
+        return [self._model_of(record) for record in cache.selected]
+
+    def build_session_projection(self) -> SessionProjection:
+        """The context messages together with the entries they come from."""
+        return self._context().projection()
+
+    def build_session_context(self) -> SessionContext:
+        """The messages for the next model request plus the model and thinking level
+        restored from the active branch. O(1) per appended entry (see :mod:`.context`);
+        ``messages`` is an immutable snapshot (``list(...)`` it to get a mutable copy)."""
+        cache = self._context()
+        return SessionContext(MessageSnapshot(cache.messages), cache.thinking_level, cache.model)
+
+    def get_model(self) -> ModelRef | None:
+        return self._context().model
+
+    def get_thinking_level(self) -> str:
+        return self._context().thinking_level
+
+    def _context(self) -> ContextCache:
+        cache = self._cache
+        if not cache.valid or cache.leaf_id != self._leaf_id:
+            with no_gc():
+                cache.rebuild(self._branch_records(None), self._leaf_id)
+        return cache
+
+    def _branch_records(self, from_id: str | None) -> builtins.list[Record]:
+        start = self._leaf_id if from_id is None else from_id
+        cache = self._cache
+        if cache.valid and cache.leaf_id == start and start is not None:
+            return builtins.list(cache.path)
+        by_id = self._by_id
+        record = by_id.get(start) if start is not None else None
+        path: builtins.list[Record] = []
+        limit = len(self._records)
+        while record is not None and len(path) <= limit:
+            path.append(record)
+            record = by_id.get(record.parent_id) if record.parent_id is not None else None
+        if len(path) > limit:  # a parent cycle (a repeated id): stop at the first revisit
+            seen: set[int] = set()
+            unique = []
+            for item in path:
+                if id(item) in seen:
+                    break
+                seen.add(id(item))
+                unique.append(item)
+            path = unique
+        path.reverse()
+        return path
+
+    # =================================================================== appending
+
+    def append_message(self, message: AgentMessage | Mapping[str, Any]) -> str:
+        """Append a message (system, user, assistant, toolResult, bashExecution, custom)
+        as a child of the leaf; returns the entry id. Summaries are entries of their own:
+        use :meth:`append_compaction` / :meth:`branch_with_summary`."""
+        if not isinstance(message, PiModel):
+            message = MESSAGE_ADAPTER.validate_python(message)
+        if isinstance(message, CompactionSummaryMessage | BranchSummaryMessage):
+            raise TypeError("summaries are appended with append_compaction() / branch_with_summary()")
+        entry_id, parent_id, timestamp = self._next()
+        entry = MessageEntry.model_construct(
+            type="message", id=entry_id, parent_id=parent_id, timestamp=timestamp, message=message
+        )
+        return self._append(entry)
+
+    def append_thinking_level_change(self, thinking_level: str) -> str:
+        entry_id, parent_id, timestamp = self._next()
+        return self._append(
+            ThinkingLevelChangeEntry(
+                id=entry_id, parent_id=parent_id, timestamp=timestamp, thinking_level=thinking_level
+            )
+        )
+
+    def append_model_change(self, provider: str, model_id: str) -> str:
+        entry_id, parent_id, timestamp = self._next()
+        return self._append(
+            ModelChangeEntry(
+                id=entry_id, parent_id=parent_id, timestamp=timestamp, provider=provider, model_id=model_id
+            )
+        )
+
+    def append_usage(
+        self,
+        kind: str,
+        provider: str,
+        model: str,
+        usage: Usage | Mapping[str, Any],
+        note: str | None = None,
+    ) -> str:
+        """Usage that is no assistant message (e.g. ``kind="cache_warm"``); never context."""
+        entry_id, parent_id, timestamp = self._next()
+        extra = {"note": note} if note else {}
+        entry = UsageEntry(
+            id=entry_id,
+            parent_id=parent_id,
+            timestamp=timestamp,
+            kind=kind,
+            provider=provider,
+            model=model,
+            usage=Usage.model_validate(usage),
+            **extra,
+        )
+        return self._append(entry)
+
+    def append_compaction(
+        self,
+        summary: str,
+        first_kept_entry_id: str | None,
+        tokens_before: int,
+        *,
+        details: Any = None,
+        from_hook: bool | None = None,
+        usage: Usage | None = None,
+        system_message: SystemMessage | None = None,
+    ) -> str:
+        """Append a compaction: the context becomes its checkpoint and summary, then the
+        entries from ``first_kept_entry_id`` on (``None``: keep nothing before it).
+
+        ``system_message`` defaults to the replay of every system message of the current
+        context (the complete prompt and tools at this boundary). The file is fsynced."""
+        entry_id, parent_id, timestamp = self._next()
+        if system_message is None:
+            checkpoint = current_system_message(self._context().messages)
+            if checkpoint is not None:
+                system_message = checkpoint.model_copy(update={"timestamp": iso_to_ms(timestamp)})
+        entry = CompactionEntry(
+            id=entry_id,
+            parent_id=parent_id,
+            timestamp=timestamp,
+            summary=summary,
+            first_kept_entry_id=first_kept_entry_id or entry_id,
+            tokens_before=tokens_before,
+            details=details,
+            usage=usage,
+            from_hook=from_hook,
+            system_message=system_message,
+        )
+        result = self._append(entry)
+        if self._file is not None:
+            self._file.sync()
+        return result
+
+    def append_context_edit(
+        self,
+        target_id: str,
+        replacement: ContextEditReplacement | str | Sequence[UserContent] | Mapping[str, Any] | None,
+    ) -> str:
+        """Change what an earlier user/assistant/toolResult/custom-message entry of the
+        active branch contributes to future context: ``None`` omits it, anything else
+        replaces its content (raw history is untouched). The latest edit wins."""
+        target = self._by_id.get(target_id)
+        if target is None:
+            raise EntryNotFoundError(target_id)
+        if not self._on_active_branch(target_id):
+            raise EntryNotFoundError(target_id, "is not on the active branch")
+        role = target.role if target.type == "message" else "custom" if target.type == "custom_message" else None
+        if role not in _EDITABLE_ROLES and role != "custom":
+            raise ValueError(f"Entry {target_id} does not contribute editable model content")
+        value: ContextEditReplacement | None = None
+        if replacement is not None:
+            if isinstance(replacement, ContextEditReplacement):
+                value = replacement
+            elif isinstance(replacement, Mapping):
+                value = ContextEditReplacement.model_validate(replacement)
+            else:
+                value = ContextEditReplacement.model_validate({"content": replacement})
+            if isinstance(value.content, str) and role in _BLOCK_CONTENT_ROLES:
+                value = ContextEditReplacement(content=[TextContent(text=value.content)])
+        entry_id, parent_id, timestamp = self._next()
+        entry = ContextEditEntry(
+            id=entry_id, parent_id=parent_id, timestamp=timestamp, target_id=target_id, replacement=value
+        )
+        return self._append(entry)
+
+    def append_branch_summary(
+        self,
+        summary: str,
+        from_id: str | None,
+        *,
+        details: Any = None,
+        from_hook: bool | None = None,
+        usage: Usage | None = None,
+    ) -> str:
+        """A summary of an abandoned branch (ending at ``from_id``), appended at the leaf."""
+        entry_id, parent_id, timestamp = self._next()
+        entry = BranchSummaryEntry(
+            id=entry_id,
+            parent_id=parent_id,
+            timestamp=timestamp,
+            from_id=from_id or "root",
+            summary=summary,
+            details=details,
+            usage=usage,
+            from_hook=from_hook,
+        )
+        return self._append(entry)
+
+    def append_custom_entry(self, custom_type: str, data: Any = None) -> str:
+        """Plugin state; never part of the context."""
+        entry_id, parent_id, timestamp = self._next()
+        return self._append(
+            CustomEntry(id=entry_id, parent_id=parent_id, timestamp=timestamp, custom_type=custom_type, data=data)
+        )
+
+    def append_custom_message_entry(
+        self,
+        custom_type: str,
+        content: str | Sequence[UserContent],
+        display: bool = True,
+        details: Any = None,
+    ) -> str:
+        """A plugin message that is part of the context (sent as user content)."""
+        entry_id, parent_id, timestamp = self._next()
+        entry = CustomMessageEntry(
+            id=entry_id,
+            parent_id=parent_id,
+            timestamp=timestamp,
+            custom_type=custom_type,
+            content=content if isinstance(content, str) else builtins.list(content),
+            display=display,
+            details=details,
+        )
+        return self._append(entry)
+
+    def set_label(self, entry_id: str, label: str | None) -> str:
+        """Label an entry (the latest label wins; ``None`` or ``""`` clears it).
+        Raises :class:`EntryNotFoundError` for an unknown id."""
+        if entry_id not in self._by_id:
+            raise EntryNotFoundError(entry_id)
+        new_id, parent_id, timestamp = self._next()
+        return self._append(
+            LabelEntry(id=new_id, parent_id=parent_id, timestamp=timestamp, target_id=entry_id, label=label or None)
+        )
+
+    append_label_change = set_label
+
+    def append_session_info(self, name: str | None) -> str:
+        """Name the session (line breaks become spaces; an empty name clears it)."""
+        clean = re.sub(r"[\r\n]+", " ", name or "").strip()
+        entry_id, parent_id, timestamp = self._next()
+        return self._append(SessionInfoEntry(id=entry_id, parent_id=parent_id, timestamp=timestamp, name=clean))
+
+    set_session_name = append_session_info
+
+    def append_draft(self, draft: DraftEntry | Mapping[str, Any]) -> str:
+        """Append an entry a ``turn_end`` / ``agent_before_settle`` handler proposed."""
+        if not isinstance(draft, PiModel):
+            draft = DRAFT_ADAPTER.validate_python(draft)
+        if isinstance(draft, DraftCustom):
+            return self.append_custom_entry(draft.custom_type, draft.data)
+        if isinstance(draft, DraftCustomMessage):
+            return self.append_custom_message_entry(draft.custom_type, draft.content, draft.display, draft.details)
+        if isinstance(draft, DraftContextEdit):
+            return self.append_context_edit(draft.target_id, draft.replacement)
+        if isinstance(draft, DraftCompaction):
+            return self.append_compaction(
+                draft.summary, draft.first_kept_entry_id, draft.tokens_before, details=draft.details, usage=draft.usage
+            )
+        raise TypeError(f"not a draft entry: {draft!r}")
+
+    def _next(self) -> tuple[str, str | None, str]:
+        self._check_writable()
+        return new_entry_id(self._by_id), self._leaf_id, iso_now()
+
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise SessionClosedError(f"Session {self._file_path or self.get_session_id()} is closed")
+        if self._read_only:
+            raise SessionReadOnlyError(f"Session {self._file_path} was opened read-only")
+
+    def _append(self, entry: SessionEntry) -> str:
+        raw = entry.to_json()
+        record = Record(entry.id, entry.parent_id, entry.type, None, entry)
+        self._write(record, raw)
+        self._commit(record, raw)
+        return entry.id
+
+    def _write(self, record: Record, raw: dict[str, Any]) -> None:
+        """Persist before committing to memory: a failed write leaves both unchanged."""
+        if not self._persist:
+            return
+        line = dump_line(raw)
+        if self._file is not None:
+            self._file.append(line)
+            return
+        if self._has_assistant or record.role == "assistant":
+            self._create_file(extra=line)
+
+    def _create_file(self, extra: bytes = b"") -> None:
+        assert self._file_path is not None
+        lines = [dump_line(self._header)]
+        lines.extend(dump_line(record.to_json()) for record in self._records)
+        if extra:
+            lines.append(extra)
+        self._file = SessionFile.create(self._file_path, lines)
+
+    def _commit(self, record: Record, raw: dict[str, Any]) -> None:
+        self._records.append(record)
+        self._by_id[record.id] = record
+        kind = record.type
+        if kind == "message":
+            if record.role == "assistant":
+                self._has_assistant = True
+        elif kind == "label":
+            self._note_label(raw)
+        elif kind == "session_info":
+            self._note_name(raw)
+        cache = self._cache
+        if cache.valid and cache.leaf_id == record.parent_id:
+            if not cache.extend(record):
+                cache.rebuild([*cache.path, record], record.id)
+        self._leaf_id = record.id
+
+    def _on_active_branch(self, entry_id: str) -> bool:
+        cache = self._cache
+        if cache.valid and cache.leaf_id == self._leaf_id:
+            return any(record.id == entry_id for record in cache.path)
+        return any(record.id == entry_id for record in self._branch_records(None))
+
+    # =================================================================== branching
+
+    def branch(self, entry_id: str) -> None:
+        """Move the leaf to ``entry_id``: the next entry continues from there."""
+        if entry_id not in self._by_id:
+            raise EntryNotFoundError(entry_id)
+        self._leaf_id = entry_id
+
+    def reset_leaf(self) -> None:
+        """Move the leaf before the first entry: the next entry is a new root."""
+        self._leaf_id = None
+
+    def branch_with_summary(
+        self,
+        branch_from_id: str | None,
+        summary: str,
+        *,
+        details: Any = None,
+        from_hook: bool | None = None,
+        usage: Usage | None = None,
+    ) -> str:
+        """Branch to ``branch_from_id`` (``None``: a new root) and append a summary of the
+        branch being left (its ``fromId`` is the previous leaf, ``"root"`` if none)."""
+        if branch_from_id is not None and branch_from_id not in self._by_id:
+            raise EntryNotFoundError(branch_from_id)
+        self._check_writable()
+        from_id = self._leaf_id
+        self._leaf_id = branch_from_id
+        return self.append_branch_summary(summary, from_id, details=details, from_hook=from_hook, usage=usage)
+
+    def fork(
+        self,
+        entry_id: str,
+        position: Literal["before", "at"] = "before",
+        *,
+        session_dir: str | os.PathLike[str] | None = None,
+    ) -> SessionManager:
+        """A NEW session holding the path to ``entry_id`` (``"at"``: through the entry;
+        ``"before"``: up to the user message ``entry_id``, which the caller typically puts
+        back into the editor). Its header names this session as ``parentSession``; this
+        manager is unchanged (close it when switching)."""
+        record = self._by_id.get(entry_id)
+        if record is None:
+            raise EntryNotFoundError(entry_id)
+        if position == "at":
+            target: str | None = entry_id
+        elif position == "before":
+            if record.type != "message" or record.role != "user":
+                raise ValueError(f"Entry {entry_id} is not a user message; fork with position='at'")
+            target = record.parent_id
+        else:
+            raise ValueError(f"position must be 'before' or 'at', not {position!r}")
+        return self._branched(target, session_dir)
+
+    def clone(self, *, session_dir: str | os.PathLike[str] | None = None) -> SessionManager:
+        """A NEW session holding the active branch (``/clone``)."""
+        return self._branched(self._leaf_id, session_dir)
+
+    def _branched(self, leaf_id: str | None, session_dir: str | os.PathLike[str] | None) -> SessionManager:
+        directory = os.fspath(session_dir) if session_dir is not None else self._session_dir
+        manager = SessionManager(self._cwd, session_dir=directory, persist=self._persist)
+        manager._start(None, self._file_path if self._persist else None)
+        if leaf_id is not None:
+            manager._adopt(self._path_copy(leaf_id))
+            if manager._persist and manager._has_assistant:
+                manager._create_file()
+        return manager
+
+    def _path_copy(self, leaf_id: str) -> builtins.list[dict[str, Any]]:
+        """The path to ``leaf_id`` without label entries (re-chained), followed by one
+        label entry per label still set on a copied entry."""
+        out: builtins.list[dict[str, Any]] = []
+        label_successor: dict[str, str] = {}
+        pending: builtins.list[str] = []
+        parent: str | None = None
+        for record in self._branch_records(leaf_id):
+            if record.type == "label":
+                pending.append(record.id)
+                continue
+            for label_id in pending:
+                label_successor[label_id] = record.id
+            pending.clear()
+            raw = dict(record.to_json())
+            raw["parentId"] = parent
+            if record.type == "compaction":
+                kept = raw.get("firstKeptEntryId")
+                if isinstance(kept, str) and kept != record.id:
+                    raw["firstKeptEntryId"] = label_successor.get(kept, kept)
+            out.append(raw)
+            parent = record.id
+        ids = {raw["id"] for raw in out}
+        for target, (label, timestamp) in self._labels.items():
+            if target not in ids:
+                continue
+            label_id = new_entry_id(ids)
+            ids.add(label_id)
+            out.append(
+                {
+                    "type": "label",
+                    "id": label_id,
+                    "parentId": parent,
+                    "timestamp": timestamp,
+                    "targetId": target,
+                    "label": label,
+                }
+            )
+            parent = label_id
+        return out
+
+    # =================================================================== file life cycle
+
+    def is_persisted(self) -> bool:
+        return self._persist
+
+    @property
+    def is_flushed(self) -> bool:
+        """Whether the file exists and receives every append."""
+        return self._file is not None
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def flush(self) -> None:
+        """Write the header (and anything buffered) now, without waiting for the first
+        assistant message: for sessions whose id is handed to someone else early."""
+        self._check_writable()
+        if self._persist and self._file is None:
+            self._create_file()
+
+    def close(self) -> None:
+        """fsync and close the file, releasing its lock. Appends then raise."""
+        self._closed = True
+        if self._file is not None:
+            self._file.close()
+
+    def __enter__(self) -> SessionManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = self._file_path or "in memory"
+        return f"<SessionManager {self.get_session_id()} {where} entries={len(self._records)}>"
+
+
+if TYPE_CHECKING:
+
+    def _implements_session_view(manager: SessionManager) -> SessionView:
+        return manager

@@ -1,0 +1,123 @@
+"""Coding-agent messages: how session-only roles reach the model.
+
+:func:`convert_to_llm` is the conversion the runtime hands to the agent loop. It renders
+``bashExecution``, ``custom``, ``branchSummary`` and ``compactionSummary`` messages as user
+messages, word for word as the TypeScript pi does, so a session produces the same requests
+(and prompt-cache hits) in either program.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pi_hookspecs import (
+    AgentMessage,
+    AssistantMessage,
+    BashExecutionMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
+    CustomMessage,
+    SystemMessage,
+    TextContent,
+    ToolDeclaration,
+    ToolResultMessage,
+    UserMessage,
+)
+
+COMPACTION_SUMMARY_PREFIX = (
+    "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+)
+COMPACTION_SUMMARY_SUFFIX = "\n</summary>"
+BRANCH_SUMMARY_PREFIX = "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
+BRANCH_SUMMARY_SUFFIX = "</summary>"
+
+LlmMessage = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage
+"""What a provider accepts: the four base roles."""
+
+
+def bash_execution_to_text(message: BashExecutionMessage) -> str:
+    """The user text a ``!command`` becomes in the model's context."""
+    text = f"Ran `{message.command}`\n"
+    text += f"```\n{message.output}\n```" if message.output else "(no output)"
+    if message.cancelled:
+        text += "\n\n(command cancelled)"
+    elif message.exit_code is not None and message.exit_code != 0:
+        text += f"\n\nCommand exited with code {message.exit_code}"
+    if message.truncated and message.full_output_path:
+        text += f"\n\n[Output truncated. Full output: {message.full_output_path}]"
+    return text
+
+
+def _user_text(text: str, timestamp: int) -> UserMessage:
+    return UserMessage(content=[TextContent(text=text)], timestamp=timestamp)
+
+
+def convert_to_llm(messages: Iterable[AgentMessage]) -> list[LlmMessage]:
+    """Turn agent messages into provider messages.
+
+    * ``bashExecution`` -> user text (dropped when ``exclude_from_context``, the ``!!`` form);
+    * ``custom`` -> a user message with the same content;
+    * ``branchSummary`` / ``compactionSummary`` -> user text wrapped in ``<summary>``;
+    * ``system``, ``user``, ``assistant``, ``toolResult`` -> unchanged (the same objects);
+    * any other role -> dropped (a provider could not accept it).
+    """
+    out: list[LlmMessage] = []
+    for message in messages:
+        if isinstance(message, UserMessage | AssistantMessage | ToolResultMessage | SystemMessage):
+            out.append(message)
+        elif isinstance(message, BashExecutionMessage):
+            if not message.exclude_from_context:
+                out.append(_user_text(bash_execution_to_text(message), message.timestamp))
+        elif isinstance(message, CustomMessage):
+            content = [TextContent(text=message.content)] if isinstance(message.content, str) else message.content
+            out.append(UserMessage(content=content, timestamp=message.timestamp))
+        elif isinstance(message, BranchSummaryMessage):
+            text = BRANCH_SUMMARY_PREFIX + message.summary + BRANCH_SUMMARY_SUFFIX
+            out.append(_user_text(text, message.timestamp))
+        elif isinstance(message, CompactionSummaryMessage):
+            text = COMPACTION_SUMMARY_PREFIX + message.summary + COMPACTION_SUMMARY_SUFFIX
+            out.append(_user_text(text, message.timestamp))
+    return out
+
+
+def content_text(content: str | Sequence[Any], separator: str = "\n") -> str:
+    """The text of a message content (text blocks joined by ``separator``)."""
+    if isinstance(content, str):
+        return content
+    return separator.join(block.text for block in content if isinstance(block, TextContent))
+
+
+def current_system_message(messages: Iterable[AgentMessage]) -> SystemMessage | None:
+    """Replay every system message into one complete checkpoint: content is appended,
+    ``sections`` patched by name (``None`` removes one), tools added and removed by name.
+    ``None`` when there is no system message at all."""
+    content: list[str] = []
+    sections: dict[str, str] = {}
+    tools: dict[str, ToolDeclaration] = {}
+    timestamp: int | None = None
+    for message in messages:
+        if not isinstance(message, SystemMessage):
+            continue
+        if timestamp is None:
+            timestamp = message.timestamp
+        text = content_text(message.content)
+        if text:
+            content.append(text)
+        for name, value in (message.sections or {}).items():
+            if value is None:
+                sections.pop(name, None)
+            else:
+                sections[name] = value
+        for ref in message.tools_removed or []:
+            tools.pop(ref.name, None)
+        for tool in message.tools_added or []:
+            tools[tool.name] = tool
+    if timestamp is None and not tools:
+        return None
+    return SystemMessage(
+        content="\n\n".join(content),
+        sections=sections or None,
+        tools_added=list(tools.values()) or None,
+        timestamp=timestamp or 0,
+    )

@@ -1,0 +1,108 @@
+"""In-memory entries: the raw JSON object of each line plus its model, validated lazily.
+
+Opening a session only parses JSON; an entry is validated into its pydantic model the
+first time it is needed (for the context, ``get_entry``, ``get_branch`` ...). Entries
+appended in this process carry their model from the start.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from pi_hookspecs import MessageEntry, SessionEntry, UnknownEntry
+
+ENTRY_ADAPTER: TypeAdapter[SessionEntry] = TypeAdapter(SessionEntry)
+
+_LIST_CONTENT_ROLES = frozenset({"user", "assistant", "toolResult"})
+
+
+class Record:
+    """One session entry (never the header).
+
+    ``raw`` is the parsed JSON object until the entry is validated; then only ``model``
+    is kept (it round-trips every field), halving the memory of a large session.
+    """
+
+    __slots__ = ("id", "line", "model", "parent_id", "raw", "role", "type")
+
+    def __init__(
+        self,
+        entry_id: str,
+        parent_id: str | None,
+        kind: str,
+        raw: dict[str, Any] | None,
+        model: SessionEntry | None = None,
+        line: int = 0,
+    ) -> None:
+        self.id = entry_id
+        self.parent_id = parent_id
+        self.type = kind
+        self.raw = raw
+        self.model = model
+        self.line = line
+        #: The message role of a ``message`` entry.
+        self.role: str | None = None
+        if kind == "message":
+            if raw is not None:
+                message = raw.get("message")
+                self.role = message.get("role") if isinstance(message, dict) else None
+            elif isinstance(model, MessageEntry):
+                self.role = getattr(model.message, "role", None)
+
+    def field(self, camel: str, snake: str) -> Any:
+        """A top-level field, read from the raw object or the model."""
+        if self.raw is not None:
+            return self.raw.get(camel)
+        return getattr(self.model, snake, None)
+
+    def to_json(self) -> dict[str, Any]:
+        if self.raw is not None:
+            return self.raw
+        assert self.model is not None
+        return self.model.to_json()
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector during bulk loading. Building tens of thousands
+    of dicts and models triggers collections that rescan every object built so far, which
+    triples the cost of opening a large session; nothing built here forms cycles."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _normalised(raw: dict[str, Any]) -> dict[str, Any]:
+    """Old or hand-edited files can hold messages with ``null``/missing content."""
+    if raw.get("type") == "custom_message" and raw.get("content") is None:
+        return {**raw, "content": []}
+    message = raw.get("message")
+    if raw.get("type") != "message" or not isinstance(message, dict) or message.get("content") is not None:
+        return raw
+    role = message.get("role")
+    if role == "system":
+        return {**raw, "message": {**message, "content": ""}}
+    if role in _LIST_CONTENT_ROLES:
+        return {**raw, "message": {**message, "content": []}}
+    return raw
+
+
+def validate_entry(raw: dict[str, Any]) -> tuple[SessionEntry, str | None]:
+    """The model of a raw entry. An entry that does not match its type's format is kept
+    as an :class:`UnknownEntry` (it round-trips, but takes no part in the context) and the
+    validation error is returned."""
+    try:
+        return ENTRY_ADAPTER.validate_python(_normalised(raw)), None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return UnknownEntry.model_validate(raw), f"{where}: {first['msg']}"

@@ -1,0 +1,278 @@
+"""The session file on disk: reading with repair, locked whole-line appends, atomic rewrites.
+
+Durability policy
+-----------------
+* Every entry is one complete line written with a single ``os.write`` on an ``O_APPEND``
+  descriptor, so a crash (even ``SIGKILL``) leaves at most one incomplete last line. On the
+  next open that line is detected: it is dropped and the file is truncated back to the last
+  complete line before anything new is appended.
+* Data is handed to the operating system at once (it survives a crash of pi). It is forced
+  to the disk (``fsync``) when the file is created, after a rewrite, after a compaction
+  entry and on close, not after every line: an ``fsync`` per entry would cost milliseconds
+  per message on ordinary disks and protects only against power loss or a kernel crash.
+* A session file is locked (``flock``, exclusive, non-blocking) by the process that appends
+  to it; a second pi process opening it gets :class:`SessionLockedError`. The lock is
+  advisory and local: it does not exclude the TypeScript pi (which does not lock) and may
+  not work on network file systems. Where ``fcntl`` is unavailable (Windows) no lock is
+  taken.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from .errors import SessionDiagnostic, SessionError, SessionLockedError
+
+try:  # pragma: no cover - platform dependent
+    import fcntl as _fcntl
+except ImportError:  # pragma: no cover
+    _fcntl = None  # type: ignore[assignment]
+
+
+def dump_line(obj: Any) -> bytes:
+    """One JSONL line as the TypeScript pi writes it (compact, UTF-8, newline-terminated)."""
+    try:
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: fall back to \u escapes
+        return (json.dumps(obj, separators=(",", ":")) + "\n").encode("ascii")
+
+
+@dataclass
+class ParsedFile:
+    """The parsed lines of a session file."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    #: The 1-based line number of each record.
+    line_numbers: list[int] = field(default_factory=list)
+    diagnostics: list[SessionDiagnostic] = field(default_factory=list)
+    #: Byte length of the complete lines; anything after it is a torn tail.
+    complete_size: int = 0
+    #: The last line parsed but had no newline (a complete entry, only the newline is missing).
+    missing_newline: bool = False
+
+
+_raw_decode = json.JSONDecoder().raw_decode
+
+
+def _loads(line: str | bytes) -> Any:
+    if isinstance(line, bytes):
+        return json.loads(line)
+    obj, end = _raw_decode(line)
+    if end != len(line) and line[end:].strip():
+        raise ValueError(f"extra data at column {end + 1}")
+    return obj
+
+
+def parse_lines(data: bytes, path: str) -> ParsedFile:
+    """Parse JSONL bytes. Malformed lines are skipped with a diagnostic naming the line."""
+    result = ParsedFile()
+    try:
+        lines: list[Any] = cast(list[Any], data.decode("utf-8").split("\n"))
+    except UnicodeDecodeError:  # parse line by line: only the broken lines are lost
+        lines = cast(list[Any], data.split(b"\n"))
+    tail = lines.pop()  # the text after the last newline ("" for a well-formed file)
+    records = result.records
+    numbers = result.line_numbers
+    for number, line in enumerate(lines, start=1):
+        try:
+            obj = _loads(line)
+        except ValueError as exc:
+            if line.strip():
+                result.diagnostics.append(SessionDiagnostic(path, number, f"malformed line skipped ({exc})"))
+            continue
+        if type(obj) is dict:
+            records.append(obj)
+            numbers.append(number)
+        else:
+            result.diagnostics.append(SessionDiagnostic(path, number, "line is not a JSON object; skipped"))
+    tail_size = len(tail.encode("utf-8") if isinstance(tail, str) else tail)
+    result.complete_size = len(data) - tail_size
+    if tail.strip():
+        number = len(lines) + 1
+        try:
+            obj = _loads(tail)
+        except ValueError:
+            obj = None
+        if type(obj) is dict:
+            records.append(obj)
+            numbers.append(number)
+            result.missing_newline = True
+        else:
+            result.diagnostics.append(
+                SessionDiagnostic(
+                    path,
+                    number,
+                    f"incomplete last line ({tail_size} bytes) ignored: the writer stopped mid-line",
+                )
+            )
+    return result
+
+
+def read_first_line(path: str, limit: int = 1 << 20) -> dict[str, Any] | None:
+    """The first non-blank line of a file as a JSON object, or ``None``."""
+    try:
+        with open(path, "rb") as handle:
+            while True:
+                line = handle.readline(limit)
+                if not line:
+                    return None
+                if line.strip():
+                    break
+    except OSError:
+        return None
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    return obj if type(obj) is dict else None
+
+
+def _lock(fd: int, path: str) -> None:
+    if _fcntl is None:  # pragma: no cover
+        return
+    try:
+        _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise SessionLockedError(path) from None
+
+
+def _fsync_dir(directory: str) -> None:
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+class SessionFile:
+    """An open, exclusively locked session file that entries are appended to."""
+
+    def __init__(self, path: str, fd: int, size: int) -> None:
+        self.path = path
+        self._fd = fd
+        self._size = size
+        self._finalizer = weakref.finalize(self, os.close, fd)
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def create(cls, path: str, lines: Iterable[bytes]) -> SessionFile:
+        """Create a new file (it must not exist), lock it and write ``lines``."""
+        directory = os.path.dirname(path) or "."
+        os.makedirs(directory, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        except FileExistsError:
+            raise SessionError(f"Session file {path} was created by another process") from None
+        try:
+            _lock(fd, path)
+            data = b"".join(lines)
+            _write_all(fd, data)
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            raise
+        _fsync_dir(directory)
+        return cls(path, fd, len(data))
+
+    @classmethod
+    def open_locked(cls, path: str) -> tuple[SessionFile, bytes]:
+        """Open an existing file for appending, lock it and return it with its content."""
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND)
+            try:
+                _lock(fd, path)
+                # The file may have been replaced (atomic rewrite) between open and lock:
+                # then this lock guards a file nobody else will look at. Try again.
+                if os.fstat(fd).st_ino != os.stat(path).st_ino:
+                    os.close(fd)
+                    continue
+                chunks = []
+                offset = 0
+                while chunk := os.pread(fd, 1 << 22, offset):
+                    chunks.append(chunk)
+                    offset += len(chunk)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+                raise
+            data = b"".join(chunks)
+            return cls(path, fd, len(data)), data
+
+    # ------------------------------------------------------------------ writing
+
+    @property
+    def closed(self) -> bool:
+        return not self._finalizer.alive
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def append(self, data: bytes) -> None:
+        """Append complete lines. A failed write is rolled back (the file is truncated to
+        its previous size) so that no partial line stays in front of later appends."""
+        try:
+            _write_all(self._fd, data)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._size)
+            raise
+        self._size += len(data)
+
+    def truncate(self, size: int) -> None:
+        """Cut the file back to ``size`` bytes (drops a torn last line)."""
+        os.ftruncate(self._fd, size)
+        self._size = size
+        os.fsync(self._fd)
+
+    def replace(self, lines: Iterable[bytes]) -> None:
+        """Atomically replace the whole file (write a locked temporary file, fsync, rename)."""
+        directory = os.path.dirname(self.path) or "."
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        try:
+            _lock(fd, tmp)
+            data = b"".join(lines)
+            _write_all(fd, data)
+            os.fsync(fd)
+            os.replace(tmp, self.path)
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        _fsync_dir(directory)
+        self._finalizer()  # close the old descriptor (and its lock on the old inode)
+        self._fd = fd
+        self._size = len(data)
+        self._finalizer = weakref.finalize(self, os.close, fd)
+
+    def sync(self) -> None:
+        if not self.closed:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        """fsync, release the lock and close."""
+        if self.closed:
+            return
+        with contextlib.suppress(OSError):
+            os.fsync(self._fd)
+        self._finalizer()
