@@ -3,23 +3,49 @@
 Project settings override user settings key by key; nested objects are merged one
 level deep; resource lists (``extensions``, ``skills``, ``prompts``, ``themes``,
 ``packages``) are combined, user entries first. Project settings only count once the
-project is trusted. A file that is not valid JSON is reported (file, line and column)
-and ignored; it is never rewritten.
+project is trusted; ``defaultProjectTrust`` (and the other user-only keys) is read
+from the user file alone. A file that is not valid JSON is reported (file, line and
+column) and ignored; it is never rewritten. Unknown keys are kept as they are.
+
+:class:`Settings` holds the raw dictionaries and offers typed accessors with the
+TypeScript pi's keys and defaults. An accessor raises :class:`SettingsError` (naming
+the file and the key) when the value has the wrong type; :meth:`Settings.validate`
+collects every such error at once.
 """
 
 from __future__ import annotations
 
 import copy
+import fnmatch
 import json
+import math
+import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar, cast
 
 from .._paths import agent_dir as default_agent_dir
 from .._paths import project_dir
+from ._files import resolve_entry
 
 RESOURCE_LIST_KEYS = frozenset({"extensions", "skills", "prompts", "themes", "packages"})
-USER_ONLY_KEYS = frozenset({"defaultProjectTrust", "requiredExtensions"})
+USER_ONLY_KEYS = frozenset({"defaultProjectTrust", "requiredExtensions", "httpProxy", "selfUpdateCommand", "cacheWarming"})
+
+DEFAULT_TOOLS: tuple[str, ...] = ("read", "bash", "edit", "write")
+
+ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+QueueMode = Literal["all", "one-at-a-time"]
+DefaultProjectTrust = Literal["ask", "always", "never"]
+ResourceKind = Literal["extensions", "skills", "prompts", "themes"]
+SettingsScope = Literal["user", "project"]
+
+THINKING_LEVELS: tuple[str, ...] = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
+QUEUE_MODES: tuple[str, ...] = ("all", "one-at-a-time")
+PROJECT_TRUST_DEFAULTS: tuple[str, ...] = ("ask", "always", "never")
+
+_T = TypeVar("_T")
+_MISSING: Any = object()
 
 
 class SettingsError(ValueError):
@@ -52,6 +78,31 @@ def read_settings_file(path: Path) -> dict[str, Any]:
     return data
 
 
+def migrate_settings(data: dict[str, Any]) -> dict[str, Any]:
+    """Rewrite (in memory, never on disk) keys older pi versions wrote:
+    ``queueMode`` -> ``steeringMode``, the old ``skills`` object -> a path list,
+    ``retry.maxDelayMs`` -> ``retry.provider.maxRetryDelayMs``."""
+    if "queueMode" in data and "steeringMode" not in data:
+        data["steeringMode"] = data.pop("queueMode")
+    skills = data.get("skills")
+    if isinstance(skills, dict):
+        if "enableSkillCommands" in skills and "enableSkillCommands" not in data:
+            data["enableSkillCommands"] = skills["enableSkillCommands"]
+        directories = skills.get("customDirectories")
+        if isinstance(directories, list) and directories:
+            data["skills"] = list(directories)
+        else:
+            del data["skills"]
+    retry = data.get("retry")
+    if isinstance(retry, dict) and "maxDelayMs" in retry:
+        max_delay = retry.pop("maxDelayMs")
+        raw_provider = retry.get("provider")
+        provider: dict[str, Any] = raw_provider if isinstance(raw_provider, dict) else {}
+        if isinstance(max_delay, int | float) and provider.get("maxRetryDelayMs") is None:
+            retry["provider"] = {**provider, "maxRetryDelayMs": max_delay}
+    return data
+
+
 def merge_settings(user: dict[str, Any], project: dict[str, Any]) -> dict[str, Any]:
     """Project over user: one level of object merging, resource lists combined."""
     merged = copy.deepcopy(user)
@@ -68,6 +119,147 @@ def merge_settings(user: dict[str, Any], project: dict[str, Any]) -> dict[str, A
     return merged
 
 
+# --------------------------------------------------------------------------- typed groups
+
+
+@dataclass(frozen=True)
+class CompactionSettings:
+    """``compaction.*``: when automatic compaction starts and what it keeps."""
+
+    enabled: bool = True
+    reserve_tokens: int = 16384
+    keep_recent_tokens: int = 20000
+
+
+@dataclass(frozen=True)
+class BranchSummarySettings:
+    reserve_tokens: int = 16384
+    skip_prompt: bool = False
+
+
+@dataclass(frozen=True)
+class ProviderRetrySettings:
+    """``retry.provider.*``: retries done by the provider SDK itself."""
+
+    timeout_ms: int | None = None
+    max_retries: int = 0
+    max_retry_delay_ms: int = 60000
+
+
+@dataclass(frozen=True)
+class RetrySettings:
+    """``retry.*``: pi's own retries of transient failures (exponential backoff)."""
+
+    enabled: bool = True
+    max_retries: int = 3
+    base_delay_ms: int = 2000
+    max_agent_delay_ms: int = 60000
+    provider: ProviderRetrySettings = field(default_factory=ProviderRetrySettings)
+
+
+@dataclass(frozen=True)
+class ResourceEntries:
+    """The entries of one resource list (``skills``, ``prompts`` …) of one settings file.
+
+    ``paths`` are the plain entries and ``+path`` entries, resolved against ``base_dir``
+    (the agent directory for user settings, ``.pi`` for project settings). ``-path``
+    entries exclude exactly that path, ``!pattern`` entries exclude paths matching a
+    glob; ``+path`` entries win over both.
+    """
+
+    scope: SettingsScope
+    base_dir: Path
+    paths: tuple[Path, ...] = ()
+    excluded: frozenset[str] = frozenset()
+    exclude_patterns: tuple[str, ...] = ()
+    forced: frozenset[str] = frozenset()
+
+    def excludes(self, path: Path) -> bool:
+        """Whether ``path`` (a resource file) is excluded by ``-path`` / ``!pattern`` entries."""
+        candidates = [str(path), str(path.parent)]
+        if any(c in self.forced for c in candidates):
+            return False
+        if any(c in self.excluded for c in candidates):
+            return True
+        for pattern in self.exclude_patterns:
+            for candidate in candidates:
+                rel = os.path.relpath(candidate, self.base_dir).replace(os.sep, "/")
+                if fnmatch.fnmatchcase(rel, pattern) or fnmatch.fnmatchcase(candidate, pattern):
+                    return True
+        return False
+
+
+def _resource_entries(scope: SettingsScope, base_dir: Path, raw: Any, file: Path | None) -> ResourceEntries:
+    if raw is None:
+        return ResourceEntries(scope, base_dir)
+    if not isinstance(raw, list):
+        raise SettingsError(file or base_dir, f"expected a list of paths, found {type(raw).__name__}")
+    paths: list[Path] = []
+    excluded: set[str] = set()
+    patterns: list[str] = []
+    forced: set[str] = set()
+    for item in raw:
+        if not isinstance(item, str) or not item.strip():
+            continue
+        entry = item.strip()
+        if entry.startswith("!"):
+            patterns.append(entry[1:])
+        elif entry.startswith("-"):
+            excluded.add(str(resolve_entry(entry[1:], base_dir)))
+        elif entry.startswith("+"):
+            path = resolve_entry(entry[1:], base_dir)
+            forced.add(str(path))
+            paths.append(path)
+        else:
+            paths.append(resolve_entry(entry, base_dir))
+    return ResourceEntries(scope, base_dir, tuple(paths), frozenset(excluded), tuple(patterns), frozenset(forced))
+
+
+# --------------------------------------------------------------------------- checkers
+
+
+def _is_int(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value) and value.is_integer())
+
+
+def _non_negative_int(value: Any) -> int | None:
+    return int(value) if _is_int(value) and value >= 0 else None
+
+
+def _bool(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _one_of(choices: Sequence[str]) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return value if isinstance(value, str) and value in choices else None
+
+    return check
+
+
+def _str_list(value: Any) -> list[str] | None:
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return list(value)
+    return None
+
+
+_EXPECTED: dict[Callable[[Any], Any], str] = {
+    _non_negative_int: "a non-negative integer",
+    _bool: "true or false",
+    _str: "a string",
+    _str_list: "a list of strings",
+}
+
+
+# --------------------------------------------------------------------------- settings
+
+
 @dataclass
 class Settings:
     """The settings of one working directory."""
@@ -79,12 +271,279 @@ class Settings:
     project_trusted: bool = False
     errors: list[SettingsError] = field(default_factory=list)
     merged: dict[str, Any] = field(default_factory=dict)
+    cwd: Path | None = None
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.merged.get(key, default)
 
     def copy(self) -> dict[str, Any]:
         return copy.deepcopy(self.merged)
+
+    # ------------------------------------------------------------------ lookup
+
+    def _sources(self, key: str) -> list[tuple[dict[str, Any], Path | None]]:
+        sources: list[tuple[dict[str, Any], Path | None]] = []
+        if key not in USER_ONLY_KEYS:
+            sources.append((self.project, self.project_path))
+        sources.append((self.user, self.user_path))
+        return sources
+
+    def lookup(self, *keys: str) -> tuple[Any, Path | None]:
+        """The effective value of a (nested) key and the file it comes from; the value
+        is ``None`` and the file ``None`` when no file sets it. Mirrors the merge: project
+        first (unless the key is user-only), then user."""
+        for data, path in self._sources(keys[0]):
+            node: Any = data
+            for key in keys:
+                if not isinstance(node, dict) or key not in node:
+                    node = _MISSING
+                    break
+                node = node[key]
+            if node is not _MISSING:
+                return node, path
+        return None, None
+
+    def _typed(self, keys: Sequence[str], check: Callable[[Any], _T | None], default: _T, expected: str | None = None) -> _T:
+        value, path = self.lookup(*keys)
+        if value is None:
+            return default
+        result = check(value)
+        if result is None:
+            what = expected or _EXPECTED.get(check, "a valid value")
+            raise SettingsError(
+                path or Path("settings.json"), f"{'.'.join(keys)} must be {what}, found {json.dumps(value)}"
+            )
+        return result
+
+    # ------------------------------------------------------------------ model and thinking
+
+    @property
+    def default_provider(self) -> str | None:
+        return self._typed(("defaultProvider",), _str, cast(str | None, None))
+
+    @property
+    def default_model(self) -> str | None:
+        return self._typed(("defaultModel",), _str, cast(str | None, None))
+
+    @property
+    def default_thinking_level(self) -> ThinkingLevel:
+        expected = "one of " + ", ".join(THINKING_LEVELS)
+        return cast(ThinkingLevel, self._typed(("defaultThinkingLevel",), _one_of(THINKING_LEVELS), "medium", expected))
+
+    @property
+    def enabled_models(self) -> list[str] | None:
+        """Model patterns for startup selection and cycling; ``None``: all models."""
+        return self._typed(("enabledModels",), _str_list, cast(list[str] | None, None))
+
+    @property
+    def hide_thinking_block(self) -> bool:
+        return self._typed(("hideThinkingBlock",), _bool, False)
+
+    @property
+    def transport(self) -> str:
+        choices = ("auto", "sse", "websocket", "websocket-cached")
+        return self._typed(("transport",), _one_of(choices), "auto", "one of " + ", ".join(choices))
+
+    # ------------------------------------------------------------------ interaction
+
+    @property
+    def steering_mode(self) -> QueueMode:
+        return cast(QueueMode, self._typed(("steeringMode",), _one_of(QUEUE_MODES), "one-at-a-time", '"all" or "one-at-a-time"'))
+
+    @property
+    def follow_up_mode(self) -> QueueMode:
+        return cast(QueueMode, self._typed(("followUpMode",), _one_of(QUEUE_MODES), "one-at-a-time", '"all" or "one-at-a-time"'))
+
+    @property
+    def default_project_trust(self) -> DefaultProjectTrust:
+        """``ask`` / ``always`` / ``never``; read from the user settings only."""
+        expected = '"ask", "always" or "never"'
+        return cast(DefaultProjectTrust, self._typed(("defaultProjectTrust",), _one_of(PROJECT_TRUST_DEFAULTS), "ask", expected))
+
+    # ------------------------------------------------------------------ compaction and retries
+
+    def compaction_settings(self, model: str | None = None) -> CompactionSettings:
+        """The compaction settings; ``model`` (``"provider/modelId"``) applies the matching
+        ``compaction.modelOverrides`` entry. Each token value falls back on its own from
+        the model override to the ordinary setting to the default. Override entries of
+        the user and project files are merged field by field (project first)."""
+        enabled = self._typed(("compaction", "enabled"), _bool, True)
+        reserve = self._typed(("compaction", "reserveTokens"), _non_negative_int, 16384)
+        keep = self._typed(("compaction", "keepRecentTokens"), _non_negative_int, 20000)
+        if model is not None:
+            for key, attr in (("reserveTokens", "reserve"), ("keepRecentTokens", "keep")):
+                value, path = self._model_override(model, key)
+                if value is _MISSING:
+                    continue
+                checked = _non_negative_int(value)
+                if checked is None:
+                    raise SettingsError(
+                        path or Path("settings.json"),
+                        f'compaction.modelOverrides["{model}"].{key} must be a non-negative integer, found {json.dumps(value)}',
+                    )
+                if attr == "reserve":
+                    reserve = checked
+                else:
+                    keep = checked
+        return CompactionSettings(enabled=enabled, reserve_tokens=reserve, keep_recent_tokens=keep)
+
+    def _model_override(self, model: str, key: str) -> tuple[Any, Path | None]:
+        for data, path in self._sources("compaction"):
+            compaction = data.get("compaction")
+            overrides = compaction.get("modelOverrides") if isinstance(compaction, dict) else None
+            if overrides is None:
+                continue
+            if not isinstance(overrides, dict):
+                raise SettingsError(path or Path("settings.json"), "compaction.modelOverrides must be an object")
+            entry = overrides.get(model)
+            if entry is None:
+                continue
+            if not isinstance(entry, dict):
+                raise SettingsError(path or Path("settings.json"), f'compaction.modelOverrides["{model}"] must be an object')
+            if key in entry:
+                return entry[key], path
+        return _MISSING, None
+
+    def branch_summary_settings(self) -> BranchSummarySettings:
+        return BranchSummarySettings(
+            reserve_tokens=self._typed(("branchSummary", "reserveTokens"), _non_negative_int, 16384),
+            skip_prompt=self._typed(("branchSummary", "skipPrompt"), _bool, False),
+        )
+
+    def retry_settings(self) -> RetrySettings:
+        provider = ProviderRetrySettings(
+            timeout_ms=self._typed(("retry", "provider", "timeoutMs"), _non_negative_int, cast(int | None, None)),
+            max_retries=self._typed(("retry", "provider", "maxRetries"), _non_negative_int, 0),
+            max_retry_delay_ms=self._typed(("retry", "provider", "maxRetryDelayMs"), _non_negative_int, 60000),
+        )
+        return RetrySettings(
+            enabled=self._typed(("retry", "enabled"), _bool, True),
+            max_retries=self._typed(("retry", "maxRetries"), _non_negative_int, 3),
+            base_delay_ms=self._typed(("retry", "baseDelayMs"), _non_negative_int, 2000),
+            max_agent_delay_ms=self._typed(("retry", "maxAgentDelayMs"), _non_negative_int, 60000),
+            provider=provider,
+        )
+
+    @property
+    def http_idle_timeout_ms(self) -> int | None:
+        """Idle timeout of HTTP requests; ``None`` when disabled (``0`` or ``"disabled"``)."""
+        value = self._typed(
+            ("httpIdleTimeoutMs",),
+            lambda v: v if v == "disabled" else _non_negative_int(v),
+            300000,
+            'a non-negative integer or "disabled"',
+        )
+        return None if value in (0, "disabled") else int(value)
+
+    # ------------------------------------------------------------------ shell, images, sessions
+
+    @property
+    def shell_path(self) -> str | None:
+        value = self._typed(("shellPath",), _str, cast(str | None, None))
+        return os.path.expanduser(value) if value else None
+
+    @property
+    def shell_command_prefix(self) -> str | None:
+        return self._typed(("shellCommandPrefix",), _str, cast(str | None, None))
+
+    @property
+    def block_images(self) -> bool:
+        return self._typed(("images", "blockImages"), _bool, False)
+
+    @property
+    def auto_resize_images(self) -> bool:
+        return self._typed(("images", "autoResize"), _bool, True)
+
+    @property
+    def session_dir(self) -> Path | None:
+        """``sessionDir``, ``~`` expanded, relative to the working directory."""
+        value = self._typed(("sessionDir",), _str, cast(str | None, None))
+        return _resolve_session_dir(value, self.cwd)
+
+    @property
+    def enable_skill_commands(self) -> bool:
+        return self._typed(("enableSkillCommands",), _bool, True)
+
+    # ------------------------------------------------------------------ resources
+
+    def resource_entries(self, kind: ResourceKind) -> list[ResourceEntries]:
+        """The ``kind`` list of the project file (when trusted) and of the user file,
+        in that order (project paths take precedence). Paths resolve from ``.pi`` and
+        from the agent directory respectively."""
+        result: list[ResourceEntries] = []
+        if self.project_trusted and self.project_path is not None:
+            result.append(_resource_entries("project", self.project_path.parent, self.project.get(kind), self.project_path))
+        if self.user_path is not None:
+            result.append(_resource_entries("user", self.user_path.parent, self.user.get(kind), self.user_path))
+        return result
+
+    def _paths(self, kind: ResourceKind) -> list[str]:
+        for data, path in ((self.user, self.user_path), (self.project, self.project_path)):
+            raw = data.get(kind)
+            if raw is not None and not isinstance(raw, list):
+                raise SettingsError(path or Path("settings.json"), f"{kind} must be a list of paths, found {json.dumps(raw)}")
+        merged = self.merged.get(kind)
+        return [item for item in merged if isinstance(item, str)] if isinstance(merged, list) else []
+
+    @property
+    def extension_paths(self) -> list[str]:
+        return self._paths("extensions")
+
+    @property
+    def skill_paths(self) -> list[str]:
+        return self._paths("skills")
+
+    @property
+    def prompt_paths(self) -> list[str]:
+        return self._paths("prompts")
+
+    @property
+    def theme_paths(self) -> list[str]:
+        return self._paths("themes")
+
+    # ------------------------------------------------------------------ validation
+
+    def validate(self) -> list[SettingsError]:
+        """Every value of a known key that has the wrong type, as one error each."""
+        checks: list[Callable[[], Any]] = [
+            lambda: self.default_provider,
+            lambda: self.default_model,
+            lambda: self.default_thinking_level,
+            lambda: self.enabled_models,
+            lambda: self.hide_thinking_block,
+            lambda: self.transport,
+            lambda: self.steering_mode,
+            lambda: self.follow_up_mode,
+            lambda: self.default_project_trust,
+            lambda: self.compaction_settings(),
+            lambda: self.branch_summary_settings(),
+            lambda: self.retry_settings(),
+            lambda: self.http_idle_timeout_ms,
+            lambda: self.shell_path,
+            lambda: self.shell_command_prefix,
+            lambda: self.block_images,
+            lambda: self.auto_resize_images,
+            lambda: self.session_dir,
+            lambda: self.enable_skill_commands,
+            lambda: resolve_default_tools(self),
+            *[(lambda k=kind: self.resource_entries(k)) for kind in ("extensions", "skills", "prompts", "themes")],
+        ]
+        errors: list[SettingsError] = []
+        for check in checks:
+            try:
+                check()
+            except SettingsError as exc:
+                errors.append(exc)
+        return errors
+
+
+def _resolve_session_dir(value: str | None, cwd: Path | None) -> Path | None:
+    if not value:
+        return None
+    path = Path(os.path.expanduser(value))
+    if not path.is_absolute():
+        path = (cwd or Path.cwd()) / path
+    return Path(os.path.normpath(path))
 
 
 def load_settings(
@@ -97,15 +556,125 @@ def load_settings(
     adir = agent_dir if agent_dir is not None else default_agent_dir()
     user_path = adir / "settings.json"
     project_path = project_dir(cwd) / "settings.json"
-    settings = Settings(user_path=user_path, project_path=project_path, project_trusted=project_trusted)
+    settings = Settings(
+        user_path=user_path, project_path=project_path, project_trusted=project_trusted, cwd=Path(cwd)
+    )
     try:
-        settings.user = read_settings_file(user_path)
+        settings.user = migrate_settings(read_settings_file(user_path))
     except SettingsError as exc:
         settings.errors.append(exc)
     if project_trusted:
         try:
-            settings.project = read_settings_file(project_path)
+            settings.project = migrate_settings(read_settings_file(project_path))
         except SettingsError as exc:
             settings.errors.append(exc)
     settings.merged = merge_settings(settings.user, settings.project)
     return settings
+
+
+def session_dir_setting(cwd: str | Path, *, agent_dir: Path | None = None) -> Path | None:
+    """``sessionDir`` as pi reads it *before* project trust is decided (to find the
+    session): the project file wins even when the project is not trusted yet.
+    Unreadable files count as unset."""
+    adir = agent_dir if agent_dir is not None else default_agent_dir()
+    for path in (project_dir(cwd) / "settings.json", adir / "settings.json"):
+        try:
+            value = read_settings_file(path).get("sessionDir")
+        except SettingsError:
+            continue
+        if isinstance(value, str) and value:
+            return _resolve_session_dir(value, Path(cwd))
+    return None
+
+
+# --------------------------------------------------------------------------- default tools
+
+
+def _is_modifier(entry: str) -> bool:
+    return entry.startswith(("+", "-")) and len(entry) > 1
+
+
+def apply_tool_selection(base: Iterable[str], entries: Sequence[str]) -> list[str]:
+    """One ``defaultTools`` / ``--tools`` list applied to the selection ``base``.
+
+    A list of only ``+name`` / ``-name`` entries changes ``base``; otherwise the plain
+    names form the selection and the ``+name`` / ``-name`` entries then apply in order.
+    An empty list selects nothing.
+    """
+    cleaned = [entry.strip() for entry in entries if entry.strip()]
+    if cleaned and all(_is_modifier(entry) for entry in cleaned):
+        selection = list(dict.fromkeys(base))
+    else:
+        selection = list(dict.fromkeys(entry for entry in cleaned if not _is_modifier(entry)))
+    for entry in cleaned:
+        if not _is_modifier(entry):
+            continue
+        name = entry[1:]
+        if entry[0] == "+":
+            if name not in selection:
+                selection.append(name)
+        elif name in selection:
+            selection.remove(name)
+    return selection
+
+
+def resolve_default_tools(settings: Settings | None, cli_tools: Sequence[str] | None = None) -> list[str]:
+    """The tools enabled at startup: ``read, bash, edit, write``, then the user's
+    ``defaultTools``, then the (trusted) project's, then ``--tools`` (``cli_tools``).
+
+    Plain names replace the inherited selection, a list of only ``+name`` / ``-name``
+    entries modifies it. On the command line plain names and ``+``/``-`` entries
+    cannot be mixed (``ValueError``). ``cli_tools=[]`` (``--no-tools``) selects nothing.
+    Entries are returned as written (``*`` patterns included) for the tool registry to
+    match.
+    """
+    selection = list(DEFAULT_TOOLS)
+    if settings is not None:
+        layers: list[tuple[dict[str, Any], Path | None]] = [(settings.user, settings.user_path)]
+        if settings.project_trusted:
+            layers.append((settings.project, settings.project_path))
+        for data, path in layers:
+            raw = data.get("defaultTools")
+            if raw is None:
+                continue
+            if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+                raise SettingsError(
+                    path or Path("settings.json"), f"defaultTools must be a list of tool names, found {json.dumps(raw)}"
+                )
+            selection = apply_tool_selection(selection, raw)
+    if cli_tools is not None:
+        cleaned = [entry.strip() for entry in cli_tools if entry.strip()]
+        modifiers = [entry for entry in cleaned if _is_modifier(entry)]
+        if modifiers and len(modifiers) != len(cleaned):
+            raise ValueError("--tools: plain tool names and +name/-name entries cannot be mixed")
+        selection = apply_tool_selection(selection, cleaned)
+    return selection
+
+
+__all__ = [
+    "DEFAULT_TOOLS",
+    "PROJECT_TRUST_DEFAULTS",
+    "QUEUE_MODES",
+    "RESOURCE_LIST_KEYS",
+    "THINKING_LEVELS",
+    "USER_ONLY_KEYS",
+    "BranchSummarySettings",
+    "CompactionSettings",
+    "DefaultProjectTrust",
+    "ProviderRetrySettings",
+    "QueueMode",
+    "ResourceEntries",
+    "ResourceKind",
+    "RetrySettings",
+    "Settings",
+    "SettingsError",
+    "SettingsScope",
+    "ThinkingLevel",
+    "apply_tool_selection",
+    "load_settings",
+    "merge_settings",
+    "migrate_settings",
+    "read_settings_file",
+    "resolve_default_tools",
+    "session_dir_setting",
+]
