@@ -10,4 +10,6 @@ from typing import Any
 
 def builtin_plugins() -> list[tuple[str, Any]]:
     """``(name, plugin)`` pairs of the built-in plugins, in load order."""
-    return []
+    from .tools import BuiltinToolsPlugin
+
+    return [("tools", BuiltinToolsPlugin)]

@@ -1,0 +1,271 @@
+"""What the built-in tools share: errors, path resolution, the tool context accessors,
+abort handling and building a :class:`~pi_hookspecs.ToolDefinition` from a pydantic
+argument model.
+
+The tools rely on four things of the tool context only: ``ctx.cwd``, ``ctx.signal``
+(an :class:`~pi_hookspecs.AbortSignal` or ``None``), ``ctx.update(partial)`` and
+``ctx.get_settings()``. ``ctx.model`` and ``ctx.session_manager`` are read when the
+context has them (for the read tool's non-vision note and the bash tool's ``PI_*``
+variables) and skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from pi_hookspecs import (
+    AbortSignal,
+    ExecutionMode,
+    ToolAnnotations,
+    ToolDefinition,
+    ToolResult,
+)
+
+T = TypeVar("T")
+A = TypeVar("A", bound=BaseModel)
+
+ABORTED_MESSAGE = "Operation aborted"
+
+
+class ToolError(Exception):
+    """A failure the model should read: returned as an error result with this text."""
+
+    def __init__(self, message: str, *, details: Any = None) -> None:
+        super().__init__(message)
+        self.details = details
+
+
+class ToolArgs(BaseModel):
+    """Base of the argument models: unknown keys are ignored, as the TypeScript pi does."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+# --------------------------------------------------------------------------- context
+
+
+def ctx_cwd(ctx: Any) -> str:
+    cwd = getattr(ctx, "cwd", None)
+    return str(cwd) if cwd else os.getcwd()
+
+
+def ctx_signal(ctx: Any) -> AbortSignal | None:
+    signal = getattr(ctx, "signal", None)
+    return signal if isinstance(signal, AbortSignal) else None
+
+
+def ctx_settings(ctx: Any) -> dict[str, Any]:
+    getter = getattr(ctx, "get_settings", None)
+    if getter is None:
+        return {}
+    try:
+        settings = getter()
+    except Exception:  # a detached or stale context: behave as with no settings
+        return {}
+    return settings if isinstance(settings, dict) else {}
+
+
+def ctx_optional(ctx: Any, name: str) -> Any:
+    """An optional context attribute (``model``, ``session_manager`` …), ``None`` when
+    the context lacks it or cannot provide it here (no session yet)."""
+    try:
+        return getattr(ctx, name, None)
+    except Exception:
+        return None
+
+
+def ctx_update(ctx: Any, partial: ToolResult) -> None:
+    update = getattr(ctx, "update", None)
+    if update is None:
+        return
+    try:
+        update(partial)
+    except Exception:  # progress is best effort; a broken listener must not fail the tool
+        pass
+
+
+def setting(settings: dict[str, Any], dotted: str, default: Any = None) -> Any:
+    """``setting(s, "images.blockImages")`` reads nested keys."""
+    value: Any = settings
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return default
+        value = value[part]
+    return value
+
+
+def raise_if_aborted(signal: AbortSignal | None) -> None:
+    if signal is not None and signal.aborted:
+        raise ToolError(ABORTED_MESSAGE)
+
+
+async def run_abortable(signal: AbortSignal | None, awaitable: Awaitable[T]) -> T:
+    """Await ``awaitable`` unless ``signal`` aborts first (then cancel it and raise
+    :class:`ToolError` "Operation aborted")."""
+    task = asyncio.ensure_future(awaitable)
+    if signal is None:
+        return await task
+    if signal.aborted:
+        task.cancel()
+        raise ToolError(ABORTED_MESSAGE)
+    waiter = asyncio.ensure_future(signal.wait())
+    try:
+        done, _ = await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    finally:
+        waiter.cancel()
+    if task in done:
+        return task.result()
+    task.cancel()
+    raise ToolError(ABORTED_MESSAGE)
+
+
+async def run_to_completion(fn: Callable[..., T], *args: Any) -> T:
+    """Run ``fn(*args)`` in a worker thread. If the awaiting task is cancelled, wait
+    for the thread to finish before passing the cancellation on, so that a file
+    operation never outlives the mutation-queue slot it holds."""
+    future = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        await asyncio.wait({future})
+        raise
+
+
+# --------------------------------------------------------------------------- paths
+
+_UNICODE_SPACES = re.compile("[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
+
+
+def normalize_path_input(path: str) -> str:
+    """What a model wrote as a path, cleaned: unicode spaces become plain spaces, a
+    leading ``@`` is dropped and ``~`` is expanded."""
+    path = _UNICODE_SPACES.sub(" ", path)
+    if path.startswith("@"):
+        path = path[1:]
+    if path == "~" or path.startswith("~/") or path.startswith("~" + os.sep):
+        path = os.path.expanduser(path)
+    return path
+
+
+def resolve_path(path: str, cwd: str) -> str:
+    """``path`` made absolute against ``cwd`` (after :func:`normalize_path_input`)."""
+    path = normalize_path_input(path)
+    return os.path.normpath(os.path.join(cwd, path))
+
+
+def rename_path_alias(args: Any) -> Any:
+    """``prepare_arguments`` of the path tools: some models write ``file_path``."""
+    if isinstance(args, dict) and "path" not in args and isinstance(args.get("file_path"), str):
+        args = {**args, "path": args["file_path"]}
+        args.pop("file_path", None)
+    return args
+
+
+# --------------------------------------------------------------------------- definitions
+
+
+def _clean_schema(node: Any) -> Any:
+    """pydantic's JSON Schema made model-friendly: no titles, ``X | None`` shown as
+    ``X`` (optional by not being required), no ``default: null``."""
+    if isinstance(node, list):
+        return [_clean_schema(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key == "default" and value is None:
+            continue
+        out[key] = _clean_schema(value)
+    any_of = out.get("anyOf")
+    if isinstance(any_of, list):
+        rest = [v for v in any_of if v != {"type": "null"}]
+        if len(rest) == 1 and len(rest) < len(any_of):
+            merged = {**out, **rest[0]}
+            merged.pop("anyOf")
+            return merged
+    return out
+
+
+def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(node, list):
+        return [_inline_refs(v, defs) for v in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        target = defs[ref.removeprefix("#/$defs/")]
+        rest = {k: v for k, v in node.items() if k != "$ref"}
+        return _inline_refs({**target, **rest}, defs)
+    return {k: _inline_refs(v, defs) for k, v in node.items() if k != "$defs"}
+
+
+def json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON Schema of ``model`` as a self-contained object schema (no ``$ref``)."""
+    raw = model.model_json_schema()
+    schema = _clean_schema(_inline_refs(raw, raw.get("$defs", {})))
+    schema.setdefault("properties", {})
+    return schema  # type: ignore[no-any-return]
+
+
+def define_tool(
+    *,
+    name: str,
+    description: str,
+    args_model: type[A],
+    run: Callable[[A, Any], Awaitable[ToolResult]],
+    prompt_snippet: str,
+    prompt_guidelines: list[str],
+    annotations: ToolAnnotations,
+    default_active: bool = True,
+    execution_mode: ExecutionMode = "parallel",
+    prepare_arguments: Callable[[Any], Any] | None = None,
+) -> ToolDefinition:
+    """A built-in tool: arguments validated with ``args_model`` (also when ``execute``
+    is called directly), :class:`ToolError` turned into an error result."""
+
+    async def execute(args: dict[str, Any], ctx: Any) -> ToolResult:
+        raw = prepare_arguments(args) if prepare_arguments is not None else args
+        params = args_model.model_validate(raw if raw is not None else {})
+        try:
+            return await run(params, ctx)
+        except ToolError as exc:
+            return ToolResult.error(str(exc), details=exc.details)
+
+    return ToolDefinition(
+        name=name,
+        label=name,
+        description=description,
+        parameters=json_schema(args_model),
+        execute=execute,
+        prompt_snippet=prompt_snippet,
+        prompt_guidelines=prompt_guidelines,
+        execution_mode=execution_mode,
+        default_active=default_active,
+        annotations=annotations,
+        args_model=args_model,
+        prepare_arguments=prepare_arguments,
+    )
+
+
+def os_error_text(exc: OSError) -> str:
+    """A short reason for an OS error: "permission denied", "not a directory", …"""
+    if isinstance(exc, FileNotFoundError):
+        return "file not found"
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    if isinstance(exc, IsADirectoryError):
+        return "is a directory"
+    if isinstance(exc, NotADirectoryError):
+        return "a parent is not a directory"
+    return (exc.strerror or str(exc)).lower()

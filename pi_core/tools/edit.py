@@ -1,0 +1,163 @@
+"""The ``edit`` tool: exact text replacements in one file."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pi_hookspecs import ToolAnnotations, ToolDefinition, ToolResult
+
+from ._common import (
+    ToolArgs,
+    ToolError,
+    ctx_cwd,
+    ctx_signal,
+    define_tool,
+    os_error_text,
+    raise_if_aborted,
+    rename_path_alias,
+    resolve_path,
+    run_to_completion,
+)
+from ._files import write_file_atomically
+from .edit_diff import (
+    EditError,
+    Replacement,
+    apply_edits,
+    detect_line_ending,
+    display_diff,
+    normalize_to_lf,
+    restore_line_endings,
+    strip_bom,
+    unified_patch,
+)
+from .mutation_queue import file_mutation_lock
+
+
+class EditBlock(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    oldText: str = Field(
+        description="Exact text to replace. It must occur exactly once in the original file and must not "
+        "overlap another edits[].oldText of the same call."
+    )
+    newText: str = Field(description="The text that replaces oldText.")
+
+
+class EditArgs(ToolArgs):
+    path: str = Field(description="Path of the file to edit, relative to the working directory or absolute")
+    edits: list[EditBlock] = Field(
+        description="One or more replacements, each matched against the original file (not against the result "
+        "of the edits before it). Edits must not overlap; merge changes to nearby lines into one edit."
+    )
+
+
+DESCRIPTION = (
+    "Edit one file by exact text replacement. Every edits[].oldText must match a unique region of the "
+    "original file, and the regions must not overlap. Merge changes that touch the same or nearby lines "
+    "into one edit; do not pad oldText with large unchanged regions to connect distant changes."
+)
+
+
+def prepare_edit_arguments(args: Any) -> Any:
+    """Accept the older ``{path, oldText, newText}`` shape (folded into ``edits``) and
+    ``edits`` sent as a JSON string."""
+    args = rename_path_alias(args)
+    if not isinstance(args, dict):
+        return args
+    args = dict(args)
+    edits = args.get("edits")
+    if isinstance(edits, str):
+        try:
+            parsed = json.loads(edits)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, list):
+            args["edits"] = parsed
+        elif isinstance(parsed, dict):
+            args["edits"] = [parsed]
+    elif isinstance(edits, dict):
+        args["edits"] = [edits]
+    old, new = args.get("oldText"), args.get("newText")
+    if isinstance(old, str) and isinstance(new, str):
+        existing = args.get("edits")
+        args["edits"] = [*(existing if isinstance(existing, list) else []), {"oldText": old, "newText": new}]
+        args.pop("oldText")
+        args.pop("newText")
+    return args
+
+
+def _read(path: str, shown: str) -> bytes:
+    try:
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise ToolError(f"Could not edit {shown}: it is a directory.")
+        if not stat.S_ISREG(st.st_mode):
+            raise ToolError(f"Could not edit {shown}: not a regular file.")
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise ToolError(f"Could not edit {shown}: file not found. Use write to create a new file.") from None
+    except OSError as exc:
+        raise ToolError(f"Could not edit {shown}: {os_error_text(exc)}.") from None
+
+
+def _edit_file(path: str, shown: str, edits: list[Replacement]) -> dict[str, Any]:
+    raw = _read(path, shown).decode("utf-8", errors="surrogateescape")
+    bom, content = strip_bom(raw)
+    ending = detect_line_ending(content)
+    base = normalize_to_lf(content)
+    try:
+        new = apply_edits(base, edits, shown)
+    except EditError as exc:
+        raise ToolError(str(exc)) from None
+    data = (bom + restore_line_endings(new, ending)).encode("utf-8", errors="surrogateescape")
+    try:
+        write_file_atomically(path, data)
+    except OSError as exc:
+        raise ToolError(f"Could not write {shown}: {os_error_text(exc)}.") from None
+    diff, first_changed = display_diff(base, new)
+    details: dict[str, Any] = {"diff": diff, "patch": unified_patch(shown, base, new)}
+    if first_changed is not None:
+        details["firstChangedLine"] = first_changed
+    return details
+
+
+async def run_edit(args: EditArgs, ctx: Any) -> ToolResult:
+    if not args.edits:
+        raise ToolError("Edit tool input is invalid: edits must contain at least one replacement.")
+    signal = ctx_signal(ctx)
+    path = resolve_path(args.path, ctx_cwd(ctx))
+    edits = [Replacement(e.oldText, e.newText) for e in args.edits]
+    async with file_mutation_lock(path):
+        # Checked inside the queue, not raced against: the file operation finishes
+        # before the queue moves on, so an abort can never interleave two writers.
+        raise_if_aborted(signal)
+        details = await run_to_completion(_edit_file, path, args.path, edits)
+    return ToolResult.text(f"Successfully replaced {len(edits)} block(s) in {args.path}.", details=details)
+
+
+def create_edit_tool() -> ToolDefinition:
+    return define_tool(
+        name="edit",
+        description=DESCRIPTION,
+        args_model=EditArgs,
+        run=run_edit,
+        prompt_snippet="Make precise file edits by exact text replacement, several disjoint edits per call",
+        prompt_guidelines=[
+            "Use edit for precise changes: each edits[].oldText must match the file exactly.",
+            "To change several separate places in one file, make one edit call with several entries in edits[] "
+            "instead of several edit calls.",
+            "edit matches every edits[].oldText against the original file, not against the result of earlier "
+            "entries; do not send overlapping or nested edits, merge nearby changes into one entry.",
+            "Keep each edits[].oldText in an edit call as short as possible while still unique in the file.",
+        ],
+        annotations=ToolAnnotations(
+            title="Edit file", read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+        ),
+        prepare_arguments=prepare_edit_arguments,
+    )

@@ -1,0 +1,102 @@
+"""Running ``rg`` and ``fd``: finding them on ``PATH`` and streaming their output
+line by line, stoppable by the caller or by an abort."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from pi_hookspecs import AbortSignal
+
+from ._common import ABORTED_MESSAGE, ToolError
+
+
+def find_executable(*names: str) -> str | None:
+    """The first of ``names`` found on ``PATH`` (looked up on every call)."""
+    for name in names:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@lru_cache(maxsize=16)
+def supports_option(executable: str, option: str) -> bool:
+    """Whether ``executable --help`` mentions ``option`` (cached per executable)."""
+    try:
+        out = subprocess.run([executable, "--help"], capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return option in out.stdout or option in out.stderr
+
+
+@dataclass
+class LinesResult:
+    returncode: int | None
+    stderr: str
+    stopped: bool
+    """The line callback asked to stop (a result limit was reached)."""
+
+
+async def stream_lines(
+    argv: list[str], on_line: Callable[[str], bool], signal: AbortSignal | None
+) -> LinesResult:
+    """Run ``argv`` and call ``on_line`` with each line of its stdout (decoded as UTF-8,
+    newline removed) until it returns ``False``; then the process is killed. An abort
+    kills it too and raises :class:`ToolError` "Operation aborted"."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    aborted = False
+    stopped = False
+
+    def kill() -> None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+
+    def on_abort(_reason: object) -> None:
+        nonlocal aborted
+        aborted = True
+        loop.call_soon_threadsafe(kill)
+
+    loop = asyncio.get_running_loop()
+    remove = signal.add_callback(on_abort) if signal is not None else None
+    assert proc.stdout is not None and proc.stderr is not None
+    errors = asyncio.ensure_future(proc.stderr.read())
+    try:
+        buffer = b""
+        while not stopped:
+            chunk = await proc.stdout.read(64 * 1024)
+            if not chunk:
+                if buffer:
+                    on_line(buffer.decode("utf-8", errors="replace"))
+                break
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for raw in lines:
+                if not on_line(raw.decode("utf-8", errors="replace").removesuffix("\r")):
+                    stopped = True
+                    kill()
+                    break
+        await proc.wait()
+        stderr = (await errors).decode("utf-8", errors="replace")
+    except BaseException:
+        kill()
+        errors.cancel()
+        with contextlib.suppress(BaseException):
+            await proc.wait()
+        raise
+    finally:
+        if remove is not None:
+            remove()
+    if aborted:
+        raise ToolError(ABORTED_MESSAGE)
+    return LinesResult(proc.returncode, stderr, stopped)

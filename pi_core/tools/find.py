@@ -1,0 +1,167 @@
+"""The ``find`` tool: find files by glob pattern, with ``fd`` when installed and a
+pure-Python walk otherwise. Both honour ``.gitignore``, include hidden files, skip
+``.git`` and mark directories with a trailing ``/``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from typing import Any
+
+from pydantic import Field
+
+from pi_hookspecs import AbortSignal, ToolAnnotations, ToolDefinition, ToolResult
+
+from ._common import (
+    ABORTED_MESSAGE,
+    ToolArgs,
+    ToolError,
+    ctx_cwd,
+    ctx_signal,
+    define_tool,
+    raise_if_aborted,
+    resolve_path,
+)
+from .external import find_executable, stream_lines, supports_option
+from .truncate import DEFAULT_MAX_BYTES, format_size, truncate_head
+from .walk import glob_matches, repo_root, walk
+
+DEFAULT_LIMIT = 1000
+
+
+class FindArgs(ToolArgs):
+    pattern: str = Field(description="Glob pattern of the files to find, e.g. '*.py', '**/*.json' or 'src/**/*.test.ts'")
+    path: str | None = Field(default=None, description="Directory to search in (default: the working directory)")
+    limit: int | None = Field(default=None, ge=1, description=f"Largest number of results (default: {DEFAULT_LIMIT})")
+
+
+DESCRIPTION = (
+    "Find files by glob pattern. Returns paths relative to the searched directory; directories end with '/'. "
+    "A pattern without '/' matches file names at any depth; one with '/' matches whole paths. Honours "
+    f".gitignore. Output stops after {DEFAULT_LIMIT} results or {DEFAULT_MAX_BYTES // 1024}KB, whichever "
+    "comes first."
+)
+
+
+def _relative(path: str, root: str) -> str:
+    is_dir = path.endswith(("/", os.sep))
+    rel = os.path.relpath(path.rstrip("/" + os.sep), root) if os.path.isabs(path) else path.rstrip("/" + os.sep)
+    rel = rel.replace(os.sep, "/")
+    return rel + "/" if is_dir else rel
+
+
+async def _fd_results(fd: str, pattern: str, root: str, limit: int, signal: AbortSignal | None) -> list[str]:
+    argv = [fd, "--glob", "--color=never", "--hidden", "--exclude", ".git"]
+    if supports_option(fd, "--no-require-git"):
+        argv.append("--no-require-git")
+    argv += ["--max-results", str(limit + 1)]
+    if "/" in pattern:
+        argv.append("--full-path")
+        if not pattern.startswith("/") and not pattern.startswith("**/") and pattern != "**":
+            pattern = f"**/{pattern}"
+    argv += ["--", pattern, root]
+    lines: list[str] = []
+
+    def on_line(line: str) -> bool:
+        if line.strip():
+            lines.append(line.strip())
+        return True
+
+    result = await stream_lines(argv, on_line, signal)
+    if result.returncode != 0 and not lines:
+        raise ToolError(result.stderr.strip() or f"fd exited with code {result.returncode}")
+    return [_relative(line, root) for line in lines]
+
+
+def _walk_results(pattern: str, root: str, limit: int, stop: threading.Event) -> list[str]:
+    results: list[str] = []
+    absolute = pattern.startswith("/")
+    for entry in walk(root, stop=stop):
+        candidate = entry.path.replace(os.sep, "/") if absolute else entry.rel
+        if glob_matches(pattern, candidate, anchored=absolute):
+            results.append(entry.rel + "/" if entry.is_dir else entry.rel)
+            if len(results) > limit:
+                break
+    return results
+
+
+async def _python_results(pattern: str, root: str, limit: int, signal: AbortSignal | None) -> list[str]:
+    stop = threading.Event()
+    remove = signal.add_callback(lambda _reason: stop.set()) if signal is not None else None
+    try:
+        results = await asyncio.to_thread(_walk_results, pattern, root, limit, stop)
+    except asyncio.CancelledError:
+        stop.set()
+        raise
+    finally:
+        if remove is not None:
+            remove()
+    if signal is not None and signal.aborted:
+        raise ToolError(ABORTED_MESSAGE)
+    return results
+
+
+def _usable_fd(use_fd: bool | None, root: str) -> str | None:
+    if use_fd is False:
+        return None
+    fd = find_executable("fd", "fdfind")
+    if fd is None:
+        return None
+    # Without --no-require-git an old fd ignores .gitignore outside a repository.
+    if not supports_option(fd, "--no-require-git") and repo_root(root) is None:
+        return None
+    return fd
+
+
+async def run_find(args: FindArgs, ctx: Any, *, use_fd: bool | None = None) -> ToolResult:
+    signal = ctx_signal(ctx)
+    raise_if_aborted(signal)
+    root = resolve_path(args.path or ".", ctx_cwd(ctx))
+    if not os.path.exists(root):
+        raise ToolError(f"Path not found: {root}")
+    if not os.path.isdir(root):
+        raise ToolError(f"Not a directory: {root}")
+    limit = max(1, args.limit or DEFAULT_LIMIT)
+    fd = _usable_fd(use_fd, root)
+    if fd is not None:
+        results = await _fd_results(fd, args.pattern, root, limit, signal)
+    else:
+        results = await _python_results(args.pattern, root, limit, signal)
+    if not results:
+        return ToolResult.text("No files found matching pattern")
+    limit_reached = len(results) > limit
+    truncation = truncate_head("\n".join(sorted(results[:limit])), max_lines=2**62)
+    output = truncation.content
+    details: dict[str, Any] = {}
+    notices = []
+    if limit_reached:
+        notices.append(f"{limit} results limit reached. Use limit={limit * 2} for more, or refine pattern")
+        details["resultLimitReached"] = limit
+    if truncation.truncated:
+        notices.append(f"{format_size(DEFAULT_MAX_BYTES)} limit reached")
+        details["truncation"] = truncation.to_json()
+    if notices:
+        output += "\n\n[" + ". ".join(notices) + "]"
+    return ToolResult.text(output, details=details or None)
+
+
+def create_find_tool(*, use_fd: bool | None = None) -> ToolDefinition:
+    """``use_fd=False`` always uses the Python walk; ``None`` uses ``fd`` (or Debian's
+    ``fdfind``) when it is on ``PATH`` at call time."""
+
+    async def run(args: FindArgs, ctx: Any) -> ToolResult:
+        return await run_find(args, ctx, use_fd=use_fd)
+
+    return define_tool(
+        name="find",
+        description=DESCRIPTION,
+        args_model=FindArgs,
+        run=run,
+        prompt_snippet="Find files by glob pattern (honours .gitignore)",
+        prompt_guidelines=["Use find to locate files by name or glob pattern instead of running find or ls -R through bash."],
+        annotations=ToolAnnotations(
+            title="Find files", read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
+        default_active=False,
+    )

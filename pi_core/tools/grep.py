@@ -1,0 +1,287 @@
+"""The ``grep`` tool: search file contents, with ``rg`` when installed and a
+pure-Python search otherwise. Both honour ``.gitignore``, include hidden files and
+skip ``.git``; the Python search uses Python regular expressions."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field
+
+from pi_hookspecs import AbortSignal, ToolAnnotations, ToolDefinition, ToolResult
+
+from ._common import (
+    ABORTED_MESSAGE,
+    ToolArgs,
+    ToolError,
+    ctx_cwd,
+    ctx_signal,
+    define_tool,
+    raise_if_aborted,
+    resolve_path,
+)
+from .external import find_executable, stream_lines
+from .truncate import DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, format_size, truncate_head, truncate_line
+from .walk import glob_matches, walk
+
+DEFAULT_LIMIT = 100
+
+
+class GrepArgs(ToolArgs):
+    pattern: str = Field(description="Regular expression (or literal text with literal=true) to search for")
+    path: str | None = Field(default=None, description="Directory or file to search (default: the working directory)")
+    glob: str | None = Field(default=None, description="Only search files matching this glob, e.g. '*.py' or '**/*.test.ts'")
+    ignoreCase: bool | None = Field(default=None, description="Match case-insensitively (default: false)")
+    literal: bool | None = Field(default=None, description="Treat the pattern as literal text, not a regex (default: false)")
+    context: int | None = Field(default=None, description="Lines to show before and after each match (default: 0)")
+    limit: int | None = Field(default=None, ge=1, description=f"Largest number of matches to return (default: {DEFAULT_LIMIT})")
+
+
+DESCRIPTION = (
+    "Search file contents for a pattern and return the matching lines with file paths and line numbers. "
+    "Honours .gitignore. Output stops after "
+    f"{DEFAULT_LIMIT} matches or {DEFAULT_MAX_BYTES // 1024}KB, whichever comes first; lines longer than "
+    f"{GREP_MAX_LINE_LENGTH} characters are cut."
+)
+
+
+@dataclass
+class _Match:
+    path: str
+    line: int
+    text: str | None = None
+
+
+def _json_text(value: Any) -> str | None:
+    if not isinstance(value, dict):
+        return None
+    text = value.get("text")
+    if isinstance(text, str):
+        return text
+    if isinstance(value.get("bytes"), str):
+        return base64.b64decode(value["bytes"]).decode("utf-8", errors="replace")
+    return None
+
+
+async def _rg_matches(
+    rg: str, args: GrepArgs, search_path: str, limit: int, signal: AbortSignal | None
+) -> tuple[list[_Match], bool]:
+    argv = [rg, "--json", "--line-number", "--color=never", "--hidden", "--no-require-git"]
+    if args.ignoreCase:
+        argv.append("--ignore-case")
+    if args.literal:
+        argv.append("--fixed-strings")
+    # rg's --glob overrides .gitignore; a file type does not. Name globs become a type;
+    # globs with a directory part are applied to rg's results.
+    path_glob: str | None = None
+    if args.glob:
+        negated = args.glob.startswith("!")
+        pattern = args.glob[1:] if negated else args.glob
+        if "/" in pattern.rstrip("/"):
+            path_glob = args.glob
+        else:
+            argv += ["--type-add", f"piglob:{pattern}", "--type-not" if negated else "--type", "piglob"]
+    argv += ["--glob", "!.git", "--", args.pattern, search_path]
+    matches: list[_Match] = []
+    is_dir = os.path.isdir(search_path)
+
+    def on_line(line: str) -> bool:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return True
+        if event.get("type") != "match":
+            return True
+        data = event.get("data") or {}
+        path, number = _json_text(data.get("path")), data.get("line_number")
+        if path is None or not isinstance(number, int):
+            return True
+        if path_glob and is_dir and not _glob_allows(path_glob, os.path.relpath(path, search_path).replace(os.sep, "/")):
+            return True
+        matches.append(_Match(path, number, _json_text(data.get("lines"))))
+        return len(matches) <= limit
+
+    result = await stream_lines(argv, on_line, signal)
+    if not result.stopped and result.returncode not in (0, 1):
+        raise ToolError(result.stderr.strip() or f"ripgrep exited with code {result.returncode}")
+    return matches[:limit], len(matches) > limit
+
+
+def _compile(args: GrepArgs) -> re.Pattern[str]:
+    source = re.escape(args.pattern) if args.literal else args.pattern
+    try:
+        return re.compile(source, re.IGNORECASE if args.ignoreCase else 0)
+    except re.error as exc:
+        raise ToolError(f"Invalid regular expression {args.pattern!r}: {exc}") from None
+
+
+def _glob_allows(glob: str | None, rel: str) -> bool:
+    if not glob:
+        return True
+    if glob.startswith("!"):
+        return not glob_matches(glob[1:], rel, anchored=True)
+    return glob_matches(glob, rel, anchored=True)
+
+
+def _search_file(path: str, regex: re.Pattern[str], matches: list[_Match], limit: int) -> None:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return
+    if b"\x00" in data:  # binary files are skipped, as rg does
+        return
+    for number, line in enumerate(data.decode("utf-8", errors="replace").split("\n"), start=1):
+        if regex.search(line.removesuffix("\r")):
+            matches.append(_Match(path, number, line))
+            if len(matches) > limit:
+                return
+
+
+def _python_matches(
+    args: GrepArgs, search_path: str, is_dir: bool, limit: int, stop: threading.Event
+) -> tuple[list[_Match], bool]:
+    regex = _compile(args)
+    matches: list[_Match] = []
+    if not is_dir:
+        if os.path.isfile(search_path):
+            _search_file(search_path, regex, matches, limit)
+    else:
+        for entry in walk(search_path, stop=stop):
+            if not entry.is_file or not _glob_allows(args.glob, entry.rel):
+                continue
+            _search_file(entry.path, regex, matches, limit)
+            if len(matches) > limit or stop.is_set():
+                break
+    return matches[:limit], len(matches) > limit
+
+
+async def _python_search(
+    args: GrepArgs, search_path: str, is_dir: bool, limit: int, signal: AbortSignal | None
+) -> tuple[list[_Match], bool]:
+    stop = threading.Event()
+    remove = signal.add_callback(lambda _reason: stop.set()) if signal is not None else None
+    try:
+        found = await asyncio.to_thread(_python_matches, args, search_path, is_dir, limit, stop)
+    except asyncio.CancelledError:
+        stop.set()
+        raise
+    finally:
+        if remove is not None:
+            remove()
+    if signal is not None and signal.aborted:
+        raise ToolError(ABORTED_MESSAGE)
+    return found
+
+
+class _Formatter:
+    def __init__(self, search_path: str, is_dir: bool, context: int) -> None:
+        self.search_path = search_path
+        self.is_dir = is_dir
+        self.context = context
+        self.files: dict[str, list[str]] = {}
+        self.lines_truncated = False
+
+    def shown_path(self, path: str) -> str:
+        if self.is_dir:
+            rel = os.path.relpath(path, self.search_path)
+            if rel != "." and not rel.startswith(".."):
+                return rel.replace(os.sep, "/")
+        return os.path.basename(path)
+
+    def _lines(self, path: str) -> list[str]:
+        if path not in self.files:
+            try:
+                with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+                    text = handle.read()
+                self.files[path] = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            except OSError:
+                self.files[path] = []
+        return self.files[path]
+
+    def _cut(self, text: str) -> str:
+        cut, was_cut = truncate_line(text)
+        self.lines_truncated = self.lines_truncated or was_cut
+        return cut
+
+    def block(self, match: _Match) -> list[str]:
+        shown = self.shown_path(match.path)
+        if self.context == 0 and match.text is not None:
+            text = match.text.replace("\r\n", "\n").replace("\r", "").removesuffix("\n")
+            return [f"{shown}:{match.line}: {self._cut(text)}"]
+        lines = self._lines(match.path)
+        if not lines:
+            return [f"{shown}:{match.line}: (unable to read file)"]
+        out = []
+        first, last = max(1, match.line - self.context), min(len(lines), match.line + self.context)
+        for number in range(first, last + 1):
+            text = self._cut(lines[number - 1])
+            out.append(f"{shown}:{number}: {text}" if number == match.line else f"{shown}-{number}- {text}")
+        return out
+
+
+async def run_grep(args: GrepArgs, ctx: Any, *, use_rg: bool | None = None) -> ToolResult:
+    signal = ctx_signal(ctx)
+    raise_if_aborted(signal)
+    search_path = resolve_path(args.path or ".", ctx_cwd(ctx))
+    if not os.path.exists(search_path):
+        raise ToolError(f"Path not found: {search_path}")
+    is_dir = os.path.isdir(search_path)
+    limit = max(1, args.limit or DEFAULT_LIMIT)
+    rg = find_executable("rg") if use_rg is not False else None
+    if rg is not None:
+        matches, limit_reached = await _rg_matches(rg, args, search_path, limit, signal)
+    else:
+        matches, limit_reached = await _python_search(args, search_path, is_dir, limit, signal)
+    if not matches:
+        return ToolResult.text("No matches found")
+    formatter = _Formatter(search_path, is_dir, max(0, args.context or 0))
+    lines = [line for match in matches for line in formatter.block(match)]
+    truncation = truncate_head("\n".join(lines), max_lines=2**62)
+    output = truncation.content
+    details: dict[str, Any] = {}
+    notices = []
+    if limit_reached:
+        notices.append(f"{limit} matches limit reached. Use limit={limit * 2} for more, or refine pattern")
+        details["matchLimitReached"] = limit
+    if truncation.truncated:
+        notices.append(f"{format_size(DEFAULT_MAX_BYTES)} limit reached")
+        details["truncation"] = truncation.to_json()
+    if formatter.lines_truncated:
+        notices.append(f"Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines")
+        details["linesTruncated"] = True
+    if notices:
+        output += "\n\n[" + ". ".join(notices) + "]"
+    return ToolResult.text(output, details=details or None)
+
+
+def create_grep_tool(*, use_rg: bool | None = None) -> ToolDefinition:
+    """``use_rg=False`` always uses the Python search; ``None`` uses ``rg`` when it is on
+    ``PATH`` at call time."""
+
+    async def run(args: GrepArgs, ctx: Any) -> ToolResult:
+        return await run_grep(args, ctx, use_rg=use_rg)
+
+    return define_tool(
+        name="grep",
+        description=DESCRIPTION,
+        args_model=GrepArgs,
+        run=run,
+        prompt_snippet="Search file contents for patterns (honours .gitignore)",
+        prompt_guidelines=["Use grep to search file contents instead of running grep or rg through bash."],
+        annotations=ToolAnnotations(
+            title="Search file contents",
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+        default_active=False,
+    )

@@ -1,0 +1,191 @@
+"""Running a shell command in its own process group, and stopping all of it.
+
+The command runs as ``<shell> -c <command>`` in a new session (so a new process group
+whose id is the shell's pid), with stdin from ``/dev/null`` and stdout and stderr on one
+pipe, so output arrives in the order it was written.
+
+Stopping (abort, timeout, cancellation of the awaiting task) sends SIGTERM to the
+whole group, waits briefly for the shell to exit and the pipe to close, then sends
+SIGKILL to the group. When the shell exits by itself, reading goes on until the pipe
+closes; if background processes still hold it open after a short quiet period, the
+group is killed too (nothing is left writing into a closed pipe). Background processes
+that fully detached their output (``cmd >log 2>&1 &``) are left running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal as signals
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pi_hookspecs import AbortSignal
+
+EXIT_QUIET_PERIOD = 0.1
+"""Seconds of silence on the pipe, after the shell exited, before background processes
+holding the pipe are killed."""
+TERM_GRACE = 1.0
+"""Seconds between SIGTERM and SIGKILL when stopping a command."""
+
+StopReason = Literal["aborted", "timeout", "cancelled"]
+
+
+class ShellNotFoundError(Exception):
+    pass
+
+
+def resolve_shell(shell_path: str | None = None) -> list[str]:
+    """The argv prefix to run a command: ``shellPath`` from the settings when given
+    (``~`` expanded; it must exist), else ``/bin/bash``, bash on ``PATH``, or ``sh``."""
+    if shell_path:
+        path = os.path.expanduser(shell_path)
+        if not os.path.exists(path):
+            raise ShellNotFoundError(f"Custom shell path not found: {shell_path}")
+        return [path, "-c"]
+    if os.path.exists("/bin/bash"):
+        return ["/bin/bash", "-c"]
+    found = shutil.which("bash")
+    if found:
+        return [found, "-c"]
+    return [shutil.which("sh") or "/bin/sh", "-c"]
+
+
+@dataclass
+class ProcessOutcome:
+    exit_code: int | None
+    """The shell's exit status; ``None`` when it was stopped (see ``stopped``)."""
+    signal: int | None = None
+    """The signal that ended the shell when it did not exit by itself."""
+    stopped: StopReason | None = None
+
+
+def kill_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+class _Protocol(asyncio.SubprocessProtocol):
+    """Output chunks to ``on_data``; futures for the shell's exit and the pipe's end."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, on_data: Callable[[bytes], Any]) -> None:
+        self.loop = loop
+        self.on_data = on_data
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.eof: asyncio.Future[None] = loop.create_future()
+        self.last_data = loop.time()
+        self.error: BaseException | None = None
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        self.last_data = self.loop.time()
+        if self.error is not None:
+            return
+        try:
+            self.on_data(data if isinstance(data, bytes) else data.encode())
+        except Exception as exc:  # reported once the command is over
+            self.error = exc
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1 and not self.eof.done():
+            self.eof.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        for future in (self.exited, self.eof):
+            if not future.done():
+                future.set_result(None)
+
+
+async def run_in_process_group(
+    argv: list[str],
+    *,
+    cwd: str,
+    env: dict[str, str] | None,
+    on_data: Callable[[bytes], Any],
+    signal: AbortSignal | None = None,
+    timeout: float | None = None,
+) -> ProcessOutcome:
+    """Run ``argv``; every chunk of output goes to ``on_data`` as it arrives."""
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.subprocess_exec(
+        lambda: _Protocol(loop, on_data),
+        *argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    pgid = transport.get_pid()
+    stop: asyncio.Future[StopReason] = loop.create_future()
+
+    def request_stop(why: StopReason) -> None:
+        if not stop.done():
+            stop.set_result(why)
+
+    def on_abort(_reason: Any) -> None:
+        try:
+            loop.call_soon_threadsafe(request_stop, "aborted")
+        except RuntimeError:  # loop closed
+            pass
+
+    remove = signal.add_callback(on_abort) if signal is not None else None
+    timer = loop.call_later(timeout, request_stop, "timeout") if timeout is not None else None
+    try:
+        first: list[asyncio.Future[Any]] = [protocol.exited, stop]
+        await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
+        if not stop.done():
+            await _drain_after_exit(loop, protocol, stop)
+        if stop.done():
+            await _terminate(pgid, protocol)
+        elif not protocol.eof.done():
+            kill_group(pgid, signals.SIGKILL)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(protocol.eof), TERM_GRACE)
+    except asyncio.CancelledError:
+        request_stop("cancelled")
+        kill_group(pgid, signals.SIGKILL)
+        raise
+    finally:
+        if timer is not None:
+            timer.cancel()
+        if remove is not None:
+            remove()
+        transport.close()
+    if protocol.error is not None:
+        raise protocol.error
+    code = transport.get_returncode()
+    if stop.done():
+        return ProcessOutcome(None, -code if code is not None and code < 0 else None, stop.result())
+    if code is not None and code < 0:
+        return ProcessOutcome(None, -code)
+    return ProcessOutcome(code)
+
+
+async def _drain_after_exit(loop: asyncio.AbstractEventLoop, protocol: _Protocol, stop: asyncio.Future[Any]) -> None:
+    """The shell exited: keep reading until the pipe closes, or until it stayed quiet
+    for :data:`EXIT_QUIET_PERIOD` (descendants holding it open)."""
+    while not protocol.eof.done() and not stop.done():
+        remaining = EXIT_QUIET_PERIOD - (loop.time() - protocol.last_data)
+        if remaining <= 0:
+            return
+        pending: list[asyncio.Future[Any]] = [protocol.eof, stop]
+        await asyncio.wait(pending, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+
+
+async def _terminate(pgid: int, protocol: _Protocol) -> None:
+    """SIGTERM to the group; SIGKILL once the shell exited and the pipe closed, or after
+    :data:`TERM_GRACE` seconds, whichever comes first."""
+    kill_group(pgid, signals.SIGTERM)
+    both = asyncio.gather(asyncio.shield(protocol.exited), asyncio.shield(protocol.eof))
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(both, TERM_GRACE)
+    kill_group(pgid, signals.SIGKILL)

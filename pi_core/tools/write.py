@@ -1,0 +1,76 @@
+"""The ``write`` tool: create or overwrite a file."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import Field
+
+from pi_hookspecs import ToolAnnotations, ToolDefinition, ToolResult
+
+from ._common import (
+    ToolArgs,
+    ToolError,
+    ctx_cwd,
+    ctx_signal,
+    define_tool,
+    os_error_text,
+    raise_if_aborted,
+    rename_path_alias,
+    resolve_path,
+    run_to_completion,
+)
+from ._files import write_file_atomically
+from .mutation_queue import file_mutation_lock
+
+
+class WriteArgs(ToolArgs):
+    path: str = Field(description="Path of the file to write, relative to the working directory or absolute")
+    content: str = Field(description="The complete content of the file")
+
+
+DESCRIPTION = (
+    "Write content to a file: creates it when it does not exist and overwrites it when it does. "
+    "Missing parent directories are created."
+)
+
+
+def _write(path: str, shown: str, content: str) -> int:
+    if os.path.isdir(path):
+        raise ToolError(f"Could not write {shown}: it is a directory.")
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise ToolError(f"Could not write {shown}: not a regular file.")
+    data = content.encode("utf-8", errors="replace")
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_file_atomically(path, data)
+    except FileExistsError:
+        raise ToolError(f"Could not write {shown}: a parent path is a file, not a directory.") from None
+    except OSError as exc:
+        raise ToolError(f"Could not write {shown}: {os_error_text(exc)}.") from None
+    return len(data)
+
+
+async def run_write(args: WriteArgs, ctx: Any) -> ToolResult:
+    signal = ctx_signal(ctx)
+    path = resolve_path(args.path, ctx_cwd(ctx))
+    async with file_mutation_lock(path):
+        raise_if_aborted(signal)
+        size = await run_to_completion(_write, path, args.path, args.content)
+    return ToolResult.text(f"Successfully wrote {size} bytes to {args.path}")
+
+
+def create_write_tool() -> ToolDefinition:
+    return define_tool(
+        name="write",
+        description=DESCRIPTION,
+        args_model=WriteArgs,
+        run=run_write,
+        prompt_snippet="Create or overwrite files",
+        prompt_guidelines=["Use write only for new files or to replace the whole content of a file."],
+        annotations=ToolAnnotations(
+            title="Write file", read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+        ),
+        prepare_arguments=rename_path_alias,
+    )
