@@ -10,9 +10,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import ai
 import dispatch
+import session
 
-SUITES = [dispatch]
+SUITES = [dispatch, ai, session]
 
 
 def main() -> None:

@@ -34,6 +34,7 @@ from .entries import (
     BranchSummaryEntry,
     CompactionEntry,
     ContextEditEntry,
+    ContextEditReplacement,
     CustomEntry,
     CustomMessageEntry,
     DraftCompaction,
@@ -149,7 +150,7 @@ __all__ = [
     "TextContent", "ThinkingContent", "ToolCall", "ToolDeclaration", "ToolReference",
     "ToolResultMessage", "UnknownContent", "UnknownMessage", "Usage", "UserContent", "UserMessage",
     # entries
-    "SESSION_VERSION", "BranchSummaryEntry", "CompactionEntry", "ContextEditEntry", "CustomEntry",
+    "SESSION_VERSION", "BranchSummaryEntry", "CompactionEntry", "ContextEditEntry", "ContextEditReplacement", "CustomEntry",
     "CustomMessageEntry", "DraftCompaction", "DraftContextEdit", "DraftCustom",
     "DraftCustomMessage", "DraftEntry", "EntryBase", "LabelEntry", "MessageEntry",
     "ModelChangeEntry", "SessionEntry", "SessionHeader", "SessionInfoEntry",

@@ -274,11 +274,17 @@ class Agent:
 
     async def continue_(self) -> list[AgentMessage]:
         """Run again from the current transcript (e.g. after a retry removed a failed
-        answer). The last message must not be an assistant message."""
+        answer). The last message must not be an assistant message — unless messages
+        are queued, which then start the run."""
+        if self.state.messages and self.state.messages[-1].role == "assistant":
+            queued = self._take(self._steering, self.steering_mode) or self._take(
+                self._follow_up, self.follow_up_mode
+            )
+            if queued:
+                return await self._run(queued)
+            raise ValueError("Cannot continue from message role: assistant")
         if not self.state.messages:
             raise ValueError("Cannot continue: no messages in context")
-        if self.state.messages[-1].role == "assistant":
-            raise ValueError("Cannot continue from message role: assistant")
         return await self._run(None)
 
     async def _run(self, prompts: list[AgentMessage] | None) -> list[AgentMessage]:

@@ -6,6 +6,7 @@ from .context import (
     ExtensionContextImpl,
     Liveness,
     ProjectTrustContextImpl,
+    ToolContextImpl,
 )
 from .diagnostics import Diagnostic, ExtensionLoadError
 from .host import LoadOptions, PluginHost, PluginRecord
@@ -35,4 +36,5 @@ __all__ = [
     "Registered",
     "RegistrationError",
     "Registry",
+    "ToolContextImpl",
 ]

@@ -266,3 +266,59 @@ class ProjectTrustContextImpl:
     @property
     def ui(self) -> Any:
         return self._h().ui
+
+
+class ToolContextImpl(ExtensionContextImpl):
+    """The :class:`~pi_hookspecs.ToolContext` a tool's ``execute`` receives: the
+    extension context plus the call's id, its abort signal, progress updates and
+    nested tool calls through the whole pipeline."""
+
+    __slots__ = ("_on_update", "_signal", "parent_tool_call_id", "tool_call_id")
+
+    def __init__(
+        self,
+        host: ContextHost,
+        live: Liveness,
+        *,
+        tool_call_id: str,
+        signal: Any,
+        on_update: Any,
+        parent_tool_call_id: str | None = None,
+    ) -> None:
+        super().__init__(host, live)
+        self.tool_call_id = tool_call_id
+        self.parent_tool_call_id = parent_tool_call_id
+        self._signal = signal
+        self._on_update = on_update
+
+    @property
+    def signal(self) -> Any:
+        self._h()
+        return self._signal
+
+    @property
+    def tools(self) -> list[str]:
+        return list(self._h().call("callable_tools"))
+
+    def update(self, partial: Any) -> None:
+        from pi_hookspecs import ToolResult
+
+        if self._on_update is not None:
+            self._on_update(ToolResult.coerce(partial))
+
+    async def execute_tool(
+        self,
+        name: str,
+        args: dict[str, Any],
+        *,
+        signal: Any = None,
+        on_update: Any = None,
+    ) -> Any:
+        return await self._h().call(
+            "execute_tool",
+            name,
+            args,
+            parent_tool_call_id=self.tool_call_id,
+            signal=signal or self._signal,
+            on_update=on_update,
+        )
