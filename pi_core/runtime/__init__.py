@@ -1,0 +1,37 @@
+"""The AgentSession runtime: prompt pipeline, tool registry, event bridge and
+persistence, retry, compaction, reload and session replacement."""
+
+from .events import (
+    AutoRetryEndEvent,
+    AutoRetryStartEvent,
+    CompactionEndEvent,
+    CompactionStartEvent,
+    ExtensionErrorEvent,
+    NoticeEvent,
+    QueueUpdateEvent,
+)
+from .host import SessionRuntime
+from .sdk import create_agent_session
+from .services import ServiceOptions, SessionServices, create_services
+from .session import AgentSession, NoModelError, SessionBusyError
+from .tool_registry import ToolRegistry, ToolSelection
+
+__all__ = [
+    "AgentSession",
+    "AutoRetryEndEvent",
+    "AutoRetryStartEvent",
+    "CompactionEndEvent",
+    "CompactionStartEvent",
+    "ExtensionErrorEvent",
+    "NoModelError",
+    "NoticeEvent",
+    "QueueUpdateEvent",
+    "ServiceOptions",
+    "SessionBusyError",
+    "SessionRuntime",
+    "SessionServices",
+    "ToolRegistry",
+    "ToolSelection",
+    "create_agent_session",
+    "create_services",
+]

@@ -1,0 +1,104 @@
+"""User shell commands: ``!cmd`` (kept in the context) and ``!!cmd`` (left out of it).
+
+The ``user_bash`` hook may run the command elsewhere (``operations``) or answer it
+(``result``); a failing handler blocks the command (no fallback to local execution).
+The result becomes a ``bashExecution`` message, stored after the current run when one
+is active so it never lands between a tool call and its result.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pi_hookspecs import BashExecutionMessage, BashResult, UserBashEvent
+
+from ..extensions import Blocked
+from ..tools.output import OutputAccumulator
+from ..tools.shell import ShellNotFoundError, resolve_shell, run_in_process_group
+
+if TYPE_CHECKING:
+    from .session import AgentSession
+
+
+class LocalBashOperations:
+    """Runs a command with the configured shell in the session's working directory."""
+
+    def __init__(self, settings: dict[str, Any]) -> None:
+        self.settings = settings
+
+    async def exec(
+        self,
+        command: str,
+        cwd: str,
+        *,
+        on_data: Callable[[str], Any] | None = None,
+        signal: Any = None,
+        timeout: float | None = None,
+    ) -> BashResult:
+        try:
+            shell = resolve_shell(self.settings.get("shellPath") or None)
+        except ShellNotFoundError as exc:
+            return BashResult(output=str(exc), exit_code=127)
+        prefix = self.settings.get("shellCommandPrefix")
+        full = f"{prefix}\n{command}" if isinstance(prefix, str) and prefix else command
+        output = OutputAccumulator(temp_prefix="pi-user-bash")
+
+        def data(chunk: bytes) -> None:
+            output.append(chunk)
+            if on_data is not None:
+                on_data(chunk.decode("utf-8", errors="replace"))
+
+        try:
+            outcome = await run_in_process_group([*shell, full], cwd=cwd, env=None, on_data=data, signal=signal, timeout=timeout)
+        finally:
+            output.finish()
+        snapshot = output.snapshot()
+        output.close()
+        return BashResult(
+            output=snapshot.content,
+            exit_code=outcome.exit_code,
+            cancelled=outcome.stopped in ("aborted", "cancelled", "timeout"),
+            truncated=snapshot.truncation.truncated,
+            full_output_path=snapshot.full_output_path,
+        )
+
+
+async def run_user_bash(
+    session: AgentSession,
+    command: str,
+    *,
+    exclude_from_context: bool = False,
+    on_data: Callable[[str], Any] | None = None,
+    signal: Any = None,
+) -> BashExecutionMessage:
+    runner = session.runner
+    operations: Any = LocalBashOperations(session.settings.merged)
+    result: BashResult | None = None
+    if runner.has_handlers("user_bash"):
+        outcome = await runner.emit(
+            "user_bash", UserBashEvent(command=command, exclude_from_context=exclude_from_context, cwd=session.cwd)
+        )
+        if isinstance(outcome, Blocked):
+            result = BashResult(output=f"Blocked: {outcome.reason}", exit_code=None, cancelled=True)
+        elif outcome is not None and outcome.result is not None:
+            result = outcome.result
+        elif outcome is not None:
+            operations = outcome.operations
+    if result is None:
+        ran = operations.exec(command, session.cwd, on_data=on_data, signal=signal)
+        result = await ran if inspect.isawaitable(ran) else ran
+        if isinstance(result, dict):
+            result = BashResult.model_validate(result)
+    message = BashExecutionMessage(
+        command=command,
+        output=result.output,
+        exit_code=result.exit_code,
+        cancelled=result.cancelled,
+        truncated=result.truncated,
+        full_output_path=result.full_output_path,
+        exclude_from_context=exclude_from_context or None,
+    )
+    session.record_bash(message)
+    return message

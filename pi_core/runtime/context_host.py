@@ -1,0 +1,177 @@
+"""The plugins' view of a running session: what every ``ctx`` reads and does."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pi_hookspecs import CustomMessage, ToolDefinition
+
+from ..extensions import CommandContextImpl, ContextHost
+
+if TYPE_CHECKING:
+    from .session import AgentSession
+
+
+class ContextUsageInfo:
+    def __init__(self, tokens: int | None, context_window: int) -> None:
+        self.tokens = tokens
+        self.context_window = context_window
+        self.percent = (tokens / context_window * 100) if tokens is not None and context_window else None
+
+    def __repr__(self) -> str:
+        return f"<ContextUsage tokens={self.tokens} window={self.context_window}>"
+
+
+class SessionContextHost(ContextHost):
+    def __init__(self, session: AgentSession) -> None:
+        options = session.services.options
+        super().__init__(
+            cwd=session.cwd,
+            mode=options.mode,
+            ui=options.ui,
+            settings=session.settings.merged,
+            hook=session.plugins.pm.hook,
+            flags=dict(session.plugins.context_host.flags),
+            project_trusted=session.services.project_trusted,
+        )
+        self.session = session
+
+    # ---- live state
+    @property
+    def session_manager(self) -> Any:
+        return self.session.sm
+
+    @property  # type: ignore[override]
+    def model(self) -> Any:
+        return self.session.model
+
+    @property  # type: ignore[override]
+    def thinking_level(self) -> str:
+        return self.session.thinking_level
+
+    @property  # type: ignore[override]
+    def signal(self) -> Any:
+        return self.session.agent.signal
+
+    def command_context(self) -> CommandContextImpl:
+        return CommandContextImpl(self, self.session.plugins.liveness)
+
+    # ---- ExtensionContext actions
+    def action_is_idle(self) -> bool:
+        return not self.session.is_busy
+
+    def action_has_pending_messages(self) -> bool:
+        return self.session.agent.has_queued_messages()
+
+    def action_abort(self) -> None:
+        self.session.abort()
+
+    def action_shutdown(self) -> None:
+        self.session.request_shutdown()
+
+    def action_get_context_usage(self) -> ContextUsageInfo | None:
+        from ..compaction import estimate_context_tokens
+
+        model = self.session.model
+        if model is None:
+            return None
+        tokens = estimate_context_tokens(list(self.session.sm.build_session_context().messages)).tokens
+        return ContextUsageInfo(tokens, model.context_window)
+
+    def action_get_system_prompt(self) -> str:
+        return self.session.system_prompt
+
+    async def action_send_message(self, message: Any, *, deliver_as: str = "follow_up", trigger_turn: bool = False) -> None:
+        if isinstance(message, dict):
+            message = CustomMessage.model_validate({"customType": "extension", **message})
+        await self.session.send_custom_message(message, deliver_as=deliver_as, trigger_turn=trigger_turn)
+
+    async def action_send_user_message(self, content: Any, *, deliver_as: str | None = None) -> None:
+        text = content if isinstance(content, str) else "".join(getattr(b, "text", "") for b in content)
+        await self.session.prompt(text, source="extension", streaming_behavior=deliver_as, expand=False)
+
+    def action_append_entry(self, custom_type: str, data: Any = None) -> str:
+        return str(self.session.sm.append_custom_entry(custom_type, data))
+
+    def action_set_session_name(self, name: str | None) -> None:
+        self.session.sm.append_session_info((name or "").strip() or None)
+
+    def action_get_session_name(self) -> str | None:
+        return self.session.sm.get_session_name()  # type: ignore[no-any-return]
+
+    def action_set_label(self, entry_id: str, label: str | None) -> None:
+        self.session.sm.set_label(entry_id, label)
+
+    def action_get_active_tools(self) -> list[str]:
+        return self.session.tools.active_names
+
+    def action_get_all_tools(self) -> list[ToolDefinition]:
+        return self.session.tools.all_definitions()
+
+    def action_set_active_tools(self, names: Sequence[str]) -> None:
+        self.session.set_active_tools(names)
+
+    def action_register_tool(self, definition: Any) -> None:
+        from ..extensions.registry import Registry
+
+        checked = Registry().register_tool(definition, "runtime", "extension")
+        if not self.session.register_tool(checked, plugin=None):
+            raise ValueError(f"tool {checked.name!r} is already registered by another plugin")
+
+    def action_get_commands(self) -> list[Any]:
+        return [reg.value for reg in self.session.plugins.registry.commands.values()]
+
+    async def action_set_model(self, model: Any) -> bool:
+        return await self.session.set_model(model)
+
+    def action_set_thinking_level(self, level: str) -> None:
+        self.session.spawn(self.session.set_thinking_level(level))
+
+    def action_compact(self, custom_instructions: str | None = None, *, on_complete: Any = None, on_error: Any = None) -> None:
+        async def run() -> None:
+            try:
+                entry = await self.session.compact(custom_instructions)
+            except Exception as exc:
+                if on_error is not None:
+                    on_error(exc)
+                return
+            if on_complete is not None:
+                on_complete(entry)
+
+        self.session.spawn(run())
+
+    # ---- ToolContext
+    def action_callable_tools(self) -> list[str]:
+        return self.session.tools.callable_names()
+
+    async def action_execute_tool(self, name: str, args: dict[str, Any], **options: Any) -> Any:
+        return await self.session.execute_tool(name, args, **options)
+
+    # ---- CommandContext
+    async def action_wait_for_idle(self) -> None:
+        await self.session.wait_for_idle()
+
+    def action_get_system_prompt_options(self) -> Any:
+        return self.session.system_prompt_options()
+
+    def _runtime(self) -> Any:
+        runtime = self.session.runtime
+        if runtime is None:
+            raise RuntimeError("this session is not managed by a session runtime (new/fork/switch/reload unavailable)")
+        return runtime
+
+    async def action_new_session(self, **options: Any) -> dict[str, Any]:
+        return await self._runtime().new_session(**options)  # type: ignore[no-any-return]
+
+    async def action_fork(self, entry_id: str, **options: Any) -> dict[str, Any]:
+        return await self._runtime().fork(entry_id, **options)  # type: ignore[no-any-return]
+
+    async def action_switch_session(self, session_path: str, **options: Any) -> dict[str, Any]:
+        return await self._runtime().switch_session(session_path, **options)  # type: ignore[no-any-return]
+
+    async def action_navigate_tree(self, target_id: str, **options: Any) -> dict[str, Any]:
+        return await self.session.navigate_tree(target_id, **options)  # type: ignore[no-any-return]
+
+    async def action_reload(self) -> None:
+        await self._runtime().reload()

@@ -1,0 +1,84 @@
+"""Session events beyond the agent's own (which are the ``pi_hookspecs`` event models).
+
+Hosts (interactive, print, json, rpc, SDK) receive both through
+``AgentSession.subscribe``; ``event.to_json()`` is the record ``--mode json`` prints.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from pi_hookspecs import PiModel
+
+
+class SessionEvent(PiModel):
+    model_config = ConfigDict(extra="forbid")
+    type: str
+
+
+class QueueUpdateEvent(SessionEvent):
+    type: Literal["queue_update"] = "queue_update"
+    steering: list[str] = Field(default_factory=list)
+    follow_up: list[str] = Field(default_factory=list)
+
+
+class CompactionStartEvent(SessionEvent):
+    type: Literal["compaction_start"] = "compaction_start"
+    reason: str = "manual"
+
+
+class CompactionEndEvent(SessionEvent):
+    type: Literal["compaction_end"] = "compaction_end"
+    reason: str = "manual"
+    result: dict[str, Any] | None = None
+    aborted: bool = False
+    will_retry: bool = False
+    error_message: str | None = None
+
+
+class AutoRetryStartEvent(SessionEvent):
+    type: Literal["auto_retry_start"] = "auto_retry_start"
+    attempt: int
+    max_attempts: int
+    delay_ms: int
+    error_message: str = ""
+
+
+class AutoRetryEndEvent(SessionEvent):
+    type: Literal["auto_retry_end"] = "auto_retry_end"
+    success: bool
+    attempt: int
+    final_error: str | None = None
+
+
+class EntryAppendedEvent(SessionEvent):
+    type: Literal["entry_appended"] = "entry_appended"
+    entry: dict[str, Any]
+
+
+class ThinkingLevelChangedEvent(SessionEvent):
+    type: Literal["thinking_level_changed"] = "thinking_level_changed"
+    level: str
+
+
+class ExtensionErrorEvent(SessionEvent):
+    type: Literal["extension_error"] = "extension_error"
+    extension_path: str
+    event: str
+    error: str
+
+
+class BashExecutionUpdateEvent(SessionEvent):
+    type: Literal["bash_execution_update"] = "bash_execution_update"
+    delta: str
+    id: str | None = None
+
+
+class NoticeEvent(SessionEvent):
+    """A message for the user from pi itself (a diagnostic, a warning)."""
+
+    type: Literal["notice"] = "notice"
+    level: Literal["info", "warning", "error"] = "info"
+    message: str

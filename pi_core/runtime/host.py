@@ -1,0 +1,203 @@
+"""The session runtime: the host's stable handle on the current AgentSession.
+
+``/new``, ``/resume`` (switch), ``/fork`` replace the session; ``/reload`` rebuilds its
+plugins, tools, resources and prompt while keeping the conversation. Every
+replacement runs the same sequence:
+
+    session_before_switch / session_before_fork (may cancel)
+    -> session_shutdown of the old plugins -> old contexts go stale
+    -> services (plugins, trust, resources, models) for the target's working directory
+    -> the new AgentSession, the host's listeners moved over
+    -> session_start (reason new / resume / fork / reload) -> resources_discover
+    -> ``with_session(ctx)`` with a context of the NEW session
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Literal
+
+from pi_hookspecs import Model, SessionBeforeForkEvent, SessionBeforeSwitchEvent
+
+from ..session import SessionManager
+from .services import ServiceOptions, create_services
+from .session import AgentSession
+
+WithSession = Callable[[Any], Awaitable[Any] | Any] | None
+
+
+async def _maybe(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+class SessionRuntime:
+    def __init__(
+        self,
+        session: AgentSession,
+        options: ServiceOptions,
+        *,
+        stream_fn: Callable[..., Any] | None = None,
+        session_dir: str | None = None,
+    ) -> None:
+        self.session = session
+        self.options = options
+        self.stream_fn = stream_fn
+        self.session_dir = session_dir
+        self._listeners: list[Callable[[Any], Any]] = []
+        self._unsubscribe: Callable[[], Any] | None = None
+        self.on_rebind: list[Callable[[AgentSession], Any]] = []
+        session.runtime = self
+        self._attach(session)
+
+    @classmethod
+    async def create(
+        cls,
+        cwd: str,
+        options: ServiceOptions | None = None,
+        *,
+        session_manager: SessionManager | None = None,
+        model: Model | None = None,
+        thinking_level: str | None = None,
+        stream_fn: Callable[..., Any] | None = None,
+        session_dir: str | None = None,
+        start: bool = True,
+    ) -> SessionRuntime:
+        options = options or ServiceOptions()
+        services = await create_services(cwd, options)
+        manager = session_manager or SessionManager.create(services.cwd, session_dir=session_dir)
+        session = AgentSession(services, manager, model=model, thinking_level=thinking_level, stream_fn=stream_fn)
+        runtime = cls(session, options, stream_fn=stream_fn, session_dir=session_dir)
+        if start:
+            await session.start("startup")
+        return runtime
+
+    # ------------------------------------------------------------------ listeners
+
+    def subscribe(self, listener: Callable[[Any], Any]) -> Callable[[], None]:
+        """Listen to the current session and every session that replaces it."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def _dispatch(self, event: Any) -> None:
+        for listener in list(self._listeners):
+            listener(event)
+
+    def _attach(self, session: AgentSession) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        self._unsubscribe = session.subscribe(self._dispatch)
+
+    # ------------------------------------------------------------------ replacement
+
+    async def _replace(
+        self,
+        manager: SessionManager,
+        *,
+        reason: Literal["new", "resume", "fork", "reload"],
+        model: Model | None,
+        thinking_level: str | None,
+        with_session: WithSession,
+        keep_active_tools: list[str] | None = None,
+    ) -> AgentSession:
+        old = self.session
+        previous = old.session_file
+        await old.shutdown(reason, manager.get_session_file())
+        old.dispose(f"the session was replaced ({reason})") if reason != "reload" else old.plugins.invalidate("reload")
+        options = self.options if reason != "reload" else replace(self.options, fresh_files=True)
+        services = await create_services(manager.get_cwd(), options)
+        session = AgentSession(services, manager, model=model, thinking_level=thinking_level, stream_fn=self.stream_fn)
+        if keep_active_tools is not None:
+            session._rebuild_tools(keep_active=keep_active_tools)
+        session.runtime = self
+        self.session = session
+        self._attach(session)
+        for callback in self.on_rebind:
+            await _maybe(callback(session))
+        await session.start(reason, previous_session_file=previous if reason != "reload" else None)
+        if with_session is not None:
+            await _maybe(with_session(session.context_host.command_context()))
+        return session
+
+    async def new_session(
+        self,
+        *,
+        parent_session: str | None = None,
+        setup: Callable[[SessionManager], Any] | None = None,
+        with_session: WithSession = None,
+    ) -> dict[str, Any]:
+        old = self.session
+        if await self._cancelled("session_before_switch", SessionBeforeSwitchEvent(reason="new")):
+            return {"cancelled": True}
+        await old.abort_and_wait() if old.is_busy else None
+        manager = SessionManager.create(old.cwd, session_dir=self.session_dir, parent_session=parent_session)
+        if setup is not None:
+            await _maybe(setup(manager))
+        await self._replace(manager, reason="new", model=old.model, thinking_level=old.thinking_level, with_session=with_session)
+        return {"cancelled": False}
+
+    async def switch_session(self, session_path: str, *, with_session: WithSession = None) -> dict[str, Any]:
+        old = self.session
+        path = str(Path(session_path).expanduser().resolve())
+        event = SessionBeforeSwitchEvent(reason="resume", target_session_file=path)
+        if await self._cancelled("session_before_switch", event):
+            return {"cancelled": True}
+        manager = SessionManager.open(path)  # fails here, before the old session is torn down
+        cwd = manager.get_cwd()
+        if not Path(cwd).is_dir():
+            manager.close()
+            raise FileNotFoundError(f"the session's working directory no longer exists: {cwd}")
+        await old.abort_and_wait() if old.is_busy else None
+        await self._replace(manager, reason="resume", model=None, thinking_level=None, with_session=with_session)
+        return {"cancelled": False}
+
+    async def fork(
+        self, entry_id: str, *, position: Literal["before", "at"] = "before", with_session: WithSession = None
+    ) -> dict[str, Any]:
+        old = self.session
+        event = SessionBeforeForkEvent(entry_id=entry_id, position=position)
+        if await self._cancelled("session_before_fork", event):
+            return {"cancelled": True}
+        await old.abort_and_wait() if old.is_busy else None
+        editor_text = None
+        entry = old.sm.get_entry(entry_id)
+        message = getattr(entry, "message", None)
+        if position == "before" and getattr(message, "role", None) == "user":
+            content = message.content
+            editor_text = content if isinstance(content, str) else "".join(getattr(b, "text", "") for b in content)
+        manager = old.sm.fork(entry_id, position, session_dir=self.session_dir)
+        await self._replace(manager, reason="fork", model=old.model, thinking_level=old.thinking_level, with_session=with_session)
+        return {"cancelled": False, "editor_text": editor_text}
+
+    async def reload(self) -> AgentSession:
+        """Rebuild plugins, tools, resources and the prompt; keep the conversation."""
+        old = self.session
+        if old.is_busy:
+            await old.wait_for_idle()
+        active = old.tools.active_names
+        return await self._replace(
+            old.sm,
+            reason="reload",
+            model=old.model,
+            thinking_level=old.thinking_level,
+            with_session=None,
+            keep_active_tools=active,
+        )
+
+    async def dispose(self, reason: str = "quit") -> None:
+        session = self.session
+        if session.is_busy:
+            await session.abort_and_wait()
+        await session.shutdown(reason)
+        session.dispose("pi is shutting down")
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+
+    async def _cancelled(self, hook: str, event: Any) -> bool:
+        runner = self.session.runner
+        if not runner.has_handlers(hook):
+            return False
+        outcome = await runner.emit(hook, event)
+        return bool(outcome is not None and outcome.cancel)

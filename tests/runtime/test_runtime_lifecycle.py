@@ -1,0 +1,300 @@
+"""AgentSession: compaction, trust, reload, session replacement, tree navigation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from runtime_helpers import calls, lines, start, write_settings
+
+import pi_hookspecs as h
+from pi_core.ai import FauxResponse
+from pi_core.runtime import SessionRuntime
+from pi_hookspecs import hookimpl
+
+OVERFLOW = "prompt is too long: 250000 tokens > 200000 maximum"
+
+
+@pytest.fixture
+def cwd(tmp_path: Path) -> Path:
+    root = tmp_path / "work"
+    root.mkdir()
+    return root
+
+
+async def long_history(runtime: SessionRuntime, turns: int = 3) -> None:
+    for i in range(turns):
+        await runtime.session.prompt(f"question {i} " + "word " * 40)
+
+
+def summary_reply(text: str = "## Goal\nSummarised.") -> Any:
+    return lambda context: FauxResponse(text=text)
+
+
+async def test_manual_compaction_writes_a_summary_and_shrinks_the_context(cwd: Path) -> None:
+    write_settings({"compaction": {"keepRecentTokens": 10}})
+    runtime, script, events = await start(cwd, "a " * 30, "b " * 30, "c " * 30, summary_reply(), summary_reply(),
+                                          "after")
+    await long_history(runtime)
+    entry = await runtime.session.compact("focus on the questions")
+    assert entry is not None and entry.summary.startswith("## Goal")
+    summary_request = script.contexts[3]
+    assert "focus on the questions" in str(summary_request.messages[-1].content)
+    kinds = [e.type for e in events]
+    assert kinds[-2:] == ["compaction_start", "compaction_end"]
+    await runtime.session.prompt("next")
+    assert runtime.session.get_last_assistant_text() == "after"
+    request = script.contexts[-1]
+    assert request.messages[0].role == "system"
+    assert any("Summarised." in str(m.content) for m in request.messages if m.role == "user")
+    assert len(request.messages) < 8
+
+
+async def test_plugin_compaction_and_the_last_whole_result_wins(cwd: Path) -> None:
+    write_settings({"compaction": {"keepRecentTokens": 10}})
+
+    class Custom:
+        @hookimpl
+        def session_before_compact(self, event: Any) -> Any:
+            p = event.preparation
+            return {"compaction": {"summary": "plugin summary", "firstKeptEntryId": p.first_kept_entry_id,
+                                   "tokensBefore": p.tokens_before}}
+
+    class NoCancel:
+        @hookimpl(trylast=True)
+        def session_before_compact(self, event: Any) -> Any:
+            return {"cancel": False}
+
+    runtime, _, _ = await start(cwd, "a " * 30, "b " * 30, "c " * 30, plugins=(Custom,))
+    await long_history(runtime)
+    entry = await runtime.session.compact()
+    assert entry.summary == "plugin summary" and entry.from_hook is True
+
+    runtime2, _, _ = await start(cwd, "a " * 30, "b " * 30, "c " * 30, summary_reply("## Goal\npi's own"),
+                                 summary_reply("## Goal\npi's own"), plugins=(Custom, NoCancel))
+    await long_history(runtime2)
+    entry = await runtime2.session.compact()
+    assert entry.summary.startswith("## Goal\npi's own") and not entry.from_hook
+
+
+async def test_a_cancelled_or_failed_compaction_writes_nothing(cwd: Path) -> None:
+    write_settings({"compaction": {"keepRecentTokens": 10}})
+    failed: list[Any] = []
+
+    class Observer:
+        @hookimpl
+        def session_compact_failed(self, event: Any) -> None:
+            failed.append((event.aborted, event.error_message))
+
+    runtime, _, _ = await start(cwd, "a " * 30, "b " * 30, "c " * 30,
+                                FauxResponse(text="partial", stop_reason="length"), plugins=(Observer,))
+    await long_history(runtime)
+    with pytest.raises(Exception, match="output limit"):
+        await runtime.session.compact()
+    assert not any(e["type"] == "compaction" for e in lines(runtime.session.session_file))
+    assert failed and failed[0][0] is False and "output limit" in failed[0][1]
+
+
+async def test_overflow_compacts_then_continues(cwd: Path) -> None:
+    write_settings({"compaction": {"keepRecentTokens": 10}})
+    compacted: list[Any] = []
+
+    class Observer:
+        @hookimpl
+        def session_compact(self, event: Any) -> None:
+            compacted.append((event.reason, event.will_retry))
+
+    runtime, script, events = await start(
+        cwd, "a " * 30, "b " * 30, "c " * 30,
+        FauxResponse(error_message=OVERFLOW), summary_reply(), summary_reply(), "answer after compaction",
+        plugins=(Observer,),
+    )
+    await long_history(runtime)
+    await runtime.session.prompt("one more question")
+    assert runtime.session.get_last_assistant_text() == "answer after compaction"
+    assert compacted == [("overflow", True)]
+    retry = script.contexts[-1]
+    assert not any(m.role == "assistant" and m.stop_reason == "error" for m in retry.messages)
+    assert retry.messages[-1].role == "user" and "one more question" in str(retry.messages[-1].content)
+    assert [e.type for e in events].count("agent_settled") == 4
+
+
+async def test_untrusted_project_loads_agents_md_but_nothing_executable(cwd: Path, agent_dir: Path) -> None:
+    pi_dir = cwd / ".pi"
+    (pi_dir / "extensions").mkdir(parents=True)
+    marker = cwd / "ran.txt"
+    (pi_dir / "extensions" / "evil.py").write_text(
+        f"from pathlib import Path\nPath({str(marker)!r}).write_text('x')\n"
+        "from pi_hookspecs import hookimpl\n@hookimpl\ndef agent_start():\n    pass\n"
+    )
+    (pi_dir / "settings.json").write_text('{"defaultTools": ["read"]}')
+    (pi_dir / "SYSTEM.md").write_text("PROJECT SYSTEM PROMPT")
+    skill = pi_dir / "skills" / "deploy" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: deploy\ndescription: Deploy it.\n---\nbody")
+    (cwd / "AGENTS.md").write_text("Use tabs, not spaces.")
+    runtime, _script, _ = await start(cwd, "ok")
+    session = runtime.session
+    assert not session.services.project_trusted and not marker.exists()
+    assert [r.status for r in session.plugins.records if r.name == "evil"] == ["skipped"]
+    assert session.services.resources.skills == []
+    assert "PROJECT SYSTEM PROMPT" not in session.system_prompt
+    assert "Use tabs, not spaces." in session.system_prompt
+    assert session.tools.active_names == ["read", "bash", "edit", "write"]  # project settings ignored
+    trusted, _, _ = await start(cwd, "ok", approve=True)
+    assert marker.exists() and "PROJECT SYSTEM PROMPT" in trusted.session.system_prompt
+    assert trusted.session.tools.active_names == ["read"]
+    assert [s.name for s in trusted.session.services.resources.skills] == ["deploy"]
+
+
+class Keeper:
+    """A class plugin keeping state on self and (badly) keeping its ctx."""
+
+    instances: ClassVar[list[Keeper]] = []
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        Keeper.instances.append(self)
+
+    @hookimpl
+    def session_start(self, event: Any, ctx: Any) -> None:
+        self.started.append(event.reason)
+        self.ctx = ctx
+
+
+async def test_reload_gives_fresh_plugin_instances_and_stales_old_contexts(cwd: Path) -> None:
+    Keeper.instances.clear()
+    runtime, _, _ = await start(cwd, "one", "two", plugins=(Keeper,))
+    await runtime.session.prompt("hi")
+    first = Keeper.instances[-1]
+    assert first.started == ["startup"] and first.ctx.cwd == str(cwd)
+    old_session = runtime.session
+    await runtime.reload()
+    second = Keeper.instances[-1]
+    assert second is not first and second.started == ["reload"]
+    with pytest.raises(h.StaleContextError):
+        _ = first.ctx.model
+    assert runtime.session is not old_session
+    assert [m.role for m in runtime.session.messages] == ["system", "user", "assistant"]  # conversation kept
+    await runtime.session.prompt("again")
+    assert runtime.session.get_last_assistant_text() == "two"
+
+
+async def test_new_session_fork_and_switch_with_fresh_contexts(cwd: Path) -> None:
+    Keeper.instances.clear()
+    vetoes: list[str] = []
+
+    class Veto:
+        @hookimpl
+        def session_before_switch(self, event: Any) -> Any:
+            vetoes.append(event.reason)
+            return {"cancel": event.reason == "new" and len(vetoes) == 1}
+
+    runtime, _, _ = await start(cwd, "first answer", "second answer", plugins=(Keeper, Veto))
+    await runtime.session.prompt("first question")
+    original_file = runtime.session.session_file
+    old_ctx = Keeper.instances[-1].ctx
+    assert await runtime.new_session() == {"cancelled": True}
+    assert runtime.session.session_file == original_file
+    seen: list[Any] = []
+    assert (await runtime.new_session(with_session=lambda ctx: seen.append(ctx.cwd)))["cancelled"] is False
+    assert seen == [str(cwd)] and Keeper.instances[-1].started == ["new"]
+    with pytest.raises(h.StaleContextError):
+        _ = old_ctx.cwd
+    assert runtime.session.messages == [] and runtime.session.session_file != original_file
+    await runtime.switch_session(original_file)
+    assert Keeper.instances[-1].started == ["resume"]
+    assert runtime.session.get_last_assistant_text() == "first answer"
+    user_entry = next(e for e in runtime.session.sm.get_entries() if e.type == "message" and e.message.role == "user")
+    forked = await runtime.fork(user_entry.id)
+    assert forked["editor_text"] == "first question"
+    assert runtime.session.sm.get_header().parent_session == original_file
+    assert [m.role for m in runtime.session.messages] == ["system"]  # forked before the first user message
+    assert Keeper.instances[-1].started == ["fork"]
+
+
+async def test_tree_navigation_with_a_branch_summary(cwd: Path) -> None:
+    trees: list[Any] = []
+
+    class Observer:
+        @hookimpl
+        def session_tree(self, event: Any) -> None:
+            trees.append(event)
+
+    runtime, _, _ = await start(cwd, "answer one", "answer two", summary_reply("## Goal\nbranch summary"),
+                                "answer three", plugins=(Observer,))
+    session = runtime.session
+    await session.prompt("question one")
+    await session.prompt("question two")
+    second_user = [e for e in session.sm.get_branch() if e.type == "message" and e.message.role == "user"][1]
+    outcome = await session.navigate_tree(second_user.id, summarize=True)
+    assert outcome == {"cancelled": False, "editor_text": "question two"}
+    assert trees[0].summary_entry is not None and "## Goal\nbranch summary" in trees[0].summary_entry.summary
+    await session.prompt("question two, rephrased")
+    roles = [m.role for m in session.messages]
+    assert roles == ["system", "user", "assistant", "branchSummary", "user", "assistant"]
+
+
+async def test_settings_choose_default_tools_and_tools_flags(cwd: Path) -> None:
+    write_settings({"defaultTools": ["+grep", "-write"]})
+    runtime, _, _ = await start(cwd, "ok")
+    assert runtime.session.tools.active_names == ["read", "bash", "edit", "grep"]
+    runtime, _, _ = await start(cwd, "ok", tools=["read", "l*"])
+    assert runtime.session.tools.active_names == ["read", "ls"]
+    runtime, _, _ = await start(cwd, "ok", exclude_tools=["b*"])
+    assert "bash" not in runtime.session.tools.active_names
+    runtime, _, _ = await start(cwd, "ok", no_tools=True)
+    assert runtime.session.tools.active_names == []
+
+
+async def test_thinking_and_model_changes_are_recorded_and_announced(cwd: Path) -> None:
+    from pi_core.ai import FauxScript, faux_model
+
+    selected: list[Any] = []
+
+    class Observer:
+        @hookimpl
+        def model_select(self, event: Any) -> None:
+            selected.append((event.previous_model.id, event.model.id))
+
+        @hookimpl
+        def thinking_level_select(self, event: Any) -> None:
+            selected.append(("thinking", event.level))
+
+    runtime, _, _ = await start(cwd, "ok", plugins=(Observer,))
+    other = faux_model(FauxScript(["from the other model"]), id="other", reasoning=True)
+    assert await runtime.session.set_model(other)
+    await runtime.session.set_thinking_level("high")
+    await runtime.session.prompt("hi")
+    assert runtime.session.get_last_assistant_text() == "from the other model"
+    assert selected == [("faux", "other"), ("thinking", "high")]
+    types = [e["type"] for e in lines(runtime.session.session_file)]
+    assert "model_change" in types and "thinking_level_change" in types
+
+
+async def test_tool_result_and_tool_call_hooks_in_a_real_run(cwd: Path) -> None:
+    (cwd / "secret.txt").write_text("password=hunter2\n")
+
+    class Policy:
+        @hookimpl(trylast=True)
+        def tool_call(self, event: Any) -> Any:
+            if event.tool_name == "bash" and "rm " in event.input.get("command", ""):
+                return {"block": True, "reason": "rm is not allowed"}
+            return None
+
+        @hookimpl
+        def tool_result(self, event: Any) -> Any:
+            text = "".join(b.text for b in event.content if b.type == "text")
+            if "hunter2" in text:
+                return {"content": [{"type": "text", "text": text.replace("hunter2", "[redacted]")}]}
+            return None
+
+    runtime, script, _ = await start(
+        cwd, calls(("read", {"path": "secret.txt"}), ("bash", {"command": "rm -rf build"})), "done",
+        plugins=(Policy,),
+    )
+    await runtime.session.prompt("go")
+    results = [m for m in script.contexts[1].messages if m.role == "toolResult"]
+    assert "[redacted]" in results[0].content[0].text and "hunter2" not in results[0].content[0].text
+    assert results[1].is_error and results[1].content[0].text == "rm is not allowed"
