@@ -41,6 +41,7 @@ class PiModel(BaseModel):
         extra="allow",
         arbitrary_types_allowed=True,
         protected_namespaces=(),
+        defer_build=True,
     )
 
     _keep_none: ClassVar[frozenset[str]] = frozenset()

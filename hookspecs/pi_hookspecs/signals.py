@@ -8,7 +8,6 @@ and across threads (``abort()`` may be called from any thread).
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -65,8 +64,10 @@ class AbortSignal:
         """Wait until the signal aborts; returns the reason."""
         if self._aborted:
             return self._reason
+        import asyncio
+
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
+        future: Any = loop.create_future()
 
         def wake(reason: Any) -> None:
             def settle() -> None:
