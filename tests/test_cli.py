@@ -60,6 +60,6 @@ def test_extensions_list_text(site_dir: Path, tmp_path: Path) -> None:
     assert "broken  [entry point]  disabled" in out.stdout
 
 
-def test_unknown_command_is_a_usage_error() -> None:
-    out = run_pi("frobnicate")
-    assert out.returncode == 2 and "No such command" in out.stderr
+def test_unknown_option_is_a_usage_error() -> None:
+    out = run_pi("--frobnicate")
+    assert out.returncode == 2 and "unrecognized arguments: --frobnicate" in out.stderr

@@ -1,10 +1,9 @@
-"""The typer application behind ``pi``."""
+"""The typer application behind ``pi``'s subcommands."""
 
 from __future__ import annotations
 
 import typer
 
-from .. import __version__
 from .extensions_cmd import extensions_app
 
 app = typer.Typer(
@@ -18,17 +17,28 @@ app = typer.Typer(
 app.add_typer(extensions_app, name="extensions")
 
 
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"pi {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def root(
-    version: bool = typer.Option(False, "--version", "-v", callback=_version, is_eager=True, help="Print the version."),
+@app.command("models")
+def models_command(
+    search: str = typer.Argument("", help="Fuzzy search over provider/id and name."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    available: bool = typer.Option(False, "--available", help="Only models whose provider has a key."),
 ) -> None:
-    """pi: a pluggable coding agent."""
+    """List the models pi knows and whether their provider has a key."""
+    from .listing import print_models
+
+    raise typer.Exit(print_models(search, as_json=as_json, available_only=available))
+
+
+@app.command("sessions")
+def sessions_command(
+    all_dirs: bool = typer.Option(False, "--all", help="Sessions of every folder."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    session_dir: str | None = typer.Option(None, "--session-dir", help="Where sessions are stored."),
+) -> None:
+    """List saved sessions, newest first."""
+    from .listing import print_sessions
+
+    raise typer.Exit(print_sessions(all_dirs=all_dirs, as_json=as_json, session_dir=session_dir))
 
 
 def run(args: list[str]) -> None:

@@ -139,6 +139,8 @@ class AgentSession:
         self._disposed = False
         self._shutdown_requested = False
         self.on_shutdown: Callable[[], Any] | None = None
+        self.api_key_override: str | None = None
+        """``--api-key``: used for this process only, never saved."""
         self.runtime: Any = None
         """The :class:`~pi_core.runtime.host.SessionRuntime` that owns this session, if any."""
         self.runner.add_error_listener(self._on_hook_error)
@@ -433,7 +435,7 @@ class AgentSession:
 
     async def _stream_options(self, model: Model) -> StreamOptions:
         runner = self.runner
-        options = StreamOptions(session_id=self.sm.get_session_id())
+        options = StreamOptions(session_id=self.sm.get_session_id(), api_key=self.api_key_override)
         names = dict(provider=model.provider, api=model.api, model=model.id)
         if runner.has_handlers("before_provider_headers"):
 
@@ -621,7 +623,7 @@ class AgentSession:
                 "No model is available: set ANTHROPIC_API_KEY or OPENAI_API_KEY, configure one in "
                 "models.json, or pick one with --model"
             )
-        if model.api != "faux" and not self.models.has_auth(model.provider):
+        if model.api != "faux" and not self.api_key_override and not self.models.has_auth(model.provider):
             raise NoModelError(
                 f"No API key for provider {model.provider!r}: set its environment variable, add it to auth.json, "
                 "or configure apiKey in models.json"

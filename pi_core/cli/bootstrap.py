@@ -1,0 +1,178 @@
+"""From parsed command-line options to a running session runtime."""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pi_hookspecs import ImageContent
+
+from ..resources.loader import ResourceOptions
+from ..runtime import ServiceOptions, SessionRuntime
+from ..session import SessionManager
+from .options import plugin_flag_values
+
+IMAGE_MAGIC = {
+    b"\x89PNG\r\n\x1a\n": "image/png",
+    b"\xff\xd8\xff": "image/jpeg",
+    b"GIF87a": "image/gif",
+    b"GIF89a": "image/gif",
+}
+
+
+class CliError(Exception):
+    """A user error on the command line: printed to stderr, exit status 1."""
+
+
+@dataclass
+class InitialInput:
+    prompts: list[str] = field(default_factory=list)
+    images: list[ImageContent] = field(default_factory=list)
+
+
+def _image_type(data: bytes) -> str | None:
+    for magic, mime in IMAGE_MAGIC.items():
+        if data.startswith(magic):
+            return mime
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def initial_input(messages: list[str], *, stdin_text: str | None, cwd: str) -> InitialInput:
+    """Prompts from the arguments: ``@path`` arguments become ``<file>`` blocks (or image
+    attachments) of the first prompt; piped stdin is prepended to the first prompt."""
+    files_text = ""
+    images: list[ImageContent] = []
+    prompts: list[str] = []
+    for message in messages:
+        if message.startswith("@") and len(message) > 1:
+            path = Path(os.path.expanduser(message[1:]))
+            path = path if path.is_absolute() else Path(cwd) / path
+            if not path.is_file():
+                raise CliError(f"File not found: {path}")
+            data = path.read_bytes()
+            if not data:
+                continue
+            mime = _image_type(data)
+            if mime:
+                images.append(ImageContent(data=base64.b64encode(data).decode(), mime_type=mime))
+                files_text += f'<file name="{path}"></file>\n'
+            else:
+                files_text += f'<file name="{path}">\n{data.decode("utf-8", errors="replace")}\n</file>\n'
+        else:
+            prompts.append(message)
+    head = "".join(part for part in (stdin_text and stdin_text.rstrip("\n") + "\n\n", files_text) if part)
+    if head:
+        if prompts:
+            prompts[0] = head + prompts[0]
+        else:
+            prompts.append(head.rstrip("\n"))
+    return InitialInput(prompts=prompts, images=images)
+
+
+def _session_manager(args: argparse.Namespace, cwd: str) -> SessionManager:
+    session_dir = args.session_dir
+    if args.fork and (args.session or args.continue_ or args.resume or args.no_session):
+        raise CliError("--fork cannot be combined with --session, --continue, --resume or --no-session")
+    if args.session_id and (args.session or args.continue_ or args.resume):
+        raise CliError("--session-id cannot be combined with --session, --continue or --resume")
+    if args.no_session:
+        return SessionManager.in_memory(cwd, session_id=args.session_id)
+    if args.fork:
+        source = args.fork if Path(args.fork).is_file() else SessionManager.find(args.fork, cwd=cwd, session_dir=session_dir)
+        return SessionManager.fork_from(source, cwd, session_dir=session_dir)
+    if args.session:
+        path = args.session if Path(args.session).is_file() else SessionManager.find(
+            args.session, cwd=cwd, session_dir=session_dir
+        )
+        return SessionManager.open(path, session_dir=session_dir)
+    if args.continue_:
+        return SessionManager.continue_recent(cwd, session_dir)
+    if args.session_id:
+        try:
+            return SessionManager.open(SessionManager.find(args.session_id, cwd=cwd, session_dir=session_dir))
+        except Exception:
+            return SessionManager.create(cwd, session_dir=session_dir, session_id=args.session_id)
+    return SessionManager.create(cwd, session_dir=session_dir)
+
+
+def service_options(args: argparse.Namespace, *, mode: str, ui: Any = None) -> ServiceOptions:
+    return ServiceOptions(
+        mode=mode,
+        ui=ui,
+        cli_extensions=list(args.extension),
+        no_extensions=args.no_extensions,
+        approve=args.approve,
+        resource_options=ResourceOptions(
+            skill_paths=list(args.skill),
+            prompt_template_paths=list(args.prompt_template),
+            no_skills=args.no_skills,
+            no_prompt_templates=args.no_prompt_templates,
+            no_context_files=args.no_context_files,
+            system_prompt=args.system_prompt,
+            append_system_prompt=list(args.append_system_prompt),
+        ),
+        flags=plugin_flag_values(args),
+        tools=args.tools,
+        exclude_tools=list(args.exclude_tools or []),
+        no_tools=args.no_tools,
+        no_builtin_tools=args.no_builtin_tools,
+    )
+
+
+async def open_runtime(
+    args: argparse.Namespace, *, mode: str, ui: Any = None, cwd: str | None = None, start: bool = True
+) -> SessionRuntime:
+    """Create the runtime the options describe: session, plugins, model, thinking."""
+    if args.offline:
+        os.environ["PI_OFFLINE"] = "1"
+    cwd = str(Path(cwd or os.getcwd()).resolve())
+    try:
+        manager = _session_manager(args, cwd)
+    except CliError:
+        raise
+    except Exception as exc:
+        raise CliError(str(exc)) from exc
+    options = service_options(args, mode=mode, ui=ui)
+    runtime = await SessionRuntime.create(
+        manager.get_cwd(), options, session_manager=manager, session_dir=args.session_dir, start=False
+    )
+    session = runtime.session
+    if args.model:
+        try:
+            selection = session.models.resolve(args.model, provider=args.provider)
+        except Exception as exc:
+            raise CliError(str(exc)) from exc
+        if selection.warning:
+            print(f"pi: {selection.warning}", file=sys.stderr)
+        session.agent.state.model = selection.model
+        if selection.thinking_level and not args.thinking:
+            session.agent.state.thinking_level = session._clamp(selection.thinking_level)
+    elif args.provider:
+        raise CliError("--provider needs --model")
+    if args.api_key:
+        if not args.model:
+            raise CliError("--api-key needs a model selected with --model")
+        session.api_key_override = args.api_key
+    if args.thinking:
+        session.agent.state.thinking_level = session._clamp(args.thinking)
+    if start:
+        await session.start("startup")
+    if args.name:
+        await session.set_session_name(args.name)
+    return runtime
+
+
+def diagnostics_of(runtime: SessionRuntime) -> list[str]:
+    """Load problems worth telling the user about: plugins, settings, resources, models."""
+    session = runtime.session
+    out = [d.format() for d in session.plugins.diagnostics if d.level in ("error", "warning")]
+    out += [str(d) for d in session.services.resources.diagnostics if getattr(d, "level", "") == "error"]
+    out += session.services.diagnostics
+    return out

@@ -1,0 +1,106 @@
+"""``pi [options] [messages...]``: pick the mode, open the runtime, run it."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from typing import Any
+
+from .options import build_parser
+
+
+def _wants_plugin_flags(argv: list[str], known: argparse.ArgumentParser) -> bool:
+    if any(a in ("-h", "--help") for a in argv):
+        return True
+    _, rest = known.parse_known_args(argv)
+    return any(a.startswith("--") and a != "--" for a in rest)
+
+
+def plugin_flag_definitions(pre: argparse.Namespace) -> list[Any]:
+    """The flags plugins register (``register_flags``): loads the plugins that are not
+    the project's own, without starting a session."""
+    from ..extensions import LoadOptions, PluginHost
+
+    host = PluginHost(
+        LoadOptions(cwd=os.getcwd(), cli_extensions=list(pre.extension), no_extensions=pre.no_extensions)
+    )
+    host.load_phase_one()
+
+    async def collect() -> list[Any]:
+        impls = host._impls_by_plugin("register_flags")
+        for record in host.loaded:
+            impl = impls.get(record.name)
+            if impl is not None:
+
+                def register(name: Any, _r: Any = record, **kw: Any) -> None:
+                    try:
+                        host.registry.register_flag(name, _r.name, _r.kind, **kw)
+                    except Exception as exc:
+                        print(f"pi: plugin {_r.name!r}: invalid flag: {exc}", file=sys.stderr)
+
+                await host._call_registration(record, impl, "register_flags", {"register": register})
+        return list(host.registry.flags.values())
+
+    return asyncio.run(collect())
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    base = build_parser()
+    flags: list[Any] = []
+    if _wants_plugin_flags(argv, base):
+        pre, _ = base.parse_known_args([a for a in argv if a not in ("-h", "--help")])
+        flags = plugin_flag_definitions(pre)
+    parser = build_parser(flags)
+    return parser.parse_intermixed_args(argv)
+
+
+def run(argv: list[str]) -> int:
+    args = parse_args(argv)
+    if args.list_models is not None:
+        from .listing import print_models
+
+        return print_models(args.list_models)
+    mode = args.mode
+    interactive = mode == "text" and not args.print and sys.stdin.isatty() and sys.stdout.isatty()
+    if interactive:
+        from .interactive import run_interactive
+
+        return run_interactive(args)
+    if mode == "rpc":
+        if any(m.startswith("@") for m in args.messages):
+            print("pi: RPC mode takes prompts through the prompt command, not @file arguments", file=sys.stderr)
+            return 1
+        from .rpc import run_rpc
+
+        return run_rpc(args)
+    if args.resume:
+        print("pi: --resume needs an interactive terminal; open a session with --session PATH|ID or -c", file=sys.stderr)
+        return 1
+    stdin_text = None
+    if not sys.stdin.isatty():
+        stdin_text = sys.stdin.read() or None
+    return asyncio.run(_run_print(args, stdin_text, json_mode=mode == "json"))
+
+
+async def _run_print(args: argparse.Namespace, stdin_text: str | None, *, json_mode: bool) -> int:
+    from ..runtime import NoModelError, SessionBusyError
+    from .bootstrap import CliError, diagnostics_of, initial_input, open_runtime
+    from .print_mode import run_print
+
+    try:
+        initial = initial_input(args.messages, stdin_text=stdin_text, cwd=os.getcwd())
+        runtime = await open_runtime(args, mode="json" if json_mode else "print")
+    except CliError as exc:
+        print(f"pi: {exc}", file=sys.stderr)
+        return 1
+    for line in diagnostics_of(runtime):
+        print(f"pi: {line}", file=sys.stderr)
+    try:
+        return await run_print(runtime, initial, json_mode=json_mode)
+    except (NoModelError, SessionBusyError, CliError) as exc:
+        print(f"pi: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        await runtime.dispose("quit")

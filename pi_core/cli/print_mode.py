@@ -1,0 +1,87 @@
+"""``pi -p`` (print the final answer) and ``pi --mode json`` (every event as a line)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, TextIO
+
+from pi_hookspecs import AssistantMessage
+
+from ..runtime import SessionRuntime
+from .bootstrap import InitialInput
+
+
+def event_record(event: Any) -> dict[str, Any] | None:
+    """The JSON record of a session event. ``message_update`` is delta-only: no
+    cumulative message, no ``partial`` snapshot (so the stream stays linear)."""
+    if event.type == "message_update":
+        update = event.assistant_message_event
+        if update is None:
+            return None
+        record: dict[str, Any] = {"type": "message_update", "usage": event.message.usage.to_json()}
+        data = update.to_json()
+        if update.type == "toolcall_start":
+            data.setdefault("id", update.id)
+            data.setdefault("toolName", update.tool_name)
+        record["assistantMessageEvent"] = data
+        return record
+    return event.to_json()  # type: ignore[no-any-return]
+
+
+class JsonWriter:
+    """Writes JSONL records; when the reader goes away (``pi --mode json | head``) it
+    stops writing and calls ``on_closed`` (the run is aborted, nothing is lost on disk)."""
+
+    def __init__(self, out: TextIO, on_closed: Any = None) -> None:
+        self.out = out
+        self.closed = False
+        self.on_closed = on_closed
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self.closed:
+            return
+        try:
+            self.out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+            self.out.flush()
+        except BrokenPipeError:
+            self.closed = True
+            try:
+                devnull = open(os.devnull, "w")
+                os.dup2(devnull.fileno(), self.out.fileno())
+            except (OSError, ValueError):
+                pass
+            if self.on_closed is not None:
+                self.on_closed()
+
+    def __call__(self, event: Any) -> None:
+        record = event_record(event)
+        if record is not None:
+            self.write(record)
+
+
+async def run_print(runtime: SessionRuntime, initial: InitialInput, *, json_mode: bool = False) -> int:
+    session = runtime.session
+    writer = None
+    if json_mode:
+        writer = JsonWriter(sys.stdout, on_closed=session.abort)
+        header = session.sm.get_header()
+        if header is not None:
+            writer.write(header.to_json())
+        runtime.subscribe(writer)
+    if not initial.prompts:
+        print("pi: no prompt given (pass a message, pipe one on stdin, or run pi in a terminal)", file=sys.stderr)
+        return 1
+    status = 0
+    for index, text in enumerate(initial.prompts):
+        await session.prompt(text, images=initial.images if index == 0 else (), source="sdk")
+    last: AssistantMessage | None = session.last_assistant()
+    if last is not None and last.stop_reason in ("error", "aborted"):
+        print(f"pi: {last.error_message or last.stop_reason}", file=sys.stderr)
+        status = 1
+    elif not json_mode and last is not None:
+        text = last.text()
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+    return status
