@@ -95,7 +95,7 @@ class SessionContextHost(ContextHost):
         return str(self.session.sm.append_custom_entry(custom_type, data))
 
     def action_set_session_name(self, name: str | None) -> None:
-        self.session.sm.append_session_info((name or "").strip() or None)
+        self.session.spawn(self.session.set_session_name(name))
 
     def action_get_session_name(self) -> str | None:
         return self.session.sm.get_session_name()  # type: ignore[no-any-return]

@@ -1,0 +1,149 @@
+"""Every hook fires in the real ``pi`` command (a plugin loaded with ``-e`` logs each
+call to a file), not only in unit tests of the runner."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_helpers import agent_dir, configure_local_endpoint, run_pi, text_reply, tool_reply
+from wire_server import WireServer, use_server
+
+import pi_hookspecs as h
+
+TOUR_PLUGIN = '''
+import asyncio
+import os
+
+from pi_hookspecs import EVENTS, hookimpl, tool
+
+LOG = os.environ["HOOK_LOG"]
+
+
+def log(name):
+    with open(LOG, "a") as fh:
+        fh.write(name + "\\n")
+
+
+async def wait_for(flag, seconds=10.0):
+    for _ in range(int(seconds * 100)):
+        if flag:
+            return
+        await asyncio.sleep(0.01)
+
+
+class Tour:
+    def __init__(self):
+        self.compactions = 0
+
+    @hookimpl
+    def register_tools(self, register):
+        log("register_tools")
+
+        @tool
+        def progress(ctx) -> str:
+            """Report progress, then finish."""
+            ctx.update("working")
+            return "progress done"
+
+        register(progress)
+
+    @hookimpl
+    def register_commands(self, register):
+        log("register_commands")
+        register("tour-settings", self.settings)
+        register("tour-compact", self.compact)
+        register("tour-tree", self.tree)
+        register("tour-replace", self.replace)
+
+    @hookimpl
+    def register_flags(self, register):
+        log("register_flags")
+        register("tour-flag", description="a flag of the tour plugin")
+
+    @hookimpl
+    def register_providers(self, register):
+        log("register_providers")
+
+    @hookimpl
+    def add_hookspecs(self, add):
+        log("add_hookspecs")
+
+    async def settings(self, args, ctx):
+        ctx.set_session_name("tour")
+        ctx.set_thinking_level("high")
+        await ctx.set_model(ctx.model)
+
+    async def compact(self, args, ctx):
+        for _ in range(2):
+            done = []
+            ctx.compact(on_complete=lambda entry: done.append(entry),
+                        on_error=lambda exc: (done.append(exc), log("compact-error:" + str(exc).replace(" ", "_"))))
+            await wait_for(done)
+
+    async def tree(self, args, ctx):
+        first_user = next(e for e in ctx.session_manager.get_branch()
+                          if e.type == "message" and e.message.role == "user")
+        await ctx.navigate_tree(first_user.id)
+
+    async def replace(self, args, ctx):
+        entry = ctx.session_manager.get_branch()[-1]
+
+        async def then(new_ctx):
+            await new_ctx.new_session()
+
+        await ctx.fork(entry.id, position="at", with_session=then)
+
+    def session_before_compact_impl(self, event):
+        self.compactions += 1
+        if self.compactions == 1:
+            return {"cancel": True}
+        prep = event.preparation
+        return {"compaction": {"summary": "tour summary", "firstKeptEntryId": prep.first_kept_entry_id,
+                               "tokensBefore": prep.tokens_before}}
+
+
+def _handler(name):
+    def handler(self, event, ctx):
+        log(name)
+        if name == "session_before_compact":
+            return self.session_before_compact_impl(event)
+        return None
+
+    handler.__name__ = name
+    return hookimpl(handler)
+
+
+for _name in EVENTS:
+    setattr(Tour, _name, _handler(_name))
+'''
+
+
+@pytest.fixture
+def wire() -> Iterator[WireServer]:
+    yield from use_server()
+
+
+def test_every_hook_fires_in_a_real_pi_run(wire: WireServer, tmp_path: Path) -> None:
+    cwd = tmp_path / "project"
+    (cwd / ".pi").mkdir(parents=True)
+    (cwd / ".pi" / "settings.json").write_text(json.dumps({"defaultThinkingLevel": "low"}))  # needs trust
+    plugin = tmp_path / "tour.py"
+    plugin.write_text(textwrap.dedent(TOUR_PLUGIN))
+    log = tmp_path / "hooks.log"
+    model = configure_local_endpoint(wire.url, reasoning=True)
+    (agent_dir() / "settings.json").write_text(json.dumps({"compaction": {"keepRecentTokens": 10}}))
+    wire.enqueue(tool_reply("progress", {}), text_reply("All done, the progress tool reported back. " * 3))
+    out = run_pi(
+        "-p", "-e", str(plugin), "--model", model, "--tour-flag",
+        "/tour-settings", "go", "/tour-compact", "/tour-tree", "/tour-replace",
+        cwd=cwd, env={"HOOK_LOG": str(log)},
+    )
+    assert out.returncode == 0, out.stderr
+    fired = set(log.read_text().split())
+    expected = set(h.EVENTS) | set(h.REGISTRATION_HOOKS)
+    missing = sorted(expected - fired - {"user_bash"})  # user_bash: tests/cli/test_rpc*.py
+    assert not missing, f"hooks that never fired in a real run: {missing}\nstderr:\n{out.stderr}\nlog:\n{log.read_text()}"
