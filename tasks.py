@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Set up and run pi's development tasks with nothing but python3 (>= 3.11) and pip.
 
+    python3 tasks.py demo     # set up .venv, then an offline pi session (no API key needed)
     python3 tasks.py test     # set up .venv, then ruff, mypy and the whole test suite
     python3 tasks.py bench    # set up .venv, then every benchmark
     python3 tasks.py setup    # only set up .venv
@@ -78,12 +79,51 @@ def test() -> None:
     run(*uv, "run", "--no-sync", "pytest", "-q", env=env)
 
 
+DEMO_FILES = {
+    "README.md": "# demo project\n\nA tiny folder for pi's offline demo.\n",
+    "hello.py": "print('hello from the demo project')\n",
+}
+
+
+def demo() -> None:
+    """An offline pi session: the scripted model calls the bash tool, the example audit
+    plugin intercepts the call through its tool_call hook, the tool runs, and the
+    session is saved as JSONL."""
+    import json
+
+    setup()
+    demo_dir = ROOT / ".demo"
+    project = demo_dir / "project"
+    project.mkdir(parents=True, exist_ok=True)
+    for name, text in DEMO_FILES.items():
+        (project / name).write_text(text)
+    env = dict(os.environ)
+    env["PI_CODING_AGENT_DIR"] = str(demo_dir / "agent")  # keeps your own ~/.pi untouched
+    pi = ROOT / ".venv" / ("Scripts" if os.name == "nt" else "bin") / "pi"
+    plugin = ROOT / "examples" / "audit_plugin.py"
+    prompt = "What is in this folder?"
+    cmd = [str(pi), "-p", "--model", "faux/offline-demo", "-e", str(plugin), prompt]
+    say(f"cd .demo/project && pi -p --model faux/offline-demo -e examples/audit_plugin.py {prompt!r}")
+    result = subprocess.run(cmd, cwd=project, env=env)
+    if result.returncode != 0:
+        sys.exit(result.returncode)
+    sessions = sorted((demo_dir / "agent" / "sessions").rglob("*.jsonl"), key=lambda p: p.stat().st_mtime)
+    if not sessions:
+        sys.exit("the demo session was not saved")
+    latest = sessions[-1]
+    entries = [json.loads(line) for line in latest.read_text().splitlines()]
+    roles = [e["message"]["role"] for e in entries if e.get("type") == "message"]
+    say(f"session saved: {latest.relative_to(ROOT)}")
+    print(f"    {len(entries) - 1} entries: {', '.join(roles)}")
+    print(f"    resume it: PI_CODING_AGENT_DIR=.demo/agent .venv/bin/pi --session {latest.relative_to(ROOT)}")
+
+
 def bench() -> None:
     uv = setup()
     run(*uv, "run", "--no-sync", "python", "bench/run.py", env=uv_env())
 
 
-TASKS = {"setup": setup, "test": test, "bench": bench}
+TASKS = {"setup": setup, "demo": demo, "test": test, "bench": bench}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in TASKS:

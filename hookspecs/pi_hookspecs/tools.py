@@ -166,7 +166,7 @@ class ToolDefinition(PiModel):
         if args is None:
             args = {}
         if self.args_model is not None:
-            return self.args_model.model_validate(args).model_dump(mode="python")
+            return self.args_model.model_validate(args).model_dump(mode="python", exclude_unset=True)
         if not isinstance(args, dict):
             raise TypeError(f"arguments of {self.name} must be an object, got {type(args).__name__}")
         return args
