@@ -463,9 +463,11 @@ class _Run:
             convert = agent.convert_to_llm or default_convert_to_llm
             llm_messages = await _maybe_await(convert(messages))
             has_system = any(isinstance(m, SystemMessage) for m in llm_messages)
-            llm_context = LlmContext(
+            # The messages are validated models already: construct, don't re-validate
+            # the whole history on every request.
+            llm_context = LlmContext.model_construct(
                 system_prompt=None if has_system else context.system_prompt,
-                messages=llm_messages,
+                messages=list(llm_messages),
                 tools=[] if has_system else [t.declaration() for t in _declared(context.tools)],
             )
             options = StreamOptions()

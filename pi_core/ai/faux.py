@@ -167,18 +167,35 @@ def _estimate(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-def _context_chars(context: LlmContext) -> int:
-    total = len(context.system_prompt or "")
-    for message in context.messages:
-        content = getattr(message, "content", None)
-        if isinstance(content, str):
-            total += len(content)
-        elif isinstance(content, list):
-            for block in content:
-                total += len(getattr(block, "text", "") or getattr(block, "thinking", "") or "")
-                if isinstance(block, ToolCall):
-                    total += len(json.dumps(block.arguments))
+def _message_chars(message: Any) -> int:
+    content = getattr(message, "content", None)
+    if isinstance(content, str):
+        return len(content)
+    total = 0
+    if isinstance(content, list):
+        for block in content:
+            total += len(getattr(block, "text", "") or getattr(block, "thinking", "") or "")
+            if isinstance(block, ToolCall):
+                total += len(json.dumps(block.arguments))
     return total
+
+
+_prefix: list[Any] = [0, None, 0]  # messages counted, the last of them, their characters
+
+
+def _context_chars(context: LlmContext) -> int:
+    """The characters of a request, for the usage estimate. A conversation grows by
+    appending, so the total of the part seen in the previous request is reused: the
+    scripted model must not cost O(history) per turn."""
+    messages = context.messages
+    count, last, total = _prefix
+    if not (count and len(messages) >= count and messages[count - 1] is last):
+        count, total = 0, 0
+    for message in messages[count:]:
+        total += _message_chars(message)
+    if messages:
+        _prefix[:] = [len(messages), messages[-1], total]
+    return total + len(context.system_prompt or "")
 
 
 async def stream_faux(model: Model, context: LlmContext, options: StreamOptions, out: MessageBuilder) -> None:

@@ -16,9 +16,10 @@ tool call's assistant message is stored before the tool runs.
 from __future__ import annotations
 
 import asyncio
-import copy
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
+
+from pydantic import BaseModel
 
 from pi_hookspecs import (
     AbortController,
@@ -136,11 +137,17 @@ class AgentSession:
         self._entry_ids: dict[int, str] = {}
         self._nested_counters: dict[str, int] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._head_cache: tuple[int, Any, SystemMessage | None] | None = None
+        self._llm_cache: tuple[int, Any, bool, list[AgentMessage]] | None = None
         self._disposed = False
         self._shutdown_requested = False
         self.on_shutdown: Callable[[], Any] | None = None
         self.api_key_override: str | None = None
         """``--api-key``: used for this process only, never saved."""
+        self.auto_compaction: bool | None = None
+        """Per-session override of the ``compaction.enabled`` setting (``None``: the setting)."""
+        self.auto_retry: bool | None = None
+        """Per-session override of the ``retry.enabled`` setting (``None``: the setting)."""
         self.runtime: Any = None
         """The :class:`~pi_core.runtime.host.SessionRuntime` that owns this session, if any."""
         self.runner.add_error_listener(self._on_hook_error)
@@ -201,6 +208,21 @@ class AgentSession:
     @property
     def session_file(self) -> str | None:
         return self.sm.get_session_file()
+
+    @property
+    def auto_compaction_enabled(self) -> bool:
+        """Whether threshold compaction runs (the per-session override, else the setting)."""
+        if self.auto_compaction is not None:
+            return self.auto_compaction
+        model = self.agent.state.model
+        return bool(self.settings.compaction_settings(model.ref if model else None).enabled)
+
+    @property
+    def auto_retry_enabled(self) -> bool:
+        """Whether transient provider errors are retried (the override, else the setting)."""
+        if self.auto_retry is not None:
+            return self.auto_retry
+        return bool(self.settings.retry_settings().enabled)
 
     def get_last_assistant_text(self) -> str:
         for message in reversed(self.agent.state.messages):
@@ -313,7 +335,7 @@ class AgentSession:
         up to date (``None`` when they already are)."""
         sections = self._sections(options)
         declared = {d.name: d.declaration() for d in self.tools.declared_definitions()}
-        head = current_system_message(messages)
+        head = self._current_head(messages)
         if head is None:
             return SystemMessage(sections=sections, tools_added=list(declared.values()))
         section_patch = diff_system_prompt_sections(head.sections or {}, sections)
@@ -329,6 +351,22 @@ class AgentSession:
                 "toolsRemoved": removed or None,
             }
         )
+
+    def _current_head(self, messages: Sequence[AgentMessage]) -> SystemMessage | None:
+        """The transcript's prompt and tools replayed into one system message. Replays
+        only the messages added since the last call when the transcript just grew."""
+        cached = self._head_cache
+        if cached is not None:
+            count, last, head = cached
+            if len(messages) >= count and count and messages[count - 1] is last:
+                tail = [m for m in messages[count:] if isinstance(m, SystemMessage)]
+                if tail:
+                    head = current_system_message([head, *tail] if head is not None else tail)
+                self._head_cache = (len(messages), messages[-1] if messages else None, head)
+                return head
+        head = current_system_message(messages)
+        self._head_cache = (len(messages), messages[-1] if messages else None, head) if messages else None
+        return head
 
     # ================================================================== agent hooks
 
@@ -366,15 +404,15 @@ class AgentSession:
     async def _transform_context(self, messages: list[AgentMessage], signal: Any) -> list[AgentMessage]:
         runner = self.runner
         if runner.has_handlers("context"):
-            conversation = copy.deepcopy([m for m in messages if not isinstance(m, SystemMessage)])
-            event = ContextEvent(messages=conversation)
+            conversation = [_clone(m) for m in messages if not isinstance(m, SystemMessage)]
+            event = ContextEvent.model_construct(type="context", messages=conversation)
             passed = event.messages
             result = await runner.emit("context", event)
             if result is not passed:
-                head = current_system_message(messages)
+                head = self._current_head(messages)
                 messages = [head, *result] if head is not None else list(result)
         if runner.has_handlers("context_with_system"):
-            event2 = ContextWithSystemEvent(messages=copy.deepcopy(list(messages)))
+            event2 = ContextWithSystemEvent.model_construct(type="context_with_system", messages=[_clone(m) for m in messages])
             messages = await runner.emit("context_with_system", event2)
             if not messages or not isinstance(messages[0], SystemMessage):
                 runner.report("context_with_system", "context_with_system", "a handler dropped the leading system message")
@@ -386,10 +424,23 @@ class AgentSession:
         return messages
 
     def _convert_to_llm(self, messages: list[AgentMessage]) -> list[AgentMessage]:
-        converted = convert_to_llm(messages)
-        if self.settings.block_images:
-            converted = [_block_images(m) for m in converted]
-        return converted
+        """The session's messages in provider roles (images replaced when
+        ``images.blockImages``). The transcript grows by appending, so only the messages
+        added since the previous request are converted."""
+        block = bool(self.settings.block_images)
+        cached = self._llm_cache
+        if cached is not None:
+            count, last, was_blocked, converted = cached
+            if was_blocked == block and count and len(messages) >= count and messages[count - 1] is last:
+                tail = convert_to_llm(messages[count:])
+                out = converted + ([_block_images(m) for m in tail] if block else tail)
+                self._llm_cache = (len(messages), messages[-1], block, out)
+                return list(out)
+        out = convert_to_llm(messages)
+        if block:
+            out = [_block_images(m) for m in out]
+        self._llm_cache = (len(messages), messages[-1], block, out) if messages else None
+        return list(out)
 
     async def _before_tool_call(self, call: BeforeToolCall) -> Any:
         if not self.runner.has_handlers("tool_call"):
@@ -524,8 +575,8 @@ class AgentSession:
             message_entry_id=self.entry_id_of(info.message),
             tool_result_entry_ids=[i for i in (self.entry_id_of(m) for m in info.tool_results) if i],
             outcome=info.outcome,
-            context=self._projection(),
         )
+        event.context = self._projection()  # assigned, not re-validated: no O(history) work
         outcome = await self.runner.emit_boundary("turn_end", event, build_context=self._preview)
         self._commit_drafts("turn_end", outcome.entries or [])
         if info.outcome != "completed":
@@ -560,8 +611,11 @@ class AgentSession:
         source: Literal["interactive", "rpc", "extension", "sdk"] = "sdk",
         streaming_behavior: Literal["steer", "follow_up"] | None = None,
         expand: bool = True,
+        on_started: Callable[[], Any] | None = None,
     ) -> PromptOutcome:
-        """Handle one user input; for a started run, return once the session settles."""
+        """Handle one user input; for a started run, return once the session settles.
+        ``on_started`` is called when the input was accepted to start a run, before the
+        run (hosts that answer "accepted" at once, such as RPC mode, use it)."""
         if expand and text.startswith("/"):
             name, _, args = text[1:].partition(" ")
             command = self.plugins.registry.commands.get(name)
@@ -593,6 +647,9 @@ class AgentSession:
                 )
             self._emit_queue()
             return "queued"
+        if on_started is not None:
+            self._check_model()
+            on_started()
         await self._run_prompt(message, prompt_text=text, images=images)
         return "started"
 
@@ -738,7 +795,8 @@ class AgentSession:
     async def _before_settle(self) -> bool:
         if not self.runner.has_handlers("agent_before_settle"):
             return False
-        event = AgentBeforeSettleEvent(context=self._projection())
+        event = AgentBeforeSettleEvent()
+        event.context = self._projection()
         outcome = await self.runner.emit_boundary("agent_before_settle", event, build_context=self._preview)
         self._commit_drafts("agent_before_settle", outcome.entries or [])
         if self._abort_requested or not outcome.continue_:
@@ -760,7 +818,7 @@ class AgentSession:
         if last is None or last.stop_reason != "error":
             return False
         retry = self.settings.retry_settings()
-        if retry.enabled and is_retryable_error(last) and not self._is_overflow(last):
+        if self.auto_retry_enabled and is_retryable_error(last) and not self._is_overflow(last):
             return self._retry_attempt < retry.max_retries
         return not self._overflow_recovered and self._is_overflow(last)
 
@@ -773,7 +831,7 @@ class AgentSession:
 
     async def _prepare_retry(self, message: AssistantMessage) -> bool:
         retry = self.settings.retry_settings()
-        if not retry.enabled or self._is_overflow(message) or not is_retryable_error(message):
+        if not self.auto_retry_enabled or self._is_overflow(message) or not is_retryable_error(message):
             return False
         if self._retry_attempt >= retry.max_retries:
             self._emit(
@@ -812,7 +870,7 @@ class AgentSession:
         if model is None:
             return
         settings = self.settings.compaction_settings(model.ref)
-        if not settings.enabled:
+        if not self.auto_compaction_enabled:
             return
         tokens = estimate_context_tokens(self._projection()).tokens
         if should_compact(tokens, model.context_window, settings):
@@ -1036,8 +1094,32 @@ class AgentSession:
     async def wait_for_idle(self) -> None:
         await self._settled.wait()
 
+    def abort_retry(self) -> None:
+        """Cancel a pending automatic retry (its backoff) without aborting anything else."""
+        if self._retry_controller is not None:
+            self._retry_controller.abort()
+
+    def clear_queue(self) -> tuple[list[str], list[str]]:
+        """Drop the queued steering and follow-up messages; returns their texts."""
+        steering, follow_up = list(self._queued_steer), list(self._queued_follow_up)
+        self.agent.clear_queues()
+        self._queued_steer, self._queued_follow_up = [], []
+        self._emit_queue()
+        return steering, follow_up
+
+    @property
+    def shutdown_requested(self) -> bool:
+        """A plugin called ``ctx.shutdown()``."""
+        return self._shutdown_requested
+
     def request_shutdown(self) -> None:
+        """``ctx.shutdown()``: ``on_shutdown`` runs now when the session is idle, else
+        once the current run settles."""
         self._shutdown_requested = True
+        if not self._busy and self.on_shutdown is not None:
+            result = self.on_shutdown()
+            if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
+                self.spawn(result)
 
     async def start(self, reason: str = "startup", previous_session_file: str | None = None) -> None:
         """``session_start`` then ``resources_discover``; call once the host is bound."""
@@ -1173,10 +1255,14 @@ class AgentSession:
 
     # ================================================================== user bash
 
-    async def execute_bash(self, command: str, *, exclude_from_context: bool = False, on_data: Any = None) -> Any:
+    async def execute_bash(
+        self, command: str, *, exclude_from_context: bool = False, on_data: Any = None, signal: Any = None
+    ) -> Any:
         from .bash import run_user_bash
 
-        return await run_user_bash(self, command, exclude_from_context=exclude_from_context, on_data=on_data)
+        return await run_user_bash(
+            self, command, exclude_from_context=exclude_from_context, on_data=on_data, signal=signal
+        )
 
     # ================================================================== nested tool calls
 
@@ -1212,6 +1298,26 @@ async def _maybe(value: Any) -> Any:
     if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future):
         return await value
     return value
+
+
+def _clone(obj: Any) -> Any:
+    """A deep copy of a message for plugins that may change it (``context`` hooks):
+    models, lists and dicts are copied, immutable leaves shared. About twice as fast as
+    ``copy.deepcopy`` on pydantic models."""
+    if isinstance(obj, BaseModel):
+        new = object.__new__(type(obj))
+        object.__setattr__(new, "__dict__", {k: _clone(v) for k, v in obj.__dict__.items()})
+        object.__setattr__(new, "__pydantic_fields_set__", set(obj.__pydantic_fields_set__))
+        extra = obj.__pydantic_extra__
+        object.__setattr__(new, "__pydantic_extra__", None if extra is None else {k: _clone(v) for k, v in extra.items()})
+        object.__setattr__(new, "__pydantic_private__", obj.__pydantic_private__)
+        return new
+    kind = type(obj)
+    if kind is list:
+        return [_clone(item) for item in obj]
+    if kind is dict:
+        return {key: _clone(value) for key, value in obj.items()}
+    return obj
 
 
 def _block_images(message: Any) -> Any:
