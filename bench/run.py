@@ -11,10 +11,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ai
+import cli
 import dispatch
+import runtime
 import session
 
-SUITES = [dispatch, ai, session]
+SUITES = [dispatch, ai, session, runtime, cli]
 
 
 def main() -> None:
