@@ -128,6 +128,19 @@ async def test_hook_register_providers() -> None:
     assert any("takes a ProviderDefinition" in d.message for d in host.diagnostics)
 
 
+async def test_hook_register_cli_commands() -> None:
+    class Cli:
+        @hookimpl
+        def register_cli_commands(self, register: Any) -> None:
+            register("greet", lambda args: print("hi", *args) or 0, help="Say hi")
+            register("Bad Name", lambda args: 0)
+
+    host = await load_host(Cli)
+    reg = host.registry.cli_commands["greet"]
+    assert reg.plugin == "Cli" and reg.value.help == "Say hi" and reg.value.main(["there"]) == 0
+    assert any("command name 'Bad Name'" in d.message for d in host.diagnostics)
+
+
 async def test_hook_add_hookspecs() -> None:
     class McpSpecs:
         @h.hookspec

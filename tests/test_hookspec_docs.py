@@ -47,7 +47,8 @@ def test_hookspec_signature_and_docstring(name: str) -> None:
     func = getattr(specs, name)
     params = list(inspect.signature(func).parameters)
     expected = {"register_tools": ["register"], "register_commands": ["register"], "register_flags": ["register"],
-                "register_providers": ["register"], "add_hookspecs": ["add"]}.get(name, ["event", "ctx"])
+                "register_providers": ["register"], "register_cli_commands": ["register"],
+                "add_hookspecs": ["add"]}.get(name, ["event", "ctx"])
     assert params == expected
     doc = inspect.getdoc(func) or ""
     assert len(doc) > 80, f"{name} needs a real docstring"

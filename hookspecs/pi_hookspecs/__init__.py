@@ -108,8 +108,10 @@ from .messages import (
 )
 from .registration import (
     AddHookspecs,
+    CliCommandDefinition,
     CommandDefinition,
     FlagDefinition,
+    RegisterCliCommand,
     RegisterCommand,
     RegisterFlag,
     RegisterProvider,
@@ -120,9 +122,11 @@ from .signals import AbortController, AbortError, AbortSignal
 from .tools import (
     EXPOSURES,
     ExecutionMode,
+    LoadoutResult,
     ToolAnnotations,
     ToolDefinition,
     ToolExposure,
+    ToolLoadout,
     ToolNamespace,
     ToolResult,
     format_validation_error,
@@ -162,9 +166,9 @@ __all__ = [
     "ThinkingEndEvent", "ThinkingLevel", "ThinkingStartEvent", "ToolCallDeltaEvent",
     "ToolCallEndEvent", "ToolCallStartEvent",
     # tools & registration
-    "EXPOSURES", "ExecutionMode", "ToolAnnotations", "ToolDefinition", "ToolExposure",
+    "EXPOSURES", "ExecutionMode", "LoadoutResult", "ToolAnnotations", "ToolDefinition", "ToolExposure", "ToolLoadout",
     "ToolNamespace", "ToolResult", "format_validation_error", "parse_docstring", "tool",
-    "AddHookspecs", "CommandDefinition", "FlagDefinition", "RegisterCommand", "RegisterFlag",
+    "AddHookspecs", "CliCommandDefinition", "CommandDefinition", "FlagDefinition", "RegisterCliCommand", "RegisterCommand", "RegisterFlag",
     "RegisterProvider", "RegisterTool",
     *_events.__all__,
 ]

@@ -64,6 +64,28 @@ class FlagDefinition(PiModel):
         return name
 
 
+class CliCommandDefinition(PiModel):
+    """A ``pi NAME ...`` subcommand: ``main(args)`` gets the remaining arguments and
+    returns the exit status (``None`` means 0); it may be a coroutine function."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    main: Callable[..., Any] = Field(exclude=True)
+    help: str = ""
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        if not FLAG_NAME_RE.match(name):
+            raise ValueError(f"command name {name!r} must be lowercase letters, digits and '-'")
+        return name
+
+
+class RegisterCliCommand(Protocol):
+    def __call__(self, name: str, main: Callable[..., Any], /, *, help: str = "") -> None: ...
+
+
 class RegisterTool(Protocol):
     def __call__(self, definition: ToolDefinition | Callable[..., Any], /) -> None: ...
 

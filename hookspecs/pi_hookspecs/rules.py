@@ -119,5 +119,6 @@ REGISTRATION_HOOKS: tuple[str, ...] = (
     "register_commands",
     "register_flags",
     "register_providers",
+    "register_cli_commands",
     "add_hookspecs",
 )

@@ -79,6 +79,24 @@ def register_providers(register: Any) -> None:
 
 
 @hookspec
+def register_cli_commands(register: Any) -> None:
+    """Register subcommands of the ``pi`` command line (``pi mcp list`` …).
+
+    **Fires** when ``pi`` is started with a first argument that is not one of its own
+    subcommands, options or prompts, before any session exists (only plugins that are
+    not the project's own take part).
+
+    **Call** ``register(name, main, help="...")``: ``pi NAME ARGS...`` calls
+    ``main(args)`` with the remaining arguments (a list of strings); it returns the exit
+    status (an int, ``None`` for 0) and may be a coroutine function. Parse the arguments
+    with any library. The first plugin to register a name keeps it.
+
+    **Errors**: a failing registration is reported as a diagnostic naming the plugin; an
+    exception in ``main`` is printed and ``pi`` exits with status 1.
+    """
+
+
+@hookspec
 def add_hookspecs(add: Any) -> None:
     """Publish hook specifications of a plugin's own.
 

@@ -115,6 +115,27 @@ def _is_block(value: Any) -> bool:
     return isinstance(value, dict) and value.get("type") in ("text", "image")
 
 
+class ToolLoadout(PiModel):
+    """What ``prepare_loadout`` receives whenever the active tools change."""
+
+    declared: list[str] = Field(default_factory=list)
+    """Active tools whose declarations would be sent to the model."""
+    callable: list[str] = Field(default_factory=list)
+    """Tools other tools may call (``ctx.execute_tool``)."""
+    tools: list[Any] = Field(default_factory=list)
+    """Every registered :class:`ToolDefinition` (exposure, namespace, guidelines …)."""
+
+
+class LoadoutResult(PiModel):
+    """What ``prepare_loadout`` returns: replacement descriptions for declared tools and
+    the active tools whose declarations requests leave out (they stay callable)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    descriptions: dict[str, str] = Field(default_factory=dict)
+    hidden_declarations: list[str] = Field(default_factory=list)
+
+
 class ToolDefinition(PiModel):
     """A tool: what the model sees (name, description, JSON Schema ``parameters``), what
     the system prompt says about it (``prompt_snippet``, ``prompt_guidelines``), how it is
@@ -144,6 +165,9 @@ class ToolDefinition(PiModel):
     """For tools that call other tools: ``"all"`` or the words of the input that may
     name the tools a call reaches."""
     prepare_loadout: Callable[[Any], Any] | None = Field(default=None, exclude=True)
+    """For tools that orchestrate others (codemode): ``prepare_loadout(ToolLoadout)`` ->
+    :class:`LoadoutResult` (or a dict, or None), called whenever the active tools change
+    while this tool is active."""
 
     @field_validator("name")
     @classmethod

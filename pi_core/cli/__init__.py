@@ -12,6 +12,11 @@ import sys
 SUBCOMMANDS = ("extensions", "models", "sessions")
 
 
+def _could_be_plugin_command(word: str) -> bool:
+    """A bare lowercase word may name a plugin's subcommand (``pi mcp list``)."""
+    return bool(word) and word[0].isalpha() and all(c.isalnum() or c == "-" for c in word) and word.islower()
+
+
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if args in (["--version"], ["-v"]):
@@ -24,6 +29,12 @@ def main(argv: list[str] | None = None) -> None:
 
         run_subcommand(args)
         return
+    if args and _could_be_plugin_command(args[0]):
+        from .plugin_commands import load_cli_commands, run_cli_command
+
+        commands = load_cli_commands()
+        if args[0] in commands:
+            sys.exit(run_cli_command(commands[args[0]], args[1:]))
     from .main import run
 
     try:

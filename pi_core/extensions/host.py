@@ -89,7 +89,7 @@ class PluginRecord:
         data.update(
             registry.by_plugin(self.name)
             if registry is not None
-            else {"tools": [], "commands": [], "flags": [], "providers": []}
+            else {"tools": [], "commands": [], "flags": [], "providers": [], "cli_commands": []}
         )
         return data
 
@@ -481,6 +481,9 @@ class PluginHost:
             ),
             "register_flags": lambda rec: lambda name, **kw: registry.register_flag(name, rec.name, rec.kind, **kw),
             "register_providers": lambda rec: lambda value: registry.register_provider(value, rec.name, rec.kind),
+            "register_cli_commands": lambda rec: lambda name, main=None, **kw: registry.register_cli_command(
+                name, main, rec.name, rec.kind, **kw
+            ),
         }
         for hook, make in tables.items():
             impls = self._impls_by_plugin(hook)

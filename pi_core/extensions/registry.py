@@ -17,6 +17,7 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import ValidationError
 
 from pi_hookspecs import (
+    CliCommandDefinition,
     CommandDefinition,
     FlagDefinition,
     ProviderDefinition,
@@ -27,7 +28,7 @@ from pi_hookspecs import (
 from .diagnostics import Diagnostic
 
 T = TypeVar("T")
-Kind = Literal["tool", "command", "flag", "provider"]
+Kind = Literal["tool", "command", "flag", "provider", "cli command"]
 
 
 @dataclass(slots=True)
@@ -58,6 +59,7 @@ class Registry:
     commands: dict[str, Registered[CommandDefinition]] = field(default_factory=dict)
     flags: dict[str, Registered[FlagDefinition]] = field(default_factory=dict)
     providers: dict[str, Registered[ProviderDefinition]] = field(default_factory=dict)
+    cli_commands: dict[str, Registered[CliCommandDefinition]] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     def by_plugin(self, plugin: str) -> dict[str, list[str]]:
@@ -68,6 +70,7 @@ class Registry:
             ("commands", self.commands),
             ("flags", self.flags),
             ("providers", self.providers),
+            ("cli_commands", self.cli_commands),
         ):
             out[kind] = [name for name, reg in table.items() if reg.plugin == plugin]
         return out
@@ -150,6 +153,21 @@ class Registry:
         except ValidationError as exc:
             raise RegistrationError(f"invalid flag: {_short(exc)}") from exc
         self._add("flag", self.flags, definition.name, definition, plugin, source)
+        return definition
+
+    def register_cli_command(
+        self, name: Any, main: Callable[..., Any] | None, plugin: str, source: str, **options: Any
+    ) -> CliCommandDefinition:
+        try:
+            if isinstance(name, CliCommandDefinition):
+                definition = name
+            else:
+                if main is None:
+                    raise RegistrationError(f"command {name!r} needs a main function")
+                definition = CliCommandDefinition(name=name, main=main, **options)
+        except ValidationError as exc:
+            raise RegistrationError(f"invalid command line command: {_short(exc)}") from exc
+        self._add("cli command", self.cli_commands, definition.name, definition, plugin, source)
         return definition
 
     def register_provider(self, value: Any, plugin: str, source: str) -> ProviderDefinition:

@@ -176,6 +176,11 @@ class AgentSession:
             )
         )
         self._rebuild_tools(keep_active=None)
+        head = current_system_message(context.messages)
+        if head is not None and head.tools_added:
+            # a resumed branch keeps the tools it had declared (e.g. ones tool_search loaded)
+            self.tools.restore(t.name for t in head.tools_added)
+            self.agent.state.tools = self.tools.active_definitions()
         self._install_hooks()
         from .context_host import SessionContextHost
 

@@ -85,6 +85,11 @@ class ToolRegistry:
         self._hidden_declarations: set[str] = set()
         self._last_defaults: list[str] = []
         self._known: set[str] = set()
+        self._restore: set[str] = set()
+        self._descriptions: dict[str, str] = {}
+        self._loadout_version = -1
+        self.errors: list[str] = []
+        """Problems of ``prepare_loadout`` hooks (reported by the session)."""
         self.version = 0
         """Bumped on every change; the runtime compares it to redo the tool loadout."""
 
@@ -164,12 +169,12 @@ class ToolRegistry:
         if not self._can_activate(entry):
             if name in self._active:
                 self._active.remove(name)
-        elif (
-            name not in self._active
-            and (existing is None or existing.exposure == "hidden")
-            and self._initially_active(entry)
+        elif name not in self._active and (
+            name in self._restore
+            or ((existing is None or existing.exposure == "hidden") and self._initially_active(entry))
         ):
             self._active.append(name)
+        self._restore.discard(name)
         self.version += 1
         return True
 
@@ -197,11 +202,47 @@ class ToolRegistry:
         """Add ``names`` to the active set (``tool_search``)."""
         return self.set_active([*self._active, *names])
 
-    def set_hidden_declarations(self, names: Iterable[str]) -> None:
-        hidden = set(names)
-        if hidden != self._hidden_declarations:
-            self._hidden_declarations = hidden
-            self.version += 1
+    def restore(self, names: Iterable[str]) -> None:
+        """Activate tools a resumed transcript declared (e.g. ones ``tool_search``
+        loaded); tools not registered yet (an MCP server still connecting) are activated
+        when they register."""
+        for name in names:
+            entry = self.entries.get(name)
+            if entry is None:
+                self._restore.add(name)
+            elif name not in self._active and self._can_activate(entry):
+                self._active.append(name)
+                self.version += 1
+
+    def _apply_loadout(self) -> None:
+        """Run the ``prepare_loadout`` hooks of active tools (once per change)."""
+        if self._loadout_version == self.version:
+            return
+        hidden: set[str] = set()
+        descriptions: dict[str, str] = {}
+        self.errors = []
+        active = self.active_definitions()
+        hooks = [d for d in active if d.prepare_loadout is not None]
+        if hooks:
+            from pi_hookspecs import LoadoutResult, ToolLoadout
+
+            loadout = ToolLoadout(
+                declared=[d.name for d in active], callable=self.callable_names(), tools=self.all_definitions()
+            )
+            for definition in hooks:
+                try:
+                    result = definition.prepare_loadout(loadout)  # type: ignore[misc]
+                    if result is None:
+                        continue
+                    if isinstance(result, dict):
+                        result = LoadoutResult.model_validate(result)
+                    descriptions.update(result.descriptions)
+                    hidden.update(result.hidden_declarations)
+                except Exception as exc:  # a broken orchestrator must not break every request
+                    self.errors.append(f"prepare_loadout of tool {definition.name!r} failed: {type(exc).__name__}: {exc}")
+        self._hidden_declarations = hidden
+        self._descriptions = descriptions
+        self._loadout_version = self.version
 
     # ------------------------------------------------------------------ views
 
@@ -218,8 +259,23 @@ class ToolRegistry:
         return [self.entries[n].definition for n in self._active if n in self.entries]
 
     def declared_definitions(self) -> list[ToolDefinition]:
-        """Active tools whose declarations are sent to the model."""
-        return [d for d in self.active_definitions() if d.name not in self._hidden_declarations]
+        """Active tools whose declarations are sent to the model (descriptions as their
+        orchestrating tool's ``prepare_loadout`` replaced them)."""
+        self._apply_loadout()
+        out = []
+        for definition in self.active_definitions():
+            if definition.name in self._hidden_declarations:
+                continue
+            description = self._descriptions.get(definition.name)
+            if description is not None and description != definition.description:
+                definition = definition.model_copy(update={"description": description})
+            out.append(definition)
+        return out
+
+    @property
+    def hidden_declarations(self) -> set[str]:
+        self._apply_loadout()
+        return set(self._hidden_declarations)
 
     def callable_names(self) -> list[str]:
         """Tools other tools may call (``ctx.tools`` / ``ctx.execute_tool``)."""

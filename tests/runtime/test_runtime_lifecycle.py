@@ -298,3 +298,47 @@ async def test_tool_result_and_tool_call_hooks_in_a_real_run(cwd: Path) -> None:
     results = [m for m in script.contexts[1].messages if m.role == "toolResult"]
     assert "[redacted]" in results[0].content[0].text and "hunter2" not in results[0].content[0].text
     assert results[1].is_error and results[1].content[0].text == "rm is not allowed"
+
+
+async def test_prepare_loadout_hides_declarations_and_replaces_descriptions(cwd: Path) -> None:
+    @h.tool
+    def helper_tool(text: str) -> str:
+        """Helper."""
+        return text
+
+    def loadout(info: Any) -> Any:
+        assert "orchestrator" in info.declared and "helper_tool" in info.callable
+        return {"descriptions": {"orchestrator": "Run scripts; it can call: " + ", ".join(sorted(info.callable))},
+                "hiddenDeclarations": ["helper_tool"]}
+
+    orchestrator = h.ToolDefinition(name="orchestrator", description="Orchestrate.", execute=lambda a, c: "ok",
+                                    prepare_loadout=loadout)
+    runtime, script, _ = await start(cwd, "ok", custom_tools=[helper_tool, orchestrator])
+    await runtime.session.prompt("hi")
+    from pi_core.ai import current_tools
+
+    declared = {t.name: t.description for t in current_tools(script.contexts[0].messages)}
+    assert "helper_tool" not in declared and declared["orchestrator"].startswith("Run scripts; it can call:")
+    assert "helper_tool" in runtime.session.tools.active_names  # still active and callable
+
+
+async def test_resume_keeps_tools_the_branch_activated(cwd: Path) -> None:
+    @h.tool(exposure="deferred")
+    def rare(x: int) -> int:
+        """A rarely needed tool."""
+        return x
+
+    @h.tool
+    def load_rare(ctx: Any) -> str:
+        """Load the rare tool."""
+        ctx.set_active_tools([*ctx.get_active_tools(), "rare"])
+        return "loaded"
+
+    runtime, _, _ = await start(cwd, calls(("load_rare", {})), "loaded it", custom_tools=[rare, load_rare])
+    await runtime.session.prompt("load it")
+    path = runtime.session.session_file
+    await runtime.dispose()
+    resumed, _, _ = await start(cwd, "ok", custom_tools=[rare, load_rare], session=path)
+    assert "rare" in resumed.session.tools.active_names
+    fresh, _, _ = await start(cwd, "ok", custom_tools=[rare, load_rare])
+    assert "rare" not in fresh.session.tools.active_names
