@@ -10,6 +10,7 @@ Budgets (DESIGN §7):
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import statistics
@@ -112,7 +113,7 @@ def _big_session(path: Path, cwd: Path, entries: int) -> None:
 
 
 def report() -> list[str]:
-    out = ["pi command (median of %d runs, bytecode cached)" % RUNS]
+    out = [f"pi command (median of {RUNS} runs, bytecode cached)"]
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         agent, cache, cwd = base / "agent", base / "pycache", base / "project"
@@ -157,7 +158,7 @@ def report() -> list[str]:
                 if '"type":"turn_end"' in line:
                     stamps.append(time.perf_counter())
             proc.wait()
-            gaps = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
+            gaps = [b - a for a, b in itertools.pairwise(stamps)]
             if len(gaps) >= 40:
                 first, last = statistics.median(gaps[:20]), statistics.median(gaps[-20:])
                 out.append(

@@ -7,6 +7,7 @@ Each turn is one model request answered with a tool call (``noop``) and its resu
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import statistics
 import tempfile
@@ -79,7 +80,7 @@ async def measure() -> tuple[list[float], str]:
         await runtime.session.prompt("loop")
         path = runtime.session.session_file or ""
         await runtime.dispose()
-        return [b - a for a, b in zip(stamps, stamps[1:], strict=False)], path
+        return [b - a for a, b in itertools.pairwise(stamps)], path
 
 
 def report() -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ai"))
 
-from wire_server import Canned, chat_chunks  # noqa: E402
+from wire_server import Canned, chat_chunks
 
 PI = [sys.executable, "-m", "pi_core"]
 
