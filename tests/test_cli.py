@@ -16,7 +16,8 @@ PI = [sys.executable, "-m", "pi_core"]
 
 
 def run_pi(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, **(env or {})}
+    # only the test distributions: not the workspace plugins installed next to pi
+    full_env = {**os.environ, "PI_EXTENSIONS": "good,broken,cmd", **(env or {})}
     return subprocess.run([*PI, *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=60)
 
 
@@ -56,7 +57,7 @@ def test_extensions_list_text(site_dir: Path, tmp_path: Path) -> None:
     assert "good  [entry point]  loaded" in out.stdout
     assert "from: pi-test-good 1.2.3" in out.stdout and "tools: weather" in out.stdout
     assert "broken  [entry point]  error" in out.stdout
-    out = run_pi("extensions", "list", env={**env, "PI_EXTENSIONS": "good"}, cwd=tmp_path)
+    out = run_pi("extensions", "list", env={**env, "PI_EXTENSIONS": "good"}, cwd=tmp_path)  # broken: disabled
     assert "broken  [entry point]  disabled" in out.stdout
 
 

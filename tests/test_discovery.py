@@ -15,6 +15,10 @@ from conftest import load_host, make_distribution, write
 from pi_core.extensions import ExtensionLoadError, LoadOptions, PluginHost
 from pi_hookspecs import hookimpl
 
+# Installed distributions of these tests; the workspace's own plugins (pi-mcp …) are
+# installed in the same environment and must not take part.
+TEST_EPS = ("good", "broken", "mod", "func", "empty", "sig", "cmd")
+
 GOOD_PLUGIN = '''
 from pi_hookspecs import hookimpl, tool
 
@@ -64,7 +68,7 @@ def record(host: PluginHost, name: str) -> Any:
 async def test_entry_point_plugin_from_an_installed_distribution(site_dir: Path) -> None:
     install_good(site_dir)
     install_broken(site_dir)
-    host = await load_host(entry_points=True)
+    host = await load_host(entry_points=TEST_EPS)
     good = record(host, "good")
     assert good.status == "loaded" and good.kind == "entrypoint"
     assert (good.source.distribution, good.source.version) == ("pi-test-good", "1.2.3")
@@ -83,8 +87,8 @@ async def test_a_class_is_instantiated_per_runtime_and_a_module_is_registered_as
         code="from pi_hookspecs import hookimpl\n@hookimpl\ndef agent_start():\n    pass\n",
         entry_points={"mod": "pi_test_mod"},
     )
-    first = await load_host(entry_points=True)
-    second = await load_host(entry_points=True)
+    first = await load_host(entry_points=TEST_EPS)
+    second = await load_host(entry_points=TEST_EPS)
     assert record(first, "good").plugin is not record(second, "good").plugin
     assert type(record(first, "good").plugin).instances == 2
     assert record(first, "mod").plugin is record(second, "mod").plugin
@@ -97,7 +101,7 @@ async def test_entry_point_to_something_that_is_not_a_plugin(site_dir: Path) -> 
         code="def setup():\n    pass\n\nclass Empty:\n    pass\n",
         entry_points={"func": "pi_test_func:setup", "empty": "pi_test_func:Empty", "mod": "pi_test_func"},
     )
-    host = await load_host(entry_points=True)
+    host = await load_host(entry_points=TEST_EPS)
     assert "is not a pi plugin: expected a module or a class" in record(host, "func").error
     assert "class Empty has no @hookimpl methods" in record(host, "empty").error
     assert "defines no @hookimpl functions" in record(host, "mod").error
@@ -110,7 +114,7 @@ async def test_bad_hook_signature_is_a_diagnostic_and_others_still_load(site_dir
         entry_points={"sig": "pi_test_sig:P"},
     )
     install_good(site_dir)
-    host = await load_host(entry_points=True)
+    host = await load_host(entry_points=TEST_EPS)
     sig = record(host, "sig")
     assert sig.status == "error" and "extra" in sig.error and "tool_call" in sig.error
     assert record(host, "good").status == "loaded"
@@ -258,7 +262,7 @@ async def test_load_order_of_all_sources(agent_dir: Path, project: Path, site_di
         def agent_start(self) -> None: ...
 
     host = await load_host(
-        Sdk, builtins=[("core", Builtin)], entry_points=True, cwd=str(project),
+        Sdk, builtins=[("core", Builtin)], entry_points=TEST_EPS, cwd=str(project),
         cli_extensions=["./cli_plugin.py"], project_trusted=True,
     )
     assert [(r.name, r.kind) for r in host.records] == [
@@ -297,7 +301,7 @@ async def test_pi_extensions_env_filters_installed_plugins(
         def agent_start(self) -> None: ...
 
     monkeypatch.setenv("PI_EXTENSIONS", value)  # read at load time, not import time
-    host = await load_host(builtins=[("core", Builtin)], entry_points=True)
+    host = await load_host(builtins=[("core", Builtin)], entry_points=TEST_EPS)
     loaded = {r.name for r in host.records if r.status == "loaded"}
     assert loaded == expected | {"core"} | ({"other"} if "other" in value else set())
     assert record(host, "broken").status == "disabled"  # never imported: no error
@@ -308,7 +312,7 @@ async def test_disabled_extensions_setting_and_no_extensions(site_dir: Path, age
     install_good(site_dir)
     install_broken(site_dir)
     (agent_dir / "settings.json").write_text(json.dumps({"disabledExtensions": ["broken"]}))
-    host = await load_host(entry_points=True)
+    host = await load_host(entry_points=TEST_EPS)
     assert {r.name: r.status for r in host.records} == {"good": "loaded", "broken": "disabled"}
     assert not host.diagnostics
 
@@ -316,7 +320,7 @@ async def test_disabled_extensions_setting_and_no_extensions(site_dir: Path, age
         @hookimpl
         def agent_start(self) -> None: ...
 
-    host = await load_host(Explicit, entry_points=True, no_extensions=True)
+    host = await load_host(Explicit, entry_points=TEST_EPS, no_extensions=True)
     assert {r.name: r.status for r in host.records} == {"good": "disabled", "broken": "disabled", "Explicit": "loaded"}
 
 
@@ -324,13 +328,13 @@ async def test_strict_mode_raises_load_errors(site_dir: Path, monkeypatch: pytes
     install_broken(site_dir)
     monkeypatch.setenv("PI_EXTENSIONS_STRICT", "1")
     with pytest.raises(ExtensionLoadError, match="pi_test_this_module_does_not_exist"):
-        await load_host(entry_points=True)
+        await load_host(entry_points=TEST_EPS)
 
 
 async def test_same_name_from_two_sources_is_registered_under_a_qualified_name(site_dir: Path, agent_dir: Path) -> None:
     install_good(site_dir)
     write(agent_dir / "extensions" / "good.py", "from pi_hookspecs import hookimpl\n@hookimpl\ndef agent_start(): pass\n")
-    host = await load_host(entry_points=True)
+    host = await load_host(entry_points=TEST_EPS)
     assert [(r.name, r.status) for r in host.records] == [("good", "loaded"), ("good@user", "loaded")]
     assert any("registered as 'good@user'" in d.message for d in host.diagnostics)
 

@@ -103,8 +103,9 @@ class LoadOptions:
     cli_extensions: Sequence[str] = ()
     sdk_plugins: Sequence[Any] = ()
     no_extensions: bool = False
-    entry_points: bool = True
-    """Discover installed plugins (tests turn this off to control what loads)."""
+    entry_points: bool | Sequence[str] = True
+    """Discover installed plugins: all of them, none (``False``), or only the entry
+    points with these names (an embedding program, or a test, picking plugins)."""
     mode: str = "print"
     ui: Any = None
     flags: Mapping[str, Any] = field(default_factory=dict)
@@ -206,6 +207,9 @@ class PluginHost:
         if self.options.entry_points:
             try:
                 eps = entry_point_sources(diagnostics)
+                if not isinstance(self.options.entry_points, bool):
+                    wanted = set(self.options.entry_points)
+                    eps = [ep for ep in eps if ep.name in wanted]
             except Exception as exc:  # broken metadata of some distribution
                 diagnostics.append(Diagnostic("error", f"reading entry points failed: {describe_exception(exc)}"))
         sources += eps

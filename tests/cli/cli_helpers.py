@@ -28,7 +28,9 @@ def run_pi(
     env: dict[str, str] | None = None,
     timeout: float = 60,
 ) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    # PI_EXTENSIONS="": no installed plugin loads (the workspace's own are installed
+    # next to pi); tests load what they need with -e.
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", "PI_EXTENSIONS": "", **(env or {})}
     return subprocess.run(
         [*PI, *args], cwd=cwd, input=stdin, capture_output=True, text=True, env=full_env, timeout=timeout
     )

@@ -72,6 +72,11 @@ class Tour:
     def add_hookspecs(self, add):
         log("add_hookspecs")
 
+    @hookimpl
+    def register_cli_commands(self, register):
+        log("register_cli_commands")
+        register("tour-cli", lambda args: log("tour-cli-ran:" + ",".join(args)) or 0, help="the tour's command")
+
     async def settings(self, args, ctx):
         ctx.set_session_name("tour")
         ctx.set_thinking_level("high")
@@ -143,7 +148,14 @@ def test_every_hook_fires_in_a_real_pi_run(wire: WireServer, tmp_path: Path) -> 
         cwd=cwd, env={"HOOK_LOG": str(log)},
     )
     assert out.returncode == 0, out.stderr
+    # plugin subcommands come from installed or user plugins: install the tour as a user file
+    user_ext = agent_dir() / "extensions"
+    user_ext.mkdir(parents=True, exist_ok=True)
+    (user_ext / "tour.py").write_text(plugin.read_text())
+    sub = run_pi("tour-cli", "a", "b", cwd=cwd, env={"HOOK_LOG": str(log), "PI_EXTENSIONS": "tour"})
+    assert sub.returncode == 0, sub.stderr
     fired = set(log.read_text().split())
+    assert "tour-cli-ran:a,b" in fired
     expected = set(h.EVENTS) | set(h.REGISTRATION_HOOKS)
     missing = sorted(expected - fired - {"user_bash"})  # user_bash: tests/cli/test_rpc*.py
     assert not missing, f"hooks that never fired in a real run: {missing}\nstderr:\n{out.stderr}\nlog:\n{log.read_text()}"
