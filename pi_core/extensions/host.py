@@ -261,9 +261,26 @@ class PluginHost:
         if self.allowed is not None and source.name not in self.allowed:
             return "not listed in PI_EXTENSIONS"
         disabled = set(_as_list(self.settings.merged.get("disabledExtensions")))
-        if source.name in disabled:
+        if source.name in disabled and source.name not in self.required:
             return "listed in settings disabledExtensions"
         return None
+
+    @property
+    def required(self) -> set[str]:
+        """``requiredExtensions`` of the USER settings (a project cannot change it)."""
+        return set(_as_list(self.settings.user.get("requiredExtensions")))
+
+    def missing_required(self) -> list[str]:
+        """Why each required plugin is not running (empty when all are): missing,
+        disabled, or failed to load."""
+        problems = []
+        for name in sorted(self.required):
+            record = next((r for r in self.records if r.name == name), None)
+            if record is None:
+                problems.append(f"{name!r} is not installed or not found")
+            elif record.status != "loaded":
+                problems.append(f"{name!r} {record.status}: {record.error}")
+        return problems
 
     def _load_source(self, source: PluginSource) -> PluginRecord:
         record = PluginRecord(name=source.name, source=source)

@@ -55,6 +55,11 @@ class ServiceOptions:
     fresh_files: bool = False
 
 
+class RequiredExtensionError(RuntimeError):
+    """A plugin listed in the user settings' ``requiredExtensions`` is not running:
+    pi refuses to start a session without it."""
+
+
 @dataclass
 class SessionServices:
     cwd: str
@@ -109,6 +114,12 @@ async def create_services(cwd: str | os.PathLike[str], options: ServiceOptions |
         on_diagnostic=lambda diagnostic: diagnostics.append(str(diagnostic)),
     )
     await plugins.load_phase_two(project_trusted=trust.trusted)
+    missing = plugins.missing_required()
+    if missing:
+        settings_file = adir / "settings.json"
+        raise RequiredExtensionError(
+            f"required plugins are not running (requiredExtensions in {settings_file}): " + "; ".join(missing)
+        )
     resources = load_resources(cwd, project_trusted=trust.trusted, agent_dir=adir, options=options.resource_options)
     plugins.context_host.settings = resources.settings.merged
     models = options.model_registry or ModelRegistry(models_path=adir / "models.json")

@@ -342,3 +342,25 @@ async def test_resume_keeps_tools_the_branch_activated(cwd: Path) -> None:
     assert "rare" in resumed.session.tools.active_names
     fresh, _, _ = await start(cwd, "ok", custom_tools=[rare, load_rare])
     assert "rare" not in fresh.session.tools.active_names
+
+
+async def test_required_extensions_cannot_be_bypassed_from_a_project(cwd: Path, agent_dir: Path) -> None:
+    from pi_core.runtime.services import RequiredExtensionError
+
+    policy = agent_dir / "extensions" / "policy.py"
+    policy.parent.mkdir(parents=True, exist_ok=True)
+    policy.write_text("from pi_hookspecs import hookimpl\n@hookimpl\ndef tool_call(event):\n    return None\n")
+    write_settings({"requiredExtensions": ["policy"]})
+    runtime, _, _ = await start(cwd, "ok")  # present and loaded: fine
+    assert any(r.name == "policy" and r.status == "loaded" for r in runtime.session.plugins.records)
+    pi_dir = cwd / ".pi"
+    pi_dir.mkdir()
+    (pi_dir / "settings.json").write_text('{"disabledExtensions": ["policy"], "requiredExtensions": []}')
+    trusted, _, _ = await start(cwd, "ok", approve=True)  # the project can neither disable nor un-require it
+    assert any(r.name == "policy" and r.status == "loaded" for r in trusted.session.plugins.records)
+    policy.write_text("raise ImportError('policy engine missing')\n")
+    with pytest.raises(RequiredExtensionError, match="'policy' error: import failed: ImportError: policy engine missing"):
+        await start(cwd, "ok")
+    policy.unlink()
+    with pytest.raises(RequiredExtensionError, match="'policy' is not installed"):
+        await start(cwd, "ok")
