@@ -1,0 +1,818 @@
+"""``pi --mode rpc``: JSONL commands on stdin, responses and session events on stdout.
+
+One command per LF-terminated line (CRLF accepted); stdin is read as bytes, so
+U+2028/U+2029 inside JSON strings are never record boundaries. Every command runs in
+its own task, so a long one (``bash``, ``compact``) never blocks ``abort`` or the
+``extension_ui_response`` a plugin's dialog waits for; responses repeat the command's
+``id``. ``prompt``, ``steer`` and ``follow_up`` are answered as soon as the input is
+accepted (``data.disposition``); the run goes on in the background and reports through
+events. Stdout carries nothing but protocol records: file descriptor 1 is pointed at
+stderr (and 0 at ``/dev/null``) for the rest of the process.
+
+Shutdown: stdin EOF lets the work in flight finish, then disposes the runtime;
+SIGTERM/SIGHUP/SIGINT abort it first; a second signal exits at once; ``ctx.shutdown()``
+shuts down once no command is being handled and the session is idle.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from pi_hookspecs import (
+    THINKING_LEVELS,
+    AbortController,
+    AssistantMessage,
+    ImageContent,
+    MessageEntry,
+    UserMessage,
+)
+
+from ..ai.models import supported_thinking_levels
+from ..runtime import AgentSession, SessionBusyError, SessionRuntime
+from .bootstrap import CliError, diagnostics_of, open_runtime
+from .print_mode import event_record
+from .rpc_ui import NO_DATA, LineReader, RawJson, RpcOutput, RpcUI, dumps
+
+Command = dict[str, Any]
+Handler = Callable[[Command], Awaitable[Any]]
+
+ABORT_GRACE_SECONDS = 10.0
+"""After an abort at shutdown, how long work in flight may take before it is cancelled."""
+
+SENT: Any = object()
+"""Returned by a handler that has written its response itself."""
+
+STREAMING_BEHAVIORS: dict[str, Literal["steer", "follow_up"]] = {
+    "steer": "steer",
+    "followUp": "follow_up",
+    "follow_up": "follow_up",
+}
+QUEUE_MODES = ("all", "one-at-a-time")
+
+
+class RpcError(Exception):
+    """A command failed; the message is the response's ``error``."""
+
+
+def run_rpc(args: argparse.Namespace) -> int:
+    """Serve the RPC protocol on stdin/stdout until shutdown; returns the exit status."""
+    if args.messages:
+        print("pi: RPC mode ignores prompt arguments; send them as prompt commands", file=sys.stderr)
+    sys.stdout.flush()
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)  # children and stray reads never consume protocol input
+    os.close(devnull)
+    try:
+        os.dup2(2, 1)  # stray prints (plugins, libraries) go to stderr, not into the protocol
+    except OSError:  # no stderr: drop them
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
+    try:
+        return asyncio.run(RpcServer(args, in_fd=in_fd, out_fd=out_fd).serve())
+    finally:  # give the descriptors back (matters when embedded, e.g. in a test)
+        sys.stdout.flush()
+        os.dup2(out_fd, 1)
+        os.close(out_fd)
+        os.dup2(in_fd, 0)  # in_fd itself stays open: the reader thread may still block on it
+
+
+class RpcServer:
+    def __init__(self, args: argparse.Namespace, *, in_fd: int, out_fd: int) -> None:
+        self.args = args
+        self.in_fd = in_fd
+        self.output = RpcOutput(out_fd, on_closed=lambda: self.request_stop(abort=True))
+        self.ui = RpcUI(self.output)
+        self.runtime: SessionRuntime | None = None
+        self.handlers: dict[str, Handler] = {
+            name[len("cmd_") :]: getattr(self, name) for name in dir(self) if name.startswith("cmd_")
+        }
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._abort = asyncio.Event()
+        self._stopping = False
+        self._signals = 0
+        self._commands: set[asyncio.Task[Any]] = set()
+        self._runs: set[asyncio.Task[Any]] = set()
+        self._accept_lock = asyncio.Lock()
+        self._bash: set[AbortController] = set()
+        self._compacting = 0
+        # per-process choices that survive new_session / switch_session / fork
+        self._auto_compaction: bool | None = None
+        self._auto_retry: bool | None = None
+        self._steering_mode: str | None = None
+        self._follow_up_mode: str | None = None
+
+    @property
+    def session(self) -> AgentSession:
+        assert self.runtime is not None
+        return self.runtime.session
+
+    # ================================================================== life cycle
+
+    async def serve(self) -> int:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            try:
+                loop.add_signal_handler(signum, self._on_signal, signum)
+            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread / platform
+                pass
+        LineReader(self.in_fd, loop, self._on_line).start()
+        startup = argparse.Namespace(**{**vars(self.args), "name": None})
+        try:
+            runtime = await open_runtime(startup, mode="rpc", ui=self.ui, start=False)
+        except CliError as exc:
+            print(f"pi: {exc}", file=sys.stderr)
+            return 1
+        for line in diagnostics_of(runtime):
+            print(f"pi: {line}", file=sys.stderr)
+        self.runtime = runtime
+        runtime.subscribe(self._on_event)
+        runtime.on_rebind.append(self._bind)
+        self._bind(runtime.session)
+        await runtime.session.start("startup")
+        if self.args.name:
+            await runtime.session.set_session_name(self.args.name)
+        self._ready.set()
+        self._check_plugin_shutdown()
+        await self._stop.wait()
+        await self._shutdown()
+        return 0
+
+    def request_stop(self, *, abort: bool) -> None:
+        """Begin an orderly shutdown (abort the work in flight first when ``abort``)."""
+        self._stopping = True
+        if abort and not self._abort.is_set():
+            self._abort.set()
+            self._abort_work()
+        self._stop.set()
+
+    def _on_signal(self, signum: int) -> None:
+        self._signals += 1
+        if self._signals > 1:
+            print(f"pi: {signal.Signals(signum).name} again: exiting at once", file=sys.stderr)
+            os._exit(128 + signum)
+        self.ui.close()
+        self.request_stop(abort=True)
+
+    def _abort_work(self) -> None:
+        for controller in list(self._bash):
+            controller.abort()
+        if self.runtime is not None:
+            self.session.abort()
+
+    async def _shutdown(self) -> None:
+        self.ui.close()
+        await self._drain()
+        if self.runtime is not None:
+            try:
+                await self.runtime.dispose("quit")
+            except Exception as exc:
+                print(f"pi: shutdown: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+    async def _drain(self) -> None:
+        """Wait for commands and runs in flight; once aborted, give them a grace period."""
+        loop = asyncio.get_running_loop()
+        aborted = asyncio.ensure_future(self._abort.wait())
+        deadline: float | None = None
+        try:
+            while pending := {t for t in self._commands | self._runs if not t.done()}:
+                if self._abort.is_set() and deadline is None:
+                    deadline = loop.time() + ABORT_GRACE_SECONDS
+                timeout = None if deadline is None else deadline - loop.time()
+                if timeout is not None and timeout <= 0:
+                    print("pi: work still running after the abort; cancelling it", file=sys.stderr)
+                    for task in pending:
+                        task.cancel()
+                    await asyncio.wait(pending, timeout=1)
+                    return
+                waiters: set[asyncio.Future[Any]] = {*pending, aborted} if deadline is None else set(pending)
+                await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            aborted.cancel()
+
+    def _bind(self, session: AgentSession) -> None:
+        """Set up a session (the first one, and each that replaces it)."""
+        session.on_shutdown = self._check_plugin_shutdown
+        if self._auto_compaction is not None:
+            session.auto_compaction = self._auto_compaction
+        if self._auto_retry is not None:
+            session.auto_retry = self._auto_retry
+        if self._steering_mode is not None:
+            session.agent.steering_mode = self._steering_mode  # type: ignore[assignment]
+        if self._follow_up_mode is not None:
+            session.agent.follow_up_mode = self._follow_up_mode  # type: ignore[assignment]
+        self._compacting = 0
+
+    def _check_plugin_shutdown(self) -> None:
+        """``ctx.shutdown()``: stop once no command is being handled and the session is idle."""
+        if self.runtime is None or self._stopping or not self._ready.is_set():
+            return
+        session = self.session
+        if session.shutdown_requested and not self._commands and not session.is_busy:
+            self.request_stop(abort=False)
+
+    # ================================================================== input
+
+    def _on_line(self, line: bytes | None) -> None:
+        if line is None:
+            self.ui.close()  # nobody can answer a dialog any more
+            self.request_stop(abort=False)
+            return
+        if not line.strip():
+            return
+        try:
+            command = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            self.output.error("parse", f"Failed to parse command: {exc}")
+            return
+        if not isinstance(command, dict):
+            self.output.error("parse", f"Failed to parse command: expected a JSON object, got {type(command).__name__}")
+            return
+        if command.get("type") == "extension_ui_response":
+            self.ui.resolve(command)
+            return
+        if self._stopping:
+            self.output.error(str(command.get("type")), "pi is shutting down", id=command.get("id"))
+            return
+        task = asyncio.ensure_future(self._handle(command))
+        self._commands.add(task)
+        task.add_done_callback(self._command_done)
+
+    def _command_done(self, task: asyncio.Task[Any]) -> None:
+        self._commands.discard(task)
+        self._check_plugin_shutdown()
+
+    async def _handle(self, command: Command) -> None:
+        await self._ready.wait()
+        kind = command.get("type")
+        command_id = command.get("id")
+        name = kind if isinstance(kind, str) and kind else "unknown"
+        if self._abort.is_set():
+            self.output.error(name, "pi is shutting down", id=command_id)
+            return
+        handler = self.handlers.get(name) if isinstance(kind, str) else None
+        if handler is None:
+            message = "Command has no type" if not kind else f"Unknown command: {kind}"
+            self.output.error(name, message, id=command_id)
+            return
+        try:
+            data = await handler(command)
+        except asyncio.CancelledError:
+            self.output.error(name, "Cancelled: pi is shutting down", id=command_id)
+            raise
+        except RpcError as exc:
+            self.output.error(name, str(exc), id=command_id)
+        except Exception as exc:
+            self.output.error(name, str(exc) or type(exc).__name__, id=command_id)
+        else:
+            if data is not SENT:
+                self.output.response(name, id=command_id, data=data)
+
+    # ================================================================== events
+
+    def _on_event(self, event: Any) -> None:
+        kind = getattr(event, "type", None)
+        if kind == "compaction_start":
+            self._compacting += 1
+        elif kind == "compaction_end":
+            self._compacting = max(0, self._compacting - 1)
+        try:
+            record = event_record(event)
+        except Exception as exc:
+            print(f"pi: cannot serialise a {kind} event: {exc}", file=sys.stderr)
+            return
+        if record is not None:
+            self.output.write(record)
+
+    # ================================================================== prompting
+
+    async def _submit(
+        self, command: Command, *, name: str, behavior: Literal["steer", "follow_up"] | None, commands: bool
+    ) -> Any:
+        text = _string(command, "message")
+        images = _images(command)
+        session = self.session
+        if not commands and text.startswith("/"):
+            command_name = text[1:].split(" ", 1)[0]
+            if command_name in session.plugins.registry.commands:
+                raise RpcError(f"Extension commands are not allowed with {name}: send /{command_name} with prompt")
+        loop = asyncio.get_running_loop()
+        started: asyncio.Future[None] = loop.create_future()
+
+        def on_started() -> None:  # the response goes out before any event of the run
+            if not started.done():
+                started.set_result(None)
+                self.output.response(name, id=command.get("id"), data={"disposition": "started"})
+
+        async with self._accept_lock:  # inputs are accepted (started, queued, rejected) in order
+            run = asyncio.ensure_future(self._prompt(session, text, images, behavior, on_started, started))
+            self._runs.add(run)
+            run.add_done_callback(self._run_done)
+            waiters: list[asyncio.Future[Any]] = [started, run]
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        if started.done():
+            return SENT
+        try:
+            return {"disposition": run.result()}
+        except SessionBusyError as exc:
+            raise RpcError(
+                'Agent is busy with a run: set "streamingBehavior" to "steer" or "followUp" to queue the message'
+            ) from exc
+
+    async def _prompt(
+        self,
+        session: AgentSession,
+        text: str,
+        images: list[ImageContent],
+        behavior: Literal["steer", "follow_up"] | None,
+        on_started: Callable[[], None],
+        started: asyncio.Future[None],
+    ) -> str:
+        try:
+            return await session.prompt(
+                text, images=images, source="rpc", streaming_behavior=behavior, on_started=on_started
+            )
+        except Exception as exc:
+            if not started.done():
+                raise
+            print(f"pi: the run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return "started"
+
+    def _run_done(self, task: asyncio.Task[Any]) -> None:
+        self._runs.discard(task)
+        self._check_plugin_shutdown()
+
+    async def cmd_prompt(self, command: Command) -> Any:
+        behavior = command.get("streamingBehavior")
+        if behavior is not None and behavior not in STREAMING_BEHAVIORS:
+            raise RpcError(f'Invalid streamingBehavior {behavior!r}: use "steer" or "followUp"')
+        return await self._submit(
+            command, name="prompt", behavior=STREAMING_BEHAVIORS.get(behavior or ""), commands=True
+        )
+
+    async def cmd_steer(self, command: Command) -> Any:
+        return await self._submit(command, name="steer", behavior="steer", commands=False)
+
+    async def cmd_follow_up(self, command: Command) -> Any:
+        return await self._submit(command, name="follow_up", behavior="follow_up", commands=False)
+
+    async def cmd_abort(self, command: Command) -> Any:
+        session = self.session
+        session.abort()
+        self.ui.cancel_pending()  # a dialog the run waits for must not keep it alive
+        await session.abort_and_wait()
+        return NO_DATA
+
+    async def cmd_clear_queue(self, command: Command) -> Any:
+        steering, follow_up = self.session.clear_queue()
+        return {"steering": steering, "followUp": follow_up}
+
+    # ================================================================== state
+
+    async def cmd_get_state(self, command: Command) -> Any:
+        session = self.session
+        agent = session.agent
+        state: dict[str, Any] = {}
+        if session.model is not None:
+            state["model"] = session.model.to_json()
+        state.update(
+            thinkingLevel=session.thinking_level,
+            isStreaming=session.is_busy,
+            isCompacting=self._compacting > 0,
+            steeringMode=agent.steering_mode,
+            followUpMode=agent.follow_up_mode,
+        )
+        if session.session_file is not None:
+            state["sessionFile"] = session.session_file
+        state["sessionId"] = session.sm.get_session_id()
+        name = session.sm.get_session_name()
+        if name:
+            state["sessionName"] = name
+        state.update(
+            autoCompactionEnabled=session.auto_compaction_enabled,
+            autoRetryEnabled=session.auto_retry_enabled,
+            messageCount=len(session.messages),
+            pendingMessageCount=len(agent.queued_steering) + len(agent.queued_follow_up),
+        )
+        return state
+
+    async def cmd_get_messages(self, command: Command) -> Any:
+        return {"messages": [message.to_json() for message in self.session.messages]}
+
+    # ================================================================== model and thinking
+
+    async def cmd_set_model(self, command: Command) -> Any:
+        provider, model_id = _string(command, "provider"), _string(command, "modelId")
+        session = self.session
+        model = session.models.get(provider, model_id)
+        if model is None:
+            raise RpcError(f"Model not found: {provider}/{model_id}")
+        if not await session.set_model(model):
+            raise RpcError(f"No API key for provider {provider!r}: cannot select {provider}/{model_id}")
+        return model.to_json()
+
+    async def cmd_cycle_model(self, command: Command) -> Any:
+        session = self.session
+        registry = session.models
+        scoped = bool(self.args.models)
+        if scoped:
+            selections, _warnings = registry.resolve_scope(self.args.models)
+            candidates = [(s.model, s.thinking_level) for s in selections if _usable(session, s.model)]
+        else:
+            candidates = [(model, None) for model in registry.available()]
+        if len(candidates) < 2:
+            return None
+        current = session.model
+        refs = [model.ref for model, _ in candidates]
+        index = refs.index(current.ref) if current is not None and current.ref in refs else -1
+        model, level = candidates[(index + 1) % len(candidates)]
+        if not await session.set_model(model, source="cycle"):
+            raise RpcError(f"No API key for provider {model.provider!r}")
+        if level is not None:
+            await session.set_thinking_level(level)
+        return {"model": model.to_json(), "thinkingLevel": session.thinking_level, "isScoped": scoped}
+
+    async def cmd_get_available_models(self, command: Command) -> Any:
+        return {"models": [model.to_json() for model in self.session.models.available()]}
+
+    async def cmd_set_thinking_level(self, command: Command) -> Any:
+        level = _string(command, "level")
+        if level not in THINKING_LEVELS:
+            raise RpcError(f"Invalid thinking level {level!r}: use one of {', '.join(THINKING_LEVELS)}")
+        await self.session.set_thinking_level(level)
+        return NO_DATA
+
+    async def cmd_cycle_thinking_level(self, command: Command) -> Any:
+        session = self.session
+        levels = _thinking_levels(session)
+        if len(levels) < 2:
+            return None
+        current = session.thinking_level
+        index = levels.index(current) if current in levels else -1
+        return {"level": await session.set_thinking_level(levels[(index + 1) % len(levels)])}
+
+    async def cmd_get_available_thinking_levels(self, command: Command) -> Any:
+        return {"levels": _thinking_levels(self.session)}
+
+    async def cmd_set_steering_mode(self, command: Command) -> Any:
+        self._steering_mode = self.session.agent.steering_mode = _queue_mode(command)  # type: ignore[assignment]
+        return NO_DATA
+
+    async def cmd_set_follow_up_mode(self, command: Command) -> Any:
+        self._follow_up_mode = self.session.agent.follow_up_mode = _queue_mode(command)  # type: ignore[assignment]
+        return NO_DATA
+
+    # ================================================================== compaction and retry
+
+    async def cmd_compact(self, command: Command) -> Any:
+        from ..compaction import estimate_context_tokens
+
+        instructions = command.get("customInstructions")
+        if instructions is not None and not isinstance(instructions, str):
+            raise RpcError('"customInstructions" must be a string')
+        session = self.session
+        if session.is_busy:
+            raise RpcError("Cannot compact while a run is active: abort it or wait for agent_settled")
+        entry = await session.compact(instructions or None)
+        if entry is None:
+            raise RpcError("Compaction was cancelled by an extension")
+        data: dict[str, Any] = {
+            "summary": entry.summary,
+            "firstKeptEntryId": entry.first_kept_entry_id,
+            "tokensBefore": entry.tokens_before,
+            "estimatedTokensAfter": estimate_context_tokens(list(session.messages)).tokens,
+        }
+        if entry.usage is not None:
+            data["usage"] = entry.usage.to_json()
+        data["details"] = entry.details if entry.details is not None else {}
+        return data
+
+    async def cmd_set_auto_compaction(self, command: Command) -> Any:
+        self._auto_compaction = self.session.auto_compaction = _bool(command, "enabled")
+        return NO_DATA
+
+    async def cmd_set_auto_retry(self, command: Command) -> Any:
+        self._auto_retry = self.session.auto_retry = _bool(command, "enabled")
+        return NO_DATA
+
+    async def cmd_abort_retry(self, command: Command) -> Any:
+        self.session.abort_retry()
+        return NO_DATA
+
+    # ================================================================== bash
+
+    async def cmd_bash(self, command: Command) -> Any:
+        text = _string(command, "command")
+        exclude = command.get("excludeFromContext", False)
+        if not isinstance(exclude, bool):
+            raise RpcError('"excludeFromContext" must be true or false')
+        command_id = command.get("id")
+        output = self.output
+
+        def on_data(chunk: str) -> None:
+            record: dict[str, Any] = {"type": "bash_execution_update"}
+            if command_id is not None:
+                record["id"] = command_id
+            record["delta"] = chunk
+            output.write(record)
+
+        controller = AbortController()
+        self._bash.add(controller)
+        try:
+            message = await self.session.execute_bash(
+                text, exclude_from_context=exclude, on_data=on_data, signal=controller.signal
+            )
+        finally:
+            self._bash.discard(controller)
+        data: dict[str, Any] = {
+            "output": message.output,
+            "exitCode": message.exit_code,
+            "cancelled": bool(message.cancelled),
+            "truncated": bool(message.truncated),
+        }
+        if message.full_output_path:
+            data["fullOutputPath"] = message.full_output_path
+        return data
+
+    async def cmd_abort_bash(self, command: Command) -> Any:
+        for controller in list(self._bash):
+            controller.abort()
+        return NO_DATA
+
+    # ================================================================== session
+
+    async def cmd_new_session(self, command: Command) -> Any:
+        parent = command.get("parentSession")
+        if parent is not None and not isinstance(parent, str):
+            raise RpcError('"parentSession" must be a string')
+        assert self.runtime is not None
+        result = await self.runtime.new_session(parent_session=parent)
+        return {"cancelled": bool(result.get("cancelled"))}
+
+    async def cmd_switch_session(self, command: Command) -> Any:
+        path = _string(command, "sessionPath")
+        if not Path(path).expanduser().is_file():
+            raise RpcError(f"Session file not found: {path}")
+        assert self.runtime is not None
+        result = await self.runtime.switch_session(path)
+        return {"cancelled": bool(result.get("cancelled"))}
+
+    async def cmd_fork(self, command: Command) -> Any:
+        entry_id = _string(command, "entryId")
+        entry = self.session.sm.get_entry(entry_id)
+        if entry is None:
+            raise RpcError(f"Unknown entry id: {entry_id}")
+        if not isinstance(getattr(entry, "message", None), UserMessage):
+            raise RpcError(f"Entry {entry_id} is not a user message: fork from one listed by get_fork_messages")
+        assert self.runtime is not None
+        result = await self.runtime.fork(entry_id, position="before")
+        if result.get("cancelled"):
+            return {"cancelled": True}
+        return {"text": result.get("editor_text") or "", "cancelled": False}
+
+    async def cmd_clone(self, command: Command) -> Any:
+        leaf = self.session.sm.get_leaf_id()
+        if leaf is None:
+            raise RpcError("Nothing to clone: the session has no entries yet")
+        assert self.runtime is not None
+        result = await self.runtime.fork(leaf, position="at")
+        return {"cancelled": bool(result.get("cancelled"))}
+
+    async def cmd_get_fork_messages(self, command: Command) -> Any:
+        messages = []
+        for entry in self.session.sm.get_branch():
+            message = getattr(entry, "message", None)
+            if isinstance(message, UserMessage):
+                messages.append({"entryId": entry.id, "text": _text(message.content)})
+        return {"messages": messages}
+
+    async def cmd_get_entries(self, command: Command) -> Any:
+        since = command.get("since")
+        if since is not None and not isinstance(since, str):
+            raise RpcError('"since" must be an entry id (a string)')
+        sm = self.session.sm
+        entries = sm.get_entries()
+        if since is not None:
+            index = next((i for i, entry in enumerate(entries) if entry.id == since), None)
+            if index is None:
+                raise RpcError(f"Unknown entry id: {since}")
+            entries = entries[index + 1 :]
+        return {"entries": [entry.to_json() for entry in entries], "leafId": sm.get_leaf_id()}
+
+    async def cmd_get_tree(self, command: Command) -> Any:
+        sm = self.session.sm
+        return RawJson('{"tree":' + _tree_json(sm.get_tree()) + ',"leafId":' + dumps(sm.get_leaf_id()) + "}")
+
+    async def cmd_get_last_assistant_text(self, command: Command) -> Any:
+        for message in reversed(self.session.messages):
+            if isinstance(message, AssistantMessage):
+                text = message.text()
+                if text.strip():
+                    return {"text": text}
+        return {"text": None}
+
+    async def cmd_set_session_name(self, command: Command) -> Any:
+        name = _string(command, "name").strip()
+        if not name:
+            raise RpcError("Session name cannot be empty")
+        await self.session.set_session_name(name)
+        return NO_DATA
+
+    async def cmd_get_session_stats(self, command: Command) -> Any:
+        return _session_stats(self.session)
+
+    async def cmd_export_html(self, command: Command) -> Any:
+        raise RpcError("export_html is not supported by this version of pi (use get_entries and render them yourself)")
+
+    async def cmd_get_commands(self, command: Command) -> Any:
+        return {"commands": _commands(self.session)}
+
+
+# ====================================================================== helpers
+
+
+def _string(command: Command, key: str) -> str:
+    value = command.get(key)
+    if not isinstance(value, str):
+        raise RpcError(f'{command.get("type")} needs a string "{key}"')
+    return value
+
+
+def _bool(command: Command, key: str) -> bool:
+    value = command.get(key)
+    if not isinstance(value, bool):
+        raise RpcError(f'{command.get("type")} needs "{key}": true or false')
+    return value
+
+
+def _queue_mode(command: Command) -> str:
+    mode = command.get("mode")
+    if mode not in QUEUE_MODES:
+        raise RpcError(f'Invalid mode {mode!r}: use "all" or "one-at-a-time"')
+    return str(mode)
+
+
+def _images(command: Command) -> list[ImageContent]:
+    raw = command.get("images")
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise RpcError('"images" must be a list of {"type": "image", "data": ..., "mimeType": ...}')
+    images = []
+    for index, item in enumerate(raw):
+        if not isinstance(item, dict) or not isinstance(item.get("data"), str) or not item.get("mimeType"):
+            raise RpcError(f'images[{index}] needs "data" (base64) and "mimeType"')
+        images.append(ImageContent(data=item["data"], mime_type=item["mimeType"]))
+    return images
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(getattr(block, "text", "") for block in content or [])
+
+
+def _usable(session: AgentSession, model: Any) -> bool:
+    return bool(model.api == "faux" or session.models.has_auth(model.provider))
+
+
+def _thinking_levels(session: AgentSession) -> list[str]:
+    model = session.model
+    return supported_thinking_levels(model) if model is not None else ["off"]
+
+
+def _tree_json(roots: list[Any]) -> str:
+    """The session tree as nested JSON, built without recursion (a long session is a
+    chain thousands of nodes deep, beyond what ``json.dumps`` can nest)."""
+    parts: list[str] = ["["]
+    stack: list[tuple[list[Any], int]] = [(roots, 0)]
+    while stack:
+        nodes, index = stack.pop()
+        if index >= len(nodes):
+            parts.append("]")
+            if stack:
+                parts.append("}")
+            continue
+        if index:
+            parts.append(",")
+        node = nodes[index]
+        stack.append((nodes, index + 1))
+        parts.append('{"entry":' + dumps(node.entry.to_json()))
+        if node.label is not None:
+            parts.append(',"label":' + dumps(node.label))
+        if node.label_timestamp is not None:
+            parts.append(',"labelTimestamp":' + dumps(node.label_timestamp))
+        parts.append(',"children":[')
+        stack.append((node.children, 0))
+    return "".join(parts)
+
+
+def _session_stats(session: AgentSession) -> dict[str, Any]:
+    counts = {"user": 0, "assistant": 0, "toolResult": 0}
+    tool_calls = total_messages = 0
+    tokens = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+    cost = 0.0
+
+    def add(usage: Any) -> None:
+        nonlocal cost
+        if usage is None:
+            return
+        tokens["input"] += usage.input
+        tokens["output"] += usage.output
+        tokens["cacheRead"] += usage.cache_read
+        tokens["cacheWrite"] += usage.cache_write
+        tokens["total"] += usage.total_tokens or (usage.input + usage.output + usage.cache_read + usage.cache_write)
+        cost += usage.cost.total
+
+    for entry in session.sm.get_entries():
+        kind = entry.type
+        if isinstance(entry, MessageEntry):
+            message = entry.message
+            role = getattr(message, "role", None)
+            total_messages += 1
+            if role in counts:
+                counts[role] += 1
+            if isinstance(message, AssistantMessage):
+                tool_calls += sum(1 for block in message.content if getattr(block, "type", None) == "toolCall")
+            add(getattr(message, "usage", None))
+        elif kind in ("compaction", "branch_summary", "usage"):
+            add(getattr(entry, "usage", None))
+    stats: dict[str, Any] = {}
+    if session.session_file is not None:
+        stats["sessionFile"] = session.session_file
+    stats.update(
+        sessionId=session.sm.get_session_id(),
+        userMessages=counts["user"],
+        assistantMessages=counts["assistant"],
+        toolCalls=tool_calls,
+        toolResults=counts["toolResult"],
+        totalMessages=total_messages,
+        tokens=tokens,
+        cost=cost,
+    )
+    usage = session.context_host.action_get_context_usage()
+    if usage is not None and usage.context_window:
+        stats["contextUsage"] = {"tokens": usage.tokens, "contextWindow": usage.context_window, "percent": usage.percent}
+    return stats
+
+
+def _source_info(path: str | None, source: str, cwd: str, agent_dir: Path) -> dict[str, Any]:
+    scope = "temporary"
+    if path:
+        resolved = Path(path).resolve()
+        if resolved.is_relative_to(Path(cwd).resolve() / ".pi"):
+            scope = "project"
+        elif resolved.is_relative_to(agent_dir.resolve()):
+            scope = "user"
+    info: dict[str, Any] = {"source": source, "scope": scope, "origin": "top-level"}
+    if path:
+        info["path"] = path
+    return info
+
+
+def _commands(session: AgentSession) -> list[dict[str, Any]]:
+    cwd, agent_dir = session.cwd, session.services.agent_dir
+    records = {record.name: record for record in session.plugins.records}
+    out: list[dict[str, Any]] = []
+    for name, registered in session.plugins.registry.commands.items():
+        record = records.get(registered.plugin)
+        path = (record.source.path or record.source.origin) if record is not None else None
+        item: dict[str, Any] = {"name": name}
+        if registered.value.description:
+            item["description"] = registered.value.description
+        item["source"] = "extension"
+        item["sourceInfo"] = _source_info(path, registered.source, cwd, agent_dir)
+        out.append(item)
+    resources = session.services.resources
+    for template in resources.prompt_templates:
+        out.append(
+            {
+                "name": template.name,
+                "description": template.description,
+                "source": "prompt",
+                "sourceInfo": _source_info(template.file_path, template.source, cwd, agent_dir),
+            }
+        )
+    for skill in resources.skills:
+        out.append(
+            {
+                "name": f"skill:{skill.name}",
+                "description": skill.description,
+                "source": "skill",
+                "sourceInfo": {**_source_info(skill.file_path, skill.source, cwd, agent_dir), "baseDir": skill.base_dir},
+            }
+        )
+    return out
+
+
+__all__ = ["RpcError", "RpcServer", "run_rpc"]
