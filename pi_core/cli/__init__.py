@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 SUBCOMMANDS = ("extensions", "models", "sessions")
+PACKAGE_COMMANDS = ("install", "remove", "uninstall", "update", "list")
 
 
 def _could_be_plugin_command(word: str) -> bool:
@@ -23,6 +24,11 @@ def main(argv: list[str] | None = None) -> None:
         from .. import __version__
 
         print(f"pi {__version__}")
+        return
+    if args and args[0] in PACKAGE_COMMANDS:
+        from .packages import packages_app
+
+        packages_app(args=["remove" if args[0] == "uninstall" else args[0], *args[1:]], prog_name="pi")
         return
     if args and args[0] in SUBCOMMANDS:
         from .app import run as run_subcommand

@@ -121,6 +121,12 @@ async def create_services(cwd: str | os.PathLike[str], options: ServiceOptions |
             f"required plugins are not running (requiredExtensions in {settings_file}): " + "; ".join(missing)
         )
     resources = load_resources(cwd, project_trusted=trust.trusted, agent_dir=adir, options=options.resource_options)
+    if trust.trusted and resources.settings.project.get("packages"):
+        from ..resources.packages import missing_message, missing_packages
+
+        missing = missing_packages(resources.settings.project)
+        if missing:
+            diagnostics.append("warning: " + missing_message(cwd, missing))
     plugins.context_host.settings = resources.settings.merged
     models = options.model_registry or ModelRegistry(models_path=adir / "models.json")
     models.remove_providers("plugin")
