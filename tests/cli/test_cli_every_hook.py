@@ -154,8 +154,15 @@ def test_every_hook_fires_in_a_real_pi_run(wire: WireServer, tmp_path: Path) -> 
     (user_ext / "tour.py").write_text(plugin.read_text())
     sub = run_pi("tour-cli", "a", "b", cwd=cwd, env={"HOOK_LOG": str(log), "PI_EXTENSIONS": "tour"})
     assert sub.returncode == 0, sub.stderr
+    # user_bash fires for a user's shell command: the RPC bash command
+    from rpc_client import RpcProcess
+
+    with RpcProcess("-e", str(plugin), "--no-session", cwd=cwd, env={"HOOK_LOG": str(log), "PI_EXTENSIONS": ""}) as rpc:
+        assert rpc.ok("bash", command="echo from-user")["output"].strip() == "from-user"
+        rpc.close_stdin()
+        assert rpc.wait() == 0
     fired = set(log.read_text().split())
     assert "tour-cli-ran:a,b" in fired
     expected = set(h.EVENTS) | set(h.REGISTRATION_HOOKS)
-    missing = sorted(expected - fired - {"user_bash"})  # user_bash: tests/cli/test_rpc*.py
+    missing = sorted(expected - fired)
     assert not missing, f"hooks that never fired in a real run: {missing}\nstderr:\n{out.stderr}\nlog:\n{log.read_text()}"
