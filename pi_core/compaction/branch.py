@@ -27,8 +27,9 @@ from pi_hookspecs import (
     TreePreparation,
 )
 
+from ..session.paths import iso_to_ms
 from .file_ops import FileOpsTracker, file_details, format_file_operations
-from .projection import apply_context_edit, entry_messages, iso_to_ms
+from .projection import apply_context_edit, entry_messages
 from .prompts import BRANCH_SUMMARY_PREAMBLE, BRANCH_SUMMARY_PROMPT, NO_BRANCH_CONTENT, build_prompt, with_focus
 from .serialize import ConvertToLlm, convert_for_summary, serialize_conversation
 from .settings import DEFAULT_RESERVE_TOKENS

@@ -18,27 +18,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
 
 from pi_hookspecs import (
     AgentMessage,
-    AssistantMessage,
-    BranchSummaryEntry,
-    BranchSummaryMessage,
     CompactionEntry,
-    CompactionSummaryMessage,
     ContextEditEntry,
-    CustomMessage,
-    CustomMessageEntry,
     MessageEntry,
     SessionEntry,
     SystemMessage,
-    TextContent,
-    ToolResultMessage,
-    UserMessage,
 )
 
+from ..session.context import apply_edit
+from ..session.context import entry_messages as session_entry_messages
 from .tokens import ContextEstimate, estimate_context_tokens
 
 
@@ -52,70 +43,10 @@ class ProjectedEntry:
     """Index of ``entry`` in the path it was projected from."""
 
 
-def iso_to_ms(timestamp: str) -> int:
-    """Milliseconds since the epoch of an ISO-8601 entry timestamp (0 when unparsable)."""
-    try:
-        return int(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)
-    except (ValueError, AttributeError):
-        return 0
-
-
-def entry_messages(entry: SessionEntry) -> list[AgentMessage]:
-    """The messages an entry contributes to the context, before context edits.
-
-    ``message`` -> its message; ``custom_message`` -> a ``custom`` message;
-    ``branch_summary`` -> a ``branchSummary`` message; ``compaction`` -> its system
-    checkpoint (when stored) and a ``compactionSummary`` message; anything else -> none.
-    """
-    if isinstance(entry, MessageEntry):
-        return [entry.message]
-    if isinstance(entry, CustomMessageEntry):
-        return [
-            CustomMessage(
-                custom_type=entry.custom_type,
-                content=entry.content,
-                display=entry.display,
-                details=entry.details,
-                timestamp=iso_to_ms(entry.timestamp),
-            )
-        ]
-    if isinstance(entry, BranchSummaryEntry):
-        return [
-            BranchSummaryMessage(summary=entry.summary, from_id=entry.from_id, timestamp=iso_to_ms(entry.timestamp))
-        ]
-    if isinstance(entry, CompactionEntry):
-        summary = CompactionSummaryMessage(
-            summary=entry.summary, tokens_before=entry.tokens_before, timestamp=iso_to_ms(entry.timestamp)
-        )
-        return [entry.system_message, summary] if entry.system_message is not None else [summary]
-    return []
-
-
-def _replacement_content(edit: ContextEditEntry) -> Any:
-    replacement: Any = edit.replacement
-    # The contract wraps replacements as ``{"content": ...}``; accept a bare value too.
-    return getattr(replacement, "content", replacement)
-
-
-def apply_context_edit(messages: Sequence[AgentMessage], edit: ContextEditEntry | None) -> list[AgentMessage]:
-    """``messages`` with ``edit`` applied: omitted (``replacement is None``) or with the
-    content of user, assistant, tool-result and custom messages replaced. A string
-    replacement of an assistant or tool-result message becomes one text block."""
-    if edit is None:
-        return list(messages)
-    if edit.replacement is None:
-        return []
-    content = _replacement_content(edit)
-    out: list[AgentMessage] = []
-    for message in messages:
-        if isinstance(message, AssistantMessage | ToolResultMessage):
-            blocks = [TextContent(text=content)] if isinstance(content, str) else list(content)
-            out.append(message.model_copy(update={"content": blocks}))
-        elif isinstance(message, UserMessage | CustomMessage):
-            out.append(message.model_copy(update={"content": content}))
-        else:
-            out.append(message)
-    return out
+# One implementation of "entry -> context messages" and of context edits: the session
+# store's (the compaction must see exactly what the model sees).
+entry_messages = session_entry_messages
+apply_context_edit = apply_edit
 
 
 def _is_system_entry(entry: SessionEntry) -> bool:

@@ -303,40 +303,65 @@ def _unchanged(name: str, rule: Rule, event: Any) -> Any:
 # --------------------------------------------------------------------------- composers
 
 Composer = Callable[[EventRunner, str, Any, tuple[_Impl, ...], Any, Any], Awaitable[Any]]
+_CONTINUE: Any = object()
 
 
-async def _compose_input(r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any) -> Any:
-    action = "continue"
+async def _walk(
+    r: EventRunner,
+    name: str,
+    expected: Any,
+    impls: tuple[_Impl, ...],
+    event: Any,
+    ctx: Any,
+    apply: Callable[[_Impl, Any], Any],
+    on_error: Callable[[_Impl, HookError], Any] | None = None,
+) -> Any:
+    """Call the handlers in order. ``apply(impl, result)`` gets each validated non-None
+    result and returns a value to stop with, or ``_CONTINUE``; a handler that raises (or
+    whose result ``apply`` rejects) is reported and ``on_error(impl, error)`` may stop
+    the walk the same way. Returns ``_CONTINUE`` when no handler stopped it."""
     for impl in impls:
         try:
             result = await r._call(impl, name, event, ctx)
             if result is None:
                 continue
-            result = r._coerce(impl, name, expected, result)
-            if result.action == "handled":
-                return InputResult(action="handled", text=event.text, images=list(event.images))
-            if result.action == "transform":
-                if result.text is not None:
-                    event.text = result.text
-                if result.images is not None:
-                    event.images = list(result.images)
-                action = "transform"
+            outcome = apply(impl, r._coerce(impl, name, expected, result))
         except Exception as exc:
-            r._report_exc(impl, name, exc)
-    return InputResult(action=action, text=event.text, images=list(event.images))
+            error = r._report_exc(impl, name, exc)
+            outcome = on_error(impl, error) if on_error is not None else _CONTINUE
+        if outcome is not _CONTINUE:
+            return outcome
+    return _CONTINUE
+
+
+async def _compose_input(r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any) -> Any:
+    transformed = False
+
+    def apply(impl: _Impl, result: Any) -> Any:
+        nonlocal transformed
+        if result.action == "handled":
+            return InputResult(action="handled", text=event.text, images=list(event.images))
+        if result.action == "transform":
+            if result.text is not None:
+                event.text = result.text
+            if result.images is not None:
+                event.images = list(result.images)
+            transformed = True
+        return _CONTINUE
+
+    outcome = await _walk(r, name, expected, impls, event, ctx, apply)
+    if outcome is not _CONTINUE:
+        return outcome
+    return InputResult(action="transform" if transformed else "continue", text=event.text, images=list(event.images))
 
 
 def _chained(field: str) -> Composer:
     async def compose(r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any) -> Any:
-        for impl in impls:
-            try:
-                result = await r._call(impl, name, event, ctx)
-                if result is None:
-                    continue
-                result = r._coerce(impl, name, expected, result)
-                setattr(event, field, getattr(result, field))
-            except Exception as exc:
-                r._report_exc(impl, name, exc)
+        def apply(impl: _Impl, result: Any) -> Any:
+            setattr(event, field, getattr(result, field))
+            return _CONTINUE
+
+        await _walk(r, name, expected, impls, event, ctx, apply)
         return getattr(event, field)
 
     return compose
@@ -345,146 +370,115 @@ def _chained(field: str) -> Composer:
 async def _compose_message_end(
     r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
 ) -> Any:
-    for impl in impls:
-        try:
-            result = await r._call(impl, name, event, ctx)
-            if result is None:
-                continue
-            result = r._coerce(impl, name, expected, result)
-            if result.message.role != event.message.role:
-                raise HookReturnError(
-                    f"handler replaced a {event.message.role!r} message with a {result.message.role!r} "
-                    "message; a replacement must keep the role"
-                )
-            event.message = result.message
-        except Exception as exc:
-            r._report_exc(impl, name, exc)
+    def apply(impl: _Impl, result: Any) -> Any:
+        if result.message.role != event.message.role:
+            raise HookReturnError(
+                f"handler replaced a {event.message.role!r} message with a {result.message.role!r} "
+                "message; a replacement must keep the role"
+            )
+        event.message = result.message
+        return _CONTINUE
+
+    await _walk(r, name, expected, impls, event, ctx, apply)
     return event.message
 
 
 async def _compose_tool_result(
     r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
 ) -> Any:
-    for impl in impls:
-        try:
-            result = await r._call(impl, name, event, ctx)
-            if result is None:
-                continue
-            patch = r._coerce(impl, name, expected, result)
-            given = patch.model_fields_set
-            if "content" in given and patch.content is not None:
-                event.content = list(patch.content)
-                if "structured_content" not in given:
-                    event.structured_content = None
-            if "structured_content" in given:
-                event.structured_content = patch.structured_content
-            if "details" in given:
-                event.details = patch.details
-            if "is_error" in given and patch.is_error is not None:
-                event.is_error = patch.is_error
-            if "usage" in given:
-                event.usage = patch.usage
-        except Exception as exc:
-            r._report_exc(impl, name, exc)
+    def apply(impl: _Impl, patch: Any) -> Any:
+        given = patch.model_fields_set
+        if "content" in given and patch.content is not None:
+            event.content = list(patch.content)
+            if "structured_content" not in given:
+                event.structured_content = None
+        if "structured_content" in given:
+            event.structured_content = patch.structured_content
+        if "details" in given:
+            event.details = patch.details
+        if "is_error" in given and patch.is_error is not None:
+            event.is_error = patch.is_error
+        if "usage" in given:
+            event.usage = patch.usage
+        return _CONTINUE
+
+    await _walk(r, name, expected, impls, event, ctx, apply)
     return event
 
 
 async def _compose_tool_call(
     r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
 ) -> Any:
-    for impl in impls:
-        try:
-            result = await r._call(impl, name, event, ctx)
-            if result is None:
-                continue
-            result = r._coerce(impl, name, expected, result)
-            if result.block:
-                if not result.reason:
-                    result = ToolCallResult(
-                        block=True, reason=f"Blocked by plugin {impl.plugin!r}", terminate=result.terminate
-                    )
-                return result
-        except Exception as exc:
-            error = r._report_exc(impl, name, exc)
-            return ToolCallResult(
-                block=True,
-                reason=f"Blocked: the tool_call handler of plugin {impl.plugin!r} failed ({error.message})",
-            )
-    return None
+    def apply(impl: _Impl, result: Any) -> Any:
+        if not result.block:
+            return _CONTINUE
+        if not result.reason:
+            return ToolCallResult(block=True, reason=f"Blocked by plugin {impl.plugin!r}", terminate=result.terminate)
+        return result
+
+    def fail_closed(impl: _Impl, error: HookError) -> Any:
+        return ToolCallResult(
+            block=True, reason=f"Blocked: the tool_call handler of plugin {impl.plugin!r} failed ({error.message})"
+        )
+
+    outcome = await _walk(r, name, expected, impls, event, ctx, apply, fail_closed)
+    return None if outcome is _CONTINUE else outcome
 
 
 async def _compose_user_bash(
     r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
 ) -> Any:
-    for impl in impls:
-        try:
-            result = await r._call(impl, name, event, ctx)
-            if result is None:
-                continue
-            result = r._coerce(impl, name, expected, result)
-            has_ops = result.operations is not None
-            has_result = result.result is not None
-            if has_ops == has_result:
-                raise HookReturnError("handler must return exactly one of operations or result")
-            if has_ops and not callable(getattr(result.operations, "exec", None)):
-                raise HookReturnError("handler returned operations without an exec() method")
-            return result
-        except Exception as exc:
-            error = r._report_exc(impl, name, exc)
-            return Blocked(impl.plugin, f"the user_bash handler of plugin {impl.plugin!r} failed ({error.message})")
-    return None
+    def apply(impl: _Impl, result: Any) -> Any:
+        has_ops, has_result = result.operations is not None, result.result is not None
+        if has_ops == has_result:
+            raise HookReturnError("handler must return exactly one of operations or result")
+        if has_ops and not callable(getattr(result.operations, "exec", None)):
+            raise HookReturnError("handler returned operations without an exec() method")
+        return result
+
+    def fail_closed(impl: _Impl, error: HookError) -> Any:
+        return Blocked(impl.plugin, f"the user_bash handler of plugin {impl.plugin!r} failed ({error.message})")
+
+    outcome = await _walk(r, name, expected, impls, event, ctx, apply, fail_closed)
+    return None if outcome is _CONTINUE else outcome
 
 
 async def _compose_project_trust(
     r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
 ) -> Any:
-    for impl in impls:
-        try:
-            result = await r._call(impl, name, event, ctx)
-            if result is None:
-                continue
-            result = r._coerce(impl, name, expected, result)
-            if result.trusted in ("yes", "no"):
-                return result
-        except Exception as exc:
-            r._report_exc(impl, name, exc)
-    return None
+    outcome = await _walk(
+        r, name, expected, impls, event, ctx, lambda impl, result: result if result.trusted in ("yes", "no") else _CONTINUE
+    )
+    return None if outcome is _CONTINUE else outcome
 
 
 async def _compose_cancellable(
     r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
 ) -> Any:
-    outcome = None
-    for impl in impls:
-        try:
-            result = await r._call(impl, name, event, ctx)
-            if result is None:
-                continue
-            result = r._coerce(impl, name, expected, result)
-            outcome = result
-            if result.cancel:
-                return result
-        except Exception as exc:
-            r._report_exc(impl, name, exc)
-    return outcome
+    last = None
+
+    def apply(impl: _Impl, result: Any) -> Any:
+        nonlocal last
+        last = result
+        return result if result.cancel else _CONTINUE
+
+    outcome = await _walk(r, name, expected, impls, event, ctx, apply)
+    return last if outcome is _CONTINUE else outcome
 
 
 async def _compose_aggregate(
     r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
 ) -> Any:
-    results = []
+    results: list[Any] = []
     chain_prompt = name == "before_agent_start"
-    for impl in impls:
-        try:
-            result = await r._call(impl, name, event, ctx)
-            if result is None:
-                continue
-            result = r._coerce(impl, name, expected, result)
-            if chain_prompt and result.system_prompt is not None:
-                event.system_prompt = result.system_prompt
-            results.append(result)
-        except Exception as exc:
-            r._report_exc(impl, name, exc)
+
+    def apply(impl: _Impl, result: Any) -> Any:
+        if chain_prompt and result.system_prompt is not None:
+            event.system_prompt = result.system_prompt
+        results.append(result)
+        return _CONTINUE
+
+    await _walk(r, name, expected, impls, event, ctx, apply)
     return results
 
 
