@@ -102,10 +102,13 @@ def _session_manager(args: argparse.Namespace, cwd: str) -> SessionManager:
     return SessionManager.create(cwd, session_dir=session_dir)
 
 
-def service_options(args: argparse.Namespace, *, mode: str, ui: Any = None) -> ServiceOptions:
+def service_options(
+    args: argparse.Namespace, *, mode: str, ui: Any = None, ask_user_trust: Any = None
+) -> ServiceOptions:
     return ServiceOptions(
         mode=mode,
         ui=ui,
+        ask_user_trust=ask_user_trust,
         cli_extensions=list(args.extension),
         no_extensions=args.no_extensions,
         approve=args.approve,
@@ -127,9 +130,16 @@ def service_options(args: argparse.Namespace, *, mode: str, ui: Any = None) -> S
 
 
 async def open_runtime(
-    args: argparse.Namespace, *, mode: str, ui: Any = None, cwd: str | None = None, start: bool = True
+    args: argparse.Namespace,
+    *,
+    mode: str,
+    ui: Any = None,
+    cwd: str | None = None,
+    start: bool = True,
+    ask_user_trust: Any = None,
 ) -> SessionRuntime:
-    """Create the runtime the options describe: session, plugins, model, thinking."""
+    """Create the runtime the options describe: session, plugins, model, thinking.
+    ``ask_user_trust(cwd)`` asks the user whether to trust the project (with a UI)."""
     if args.offline:
         os.environ["PI_OFFLINE"] = "1"
     cwd = str(Path(cwd or os.getcwd()).resolve())
@@ -139,7 +149,7 @@ async def open_runtime(
         raise
     except Exception as exc:
         raise CliError(str(exc)) from exc
-    options = service_options(args, mode=mode, ui=ui)
+    options = service_options(args, mode=mode, ui=ui, ask_user_trust=ask_user_trust)
     runtime = await SessionRuntime.create(
         manager.get_cwd(), options, session_manager=manager, session_dir=args.session_dir, start=False
     )

@@ -1,0 +1,508 @@
+"""The built-in slash commands of interactive mode.
+
+Everything else that starts with ``/`` (plugin commands, prompt templates,
+``/skill:name``) goes through ``AgentSession.prompt`` so the session's pipeline
+handles it exactly as in the other modes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from rich.markdown import Markdown
+from rich.table import Table
+from rich.text import Text
+
+from pi_hookspecs import (
+    AssistantMessage,
+    BashExecutionMessage,
+    CustomMessage,
+    UserMessage,
+)
+
+from .completion import CommandInfo
+from .dialogs import Option
+from .render import compact_args, content_text, context_usage, human_tokens, one_line, preview
+
+if TYPE_CHECKING:
+    from .app import InteractiveApp
+
+Handler = Callable[["InteractiveApp", str], Coroutine[Any, Any, None]]
+
+
+@dataclass(frozen=True)
+class Builtin:
+    name: str
+    description: str
+    handler: Handler
+    while_busy: bool = False
+    """Usable while a run is active (the others wait for it to finish)."""
+    job: bool = False
+    """Runs in the background with the spinner (Ctrl+C cancels) instead of in line."""
+    argument_hint: str = ""
+
+
+# --------------------------------------------------------------------------- session
+
+
+async def cmd_new(app: InteractiveApp, args: str) -> None:
+    result = await app.runtime.new_session()
+    if result.get("cancelled"):
+        app.out.line("New session cancelled by a plugin", "yellow")
+        return
+    app.out.line(f"New session {app.session.sm.get_session_id()}", "green")
+
+
+def _ago(moment: datetime) -> str:
+    seconds = (datetime.now(UTC) - moment).total_seconds()
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit} ago"
+    return "just now"
+
+
+async def cmd_resume(app: InteractiveApp, args: str) -> None:
+    from ...session import SessionManager
+
+    session = app.session
+    current = session.session_file
+    infos = SessionManager.list(session.cwd, app.runtime.session_dir)
+    options: list[Option[str]] = []
+    for info in infos:
+        title = info.name or one_line(info.first_message or "(no messages)", 70)
+        detail = f"{_ago(info.modified)} · {info.message_count} msgs · {info.id[:8]}" + (
+            " · current" if info.path == current else ""
+        )
+        options.append(Option(info.path, title, detail))
+    options.append(Option("*all*", "Sessions of every folder…"))
+    path = await app.dialogs.choose("Resume which session?", options, filterable=len(options) > 6)
+    if path == "*all*":
+        infos = SessionManager.list_all(app.runtime.session_dir)
+        options = [
+            Option(i.path, i.name or one_line(i.first_message or "(no messages)", 60), f"{i.cwd} · {_ago(i.modified)}")
+            for i in infos
+        ]
+        if not options:
+            app.out.line("No saved sessions", "yellow")
+            return
+        path = await app.dialogs.choose("Resume which session?", options, filterable=True)
+    if path is None:
+        return
+    if path == current:
+        app.out.line("That is the current session", "dim")
+        return
+    try:
+        result = await app.runtime.switch_session(path)
+    except Exception as exc:
+        app.out.line(f"✖ Cannot resume {path}: {exc}", "red")
+        return
+    if result.get("cancelled"):
+        app.out.line("Resume cancelled by a plugin", "yellow")
+        return
+    app.out.line(f"Resumed {app.session.sm.get_session_id()} in {app.session.cwd}", "green")
+    replay(app)
+
+
+async def cmd_fork(app: InteractiveApp, args: str) -> None:
+    session = app.session
+    options: list[Option[str]] = []
+    for entry in reversed(session.sm.get_branch()):
+        message = getattr(entry, "message", None)
+        if entry.type == "message" and isinstance(message, UserMessage):
+            options.append(Option(entry.id, one_line(content_text(message.content), 100)))
+    if not options:
+        app.out.line("Nothing to fork from: this session has no user messages yet", "yellow")
+        return
+    entry_id = await app.dialogs.choose("Fork from which message?", options, message="The new session ends just before it.")
+    if entry_id is None:
+        return
+    result = await app.runtime.fork(entry_id)
+    if result.get("cancelled"):
+        app.out.line("Fork cancelled by a plugin", "yellow")
+        return
+    app.out.line(f"Forked into new session {app.session.sm.get_session_id()}", "green")
+    if result.get("editor_text"):
+        app.set_draft(result["editor_text"])
+        app.out.line("The message is back in the input line: edit it and press Enter", "dim")
+
+
+def _entry_label(entry: Any) -> str | None:
+    """A one-line description of a tree entry; ``None`` for bookkeeping entries."""
+    kind = entry.type
+    if kind == "message":
+        message = entry.message
+        role = getattr(message, "role", "?")
+        if isinstance(message, UserMessage):
+            return "user: " + one_line(content_text(message.content), 80)
+        if isinstance(message, AssistantMessage):
+            text = message.text().strip()
+            calls = ", ".join(c.name for c in message.tool_calls())
+            body = one_line(text, 70) if text else ""
+            if calls:
+                body = f"{body} [{calls}]".strip()
+            return "assistant: " + (body or f"({message.stop_reason})")
+        if isinstance(message, BashExecutionMessage):
+            return "bash: " + one_line(message.command, 70)
+        if role == "toolResult":
+            return None
+        return None if role == "system" else f"{role}"
+    if kind == "compaction":
+        return "compaction: " + one_line(entry.summary, 70)
+    if kind == "branch_summary":
+        return "branch summary: " + one_line(entry.summary, 70)
+    if kind == "custom_message":
+        return f"[{entry.custom_type}] " + one_line(content_text(entry.content), 70)
+    return None
+
+
+def tree_options(app: InteractiveApp) -> tuple[list[Option[str]], int]:
+    sm = app.session.sm
+    leaf = sm.get_leaf_id()
+    active = {e.id for e in sm.get_branch()}
+    options: list[Option[str]] = []
+    default = 0
+    stack: list[tuple[Any, int]] = [(node, 0) for node in reversed(sm.get_tree())]
+    while stack:
+        node, depth = stack.pop()
+        label = _entry_label(node.entry)
+        shown_depth = depth
+        if label is not None:
+            marker = "● " if node.entry.id in active else "○ "
+            tag = f" [{node.label}]" if node.label else ""
+            detail = "← current" if node.entry.id == leaf else ""
+            options.append(Option(node.entry.id, "  " * depth + marker + label + tag, detail))
+        if node.entry.id == leaf:
+            default = max(0, len(options) - 1)
+        children = node.children
+        branching = len(children) > 1
+        for child in reversed(children):
+            stack.append((child, shown_depth + (1 if branching else 0)))
+    return options, default
+
+
+async def cmd_tree(app: InteractiveApp, args: str) -> None:
+    session = app.session
+    options, default = tree_options(app)
+    if not options:
+        app.out.line("The session tree is empty", "yellow")
+        return
+    target = await app.dialogs.choose(
+        "Go to which entry?",
+        options,
+        default=default,
+        filterable=True,
+        message="● active branch. A user message goes back to before it (its text returns to the input line).",
+    )
+    if target is None or target == session.sm.get_leaf_id():
+        return
+    summarize = await app.dialogs.choose(
+        "Summarise the branch you leave?",
+        [Option("no", "No", key="n"), Option("yes", "Yes", key="y"), Option("custom", "Yes, with instructions…", key="i")],
+        filterable=False,
+    )
+    if summarize is None:
+        return
+    instructions = None
+    if summarize == "custom":
+        instructions = await app.dialogs.text("Instructions for the summary")
+        if instructions is None:
+            return
+
+    async def navigate() -> None:
+        result = await app.session.navigate_tree(target, summarize=summarize != "no", custom_instructions=instructions)
+        if result.get("cancelled"):
+            app.out.line("Navigation cancelled by a plugin", "yellow")
+            return
+        app.out.line(f"Moved to {target[:8]}", "green")
+        if result.get("editor_text"):
+            app.set_draft(result["editor_text"])
+
+    if summarize == "no":
+        await navigate()
+    else:
+        app.start_job(navigate(), kind="command", status="Summarising the branch")
+
+
+async def cmd_compact(app: InteractiveApp, args: str) -> None:
+    try:
+        await app.session.compact(args.strip() or None)
+    except Exception:
+        pass  # reported by the compaction_end event
+
+
+async def cmd_reload(app: InteractiveApp, args: str) -> None:
+    from ..bootstrap import diagnostics_of
+
+    started = time.monotonic()
+    await app.runtime.reload()
+    session = app.session
+    resources = session.services.resources
+    plugins = len(session.plugins.loaded)
+    app.out.line(
+        f"Reloaded in {time.monotonic() - started:.1f}s: {plugins} plugins, "
+        f"{len(session.tools.active_names)} of {len(session.tools.all_definitions())} tools active, "
+        f"{len(resources.skills)} skills, {len(resources.prompt_templates)} prompt templates, "
+        f"{len(resources.context_files)} context files",
+        "green",
+    )
+    for line in diagnostics_of(app.runtime):
+        app.out.line(line, "yellow")
+
+
+# --------------------------------------------------------------------------- model
+
+
+async def cmd_model(app: InteractiveApp, args: str) -> None:
+    session = app.session
+    models = session.models
+    pattern = args.strip()
+    level = None
+    model = None
+    if pattern:
+        try:
+            selection = models.resolve(pattern)
+            model, level = selection.model, selection.thinking_level
+        except Exception:
+            words = pattern.lower().split()
+            matches = [m for m in models.available() if all(w in f"{m.ref} {m.name}".lower() for w in words)]
+            if len(matches) == 1:
+                model = matches[0]
+            elif not matches:
+                app.out.line(f"✖ No model matches {pattern!r} (see /model for the list)", "red")
+                return
+            else:
+                model = await _pick_model(app, matches)
+    else:
+        model = await _pick_model(app, models.available())
+    if model is None:
+        return
+    if not await session.set_model(model):
+        app.out.line(f"✖ No API key for provider {model.provider!r}", "red")
+        return
+    if level:
+        await session.set_thinking_level(level)
+    app.out.line(f"Model: {model.ref} (thinking {session.thinking_level})", "green")
+
+
+async def _pick_model(app: InteractiveApp, candidates: list[Any]) -> Any:
+    if not candidates:
+        app.out.line("✖ No model is available: configure a provider key first", "red")
+        return None
+    current = app.session.model
+    options = [
+        Option(m, m.ref, f"{m.name} · {human_tokens(m.context_window)} ctx" + (" · reasoning" if m.reasoning else ""))
+        for m in candidates
+    ]
+    default = next((i for i, m in enumerate(candidates) if current is not None and m.same_model(current)), 0)
+    return await app.dialogs.choose("Which model?", options, default=default)
+
+
+async def cmd_thinking(app: InteractiveApp, args: str) -> None:
+    from ...ai import supported_thinking_levels
+
+    session = app.session
+    levels = supported_thinking_levels(session.model) if session.model is not None else ["off"]
+    level: str | None = args.strip().lower()
+    if not level:
+        current = session.thinking_level
+        default = levels.index(current) if current in levels else 0
+        level = await app.dialogs.choose("Thinking level?", [Option(lv, lv) for lv in levels], default=default)
+        if level is None:
+            return
+    from pi_hookspecs import THINKING_LEVELS
+
+    if level not in THINKING_LEVELS:
+        app.out.line(f"✖ Unknown thinking level {level!r}: one of {', '.join(THINKING_LEVELS)}", "red")
+        return
+    previous = session.thinking_level
+    applied = await session.set_thinking_level(level)
+    if applied == previous:
+        note = f" ({level} is not supported by {session.model.ref})" if session.model and applied != level else ""
+        app.out.line(f"Thinking level: {applied}{note}", "dim")
+
+
+# --------------------------------------------------------------------------- information
+
+
+async def cmd_tools(app: InteractiveApp, args: str) -> None:
+    table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
+    for column in ("", "tool", "from", "exposure", "description"):
+        table.add_column(column, overflow="ellipsis", no_wrap=True, max_width=60 if column == "description" else None)
+    rows = app.session.tools.describe()
+    for row in rows:
+        source = row["plugin"] or row["source"]
+        description = (row["description"] or "").strip().splitlines()
+        table.add_row(
+            Text("✓", style="green") if row["active"] else Text("·", style="dim"),
+            Text(row["name"]),
+            Text(str(source)),
+            Text(row["exposure"]),
+            Text(description[0] if description else ""),
+        )
+    app.out.print(table)
+    active = sum(1 for r in rows if r["active"])
+    app.out.line(f"{active} of {len(rows)} tools active", "dim")
+
+
+async def cmd_name(app: InteractiveApp, args: str) -> None:
+    name = args.strip()
+    if not name:
+        current = app.session.sm.get_session_name()
+        app.out.line(f"Session name: {current}" if current else "This session has no name (/name <name> sets one)", "dim")
+        return
+    await app.session.set_session_name(name)
+
+
+def session_stats(session: Any) -> dict[str, Any]:
+    from pi_hookspecs import UsageEntry
+
+    counts = {"user": 0, "assistant": 0, "toolResult": 0, "bashExecution": 0, "custom": 0}
+    tokens = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
+    cost = 0.0
+    for entry in session.sm.get_entries():
+        message = getattr(entry, "message", None)
+        if entry.type == "message" and message is not None:
+            role = getattr(message, "role", "")
+            if role in counts:
+                counts[role] += 1
+            if isinstance(message, AssistantMessage):
+                usage = message.usage
+                for key in tokens:
+                    tokens[key] += getattr(usage, key)
+                cost += usage.cost.total
+        elif entry.type == "custom_message":
+            counts["custom"] += 1
+        elif isinstance(entry, UsageEntry):
+            for key in tokens:
+                tokens[key] += getattr(entry.usage, key)
+            cost += entry.usage.cost.total
+    return {"counts": counts, "tokens": tokens, "cost": cost}
+
+
+async def cmd_session(app: InteractiveApp, args: str) -> None:
+    session = app.session
+    sm = session.sm
+    stats = session_stats(session)
+    counts, tokens = stats["counts"], stats["tokens"]
+    context = context_usage(session)
+    file = session.session_file or "(in memory: --no-session)"
+    rows = [
+        ("file", file + ("" if not session.session_file or sm.is_flushed else " (written at the first answer)")),
+        ("id", sm.get_session_id()),
+        ("name", sm.get_session_name() or "-"),
+        ("folder", session.cwd),
+        ("model", f"{session.model.ref if session.model else '-'} · thinking {session.thinking_level}"),
+        (
+            "messages",
+            f"{counts['user']} user · {counts['assistant']} assistant · {counts['toolResult']} tool results"
+            + (f" · {counts['bashExecution']} bash" if counts["bashExecution"] else "")
+            + (f" · {counts['custom']} custom" if counts["custom"] else ""),
+        ),
+        (
+            "tokens",
+            f"↑{human_tokens(tokens['input'])} ↓{human_tokens(tokens['output'])} "
+            f"R{human_tokens(tokens['cache_read'])} W{human_tokens(tokens['cache_write'])}",
+        ),
+        ("cost", f"${stats['cost']:.4f}"),
+    ]
+    if context is not None:
+        used, window = context
+        rows.append(("context", f"{human_tokens(used)} of {human_tokens(window)} ({used / window * 100:.0f}%)"))
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    for key, value in rows:
+        table.add_row(Text(key), Text(value))
+    app.out.print(table)
+
+
+async def cmd_help(app: InteractiveApp, args: str) -> None:
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column()
+    for info in app.command_infos():
+        hint = f" {BUILTINS[info.name].argument_hint}" if info.name in BUILTINS and BUILTINS[info.name].argument_hint else ""
+        source = "" if info.source == "built-in" else f"  ({info.source})"
+        table.add_row(Text(f"/{info.name}{hint}"), Text(f"{info.description}{source}"))
+    app.out.print(table)
+    app.out.print(Text(KEYS_HELP, style="dim"))
+
+
+KEYS_HELP = """\
+Enter send · Ctrl+J (or Alt+Enter when idle) new line · Tab complete · ↑↓ history
+While pi works: Enter steers · Alt+Enter queues a follow-up · Ctrl+C or Esc aborts
+!cmd runs a shell command (output goes to the model) · !!cmd keeps the output out of the context
+@path completes a file name · Ctrl+C clears the line, twice exits · Ctrl+D exits"""
+
+
+async def cmd_quit(app: InteractiveApp, args: str) -> None:
+    app.request_exit()
+
+
+BUILTINS: dict[str, Builtin] = {
+    b.name: b
+    for b in (
+        Builtin("help", "Show commands and keys", cmd_help, while_busy=True),
+        Builtin("new", "Start a new session", cmd_new),
+        Builtin("resume", "Resume another session", cmd_resume),
+        Builtin("fork", "New session from an earlier user message", cmd_fork),
+        Builtin("tree", "Move to another entry of this session's tree", cmd_tree),
+        Builtin("compact", "Summarise older context", cmd_compact, job=True, argument_hint="[instructions]"),
+        Builtin("reload", "Reload plugins, skills, prompt templates and context files", cmd_reload),
+        Builtin("model", "Select a model", cmd_model, argument_hint="[pattern]"),
+        Builtin("thinking", "Set the thinking level", cmd_thinking, argument_hint="[level]"),
+        Builtin("tools", "List tools (✓ active)", cmd_tools, while_busy=True),
+        Builtin("name", "Set or show the session name", cmd_name, while_busy=True, argument_hint="[name]"),
+        Builtin("session", "Session file, id, messages, tokens and cost", cmd_session, while_busy=True),
+        Builtin("quit", "Quit pi", cmd_quit, while_busy=True),
+        Builtin("exit", "Quit pi", cmd_quit, while_busy=True),
+    )
+}
+
+
+def builtin_infos() -> list[CommandInfo]:
+    return [CommandInfo(b.name, b.description) for b in BUILTINS.values()]
+
+
+def builtin_argument_values(app: InteractiveApp, name: str, prefix: str) -> list[tuple[str, str]]:
+    if name == "model":
+        return [(m.ref, m.name) for m in app.session.models.available()]
+    if name == "thinking":
+        from ...ai import supported_thinking_levels
+
+        model = app.session.model
+        return [(level, "") for level in (supported_thinking_levels(model) if model else ["off"])]
+    return []
+
+
+# --------------------------------------------------------------------------- replay
+
+
+def replay(app: InteractiveApp, limit: int = 20) -> None:
+    """Print the end of the active branch (after ``/resume``, ``-c``, ``--session``)."""
+    messages = [m for m in app.session.messages if getattr(m, "role", "") != "system"]
+    if not messages:
+        return
+    if len(messages) > limit:
+        app.out.line(f"… {len(messages) - limit} earlier messages", "dim")
+    for message in messages[-limit:]:
+        if isinstance(message, UserMessage):
+            lines, more = preview(content_text(message.content), 3)
+            app.out.print(Text("› " + "\n".join(lines) + (f" … (+{more} lines)" if more else ""), style="bold"))
+        elif isinstance(message, AssistantMessage):
+            text = message.text().strip()
+            if text:
+                app.out.print(Markdown(text))
+            for call in message.tool_calls():
+                app.out.print(Text(f"⚙ {call.name} {compact_args(call.arguments)}", style="cyan"))
+        elif isinstance(message, BashExecutionMessage):
+            app.out.print(Text(f"$ {message.command}", style="bold"))
+        elif isinstance(message, CustomMessage) and message.display:
+            app.out.print(Text(f"[{message.custom_type}] {one_line(content_text(message.content), 100)}", style="magenta"))
+        elif getattr(message, "role", "") in ("compactionSummary", "branchSummary"):
+            app.out.line(f"({message.role}) {one_line(getattr(message, 'summary', ''), 100)}", "dim")
+    app.out.line("─" * 20, "dim")

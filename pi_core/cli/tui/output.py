@@ -1,0 +1,151 @@
+"""The transcript: everything interactive mode prints goes through here.
+
+While a prompt_toolkit application (the input line or a dialog) is on screen, text is
+written with ``run_in_terminal``: the application is erased, the text printed, the
+application drawn again below it. Otherwise it is written at once. Writes stay in
+order either way (a write made while an earlier one waits for the terminal joins it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import re
+import shutil
+import threading
+from typing import Any, TextIO
+
+from prompt_toolkit.application import run_in_terminal
+from prompt_toolkit.application.current import get_app_or_none
+from rich.console import Console
+
+_TRAILING = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def plain(text: str) -> str:
+    """``text`` without terminal escape sequences and control characters (tabs and
+    newlines kept): command output and model text must not move the cursor."""
+    return _CONTROL.sub("", text.replace("\r\n", "\n"))
+
+
+def terminal_width(default: int = 100) -> int:
+    return max(20, shutil.get_terminal_size((default, 24)).columns)
+
+
+class Transcript:
+    """Ordered output above whatever prompt_toolkit shows."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self._queue: list[str] = []
+        self._waiting = False
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        color = not os.environ.get("NO_COLOR")
+        self.console = Console(
+            file=io.StringIO(),
+            force_terminal=color and stream.isatty(),
+            no_color=not color,
+            highlight=False,
+            emoji=False,
+            soft_wrap=False,
+            width=terminal_width(),
+        )
+
+    # ------------------------------------------------------------------ raw text
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Writes from other threads are handed to ``loop`` (the one drawing the UI)."""
+        self.loop, self._loop_thread = loop, threading.get_ident()
+
+    def write(self, text: str) -> None:
+        if not text:
+            return
+        if self.loop is not None and threading.get_ident() != self._loop_thread and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self.write, text)
+            return
+        self._queue.append(text)
+        if self._waiting:
+            return
+        app = get_app_or_none()
+        if app is not None and app.is_running and not app.is_done:
+            self._waiting = True
+            try:
+                run_in_terminal(self._drain, in_executor=False)
+            except RuntimeError:  # no running event loop (shutting down)
+                self._drain()
+        else:
+            self._drain()
+
+    def _drain(self) -> None:
+        self._waiting = False
+        text = "".join(self._queue)
+        self._queue.clear()
+        if text:
+            self.stream.write(text)
+            self.stream.flush()
+
+    def flush(self) -> None:
+        """Write what is queued now (used before a dialog replaces the prompt)."""
+        app = get_app_or_none()
+        if self._queue and (app is None or not app.is_running):
+            self._drain()
+
+    # ------------------------------------------------------------------ rich
+
+    def render(self, *renderables: Any, **options: Any) -> str:
+        """``renderables`` as terminal text (ANSI styles unless NO_COLOR)."""
+        console = self.console
+        console.width = terminal_width()
+        with console.capture() as capture:
+            console.print(*renderables, **options)
+        return _TRAILING.sub(r"\1", capture.get())
+
+    def print(self, *renderables: Any, **options: Any) -> None:
+        self.write(self.render(*renderables, **options))
+
+    def line(self, text: str, style: str = "") -> None:
+        """Plain text (never markup), wrapped by the terminal rather than by rich, so
+        paths and commands copy and paste whole."""
+        from rich.text import Text
+
+        self.print(Text(text, style=style), soft_wrap=True)
+
+
+class StreamToTranscript(io.TextIOBase):
+    """``sys.stdout`` / ``sys.stderr`` while interactive mode runs: stray prints (from
+    plugins, warnings) land in the transcript instead of through the prompt."""
+
+    def __init__(self, transcript: Transcript, original: TextIO, style: str = "") -> None:
+        super().__init__()
+        self.transcript = transcript
+        self.original = original
+        self.style = style
+        self._partial = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        data = self._partial + text
+        head, sep, self._partial = data.rpartition("\n")
+        if sep:
+            self.transcript.line(plain(head), self.style)
+        return len(text)
+
+    def flush(self) -> None:
+        if self._partial:
+            self.transcript.line(plain(self._partial), self.style)
+            self._partial = ""
+
+    def isatty(self) -> bool:
+        return self.original.isatty()
+
+    def fileno(self) -> int:
+        return self.original.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.original, "encoding", "utf-8")
