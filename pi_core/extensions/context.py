@@ -190,6 +190,9 @@ class ExtensionContextImpl:
     def set_active_tools(self, names: Sequence[str]) -> None:
         self._h().call("set_active_tools", list(names))
 
+    def is_tool_deselected(self, name: str) -> bool:
+        return bool(self._h().call("is_tool_deselected", name))
+
     def register_tool(self, definition: Any) -> None:
         self._h().call("register_tool", definition)
 
@@ -273,7 +276,7 @@ class ToolContextImpl(ExtensionContextImpl):
     extension context plus the call's id, its abort signal, progress updates and
     nested tool calls through the whole pipeline."""
 
-    __slots__ = ("_on_update", "_signal", "parent_tool_call_id", "tool_call_id")
+    __slots__ = ("_on_update", "_owner", "_signal", "parent_tool_call_id", "tool_call_id")
 
     def __init__(
         self,
@@ -284,12 +287,18 @@ class ToolContextImpl(ExtensionContextImpl):
         signal: Any,
         on_update: Any,
         parent_tool_call_id: str | None = None,
+        owner: str | None = None,
     ) -> None:
         super().__init__(host, live)
         self.tool_call_id = tool_call_id
         self.parent_tool_call_id = parent_tool_call_id
         self._signal = signal
         self._on_update = on_update
+        self._owner = owner
+        """The plugin that registered the running tool: owner of tools it registers."""
+
+    def register_tool(self, definition: Any) -> None:
+        self._h().call("register_tool", definition, owner=self._owner)
 
     @property
     def signal(self) -> Any:

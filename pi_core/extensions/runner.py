@@ -34,6 +34,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +66,15 @@ class Blocked:
 
     plugin: str
     reason: str
+
+
+CURRENT_PLUGIN: ContextVar[str | None] = ContextVar("pi_current_plugin", default=None)
+"""The plugin whose hook handler (or command) is running; tasks it starts inherit it.
+Run-time registrations (``ctx.register_tool``) are owned by it."""
+
+
+def current_plugin() -> str | None:
+    return CURRENT_PLUGIN.get()
 
 
 class HookReturnError(TypeError):
@@ -191,6 +201,13 @@ class EventRunner:
     # ------------------------------------------------------------------ dispatch
 
     async def _call(self, impl: _Impl, hook: str, event: Any, ctx: Any) -> Any:
+        token = CURRENT_PLUGIN.set(impl.plugin)
+        try:
+            return await self._call_inner(impl, hook, event, ctx)
+        finally:
+            CURRENT_PLUGIN.reset(token)
+
+    async def _call_inner(self, impl: _Impl, hook: str, event: Any, ctx: Any) -> Any:
         if self._trace:
             start = time.perf_counter()
             try:
@@ -232,12 +249,15 @@ class EventRunner:
                         self._report_exc(impl, name, exc)
                 return None
             for impl in impls:
+                token = CURRENT_PLUGIN.set(impl.plugin)
                 try:
                     result = impl.call(event, ctx)
                     if result is not None and inspect.isawaitable(result):
                         await result
                 except Exception as exc:
                     self._report_exc(impl, name, exc)
+                finally:
+                    CURRENT_PLUGIN.reset(token)
             return None
         composer = _COMPOSERS.get(name) or _RULE_COMPOSERS[rule]
         return await composer(self, name, spec.result, impls, event, ctx)

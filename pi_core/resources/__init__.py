@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "load_settings": "settings",
     "merge_settings": "settings",
     "read_settings_file": "settings",
+    "removed_tools": "settings",
     "resolve_default_tools": "settings",
     "session_dir_setting": "settings",
     "SkillsResult": "skills",
@@ -87,6 +88,7 @@ __all__ = [
     "merge_settings",
     "parse_command_args",
     "read_settings_file",
+    "removed_tools",
     "render_system_prompt",
     "resolve_default_tools",
     "resolve_project_trust",
@@ -129,6 +131,7 @@ if TYPE_CHECKING:
         load_settings,
         merge_settings,
         read_settings_file,
+        removed_tools,
         resolve_default_tools,
         session_dir_setting,
     )

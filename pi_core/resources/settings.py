@@ -20,7 +20,7 @@ import fnmatch
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
@@ -629,6 +629,26 @@ def resolve_default_tools(settings: Settings | None, cli_tools: Sequence[str] | 
     match.
     """
     selection = list(DEFAULT_TOOLS)
+    for entries in _tool_selection_layers(settings, cli_tools):
+        selection = apply_tool_selection(selection, entries)
+    return selection
+
+
+def removed_tools(settings: Settings | None, cli_tools: Sequence[str] | None = None) -> list[str]:
+    """The names (or ``*`` patterns) of every ``-name`` entry of ``defaultTools`` and
+    ``--tools``: tools the user turned off explicitly (unless a later ``+name`` or plain
+    name selected them again; the tool registry checks the final selection)."""
+    return [
+        entry[1:]
+        for entries in _tool_selection_layers(settings, cli_tools)
+        for entry in entries
+        if entry.startswith("-") and len(entry) > 1
+    ]
+
+
+def _tool_selection_layers(settings: Settings | None, cli_tools: Sequence[str] | None) -> Iterator[list[str]]:
+    """The tool selection lists in the order they apply: the user's ``defaultTools``,
+    the trusted project's, then ``--tools``."""
     if settings is not None:
         layers: list[tuple[dict[str, Any], Path | None]] = [(settings.user, settings.user_path)]
         if settings.project_trusted:
@@ -641,14 +661,13 @@ def resolve_default_tools(settings: Settings | None, cli_tools: Sequence[str] | 
                 raise SettingsError(
                     path or Path("settings.json"), f"defaultTools must be a list of tool names, found {json.dumps(raw)}"
                 )
-            selection = apply_tool_selection(selection, raw)
+            yield [entry.strip() for entry in raw if entry.strip()]
     if cli_tools is not None:
         cleaned = [entry.strip() for entry in cli_tools if entry.strip()]
         modifiers = [entry for entry in cleaned if _is_modifier(entry)]
         if modifiers and len(modifiers) != len(cleaned):
             raise ValueError("--tools: plain tool names and +name/-name entries cannot be mixed")
-        selection = apply_tool_selection(selection, cleaned)
-    return selection
+        yield cleaned
 
 
 __all__ = [

@@ -112,12 +112,19 @@ class SessionContextHost(ContextHost):
     def action_set_active_tools(self, names: Sequence[str]) -> None:
         self.session.set_active_tools(names)
 
-    def action_register_tool(self, definition: Any) -> None:
+    def action_register_tool(self, definition: Any, owner: str | None = None) -> None:
         from ..extensions.registry import Registry
+        from ..extensions.runner import current_plugin
 
-        checked = Registry().register_tool(definition, "runtime", "extension")
-        if not self.session.register_tool(checked, plugin=None):
-            raise ValueError(f"tool {checked.name!r} is already registered by another plugin")
+        owner = owner or current_plugin()
+        checked = Registry().register_tool(definition, owner or "runtime", "extension")
+        if not self.session.register_tool(checked, plugin=owner):
+            existing = self.session.tools.entries.get(checked.name)
+            holder = f"plugin {existing.plugin!r}" if existing is not None and existing.plugin else "another owner"
+            raise ValueError(f"tool {checked.name!r} is already registered by {holder}; a plugin may replace only its own tools")
+
+    def action_is_tool_deselected(self, name: str) -> bool:
+        return self.session.tools.selection.deselected(name)
 
     def action_get_commands(self) -> list[Any]:
         return [reg.value for reg in self.session.plugins.registry.commands.values()]

@@ -80,7 +80,7 @@ async def execute_nested_tool(
 
                 ctx = ToolContextImpl(
                     session.context_host, session.plugins.liveness, tool_call_id=call_id, signal=signal,
-                    on_update=update, parent_tool_call_id=parent_tool_call_id,
+                    on_update=update, parent_tool_call_id=parent_tool_call_id, owner=session.tools.owner(name),
                 )
                 start = time.perf_counter()
                 try:

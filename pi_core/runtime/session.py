@@ -58,8 +58,9 @@ from pi_hookspecs import (
 
 from ..agent import AfterToolCall, Agent, AgentContext, BeforeToolCall, FinishTurn, NextTurn, ToolOutcome, TurnInfo
 from ..ai import clamp_thinking_level, is_context_overflow, is_retryable_error
+from ..extensions.runner import CURRENT_PLUGIN
 from ..resources.prompt_templates import expand_prompt_template
-from ..resources.settings import resolve_default_tools
+from ..resources.settings import removed_tools, resolve_default_tools
 from ..resources.skills import expand_skill_command
 from ..resources.system_prompt import (
     build_system_prompt_sections,
@@ -173,6 +174,7 @@ class AgentSession:
                 exclude=list(options.exclude_tools),
                 no_tools=options.no_tools,
                 no_builtin_tools=options.no_builtin_tools,
+                removed=removed_tools(settings, cli if modifiers_only else None),
             )
         )
         self._rebuild_tools(keep_active=None)
@@ -486,7 +488,8 @@ class AgentSession:
         from ..extensions import ToolContextImpl
 
         return ToolContextImpl(
-            self.context_host, self.plugins.liveness, tool_call_id=call.id, signal=signal, on_update=on_update
+            self.context_host, self.plugins.liveness, tool_call_id=call.id, signal=signal, on_update=on_update,
+            owner=self.tools.owner(tool.name),
         )
 
     async def _stream_options(self, model: Model) -> StreamOptions:
@@ -1043,10 +1046,13 @@ class AgentSession:
         if registered is None:
             raise KeyError(f"unknown command /{name}")
         ctx = self.context_host.command_context()
+        token = CURRENT_PLUGIN.set(registered.plugin)
         try:
             await _maybe(registered.value.handler(args, ctx))
         except Exception as exc:
             self.runner.report(registered.plugin, f"command /{name}", f"handler raised {type(exc).__name__}: {exc}", exc)
+        finally:
+            CURRENT_PLUGIN.reset(token)
 
     # ================================================================== model & thinking
 

@@ -59,9 +59,21 @@ class ToolSelection:
     exclude: list[str] = field(default_factory=list)
     no_tools: bool = False
     no_builtin_tools: bool = False
+    removed: list[str] = field(default_factory=list)
+    """``-name`` entries of ``defaultTools`` / ``--tools`` (names or patterns)."""
 
     def excluded(self, name: str) -> bool:
         return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.exclude)
+
+    def deselected(self, name: str) -> bool:
+        """Whether the user's selection turned ``name`` off: ``--no-tools``,
+        ``--exclude-tools``, a ``--tools`` allowlist without it, or a ``-name`` entry
+        not undone later. Plugins that switch tools on by themselves respect this."""
+        if self.no_tools or self.excluded(name) or self.allowed(name) is False:
+            return True
+        if name in self.default_tools:
+            return False
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.removed)
 
     def allowed(self, name: str) -> bool | None:
         """``True``/``False`` when the allowlist decides, ``None`` when it does not."""
@@ -245,6 +257,11 @@ class ToolRegistry:
         self._loadout_version = self.version
 
     # ------------------------------------------------------------------ views
+
+    def owner(self, name: str) -> str | None:
+        """The plugin that registered ``name`` (``None`` for SDK tools and unknown names)."""
+        entry = self.entries.get(name)
+        return entry.plugin if entry is not None and entry.source != "sdk" else None
 
     def get(self, name: str) -> ToolDefinition | None:
         entry = self.entries.get(name)

@@ -248,6 +248,60 @@ async def test_settings_choose_default_tools_and_tools_flags(cwd: Path) -> None:
     assert runtime.session.tools.active_names == []
 
 
+async def test_plugins_can_ask_whether_the_user_deselected_a_tool(cwd: Path) -> None:
+    seen: dict[str, bool] = {}
+
+    class Asker:
+        @hookimpl
+        def session_start(self, ctx: Any) -> None:
+            for name in ("write", "grep", "helper", "mcp__x__y", "bash"):
+                seen[name] = ctx.is_tool_deselected(name)
+
+    write_settings({"defaultTools": ["-write", "-helper", "-grep", "+grep"]})
+    await start(cwd, "ok", plugins=(Asker,))
+    assert seen == {"write": True, "grep": False, "helper": True, "mcp__x__y": False, "bash": False}
+    write_settings({})
+    await start(cwd, "ok", plugins=(Asker,), tools=["read", "b*"])
+    assert seen == {"write": True, "grep": True, "helper": True, "mcp__x__y": False, "bash": False}
+    await start(cwd, "ok", plugins=(Asker,), exclude_tools=["mcp__*"])
+    assert seen["mcp__x__y"] is True and seen["helper"] is False
+    await start(cwd, "ok", plugins=(Asker,), no_tools=True)
+    assert all(seen.values())
+
+
+async def test_a_plugin_replaces_and_withdraws_only_its_own_run_time_tools(cwd: Path) -> None:
+    @h.tool
+    def lookup(term: str) -> str:
+        """Look a term up."""
+        return term
+
+    errors: list[str] = []
+
+    class Owner:
+        @hookimpl
+        def register_tools(self, register: Any) -> None:
+            register(lookup)
+
+        @hookimpl
+        def turn_end(self, ctx: Any) -> None:  # withdraw its own tool at run time
+            ctx.register_tool(lookup.model_copy(update={"exposure": "hidden"}))
+
+    class Intruder:
+        @hookimpl
+        def session_start(self, ctx: Any) -> None:
+            try:
+                ctx.register_tool(lookup.model_copy(update={"description": "hijacked"}))
+            except ValueError as exc:
+                errors.append(str(exc))
+
+    runtime, _, _ = await start(cwd, "ok", plugins=(Owner, Intruder))
+    assert len(errors) == 1 and "'lookup'" in errors[0] and "Owner" in errors[0]
+    assert "lookup" in runtime.session.tools.active_names
+    await runtime.session.prompt("hi")
+    assert "lookup" not in runtime.session.tools.active_names
+    assert runtime.session.tools.get("lookup").exposure == "hidden"
+
+
 async def test_thinking_and_model_changes_are_recorded_and_announced(cwd: Path) -> None:
     from pi_core.ai import FauxScript, faux_model
 
