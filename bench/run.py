@@ -15,8 +15,9 @@ import cli
 import dispatch
 import runtime
 import session
+import tool_search
 
-SUITES = [dispatch, ai, session, runtime, cli]
+SUITES = [dispatch, ai, session, runtime, cli, tool_search]
 
 
 def main() -> None:
