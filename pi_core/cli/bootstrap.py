@@ -139,7 +139,9 @@ async def open_runtime(
     ask_user_trust: Any = None,
 ) -> SessionRuntime:
     """Create the runtime the options describe: session, plugins, model, thinking.
-    ``ask_user_trust(cwd)`` asks the user whether to trust the project (with a UI)."""
+    ``ask_user_trust(cwd)`` asks the user whether to trust the project (with a UI).
+    With ``start=False`` the caller subscribes to the runtime's events first (so it sees
+    what ``session_start`` handlers report) and then calls :func:`start_runtime`."""
     if args.offline:
         os.environ["PI_OFFLINE"] = "1"
     cwd = str(Path(cwd or os.getcwd()).resolve())
@@ -149,10 +151,15 @@ async def open_runtime(
         raise
     except Exception as exc:
         raise CliError(str(exc)) from exc
+    from ..runtime.services import RequiredExtensionError
+
     options = service_options(args, mode=mode, ui=ui, ask_user_trust=ask_user_trust)
-    runtime = await SessionRuntime.create(
-        manager.get_cwd(), options, session_manager=manager, session_dir=args.session_dir, start=False
-    )
+    try:
+        runtime = await SessionRuntime.create(
+            manager.get_cwd(), options, session_manager=manager, session_dir=args.session_dir, start=False
+        )
+    except RequiredExtensionError as exc:  # named plugins and the fix; never a traceback
+        raise CliError(str(exc)) from exc
     session = runtime.session
     if args.model:
         try:
@@ -173,10 +180,15 @@ async def open_runtime(
     if args.thinking:
         session.agent.state.thinking_level = session._clamp(args.thinking)
     if start:
-        await session.start("startup")
-    if args.name:
-        await session.set_session_name(args.name)
+        await start_runtime(runtime, args)
     return runtime
+
+
+async def start_runtime(runtime: SessionRuntime, args: argparse.Namespace) -> None:
+    """Fire ``session_start`` (and ``resources_discover``), then apply ``--name``."""
+    await runtime.session.start("startup")
+    if args.name:
+        await runtime.session.set_session_name(args.name)
 
 
 def diagnostics_of(runtime: SessionRuntime) -> list[str]:

@@ -86,20 +86,19 @@ def run(argv: list[str]) -> int:
 
 async def _run_print(args: argparse.Namespace, stdin_text: str | None, *, json_mode: bool) -> int:
     from ..runtime import NoModelError, SessionBusyError
-    from ..runtime.services import RequiredExtensionError
     from .bootstrap import CliError, diagnostics_of, initial_input, open_runtime
     from .print_mode import run_print
 
     try:
         initial = initial_input(args.messages, stdin_text=stdin_text, cwd=os.getcwd())
-        runtime = await open_runtime(args, mode="json" if json_mode else "print")
-    except (CliError, RequiredExtensionError) as exc:
+        runtime = await open_runtime(args, mode="json" if json_mode else "print", start=False)
+    except CliError as exc:
         print(f"pi: {exc}", file=sys.stderr)
         return 1
     for line in diagnostics_of(runtime):
         print(f"pi: {line}", file=sys.stderr)
     try:
-        return await run_print(runtime, initial, json_mode=json_mode)
+        return await run_print(runtime, initial, args, json_mode=json_mode)
     except (NoModelError, SessionBusyError, CliError) as exc:
         print(f"pi: {exc}", file=sys.stderr)
         return 1

@@ -10,7 +10,7 @@ from typing import Any, TextIO
 from pi_hookspecs import AssistantMessage
 
 from ..runtime import SessionRuntime
-from .bootstrap import InitialInput
+from .bootstrap import InitialInput, start_runtime
 
 
 def event_record(event: Any) -> dict[str, Any] | None:
@@ -61,15 +61,29 @@ class JsonWriter:
             self.write(record)
 
 
-async def run_print(runtime: SessionRuntime, initial: InitialInput, *, json_mode: bool = False) -> int:
+def report_extension_errors(event: Any) -> None:
+    """Plugin hook errors go to stderr (stdout carries only the answer / the JSONL)."""
+    if event.type == "extension_error":
+        print(f"pi: extension error ({event.extension_path}) in {event.event}: {event.error}", file=sys.stderr)
+
+
+async def run_print(
+    runtime: SessionRuntime, initial: InitialInput, args: Any = None, *, json_mode: bool = False
+) -> int:
+    """Run the prompts. A runtime not started yet (``open_runtime(start=False)`` with its
+    ``args``) is started once the outputs are subscribed, so what ``session_start``
+    handlers report is shown too."""
     session = runtime.session
     writer = None
+    runtime.subscribe(report_extension_errors)
     if json_mode:
         writer = JsonWriter(sys.stdout, on_closed=session.abort)
         header = session.sm.get_header()
         if header is not None:
             writer.write(header.to_json())
         runtime.subscribe(writer)
+    if args is not None:
+        await start_runtime(runtime, args)
     if not initial.prompts:
         print("pi: no prompt given (pass a message, pipe one on stdin, or run pi in a terminal)", file=sys.stderr)
         return 1

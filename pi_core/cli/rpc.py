@@ -37,7 +37,7 @@ from pi_hookspecs import (
 
 from ..ai.models import supported_thinking_levels
 from ..runtime import AgentSession, SessionBusyError, SessionRuntime
-from .bootstrap import CliError, diagnostics_of, open_runtime
+from .bootstrap import CliError, diagnostics_of, open_runtime, start_runtime
 from .print_mode import event_record
 from .rpc_ui import NO_DATA, LineReader, RawJson, RpcOutput, RpcUI, dumps
 
@@ -127,9 +127,8 @@ class RpcServer:
             except (NotImplementedError, RuntimeError, ValueError):  # not the main thread / platform
                 pass
         LineReader(self.in_fd, loop, self._on_line).start()
-        startup = argparse.Namespace(**{**vars(self.args), "name": None})
         try:
-            runtime = await open_runtime(startup, mode="rpc", ui=self.ui, start=False)
+            runtime = await open_runtime(self.args, mode="rpc", ui=self.ui, start=False)
         except CliError as exc:
             print(f"pi: {exc}", file=sys.stderr)
             return 1
@@ -139,9 +138,7 @@ class RpcServer:
         runtime.subscribe(self._on_event)
         runtime.on_rebind.append(self._bind)
         self._bind(runtime.session)
-        await runtime.session.start("startup")
-        if self.args.name:
-            await runtime.session.set_session_name(self.args.name)
+        await start_runtime(runtime, self.args)
         self._ready.set()
         self._check_plugin_shutdown()
         await self._stop.wait()

@@ -84,6 +84,33 @@ def test_json_mode_prints_the_header_then_every_event(wire: WireServer, cwd: Pat
     assert end["toolName"] == "read" and "hello from the file" in end["result"]["content"][0]["text"]
 
 
+BROKEN_PLUGIN = """
+from pi_hookspecs import hookimpl
+
+@hookimpl
+def session_start(ctx):
+    raise RuntimeError("rules file is unreadable")
+
+@hookimpl
+def turn_start(event):
+    raise ValueError("turn hook broke")
+"""
+
+
+@pytest.mark.parametrize("mode", ["print", "json"])
+def test_plugin_hook_errors_reach_stderr_including_session_start(cwd: Path, mode: str) -> None:
+    plugin = cwd / "broken_hooks.py"
+    plugin.write_text(BROKEN_PLUGIN)
+    flags = ["-p"] if mode == "print" else ["--mode", "json"]
+    out = run_pi(*flags, "--model", "faux/offline-demo", "-e", str(plugin), "hi", cwd=cwd)
+    assert out.returncode == 0, out.stderr
+    assert f"extension error ({plugin}) in session_start: handler raised RuntimeError: rules file is unreadable" in out.stderr
+    assert "in turn_start: handler raised ValueError: turn hook broke" in out.stderr
+    if mode == "json":  # the JSONL stream carries them too, the start-up one included
+        errors = [r for r in jsonl(out.stdout) if r["type"] == "extension_error"]
+        assert [e["event"] for e in errors][:2] == ["session_start", "turn_start"]
+
+
 def test_offline_default_without_any_key(cwd: Path) -> None:
     out = run_pi("-p", "what is here?", cwd=cwd, env={"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""})
     assert out.returncode == 0, out.stderr

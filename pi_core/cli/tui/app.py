@@ -460,14 +460,16 @@ class InteractiveApp:
     # ------------------------------------------------------------------ start and end
 
     async def run(self) -> int:
-        from ..bootstrap import CliError, diagnostics_of, initial_input, open_runtime
+        from ..bootstrap import CliError, diagnostics_of, initial_input, open_runtime, start_runtime
 
         self.dialogs.host = self
         self.out.bind(asyncio.get_running_loop())
         if self.args.resume and not await self._pick_startup_session():
             return 0
         try:
-            self.runtime = await open_runtime(self.args, mode="tui", ui=self.ui, ask_user_trust=trust_asker(self.dialogs))
+            self.runtime = await open_runtime(
+                self.args, mode="tui", ui=self.ui, ask_user_trust=trust_asker(self.dialogs), start=False
+            )
             initial = initial_input(self.args.messages, stdin_text=None, cwd=self.session.cwd)
         except CliError as exc:
             self.out.line(f"pi: {exc}", "red")
@@ -478,6 +480,7 @@ class InteractiveApp:
         self._header()
         for line in diagnostics_of(self.runtime):
             self.out.line(line, "yellow")
+        await start_runtime(self.runtime, self.args)
         replay(self)
         if initial.prompts:
             self.start_job(self._initial(initial.prompts, initial.images), kind="prompt", status="Working")
