@@ -33,6 +33,8 @@ from pi_hookspecs import (
     UserMessage,
 )
 
+from ..ai.transform import bash_execution_text
+from ..session.messages import content_text
 from ._json import js_json
 
 TOOL_RESULT_MAX_CHARS = 2000
@@ -43,26 +45,8 @@ assistant, tool result, system). The runtime passes the session layer's conversi
 :func:`convert_for_summary` is the stand-alone default."""
 
 
-def _text_of(content: str | Sequence[Any], separator: str) -> str:
-    if isinstance(content, str):
-        return content
-    return separator.join(block.text for block in content if isinstance(block, TextContent))
-
-
 def _user(text: str, timestamp: int) -> UserMessage:
     return UserMessage(content=[TextContent(text=text)], timestamp=timestamp)
-
-
-def _bash_text(message: BashExecutionMessage) -> str:
-    text = f"Ran `{message.command}`\n"
-    text += f"```\n{message.output}\n```" if message.output else "(no output)"
-    if message.cancelled:
-        text += "\n\n(command cancelled)"
-    elif message.exit_code not in (None, 0):
-        text += f"\n\nCommand exited with code {message.exit_code}"
-    if message.truncated and message.full_output_path:
-        text += f"\n\n[Output truncated. Full output: {message.full_output_path}]"
-    return text
 
 
 def convert_for_summary(messages: Iterable[AgentMessage]) -> list[AgentMessage]:
@@ -79,7 +63,7 @@ def convert_for_summary(messages: Iterable[AgentMessage]) -> list[AgentMessage]:
             out.append(message)
         elif isinstance(message, BashExecutionMessage):
             if not message.exclude_from_context:
-                out.append(_user(_bash_text(message), message.timestamp))
+                out.append(_user(bash_execution_text(message), message.timestamp))
         elif isinstance(message, CustomMessage):
             out.append(UserMessage(content=message.content, timestamp=message.timestamp))
         elif isinstance(message, CompactionSummaryMessage):
@@ -110,7 +94,7 @@ def serialize_conversation(messages: Iterable[Any]) -> str:
     parts: list[str] = []
     for message in messages:
         if isinstance(message, UserMessage):
-            text = _text_of(message.content, "")
+            text = content_text(message.content, "")
             if text:
                 parts.append(f"[User]: {text}")
         elif isinstance(message, AssistantMessage):
@@ -121,7 +105,7 @@ def serialize_conversation(messages: Iterable[Any]) -> str:
             if calls:
                 parts.append("[Assistant tool calls]: " + "; ".join(calls))
         elif isinstance(message, ToolResultMessage):
-            text = _text_of(message.content, "")
+            text = content_text(message.content, "")
             if text:
                 parts.append(f"[Tool result]: {truncate_for_summary(text)}")
     return "\n\n".join(parts)

@@ -283,23 +283,11 @@ async def compact(
         "session_id": session_id,
     }
     history_messages = preparation.messages_to_summarize
-    if preparation.is_split_turn and preparation.turn_prefix_messages:
-        if history_messages:
-            history = await generate_summary(
-                history_messages,
-                model,
-                complete,
-                previous_summary=preparation.previous_summary,
-                custom_instructions=custom_instructions,
-                **common,
-            )
-        else:
-            history = Summary(preparation.previous_summary or NO_PRIOR_HISTORY)
-        prefix = await generate_turn_prefix_summary(preparation.turn_prefix_messages, model, complete, **common)
-        text = history.text + SPLIT_TURN_SEPARATOR + prefix.text
-        usage = combine_usage(history.usage, prefix.usage)
-    elif history_messages:
-        summary = await generate_summary(
+    split_turn = bool(preparation.is_split_turn and preparation.turn_prefix_messages)
+    if not history_messages and not split_turn:
+        raise CompactionError("Nothing to compact: the preparation has no messages to summarize")
+    if history_messages:
+        history = await generate_summary(
             history_messages,
             model,
             complete,
@@ -307,9 +295,13 @@ async def compact(
             custom_instructions=custom_instructions,
             **common,
         )
-        text, usage = summary.text, summary.usage
     else:
-        raise CompactionError("Nothing to compact: the preparation has no messages to summarize")
+        history = Summary(preparation.previous_summary or NO_PRIOR_HISTORY)
+    text, usage = history.text, history.usage
+    if split_turn:
+        prefix = await generate_turn_prefix_summary(preparation.turn_prefix_messages, model, complete, **common)
+        text += SPLIT_TURN_SEPARATOR + prefix.text
+        usage = combine_usage(history.usage, prefix.usage)
 
     return CompactionResult(
         summary=text + format_file_operations(preparation.file_ops),

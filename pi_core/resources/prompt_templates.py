@@ -22,17 +22,17 @@ from pathlib import Path
 
 from .._paths import agent_dir as default_agent_dir
 from .._paths import project_dir
+from ._discovery import Candidate, load_first_by_name, markdown_candidates, settings_entries
 from ._files import (
     FrontmatterError,
     absolute_path,
-    canonical_path,
     entry_kind,
     parse_frontmatter,
     read_text,
     resolve_entry,
 )
 from .diagnostics import ResourceDiagnostic
-from .settings import ResourceEntries, Settings, SettingsError, load_settings
+from .settings import ResourceEntries, Settings, load_settings
 
 DESCRIPTION_FALLBACK_LENGTH = 60
 
@@ -200,18 +200,17 @@ def template_files(directory: Path) -> list[Path]:
 
 def _candidates(
     paths: Iterable[Path], source: str, entries: ResourceEntries | None, diagnostics: list[ResourceDiagnostic], *, warn_missing: bool = True
-) -> list[tuple[Path, str, ResourceEntries | None]]:
-    found: list[tuple[Path, str, ResourceEntries | None]] = []
-    for path in paths:
-        if path.is_dir():
-            found += [(p, source, entries) for p in template_files(path)]
-        elif path.is_file() and path.name.endswith(".md"):
-            found.append((path, source, entries))
-        elif path.exists():
-            diagnostics.append(ResourceDiagnostic("warning", "prompt template path is not a Markdown file", str(path), kind="prompt"))
-        elif warn_missing:
-            diagnostics.append(ResourceDiagnostic("warning", "prompt template path does not exist", str(path), kind="prompt"))
-    return found
+) -> list[Candidate]:
+    return markdown_candidates(
+        paths,
+        source,
+        entries,
+        diagnostics,
+        files_in=template_files,
+        label="prompt template",
+        kind="prompt",
+        warn_missing=warn_missing,
+    )
 
 
 def load_prompt_templates(
@@ -233,15 +232,9 @@ def load_prompt_templates(
         settings = load_settings(base, agent_dir=adir, project_trusted=bool(project_trusted))
     trusted = settings.project_trusted if project_trusted is None else project_trusted
     result = PromptTemplatesResult()
-    candidates: list[tuple[Path, str, ResourceEntries | None]] = []
+    candidates: list[Candidate] = []
     if include_defaults:
-        try:
-            scopes = {entries.scope: entries for entries in settings.resource_entries("prompts")}
-        except SettingsError as exc:
-            result.diagnostics.append(ResourceDiagnostic("error", str(exc), None, kind="settings"))
-            scopes = {}
-        project_entries = scopes.get("project") if trusted else None
-        user_entries = scopes.get("user")
+        project_entries, user_entries = settings_entries(settings, "prompts", trusted, result.diagnostics)
         if trusted:
             if project_entries is not None:
                 candidates += _candidates(project_entries.paths, "project", project_entries, result.diagnostics)
@@ -251,34 +244,12 @@ def load_prompt_templates(
         candidates += _candidates([absolute_path(adir) / "prompts"], "user", user_entries, result.diagnostics, warn_missing=False)
     candidates += _candidates([resolve_entry(p, base) for p in cli_paths], "cli", None, result.diagnostics)
     candidates += _candidates([resolve_entry(p, base) for p in extension_paths], "extension", None, result.diagnostics)
-
-    processed: set[str] = set()
-    winners: dict[str, PromptTemplate] = {}
-    for path, source, entries in candidates:
-        if entries is not None and entries.excludes(path):
-            continue
-        real = canonical_path(path)
-        if real in processed:
-            continue
-        processed.add(real)
-        template, diagnostics = load_prompt_template(path, source)
-        result.diagnostics += diagnostics
-        if template is None:
-            continue
-        winner = winners.get(template.name)
-        if winner is not None:
-            result.diagnostics.append(
-                ResourceDiagnostic(
-                    "warning",
-                    f"prompt template /{template.name} is already defined by {winner.file_path}; this one is not loaded",
-                    template.file_path,
-                    kind="collision",
-                    winner_path=winner.file_path,
-                )
-            )
-            continue
-        winners[template.name] = template
-        result.templates.append(template)
+    result.templates += load_first_by_name(
+        candidates,
+        load_prompt_template,
+        result.diagnostics,
+        "prompt template /{name} is already defined by {winner}; this one is not loaded",
+    )
     return result
 
 

@@ -41,6 +41,7 @@ from pi_hookspecs import Skill
 
 from .._paths import agent_dir as default_agent_dir
 from .._paths import project_dir
+from ._discovery import Candidate, load_first_by_name, markdown_candidates, settings_entries
 from ._files import (
     FrontmatterError,
     IgnoreRules,
@@ -54,7 +55,7 @@ from ._files import (
     split_frontmatter,
 )
 from .diagnostics import ResourceDiagnostic
-from .settings import ResourceEntries, Settings, SettingsError, load_settings
+from .settings import ResourceEntries, Settings, load_settings
 
 SKILL_FILE_NAME = "SKILL.md"
 MAX_NAME_LENGTH = 64
@@ -208,31 +209,16 @@ def load_skill_file(path: Path, source: str = "path") -> tuple[Skill | None, lis
 # --------------------------------------------------------------------------- all locations
 
 
-@dataclass(frozen=True)
-class _Candidate:
-    path: Path
-    source: str
-    entries: ResourceEntries | None = None
-
-
 def _explicit_candidates(
     paths: Iterable[Path], source: str, entries: ResourceEntries | None, diagnostics: list[ResourceDiagnostic]
-) -> list[_Candidate]:
-    candidates: list[_Candidate] = []
-    for path in paths:
-        if not path.exists():
-            diagnostics.append(ResourceDiagnostic("warning", "skill path does not exist", str(path), kind="skill"))
-        elif path.is_dir():
-            candidates += [_Candidate(p, source, entries) for p in discover_skill_files(path, "pi")]
-        elif path.is_file() and path.name.endswith(".md"):
-            candidates.append(_Candidate(path, source, entries))
-        else:
-            diagnostics.append(ResourceDiagnostic("warning", "skill path is not a Markdown file", str(path), kind="skill"))
-    return candidates
+) -> list[Candidate]:
+    return markdown_candidates(
+        paths, source, entries, diagnostics, files_in=discover_skill_files, label="skill", kind="skill"
+    )
 
 
-def _auto_candidates(dirs: Iterable[tuple[Path, DiscoveryMode]], source: str, entries: ResourceEntries | None) -> list[_Candidate]:
-    return [_Candidate(p, source, entries) for d, mode in dirs for p in discover_skill_files(d, mode)]
+def _auto_candidates(dirs: Iterable[tuple[Path, DiscoveryMode]], source: str, entries: ResourceEntries | None) -> list[Candidate]:
+    return [Candidate(p, source, entries) for d, mode in dirs for p in discover_skill_files(d, mode)]
 
 
 def project_agents_skill_dirs(cwd: str | os.PathLike[str], *, home: Path | None = None) -> list[Path]:
@@ -270,15 +256,9 @@ def load_skills(
     trusted = settings.project_trusted if project_trusted is None else project_trusted
     result = SkillsResult()
 
-    candidates: list[_Candidate] = []
+    candidates: list[Candidate] = []
     if include_defaults:
-        try:
-            scopes = {entries.scope: entries for entries in settings.resource_entries("skills")}
-        except SettingsError as exc:  # a malformed list: report it, discover the rest
-            result.diagnostics.append(ResourceDiagnostic("error", str(exc), None, kind="settings"))
-            scopes = {}
-        project_entries = scopes.get("project") if trusted else None
-        user_entries = scopes.get("user")
+        project_entries, user_entries = settings_entries(settings, "skills", trusted, result.diagnostics)
         if trusted:
             if project_entries is not None:
                 candidates += _explicit_candidates(project_entries.paths, "project", project_entries, result.diagnostics)
@@ -292,34 +272,12 @@ def load_skills(
         candidates += _auto_candidates(user_dirs, "user", user_entries)
     candidates += _explicit_candidates([resolve_entry(p, base) for p in cli_paths], "cli", None, result.diagnostics)
     candidates += _explicit_candidates([resolve_entry(p, base) for p in extension_paths], "extension", None, result.diagnostics)
-
-    processed: set[str] = set()
-    winners: dict[str, Skill] = {}
-    for candidate in candidates:
-        if candidate.entries is not None and candidate.entries.excludes(candidate.path):
-            continue
-        real = canonical_path(candidate.path)
-        if real in processed:  # the same file again (a symlink, or listed twice)
-            continue
-        processed.add(real)
-        skill, diagnostics = load_skill_file(candidate.path, candidate.source)
-        result.diagnostics += diagnostics
-        if skill is None:
-            continue
-        winner = winners.get(skill.name)
-        if winner is not None:
-            result.diagnostics.append(
-                ResourceDiagnostic(
-                    "warning",
-                    f'skill name "{skill.name}" is already taken by {winner.file_path}; this skill is not loaded',
-                    skill.file_path,
-                    kind="collision",
-                    winner_path=winner.file_path,
-                )
-            )
-            continue
-        winners[skill.name] = skill
-        result.skills.append(skill)
+    result.skills += load_first_by_name(
+        candidates,
+        load_skill_file,
+        result.diagnostics,
+        'skill name "{name}" is already taken by {winner}; this skill is not loaded',
+    )
     return result
 
 

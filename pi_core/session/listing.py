@@ -155,18 +155,22 @@ def list_sessions(cwd: str | os.PathLike[str], session_dir: str | os.PathLike[st
     return _newest_first(infos)
 
 
-def list_all_sessions(session_dir: str | os.PathLike[str] | None = None) -> list[SessionInfo]:
-    """Every session of every project (or of one custom directory), newest first."""
+def _all_session_files(session_dir: str | os.PathLike[str] | None) -> list[str]:
+    """The session files of every project (or of one custom directory)."""
     custom = custom_session_dir(session_dir)
     if custom is not None:
-        files = _session_files(custom)
-    else:
-        root = sessions_root()
-        try:
-            subdirs = sorted(entry.path for entry in os.scandir(root) if entry.is_dir())
-        except OSError:
-            subdirs = []
-        files = [file for subdir in subdirs for file in _session_files(Path(subdir))]
+        return _session_files(custom)
+    root = sessions_root()
+    try:
+        subdirs = sorted(entry.path for entry in os.scandir(root) if entry.is_dir())
+    except OSError:
+        subdirs = []
+    return [file for subdir in subdirs for file in _session_files(Path(subdir))]
+
+
+def list_all_sessions(session_dir: str | os.PathLike[str] | None = None) -> list[SessionInfo]:
+    """Every session of every project (or of one custom directory), newest first."""
+    files = _all_session_files(session_dir)
     return _newest_first([info for info in map(session_info, files) if info is not None])
 
 
@@ -203,16 +207,7 @@ def find_session(
     scopes: list[list[str]] = []
     if cwd is not None:
         scopes.append(_session_files(resolve_session_dir(cwd, session_dir)))
-    custom = custom_session_dir(session_dir)
-    if custom is not None:
-        scopes.append(_session_files(custom))
-    else:
-        root = sessions_root()
-        try:
-            subdirs = sorted(entry.path for entry in os.scandir(root) if entry.is_dir())
-        except OSError:
-            subdirs = []
-        scopes.append([file for subdir in subdirs for file in _session_files(Path(subdir))])
+    scopes.append(_all_session_files(session_dir))
     for files in scopes:
         exact: list[str] = []
         partial: dict[str, list[str]] = {}

@@ -354,18 +354,24 @@ class SessionManager:
                 diagnostics.append(SessionDiagnostic(path, line, f"duplicate entry id {entry_id}"))
             records.append(record)
             by_id[entry_id] = record
-            if kind == "message":
-                if record.role == "assistant":
-                    self._has_assistant = True
-            elif kind == "label":
-                self._note_label(raw)
-            elif kind == "session_info":
-                self._note_name(raw)
+            self._note_record(record, raw)
         self._leaf_id = records[-1].id if records else None
 
     def _adopt(self, raws: builtins.list[dict[str, Any]]) -> None:
         """Take over entries (already v3) copied from another session."""
         self._load_records(raws, [0] * len(raws), path=self._file_path or "<memory>")
+
+    def _note_record(self, record: Record, raw: Mapping[str, Any]) -> None:
+        """Keep what is derived from the entries (an assistant message seen, labels, the
+        session name) up to date with a new ``record``."""
+        kind = record.type
+        if kind == "message":
+            if record.role == "assistant":
+                self._has_assistant = True
+        elif kind == "label":
+            self._note_label(raw)
+        elif kind == "session_info":
+            self._note_name(raw)
 
     def _note_label(self, raw: Mapping[str, Any]) -> None:
         target = raw.get("targetId")
@@ -780,14 +786,7 @@ class SessionManager:
     def _commit(self, record: Record, raw: dict[str, Any]) -> None:
         self._records.append(record)
         self._by_id[record.id] = record
-        kind = record.type
-        if kind == "message":
-            if record.role == "assistant":
-                self._has_assistant = True
-        elif kind == "label":
-            self._note_label(raw)
-        elif kind == "session_info":
-            self._note_name(raw)
+        self._note_record(record, raw)
         cache = self._cache
         if cache.valid and cache.leaf_id == record.parent_id:
             if not cache.extend(record):

@@ -25,6 +25,8 @@ from pi_hookspecs import (
     UserMessage,
 )
 
+from ..ai.transform import bash_execution_text
+
 COMPACTION_SUMMARY_PREFIX = (
     "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
 )
@@ -38,15 +40,7 @@ LlmMessage = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage
 
 def bash_execution_to_text(message: BashExecutionMessage) -> str:
     """The user text a ``!command`` becomes in the model's context."""
-    text = f"Ran `{message.command}`\n"
-    text += f"```\n{message.output}\n```" if message.output else "(no output)"
-    if message.cancelled:
-        text += "\n\n(command cancelled)"
-    elif message.exit_code is not None and message.exit_code != 0:
-        text += f"\n\nCommand exited with code {message.exit_code}"
-    if message.truncated and message.full_output_path:
-        text += f"\n\n[Output truncated. Full output: {message.full_output_path}]"
-    return text
+    return bash_execution_text(message)
 
 
 def _user_text(text: str, timestamp: int) -> UserMessage:

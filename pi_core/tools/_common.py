@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Awaitable, Callable
+import threading
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
@@ -26,6 +27,9 @@ from pi_hookspecs import (
     ToolDefinition,
     ToolResult,
 )
+
+from .mutation_queue import file_mutation_lock
+from .truncate import DEFAULT_MAX_BYTES, format_size, truncate_head
 
 T = TypeVar("T")
 A = TypeVar("A", bound=BaseModel)
@@ -140,6 +144,36 @@ async def run_to_completion(fn: Callable[..., T], *args: Any) -> T:
         raise
 
 
+async def run_stoppable(signal: AbortSignal | None, fn: Callable[..., T], *args: Any) -> T:
+    """Run ``fn(*args, stop)`` in a worker thread; ``stop`` is a :class:`threading.Event`
+    set when ``signal`` aborts or the awaiting task is cancelled, for ``fn`` to return
+    early. Raises :class:`ToolError` "Operation aborted" after an abort."""
+    stop = threading.Event()
+    remove = signal.add_callback(lambda _reason: stop.set()) if signal is not None else None
+    try:
+        result = await asyncio.to_thread(fn, *args, stop)
+    except asyncio.CancelledError:
+        stop.set()
+        raise
+    finally:
+        if remove is not None:
+            remove()
+    raise_if_aborted(signal)
+    return result
+
+
+async def run_file_mutation(ctx: Any, path: str, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(resolved, path, *args)`` in a worker thread, inside the mutation queue of the
+    file ``path`` names (resolved against the context's cwd). The abort is checked inside
+    the queue, not raced against: the file operation finishes before the queue moves on,
+    so an abort can never interleave two writers."""
+    signal = ctx_signal(ctx)
+    resolved = resolve_path(path, ctx_cwd(ctx))
+    async with file_mutation_lock(resolved):
+        raise_if_aborted(signal)
+        return await run_to_completion(fn, resolved, path, *args)
+
+
 # --------------------------------------------------------------------------- paths
 
 _UNICODE_SPACES = re.compile("[\u00a0\u2000-\u200a\u202f\u205f\u3000]")
@@ -160,6 +194,23 @@ def resolve_path(path: str, cwd: str) -> str:
     """``path`` made absolute against ``cwd`` (after :func:`normalize_path_input`)."""
     path = normalize_path_input(path)
     return os.path.normpath(os.path.join(cwd, path))
+
+
+def require_path(path: str, *, directory: bool = False) -> None:
+    """Raise :class:`ToolError` when ``path`` does not exist (or, with ``directory``, is
+    not a directory)."""
+    if not os.path.exists(path):
+        raise ToolError(f"Path not found: {path}")
+    if directory and not os.path.isdir(path):
+        raise ToolError(f"Not a directory: {path}")
+
+
+def search_root(path: str | None, ctx: Any, *, directory: bool = False) -> str:
+    """The ``path`` argument of a search tool (default: the working directory) resolved
+    against the context's cwd and checked with :func:`require_path`."""
+    root = resolve_path(path or ".", ctx_cwd(ctx))
+    require_path(root, directory=directory)
+    return root
 
 
 def rename_path_alias(args: Any) -> Any:
@@ -256,6 +307,60 @@ def define_tool(
         args_model=args_model,
         prepare_arguments=prepare_arguments,
     )
+
+
+def read_only_annotations(title: str) -> ToolAnnotations:
+    """The annotations of a tool that only looks at local files."""
+    return ToolAnnotations(
+        title=title, read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    )
+
+
+def destructive_annotations(title: str, *, idempotent: bool, open_world: bool = False) -> ToolAnnotations:
+    """The annotations of a tool that changes files (or runs commands)."""
+    return ToolAnnotations(
+        title=title,
+        read_only_hint=False,
+        destructive_hint=True,
+        idempotent_hint=idempotent,
+        open_world_hint=open_world,
+    )
+
+
+# --------------------------------------------------------------------------- results
+
+
+def listing_result(
+    lines: list[str],
+    *,
+    limit: int,
+    limit_reached: bool,
+    unit: str,
+    limit_key: str,
+    refine: bool = False,
+    notes: Iterable[tuple[str, str, Any]] = (),
+) -> ToolResult:
+    """``lines`` as one text result, cut to :data:`DEFAULT_MAX_BYTES`, ending in a
+    bracketed notice of each limit reached, each also recorded in the details: the
+    ``limit`` of ``unit`` (under ``limit_key``; ``refine`` suggests refining the
+    pattern), the byte limit, then the ``notes`` (notice, details key, value)."""
+    truncation = truncate_head("\n".join(lines), max_lines=2**62)
+    output = truncation.content
+    details: dict[str, Any] = {}
+    notices = []
+    if limit_reached:
+        hint = ", or refine pattern" if refine else ""
+        notices.append(f"{limit} {unit} limit reached. Use limit={limit * 2} for more{hint}")
+        details[limit_key] = limit
+    if truncation.truncated:
+        notices.append(f"{format_size(DEFAULT_MAX_BYTES)} limit reached")
+        details["truncation"] = truncation.to_json()
+    for notice, key, value in notes:
+        notices.append(notice)
+        details[key] = value
+    if notices:
+        output += "\n\n[" + ". ".join(notices) + "]"
+    return ToolResult.text(output, details=details or None)
 
 
 def os_error_text(exc: OSError) -> str:

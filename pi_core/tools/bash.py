@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import Field
 
-from pi_hookspecs import TextContent, ToolAnnotations, ToolDefinition, ToolResult
+from pi_hookspecs import TextContent, ToolDefinition, ToolResult
 
 from ._common import (
     ToolArgs,
@@ -21,6 +21,7 @@ from ._common import (
     ctx_signal,
     ctx_update,
     define_tool,
+    destructive_annotations,
     raise_if_aborted,
 )
 from .output import OutputAccumulator, OutputSnapshot
@@ -226,11 +227,5 @@ def create_bash_tool() -> ToolDefinition:
             "Commands run by bash can read PI_SESSION_ID, PI_MODEL and other PI_* environment variables "
             "for the current session and model.",
         ],
-        annotations=ToolAnnotations(
-            title="Run shell command",
-            read_only_hint=False,
-            destructive_hint=True,
-            idempotent_hint=False,
-            open_world_hint=True,
-        ),
+        annotations=destructive_annotations("Run shell command", idempotent=False, open_world=True),
     )

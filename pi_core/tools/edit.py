@@ -9,19 +9,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pi_hookspecs import ToolAnnotations, ToolDefinition, ToolResult
+from pi_hookspecs import ToolDefinition, ToolResult
 
 from ._common import (
     ToolArgs,
     ToolError,
-    ctx_cwd,
-    ctx_signal,
     define_tool,
+    destructive_annotations,
     os_error_text,
-    raise_if_aborted,
     rename_path_alias,
-    resolve_path,
-    run_to_completion,
+    run_file_mutation,
 )
 from ._files import write_file_atomically
 from .edit_diff import (
@@ -35,7 +32,6 @@ from .edit_diff import (
     strip_bom,
     unified_patch,
 )
-from .mutation_queue import file_mutation_lock
 
 
 class EditBlock(BaseModel):
@@ -130,14 +126,8 @@ def _edit_file(path: str, shown: str, edits: list[Replacement]) -> dict[str, Any
 async def run_edit(args: EditArgs, ctx: Any) -> ToolResult:
     if not args.edits:
         raise ToolError("Edit tool input is invalid: edits must contain at least one replacement.")
-    signal = ctx_signal(ctx)
-    path = resolve_path(args.path, ctx_cwd(ctx))
     edits = [Replacement(e.oldText, e.newText) for e in args.edits]
-    async with file_mutation_lock(path):
-        # Checked inside the queue, not raced against: the file operation finishes
-        # before the queue moves on, so an abort can never interleave two writers.
-        raise_if_aborted(signal)
-        details = await run_to_completion(_edit_file, path, args.path, edits)
+    details = await run_file_mutation(ctx, args.path, _edit_file, edits)
     return ToolResult.text(f"Successfully replaced {len(edits)} block(s) in {args.path}.", details=details)
 
 
@@ -156,8 +146,6 @@ def create_edit_tool() -> ToolDefinition:
             "entries; do not send overlapping or nested edits, merge nearby changes into one entry.",
             "Keep each edits[].oldText in an edit call as short as possible while still unique in the file.",
         ],
-        annotations=ToolAnnotations(
-            title="Edit file", read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
-        ),
+        annotations=destructive_annotations("Edit file", idempotent=False),
         prepare_arguments=prepare_edit_arguments,
     )

@@ -4,27 +4,27 @@ pure-Python walk otherwise. Both honour ``.gitignore``, include hidden files, sk
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 from typing import Any
 
 from pydantic import Field
 
-from pi_hookspecs import AbortSignal, ToolAnnotations, ToolDefinition, ToolResult
+from pi_hookspecs import AbortSignal, ToolDefinition, ToolResult
 
 from ._common import (
-    ABORTED_MESSAGE,
     ToolArgs,
     ToolError,
-    ctx_cwd,
     ctx_signal,
     define_tool,
+    listing_result,
     raise_if_aborted,
-    resolve_path,
+    read_only_annotations,
+    run_stoppable,
+    search_root,
 )
 from .external import find_executable, stream_lines, supports_option
-from .truncate import DEFAULT_MAX_BYTES, format_size, truncate_head
+from .truncate import DEFAULT_MAX_BYTES
 from .walk import glob_matches, repo_root, walk
 
 DEFAULT_LIMIT = 1000
@@ -86,22 +86,6 @@ def _walk_results(pattern: str, root: str, limit: int, stop: threading.Event) ->
     return results
 
 
-async def _python_results(pattern: str, root: str, limit: int, signal: AbortSignal | None) -> list[str]:
-    stop = threading.Event()
-    remove = signal.add_callback(lambda _reason: stop.set()) if signal is not None else None
-    try:
-        results = await asyncio.to_thread(_walk_results, pattern, root, limit, stop)
-    except asyncio.CancelledError:
-        stop.set()
-        raise
-    finally:
-        if remove is not None:
-            remove()
-    if signal is not None and signal.aborted:
-        raise ToolError(ABORTED_MESSAGE)
-    return results
-
-
 def _usable_fd(use_fd: bool | None, root: str) -> str | None:
     if use_fd is False:
         return None
@@ -117,33 +101,23 @@ def _usable_fd(use_fd: bool | None, root: str) -> str | None:
 async def run_find(args: FindArgs, ctx: Any, *, use_fd: bool | None = None) -> ToolResult:
     signal = ctx_signal(ctx)
     raise_if_aborted(signal)
-    root = resolve_path(args.path or ".", ctx_cwd(ctx))
-    if not os.path.exists(root):
-        raise ToolError(f"Path not found: {root}")
-    if not os.path.isdir(root):
-        raise ToolError(f"Not a directory: {root}")
+    root = search_root(args.path, ctx, directory=True)
     limit = max(1, args.limit or DEFAULT_LIMIT)
     fd = _usable_fd(use_fd, root)
     if fd is not None:
         results = await _fd_results(fd, args.pattern, root, limit, signal)
     else:
-        results = await _python_results(args.pattern, root, limit, signal)
+        results = await run_stoppable(signal, _walk_results, args.pattern, root, limit)
     if not results:
         return ToolResult.text("No files found matching pattern")
-    limit_reached = len(results) > limit
-    truncation = truncate_head("\n".join(sorted(results[:limit])), max_lines=2**62)
-    output = truncation.content
-    details: dict[str, Any] = {}
-    notices = []
-    if limit_reached:
-        notices.append(f"{limit} results limit reached. Use limit={limit * 2} for more, or refine pattern")
-        details["resultLimitReached"] = limit
-    if truncation.truncated:
-        notices.append(f"{format_size(DEFAULT_MAX_BYTES)} limit reached")
-        details["truncation"] = truncation.to_json()
-    if notices:
-        output += "\n\n[" + ". ".join(notices) + "]"
-    return ToolResult.text(output, details=details or None)
+    return listing_result(
+        sorted(results[:limit]),
+        limit=limit,
+        limit_reached=len(results) > limit,
+        unit="results",
+        limit_key="resultLimitReached",
+        refine=True,
+    )
 
 
 def create_find_tool(*, use_fd: bool | None = None) -> ToolDefinition:
@@ -160,8 +134,6 @@ def create_find_tool(*, use_fd: bool | None = None) -> ToolDefinition:
         run=run,
         prompt_snippet="Find files by glob pattern (honours .gitignore)",
         prompt_guidelines=["Use find to locate files by name or glob pattern instead of running find or ls -R through bash."],
-        annotations=ToolAnnotations(
-            title="Find files", read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-        ),
+        annotations=read_only_annotations("Find files"),
         default_active=False,
     )

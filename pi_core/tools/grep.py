@@ -4,7 +4,6 @@ skip ``.git``; the Python search uses Python regular expressions."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import os
@@ -15,20 +14,21 @@ from typing import Any
 
 from pydantic import Field
 
-from pi_hookspecs import AbortSignal, ToolAnnotations, ToolDefinition, ToolResult
+from pi_hookspecs import AbortSignal, ToolDefinition, ToolResult
 
 from ._common import (
-    ABORTED_MESSAGE,
     ToolArgs,
     ToolError,
-    ctx_cwd,
     ctx_signal,
     define_tool,
+    listing_result,
     raise_if_aborted,
-    resolve_path,
+    read_only_annotations,
+    run_stoppable,
+    search_root,
 )
 from .external import find_executable, stream_lines
-from .truncate import DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, format_size, truncate_head, truncate_line
+from .truncate import DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, truncate_line
 from .walk import glob_matches, walk
 
 DEFAULT_LIMIT = 100
@@ -163,24 +163,6 @@ def _python_matches(
     return matches[:limit], len(matches) > limit
 
 
-async def _python_search(
-    args: GrepArgs, search_path: str, is_dir: bool, limit: int, signal: AbortSignal | None
-) -> tuple[list[_Match], bool]:
-    stop = threading.Event()
-    remove = signal.add_callback(lambda _reason: stop.set()) if signal is not None else None
-    try:
-        found = await asyncio.to_thread(_python_matches, args, search_path, is_dir, limit, stop)
-    except asyncio.CancelledError:
-        stop.set()
-        raise
-    finally:
-        if remove is not None:
-            remove()
-    if signal is not None and signal.aborted:
-        raise ToolError(ABORTED_MESSAGE)
-    return found
-
-
 class _Formatter:
     def __init__(self, search_path: str, is_dir: bool, context: int) -> None:
         self.search_path = search_path
@@ -230,36 +212,31 @@ class _Formatter:
 async def run_grep(args: GrepArgs, ctx: Any, *, use_rg: bool | None = None) -> ToolResult:
     signal = ctx_signal(ctx)
     raise_if_aborted(signal)
-    search_path = resolve_path(args.path or ".", ctx_cwd(ctx))
-    if not os.path.exists(search_path):
-        raise ToolError(f"Path not found: {search_path}")
+    search_path = search_root(args.path, ctx)
     is_dir = os.path.isdir(search_path)
     limit = max(1, args.limit or DEFAULT_LIMIT)
     rg = find_executable("rg") if use_rg is not False else None
     if rg is not None:
         matches, limit_reached = await _rg_matches(rg, args, search_path, limit, signal)
     else:
-        matches, limit_reached = await _python_search(args, search_path, is_dir, limit, signal)
+        matches, limit_reached = await run_stoppable(signal, _python_matches, args, search_path, is_dir, limit)
     if not matches:
         return ToolResult.text("No matches found")
     formatter = _Formatter(search_path, is_dir, max(0, args.context or 0))
     lines = [line for match in matches for line in formatter.block(match)]
-    truncation = truncate_head("\n".join(lines), max_lines=2**62)
-    output = truncation.content
-    details: dict[str, Any] = {}
-    notices = []
-    if limit_reached:
-        notices.append(f"{limit} matches limit reached. Use limit={limit * 2} for more, or refine pattern")
-        details["matchLimitReached"] = limit
-    if truncation.truncated:
-        notices.append(f"{format_size(DEFAULT_MAX_BYTES)} limit reached")
-        details["truncation"] = truncation.to_json()
+    notes: list[tuple[str, str, Any]] = []
     if formatter.lines_truncated:
-        notices.append(f"Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines")
-        details["linesTruncated"] = True
-    if notices:
-        output += "\n\n[" + ". ".join(notices) + "]"
-    return ToolResult.text(output, details=details or None)
+        notice = f"Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines"
+        notes.append((notice, "linesTruncated", True))
+    return listing_result(
+        lines,
+        limit=limit,
+        limit_reached=limit_reached,
+        unit="matches",
+        limit_key="matchLimitReached",
+        refine=True,
+        notes=notes,
+    )
 
 
 def create_grep_tool(*, use_rg: bool | None = None) -> ToolDefinition:
@@ -276,12 +253,6 @@ def create_grep_tool(*, use_rg: bool | None = None) -> ToolDefinition:
         run=run,
         prompt_snippet="Search file contents for patterns (honours .gitignore)",
         prompt_guidelines=["Use grep to search file contents instead of running grep or rg through bash."],
-        annotations=ToolAnnotations(
-            title="Search file contents",
-            read_only_hint=True,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
+        annotations=read_only_annotations("Search file contents"),
         default_active=False,
     )

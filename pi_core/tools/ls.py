@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field
 
-from pi_hookspecs import ToolAnnotations, ToolDefinition, ToolResult
+from pi_hookspecs import ToolDefinition, ToolResult
 
 from ._common import (
     ToolArgs,
@@ -16,12 +16,15 @@ from ._common import (
     ctx_cwd,
     ctx_signal,
     define_tool,
+    listing_result,
     os_error_text,
     raise_if_aborted,
+    read_only_annotations,
+    require_path,
     resolve_path,
     run_abortable,
 )
-from .truncate import DEFAULT_MAX_BYTES, format_size, truncate_head
+from .truncate import DEFAULT_MAX_BYTES
 
 DEFAULT_LIMIT = 500
 
@@ -41,10 +44,7 @@ DESCRIPTION = (
 def list_directory(path: str, limit: int) -> tuple[list[str], bool]:
     """Up to ``limit`` entries of ``path`` (``name`` or ``name/``) and whether there
     were more. Entries that cannot be examined (a dangling link) are left out."""
-    if not os.path.exists(path):
-        raise ToolError(f"Path not found: {path}")
-    if not os.path.isdir(path):
-        raise ToolError(f"Not a directory: {path}")
+    require_path(path, directory=True)
     try:
         names = os.listdir(path)
     except OSError as exc:
@@ -73,19 +73,7 @@ async def run_ls(args: LsArgs, ctx: Any) -> ToolResult:
     entries, more = await run_abortable(signal, asyncio.to_thread(list_directory, path, limit))
     if not entries:
         return ToolResult.text("(empty directory)")
-    truncation = truncate_head("\n".join(entries), max_lines=2**62)
-    output = truncation.content
-    details: dict[str, Any] = {}
-    notices = []
-    if more:
-        notices.append(f"{limit} entries limit reached. Use limit={limit * 2} for more")
-        details["entryLimitReached"] = limit
-    if truncation.truncated:
-        notices.append(f"{format_size(DEFAULT_MAX_BYTES)} limit reached")
-        details["truncation"] = truncation.to_json()
-    if notices:
-        output += "\n\n[" + ". ".join(notices) + "]"
-    return ToolResult.text(output, details=details or None)
+    return listing_result(entries, limit=limit, limit_reached=more, unit="entries", limit_key="entryLimitReached")
 
 
 def create_ls_tool() -> ToolDefinition:
@@ -96,8 +84,6 @@ def create_ls_tool() -> ToolDefinition:
         run=run_ls,
         prompt_snippet="List directory contents",
         prompt_guidelines=["Use ls to see what a directory holds instead of running ls through bash."],
-        annotations=ToolAnnotations(
-            title="List directory", read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-        ),
+        annotations=read_only_annotations("List directory"),
         default_active=False,
     )

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
-from pi_hookspecs import ImageContent, TextContent, ToolAnnotations, ToolDefinition, ToolResult
+from pi_hookspecs import ImageContent, TextContent, ToolDefinition, ToolResult
 
 from ._common import (
     ToolArgs,
@@ -23,6 +23,7 @@ from ._common import (
     define_tool,
     os_error_text,
     raise_if_aborted,
+    read_only_annotations,
     rename_path_alias,
     resolve_path,
     run_abortable,
@@ -183,8 +184,6 @@ def create_read_tool() -> ToolDefinition:
         run=run_read,
         prompt_snippet="Read file contents (text files and images)",
         prompt_guidelines=["Use read to look at files instead of cat, head, tail or sed in bash."],
-        annotations=ToolAnnotations(
-            title="Read file", read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-        ),
+        annotations=read_only_annotations("Read file"),
         prepare_arguments=rename_path_alias,
     )

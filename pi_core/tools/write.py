@@ -7,22 +7,18 @@ from typing import Any
 
 from pydantic import Field
 
-from pi_hookspecs import ToolAnnotations, ToolDefinition, ToolResult
+from pi_hookspecs import ToolDefinition, ToolResult
 
 from ._common import (
     ToolArgs,
     ToolError,
-    ctx_cwd,
-    ctx_signal,
     define_tool,
+    destructive_annotations,
     os_error_text,
-    raise_if_aborted,
     rename_path_alias,
-    resolve_path,
-    run_to_completion,
+    run_file_mutation,
 )
 from ._files import write_file_atomically
-from .mutation_queue import file_mutation_lock
 
 
 class WriteArgs(ToolArgs):
@@ -53,11 +49,7 @@ def _write(path: str, shown: str, content: str) -> int:
 
 
 async def run_write(args: WriteArgs, ctx: Any) -> ToolResult:
-    signal = ctx_signal(ctx)
-    path = resolve_path(args.path, ctx_cwd(ctx))
-    async with file_mutation_lock(path):
-        raise_if_aborted(signal)
-        size = await run_to_completion(_write, path, args.path, args.content)
+    size = await run_file_mutation(ctx, args.path, _write, args.content)
     return ToolResult.text(f"Successfully wrote {size} bytes to {args.path}")
 
 
@@ -69,8 +61,6 @@ def create_write_tool() -> ToolDefinition:
         run=run_write,
         prompt_snippet="Create or overwrite files",
         prompt_guidelines=["Use write only for new files or to replace the whole content of a file."],
-        annotations=ToolAnnotations(
-            title="Write file", read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
-        ),
+        annotations=destructive_annotations("Write file", idempotent=True),
         prepare_arguments=rename_path_alias,
     )

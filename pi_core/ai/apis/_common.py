@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pi_hookspecs import Model, StreamOptions
 
 from ... import __version__ as _pi_version
 from ..errors import NoApiKeyError
-from ..stream import maybe_await
+from ..stream import MessageBuilder, maybe_await
 
 USER_AGENT = f"pi-python/{_pi_version}"
 
@@ -106,3 +106,87 @@ def cached_client(key: tuple[Any, ...], factory: Callable[[], Any]) -> Any:
         client = factory()
         per_loop[key] = client
     return client
+
+
+async def post_stream(
+    client: Any,
+    path: str,
+    *,
+    payload: Any,
+    headers: dict[str, Any],
+    options: StreamOptions,
+    out: MessageBuilder,
+    cast_to: Any,
+    stream_cls: Any,
+    status_error: type[BaseException],
+    consume: Callable[[Any], Awaitable[None]],
+) -> None:
+    """POST ``payload`` to ``path`` as a stream with the SDK ``client`` (no retries,
+    ``options``' timeout), report the response (or the ``status_error`` the SDK
+    raises) through ``options``, start ``out`` and hand the stream to ``consume``;
+    the stream is closed afterwards."""
+    request_options: dict[str, Any] = {"headers": headers, "max_retries": 0}
+    timeout = request_timeout(options)
+    if timeout is not None:
+        request_options["timeout"] = timeout
+    try:
+        events = await client.post(
+            path,
+            cast_to=cast_to,
+            body=payload,
+            options=request_options,
+            stream=True,
+            stream_cls=stream_cls,
+        )
+    except status_error as error:
+        await report_error_response(options, error)
+        raise
+    try:
+        await report_response(options, events.response.status_code, events.response.headers)
+        out.start()
+        await consume(events)
+    finally:
+        await events.close()
+
+
+async def stream_openai(
+    model: Model,
+    options: StreamOptions,
+    out: MessageBuilder,
+    *,
+    payload: dict[str, Any],
+    extra_headers: dict[str, str | None],
+    base_url: str,
+    path: str,
+    sdk_types: Callable[[], tuple[Any, Any]],
+    consume: Callable[[Any], Awaitable[None]],
+) -> None:
+    """One streaming request of an OpenAI API through the ``openai`` SDK: the headers
+    (with ``extra_headers``) and payload passed through the ``options`` hooks, then
+    :func:`post_stream` to ``path``. ``sdk_types()`` imports and returns the SDK's
+    response type and stream class of the API; the SDK is imported only here, once
+    the request is known to have credentials."""
+    headers = base_headers(model, options, **extra_headers)
+    api_key = require_api_key(model, options, headers, "authorization")
+    headers = await apply_headers_hook(options, headers)
+    body = await apply_payload_hook(options, payload)
+
+    import openai
+
+    cast_to, stream_cls = sdk_types()
+    client = cached_client(
+        ("openai", base_url, api_key),
+        lambda: openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0),
+    )
+    await post_stream(
+        client,
+        path,
+        payload=body,
+        headers=sdk_headers(headers, openai.omit),
+        options=options,
+        out=out,
+        cast_to=cast_to,
+        stream_cls=stream_cls,
+        status_error=openai.APIStatusError,
+        consume=consume,
+    )

@@ -280,28 +280,18 @@ async def stream_anthropic(model: Model, context: LlmContext, options: StreamOpt
     if not bearer and "api.anthropic.com" not in base_url and api_key != "unused":
         # The SDK sends the key as a bearer token; compatible servers often expect x-api-key.
         request_headers.setdefault("x-api-key", api_key)
-    request_options: dict[str, Any] = {"headers": request_headers, "max_retries": 0}
-    timeout = _common.request_timeout(options)
-    if timeout is not None:
-        request_options["timeout"] = timeout
-    try:
-        events = await client.post(
-            "/v1/messages",
-            cast_to=Message,
-            body=payload,
-            options=request_options,
-            stream=True,
-            stream_cls=anthropic.AsyncStream[RawMessageStreamEvent],
-        )
-    except anthropic.APIStatusError as error:
-        await _common.report_error_response(options, error)
-        raise
-    try:
-        await _common.report_response(options, events.response.status_code, events.response.headers)
-        out.start()
-        await _consume(events, model, options, out)
-    finally:
-        await events.close()
+    await _common.post_stream(
+        client,
+        "/v1/messages",
+        payload=payload,
+        headers=request_headers,
+        options=options,
+        out=out,
+        cast_to=Message,
+        stream_cls=anthropic.AsyncStream[RawMessageStreamEvent],
+        status_error=anthropic.APIStatusError,
+        consume=lambda events: _consume(events, model, options, out),
+    )
 
 
 async def _consume(events: Any, model: Model, options: StreamOptions, out: MessageBuilder) -> None:

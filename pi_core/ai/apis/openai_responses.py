@@ -238,41 +238,24 @@ async def stream_openai_responses(
         else:
             extra["session_id"] = options.session_id
             extra["x-client-request-id"] = options.session_id
-    headers = _common.base_headers(model, options, **extra)
-    api_key = _common.require_api_key(model, options, headers, "authorization")
-    headers = await _common.apply_headers_hook(options, headers)
-    payload = await _common.apply_payload_hook(options, payload)
+    await _common.stream_openai(
+        model,
+        options,
+        out,
+        payload=payload,
+        extra_headers=extra,
+        base_url=model.base_url or DEFAULT_BASE_URL,
+        path="/responses",
+        sdk_types=_sdk_types,
+        consume=lambda events: _consume(events, options, out),
+    )
 
+
+def _sdk_types() -> tuple[Any, Any]:
     import openai
     from openai.types.responses import Response, ResponseStreamEvent
 
-    base_url = model.base_url or DEFAULT_BASE_URL
-    client = _common.cached_client(
-        ("openai", base_url, api_key),
-        lambda: openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0),
-    )
-    request_options: dict[str, Any] = {"headers": _common.sdk_headers(headers, openai.omit), "max_retries": 0}
-    timeout = _common.request_timeout(options)
-    if timeout is not None:
-        request_options["timeout"] = timeout
-    try:
-        events = await client.post(
-            "/responses",
-            cast_to=Response,
-            body=payload,
-            options=request_options,
-            stream=True,
-            stream_cls=openai.AsyncStream[ResponseStreamEvent],
-        )
-    except openai.APIStatusError as error:
-        await _common.report_error_response(options, error)
-        raise
-    try:
-        await _common.report_response(options, events.response.status_code, events.response.headers)
-        out.start()
-        await _consume(events, options, out)
-    finally:
-        await events.close()
+    return Response, openai.AsyncStream[ResponseStreamEvent]
 
 
 def _item_dict(item: Any) -> dict[str, Any]:

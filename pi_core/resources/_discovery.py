@@ -1,0 +1,116 @@
+"""What the Markdown resource loaders (skills, prompt templates) share (private):
+the settings lists, the candidate files of explicit paths, and the rule that the
+first resource of a name wins."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from ._files import canonical_path
+from .diagnostics import DiagnosticKind, ResourceDiagnostic
+from .settings import ResourceEntries, ResourceKind, Settings, SettingsError
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def file_path(self) -> str: ...
+
+
+R = TypeVar("R", bound=_Named)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A file that may hold a resource, where it was found and the settings list
+    (if any) whose exclusions apply to it."""
+
+    path: Path
+    source: str
+    entries: ResourceEntries | None = None
+
+
+def settings_entries(
+    settings: Settings, kind: ResourceKind, trusted: bool, diagnostics: list[ResourceDiagnostic]
+) -> tuple[ResourceEntries | None, ResourceEntries | None]:
+    """The ``kind`` lists of the project (``None`` unless ``trusted``) and user settings.
+    A malformed list is reported and taken as none, so that the rest is still found."""
+    try:
+        scopes = {entries.scope: entries for entries in settings.resource_entries(kind)}
+    except SettingsError as exc:
+        diagnostics.append(ResourceDiagnostic("error", str(exc), None, kind="settings"))
+        scopes = {}
+    return (scopes.get("project") if trusted else None), scopes.get("user")
+
+
+def markdown_candidates(
+    paths: Iterable[Path],
+    source: str,
+    entries: ResourceEntries | None,
+    diagnostics: list[ResourceDiagnostic],
+    *,
+    files_in: Callable[[Path], list[Path]],
+    label: str,
+    kind: DiagnosticKind,
+    warn_missing: bool = True,
+) -> list[Candidate]:
+    """The candidates of explicit ``paths``: the ``files_in`` a directory, or a ``.md``
+    file itself. Anything else is a warning about the ``label`` path (a missing path
+    only with ``warn_missing``)."""
+    found: list[Candidate] = []
+    for path in paths:
+        if path.is_dir():
+            found += [Candidate(p, source, entries) for p in files_in(path)]
+        elif path.is_file() and path.name.endswith(".md"):
+            found.append(Candidate(path, source, entries))
+        elif path.exists():
+            diagnostics.append(ResourceDiagnostic("warning", f"{label} path is not a Markdown file", str(path), kind=kind))
+        elif warn_missing:
+            diagnostics.append(ResourceDiagnostic("warning", f"{label} path does not exist", str(path), kind=kind))
+    return found
+
+
+def load_first_by_name(
+    candidates: Iterable[Candidate],
+    load: Callable[[Path, str], tuple[R | None, list[ResourceDiagnostic]]],
+    diagnostics: list[ResourceDiagnostic],
+    collision: str,
+) -> list[R]:
+    """``load`` each candidate (skipping those its settings list excludes and files
+    already loaded, e.g. through a symlink or listed twice) and keep the first resource
+    of each name; a later one is reported with the ``collision`` message (its
+    ``{name}`` and ``{winner}``, the path of the first, filled in)."""
+    processed: set[str] = set()
+    winners: dict[str, R] = {}
+    loaded: list[R] = []
+    for candidate in candidates:
+        if candidate.entries is not None and candidate.entries.excludes(candidate.path):
+            continue
+        real = canonical_path(candidate.path)
+        if real in processed:
+            continue
+        processed.add(real)
+        resource, found = load(candidate.path, candidate.source)
+        diagnostics += found
+        if resource is None:
+            continue
+        winner = winners.get(resource.name)
+        if winner is not None:
+            diagnostics.append(
+                ResourceDiagnostic(
+                    "warning",
+                    collision.format(name=resource.name, winner=winner.file_path),
+                    resource.file_path,
+                    kind="collision",
+                    winner_path=winner.file_path,
+                )
+            )
+            continue
+        winners[resource.name] = resource
+        loaded.append(resource)
+    return loaded
