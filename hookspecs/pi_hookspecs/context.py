@@ -113,8 +113,11 @@ class ExtensionContext(Protocol):
     def has_pending_messages(self) -> bool: ...
     def abort(self) -> None: ...
     def shutdown(self) -> None: ...
-    def get_settings(self) -> dict[str, Any]:
-        """A copy of the effective settings (user and project merged)."""
+    def get_settings(self, scope: Literal["effective", "user", "project"] = "effective") -> dict[str, Any]:
+        """A copy of the settings: ``effective`` (user and trusted project merged),
+        ``user`` (``~/.pi/agent/settings.json`` alone — what an organisation policy reads,
+        since a trusted project can override the merged view) or ``project`` (the
+        trusted project's ``.pi/settings.json``; ``{}`` when the project is not trusted)."""
         ...
     def get_flag(self, name: str) -> Any:
         """The value of a flag registered through ``register_flags``."""

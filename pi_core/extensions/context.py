@@ -55,9 +55,15 @@ class ContextHost:
         self.ui = ui if ui is not None else NoUI()
         self.has_ui = ui is not None and mode in ("tui", "rpc")
         self.settings = settings or {}
+        self.scoped_settings: dict[str, dict[str, Any]] = {}
         self.hook = hook
         self.flags = flags or {}
         self.project_trusted = project_trusted
+
+    def use_settings(self, settings: Any) -> None:
+        """Serve ``settings`` (a :class:`~pi_core.resources.Settings`): merged, and per scope."""
+        self.settings = settings.merged
+        self.scoped_settings = {"user": settings.user, "project": settings.project if settings.project_trusted else {}}
 
     # -- state
     @property
@@ -136,10 +142,15 @@ class ExtensionContextImpl:
     def is_project_trusted(self) -> bool:
         return bool(self._h().project_trusted)
 
-    def get_settings(self) -> dict[str, Any]:
+    def get_settings(self, scope: str = "effective") -> dict[str, Any]:
         import copy
 
-        return copy.deepcopy(self._h().settings)
+        host = self._h()
+        if scope == "effective":
+            return copy.deepcopy(host.settings)
+        if scope not in ("user", "project"):
+            raise ValueError(f"get_settings: scope must be 'effective', 'user' or 'project', not {scope!r}")
+        return copy.deepcopy(host.scoped_settings.get(scope, {}))
 
     def get_flag(self, name: str) -> Any:
         return self._h().flags.get(name.removeprefix("--"))

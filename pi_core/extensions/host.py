@@ -140,6 +140,7 @@ class PluginHost:
             settings=self.settings.merged,
             flags=dict(self.options.flags),
         )
+        self.context_host.use_settings(self.settings)
         self.pm = self._new_pm()
         self.runner = EventRunner(self.pm, ctx=self.make_context())
         self._phase = 0
@@ -347,7 +348,7 @@ class PluginHost:
             for error in self.settings.errors:
                 if error.path == self.settings.project_path:
                     self._diag("error", str(error), plugin=None, source="settings", path=str(error.path))
-            self.context_host.settings = self.settings.merged
+            self.context_host.use_settings(self.settings)
         project = self.project_sources(diagnostics)
         for diagnostic in diagnostics:
             self._diag(diagnostic.level, diagnostic.message, plugin=diagnostic.plugin, source=diagnostic.source, path=diagnostic.path)

@@ -35,6 +35,7 @@ class SessionContextHost(ContextHost):
             flags=dict(session.plugins.context_host.flags),
             project_trusted=session.services.project_trusted,
         )
+        self.use_settings(session.settings)
         self.session = session
 
     # ---- live state

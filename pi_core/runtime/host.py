@@ -104,10 +104,12 @@ class SessionRuntime:
     ) -> AgentSession:
         old = self.session
         previous = old.session_file
+        options = self.options if reason != "reload" else replace(self.options, fresh_files=True)
+        # Load first: when plugins, settings or a required extension fail, this raises
+        # and the old session stays live and untouched.
+        services = await create_services(manager.get_cwd(), options)
         await old.shutdown(reason, manager.get_session_file())
         old.dispose(f"the session was replaced ({reason})") if reason != "reload" else old.plugins.invalidate("reload")
-        options = self.options if reason != "reload" else replace(self.options, fresh_files=True)
-        services = await create_services(manager.get_cwd(), options)
         session = AgentSession(services, manager, model=model, thinking_level=thinking_level, stream_fn=self.stream_fn)
         if keep_active_tools is not None:
             session._rebuild_tools(keep_active=keep_active_tools)

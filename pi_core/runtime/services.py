@@ -127,7 +127,7 @@ async def create_services(cwd: str | os.PathLike[str], options: ServiceOptions |
         missing = missing_packages(resources.settings.project)
         if missing:
             diagnostics.append("warning: " + missing_message(cwd, missing))
-    plugins.context_host.settings = resources.settings.merged
+    plugins.context_host.use_settings(resources.settings)
     models = options.model_registry or ModelRegistry(models_path=adir / "models.json")
     models.remove_providers("plugin")
     for name, registered in plugins.registry.providers.items():

@@ -418,3 +418,47 @@ async def test_required_extensions_cannot_be_bypassed_from_a_project(cwd: Path, 
     policy.unlink()
     with pytest.raises(RequiredExtensionError, match="'policy' is not installed"):
         await start(cwd, "ok")
+
+
+async def test_a_reload_that_cannot_load_a_required_extension_keeps_the_old_session(cwd: Path, agent_dir: Path) -> None:
+    from pi_core.runtime.services import RequiredExtensionError
+
+    policy = agent_dir / "extensions" / "policy.py"
+    policy.parent.mkdir(parents=True, exist_ok=True)
+    policy.write_text("from pi_hookspecs import hookimpl\n@hookimpl\ndef tool_call(event):\n    return None\n")
+    write_settings({"requiredExtensions": ["policy"]})
+    Keeper.instances.clear()
+    runtime, _, _ = await start(cwd, "one", "two", plugins=(Keeper,))
+    await runtime.session.prompt("hi")
+    before = runtime.session
+    policy.write_text("raise ImportError('policy engine missing')\n")
+    with pytest.raises(RequiredExtensionError, match="'policy'"):
+        await runtime.reload()
+    assert runtime.session is before and Keeper.instances[0].ctx.model is not None  # still live
+    await runtime.session.prompt("again")
+    assert runtime.session.get_last_assistant_text() == "two"
+
+
+async def test_get_settings_by_scope(cwd: Path) -> None:
+    seen: dict[str, Any] = {}
+
+    class Reader:
+        @hookimpl
+        def session_start(self, ctx: Any) -> None:
+            for scope in ("effective", "user", "project"):
+                seen[scope] = ctx.get_settings(scope).get("policy")
+            seen["default"] = ctx.get_settings().get("policy")
+            try:
+                ctx.get_settings("global")
+            except ValueError as exc:
+                seen["error"] = str(exc)
+
+    write_settings({"policy": {"rules": "/etc/rules.yaml"}})
+    (cwd / ".pi").mkdir()
+    (cwd / ".pi" / "settings.json").write_text('{"policy": {"rules": "lax.yaml"}}')
+    await start(cwd, "ok", plugins=(Reader,))  # untrusted project: its settings are ignored
+    assert seen["effective"] == seen["user"] == {"rules": "/etc/rules.yaml"} and seen["project"] is None
+    await start(cwd, "ok", plugins=(Reader,), approve=True)
+    assert seen["effective"] == seen["default"] == {"rules": "lax.yaml"} == seen["project"]
+    assert seen["user"] == {"rules": "/etc/rules.yaml"}
+    assert "'global'" in seen["error"]
