@@ -1,7 +1,8 @@
 """Which files a summarised stretch of conversation read and modified.
 
 File operations come from the assistant's tool calls (``read`` reads a file;
-``write`` and ``edit`` modify one; the path is the ``path`` argument, or ``file_path``)
+``write`` and ``edit`` modify one; the path is the ``path`` argument, or ``file_path``),
+from the nested calls recorded on tool results (``nestedCalls``, e.g. a codemode script's)
 and, cumulatively, from the ``details`` of earlier pi-generated summaries
 (``{"readFiles": [...], "modifiedFiles": [...]}``; summaries a plugin supplied -
 ``from_hook`` - are skipped, their ``details`` are the plugin's own). ``bash`` commands
@@ -17,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pi_hookspecs import AgentMessage, AssistantMessage, FileOperations, ToolCall
+from pi_hookspecs import AgentMessage, AssistantMessage, FileOperations, ToolCall, ToolResultMessage
 
 READ_TOOLS: frozenset[str] = frozenset({"read"})
 """Tools whose ``path`` argument is a file that was read."""
@@ -33,20 +34,28 @@ class FileOpsTracker:
     modified: dict[str, None] = field(default_factory=dict)
 
     def add_tool_call(self, call: ToolCall) -> None:
-        path = _call_path(call)
+        self.add_call(call.name, call.arguments)
+
+    def add_call(self, name: str, arguments: Mapping[str, Any] | None) -> None:
+        path = _call_path(arguments or {})
         if path is None:
             return
-        if call.name in READ_TOOLS:
+        if name in READ_TOOLS:
             self.read[path] = None
-        elif call.name in MODIFY_TOOLS:
+        elif name in MODIFY_TOOLS:
             self.modified[path] = None
 
     def add_message(self, message: AgentMessage) -> None:
-        """Record the file operations of an assistant message's tool calls."""
+        """Record the file operations of an assistant message's tool calls, and of the
+        nested calls recorded on a tool result (``nestedCalls``: tools run by tools)."""
         if isinstance(message, AssistantMessage):
             for block in message.content:
                 if isinstance(block, ToolCall):
                     self.add_tool_call(block)
+        elif isinstance(message, ToolResultMessage) and message.nested_calls is not None:
+            for record in message.nested_calls.calls:
+                if record.status != "unfinished":
+                    self.add_call(record.name, record.arguments)
 
     def add_messages(self, messages: Iterable[AgentMessage]) -> None:
         for message in messages:
@@ -67,9 +76,9 @@ class FileOpsTracker:
         return FileOperations(read=sorted(self.read), modified=sorted(self.modified))
 
 
-def _call_path(call: ToolCall) -> str | None:
+def _call_path(arguments: Mapping[str, Any]) -> str | None:
     for key in ("path", "file_path"):
-        value = call.arguments.get(key)
+        value = arguments.get(key)
         if isinstance(value, str) and value:
             return value
     return None

@@ -4,16 +4,25 @@ A nested call is validated, passes the ``tool_call`` gate and the ``tool_result`
 transform, and emits ``tool_execution_start/update/end`` with ``parent_tool_call_id``;
 its id is ``<parent id>/<n>``. It never raises for tool failures: unknown or
 unreachable tools, invalid arguments, blocked calls and errors come back as results
-with ``is_error``. Nested calls add nothing to the transcript.
+with ``is_error``.
+
+Nested calls add no transcript entries. The :class:`NestedLedger` keeps, per top-level
+tool call, a bounded record of them (``nestedCalls`` on that call's result message: name,
+arguments, status, duration, error; never results) and adds the ``usage`` of nested
+results, at every depth, to the calling tool's result.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import TYPE_CHECKING, Any
 
 from pi_hookspecs import (
+    Cost,
+    NestedToolCallRecord,
+    NestedToolCalls,
     ToolCall,
     ToolCallEvent,
     ToolExecutionEndEvent,
@@ -21,6 +30,7 @@ from pi_hookspecs import (
     ToolExecutionUpdateEvent,
     ToolResult,
     ToolResultEvent,
+    Usage,
 )
 
 from ..agent import ToolArgumentsError, validate_tool_arguments
@@ -28,6 +38,113 @@ from ..extensions import ToolContextImpl
 
 if TYPE_CHECKING:
     from .session import AgentSession
+
+MAX_RECORDED_CALLS = 256
+"""Nested calls recorded per top-level tool result at most."""
+MAX_CALL_ARGUMENT_BYTES = 8 * 1024
+"""Arguments of one call larger than this (as JSON) are left out of its record."""
+MAX_RESULT_ARGUMENT_BYTES = 32 * 1024
+"""Recorded arguments of one tool result add up to this at most."""
+
+
+def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
+    """``total + more`` (tokens and cost), a new object; ``None`` when both are."""
+    if more is None:
+        return total
+    if total is None:
+        return more.model_copy(deep=True)
+    cost = Cost(
+        input=total.cost.input + more.cost.input,
+        output=total.cost.output + more.cost.output,
+        cache_read=total.cost.cache_read + more.cost.cache_read,
+        cache_write=total.cost.cache_write + more.cost.cache_write,
+        total=total.cost.total + more.cost.total,
+    )
+
+    def opt(a: int | None, b: int | None) -> int | None:
+        return None if a is None and b is None else (a or 0) + (b or 0)
+
+    return Usage(
+        input=total.input + more.input,
+        output=total.output + more.output,
+        cache_read=total.cache_read + more.cache_read,
+        cache_write=total.cache_write + more.cache_write,
+        cache_write_1h=opt(total.cache_write_1h, more.cache_write_1h),
+        reasoning=opt(total.reasoning, more.reasoning),
+        total_tokens=total.total_tokens + more.total_tokens,
+        cost=cost,
+    )
+
+
+class _Calls:
+    __slots__ = ("argument_bytes", "calls", "complete")
+
+    def __init__(self) -> None:
+        self.calls: list[NestedToolCallRecord] = []
+        self.complete = True
+        self.argument_bytes = 0
+
+
+class NestedLedger:
+    """What nested calls leave on their top-level tool call: the bounded ``nestedCalls``
+    record and the usage of their results (pending until the calling tool finishes)."""
+
+    def __init__(self) -> None:
+        self._top: dict[str, str] = {}
+        self._calls: dict[str, _Calls] = {}
+        self._usage: dict[str, Usage] = {}
+
+    def start(self, call_id: str, parent_id: str, name: str, args: dict[str, Any]) -> NestedToolCallRecord | None:
+        """Record a nested call as ``unfinished``; ``None`` when the record is full."""
+        top = self._top.get(parent_id, parent_id)
+        self._top[call_id] = top
+        calls = self._calls.get(top)
+        if calls is None:
+            calls = self._calls[top] = _Calls()
+        if len(calls.calls) >= MAX_RECORDED_CALLS:
+            calls.complete = False
+            return None
+        record = NestedToolCallRecord(id=call_id, name=name, status="unfinished")
+        try:
+            size = len(json.dumps(args, ensure_ascii=False, default=str).encode())
+        except (TypeError, ValueError):
+            size = MAX_CALL_ARGUMENT_BYTES + 1
+        record.arguments_bytes = size
+        if size <= MAX_CALL_ARGUMENT_BYTES and calls.argument_bytes + size <= MAX_RESULT_ARGUMENT_BYTES:
+            record.arguments = dict(args)
+            calls.argument_bytes += size
+        else:
+            calls.complete = False
+        calls.calls.append(record)
+        return record
+
+    @staticmethod
+    def finish(record: NestedToolCallRecord | None, result: ToolResult, duration_ms: float | None) -> None:
+        if record is None:
+            return
+        record.status = "error" if result.is_error else "ok"
+        record.duration_ms = round(duration_ms, 3) if duration_ms is not None else None
+        if result.is_error:
+            text = "".join(getattr(block, "text", "") for block in result.content).strip()
+            record.error = text[:500] or "error"
+
+    def add_usage(self, parent_id: str, usage: Usage | None) -> None:
+        """Count a nested result's usage for the call that made it."""
+        if usage is not None:
+            self._usage[parent_id] = add_usage(self._usage.get(parent_id), usage)  # type: ignore[assignment]
+
+    def with_nested_usage(self, call_id: str, usage: Usage | None) -> Usage | None:
+        """``usage`` of ``call_id``'s result plus that of the nested calls it made."""
+        return add_usage(usage, self._usage.pop(call_id, None))
+
+    def take(self, call_id: str) -> NestedToolCalls | None:
+        """The record for a finished top-level call (and forget its bookkeeping)."""
+        calls = self._calls.pop(call_id, None)
+        if calls is None:
+            return None
+        for key in [k for k, top in self._top.items() if top == call_id]:
+            del self._top[key]
+        return NestedToolCalls(calls=calls.calls, complete=calls.complete)
 
 
 async def execute_nested_tool(
@@ -48,6 +165,8 @@ async def execute_nested_tool(
             await runner.emit(event.type, event)
         session._emit(event)
 
+    ledger = session.nested
+    record = ledger.start(call_id, parent_tool_call_id, name, args)
     await emit(ToolExecutionStartEvent(tool_call_id=call_id, tool_name=name, args=args, parent_tool_call_id=parent_tool_call_id))
     duration: float | None = None
     tool = session.tools.get(name)
@@ -92,6 +211,9 @@ async def execute_nested_tool(
                 duration = (time.perf_counter() - start) * 1000
                 if updates:
                     await asyncio.gather(*updates)
+                usage = ledger.with_nested_usage(call_id, result.usage)
+                if usage is not result.usage:
+                    result = result.model_copy(update={"usage": usage})
                 if runner.has_handlers("tool_result"):
                     patched = await runner.emit(
                         "tool_result",
@@ -107,6 +229,8 @@ async def execute_nested_tool(
                     )
         except ToolArgumentsError as exc:
             result = ToolResult.error(str(exc))
+    ledger.finish(record, result, duration)
+    ledger.add_usage(parent_tool_call_id, result.usage)
     await emit(
         ToolExecutionEndEvent(
             tool_call_id=call_id, tool_name=name, result=result, is_error=result.is_error, duration_ms=duration,

@@ -52,6 +52,7 @@ from pi_hookspecs import (
     ToolDefinition,
     ToolResult,
     ToolResultEvent,
+    ToolResultMessage,
     TurnEndEvent,
     UserMessage,
 )
@@ -78,6 +79,7 @@ from .events import (
     QueueUpdateEvent,
     ThinkingLevelChangedEvent,
 )
+from .nested import NestedLedger
 from .services import SessionServices
 from .tool_registry import ToolRegistry, ToolSelection
 
@@ -137,6 +139,8 @@ class AgentSession:
         self._run_options: Any = None
         self._entry_ids: dict[int, str] = {}
         self._nested_counters: dict[str, int] = {}
+        self.nested = NestedLedger()
+        """Records and usage of nested tool calls, per top-level call (``nestedCalls``)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._head_cache: tuple[int, Any, SystemMessage | None] | None = None
         self._llm_cache: tuple[int, Any, bool, list[AgentMessage]] | None = None
@@ -460,9 +464,14 @@ class AgentSession:
         return result
 
     async def _after_tool_call(self, after: AfterToolCall) -> ToolOutcome | None:
+        outcome = after.outcome
+        usage = self.nested.with_nested_usage(after.tool_call.id, outcome.result.usage)
+        changed = usage is not outcome.result.usage  # the usage of nested calls counts for the caller
+        if changed:
+            outcome = ToolOutcome(outcome.result.model_copy(update={"usage": usage}), outcome.is_error)
         if not self.runner.has_handlers("tool_result"):
-            return None
-        result = after.outcome.result
+            return outcome if changed else None
+        result = outcome.result
         event = ToolResultEvent(
             tool_name=after.tool_call.name,
             tool_call_id=after.tool_call.id,
@@ -470,7 +479,7 @@ class AgentSession:
             content=list(result.content),
             details=result.details,
             structured_content=result.structured_content,
-            is_error=after.outcome.is_error,
+            is_error=outcome.is_error,
             usage=result.usage,
         )
         out = await self.runner.emit("tool_result", event)
@@ -534,6 +543,10 @@ class AgentSession:
         if kind == "message_start" and isinstance(event.message, UserMessage):
             self._dequeue_display(event.message)
         if kind == "message_end":
+            if isinstance(event.message, ToolResultMessage):
+                nested = self.nested.take(event.message.tool_call_id)
+                if nested is not None:
+                    event.message.nested_calls = nested
             if runner.has_handlers("message_end"):
                 final = await runner.emit("message_end", event)
                 if final is not event.message:

@@ -13,6 +13,8 @@ from pi_core.compaction import (
 from pi_hookspecs import (
     AssistantMessage,
     CompactionSummaryMessage,
+    NestedToolCallRecord,
+    NestedToolCalls,
     SystemMessage,
     TextContent,
     UserMessage,
@@ -199,6 +201,23 @@ def test_file_operations_from_tool_calls_and_previous_compaction() -> None:
     assert preparation is not None
     assert preparation.file_ops.read == ["a.py", "c.py", "e.py", "shared.py"]
     assert preparation.file_ops.modified == ["b.py", "d.py", "shared.py"]
+
+
+def test_file_operations_of_nested_calls_recorded_on_tool_results() -> None:
+    session = Session()
+    session.user("go " + text_of_size(100))
+    session.assistant("", ("codemode", {"code": "..."}))
+    result = session.tool_result("ok", name="codemode").message
+    result.nested_calls = NestedToolCalls(calls=[
+        NestedToolCallRecord(id="c/1", name="read", arguments={"path": "n.py"}),
+        NestedToolCallRecord(id="c/2", name="edit", arguments={"path": "m.py"}, status="error", error="no match"),
+        NestedToolCallRecord(id="c/3", name="write", arguments=None, arguments_bytes=9000),  # arguments dropped
+        NestedToolCallRecord(id="c/4", name="write", arguments={"path": "u.py"}, status="unfinished"),
+    ], complete=False)
+    session.user("next " + text_of_size(200))
+    preparation = prepare_compaction(session.entries, KEEP_140)
+    assert preparation is not None
+    assert preparation.file_ops.read == ["n.py"] and preparation.file_ops.modified == ["m.py"]
 
 
 def test_plugin_supplied_compaction_details_are_not_carried_over() -> None:

@@ -340,3 +340,57 @@ async def test_nested_tool_calls_go_through_the_pipeline(cwd: Path) -> None:
     assert seen == [("orchestrate", None), ("read", parent), ("bash", parent)]
     nested = [e for e in events if e.type == "tool_execution_end" and e.parent_tool_call_id == parent]
     assert [e.tool_call_id for e in nested] == [f"{parent}/1", f"{parent}/2", f"{parent}/3"]
+    # a bounded record of the nested calls rides on the caller's result, in the file too
+    record = result.nested_calls
+    assert record is not None and record.complete
+    assert [(c.id, c.name, c.status) for c in record.calls] == [
+        (f"{parent}/1", "read", "ok"), (f"{parent}/2", "bash", "error"), (f"{parent}/3", "nope", "error")
+    ]
+    assert record.calls[0].arguments == {"path": "notes.txt"} and record.calls[0].duration_ms is not None
+    assert record.calls[1].error == "no shell for scripts"
+    saved = [e["message"] for e in lines(runtime.session.session_file) if e["type"] == "message"
+             and e["message"]["role"] == "toolResult"]
+    assert [c["name"] for c in saved[0]["nestedCalls"]["calls"]] == ["read", "bash", "nope"]
+    assert "content" not in saved[0]["nestedCalls"]["calls"][0]  # never results
+
+
+async def test_nested_usage_counts_for_the_caller_and_the_record_is_bounded(cwd: Path) -> None:
+    from pi_core.runtime.nested import MAX_RECORDED_CALLS
+
+    def priced(n: int) -> h.ToolResult:
+        return h.ToolResult(content=[h.TextContent(text="ok")],
+                            usage=h.Usage(input=n, output=1, total_tokens=n + 1, cost=h.Cost(total=0.5)))
+
+    @h.tool(exposure="codemode")
+    def model_call(n: int) -> h.ToolResult:
+        """A tool that did model work of its own."""
+        return priced(n)
+
+    @h.tool(exposure="codemode")
+    async def inner(ctx: Any) -> h.ToolResult:
+        """Calls model_call, and reports its own usage too."""
+        await ctx.execute_tool("model_call", {"n": 10})
+        return priced(1)
+
+    @h.tool
+    async def outer(ctx: Any, many: bool = False) -> str:
+        """Calls inner, or model_call very many times."""
+        if many:
+            await ctx.execute_tool("model_call", {"n": 0, "pad": "x" * 9000})  # arguments too large to keep
+            for _ in range(MAX_RECORDED_CALLS + 5):
+                await ctx.execute_tool("model_call", {"n": 0})
+            return "many"
+        await ctx.execute_tool("inner", {})
+        return "done"
+
+    runtime, _, _ = await start(cwd, calls(("outer", {})), calls(("outer", {"many": True})), "ok",
+                                custom_tools=[model_call, inner, outer])
+    await runtime.session.prompt("go")
+    first, second = [m for m in runtime.session.messages if m.role == "toolResult"]
+    assert first.usage is not None and (first.usage.input, first.usage.output) == (11, 2)  # every depth
+    assert first.usage.cost.total == 1.0
+    assert [c.name for c in first.nested_calls.calls] == ["inner", "model_call"]
+    assert first.nested_calls.calls[1].id == f"{first.tool_call_id}/1/1"
+    assert len(second.nested_calls.calls) == MAX_RECORDED_CALLS and second.nested_calls.complete is False
+    big = second.nested_calls.calls[0]
+    assert big.arguments is None and big.arguments_bytes > 9000 and big.status == "ok"
