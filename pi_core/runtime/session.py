@@ -322,6 +322,27 @@ class AgentSession:
 
     # ================================================================== system prompt
 
+    def _settle_tool_selection(self, options: Any, selected: list[str]) -> None:
+        """After ``before_agent_start``: a handler that changed ``selected_tools`` chose the
+        active tools; otherwise tools a handler (de)activated or registered through its
+        ``ctx`` show in the options (with their prompt lines)."""
+        active = [d.name for d in self.tools.active_definitions()]
+        if options.selected_tools != selected:
+            if options.selected_tools != active:
+                self.set_active_tools(options.selected_tools)
+            return
+        if active == selected:
+            return
+        fresh = self.system_prompt_options()
+        options.selected_tools = fresh.selected_tools
+        options.hidden_tools = fresh.hidden_tools
+        for name in fresh.selected_tools:
+            if name not in selected:
+                if name in fresh.tool_snippets:
+                    options.tool_snippets[name] = fresh.tool_snippets[name]
+                if name in fresh.tool_guidelines:
+                    options.tool_guidelines[name] = fresh.tool_guidelines[name]
+
     def system_prompt_options(self) -> Any:
         declared = [d.name for d in self.tools.declared_definitions()]
         active = self.tools.active_definitions()
@@ -738,9 +759,9 @@ class AgentSession:
                 )
                 self._run_options = options
                 self._forced_prompt = None
+                selected = list(options.selected_tools)
                 results = await self.runner.emit("before_agent_start", event)
-                if options.selected_tools != [d.name for d in self.tools.active_definitions()]:
-                    self.set_active_tools(options.selected_tools)
+                self._settle_tool_selection(options, selected)
                 for result in results:
                     if result.message is not None:
                         draft = result.message

@@ -394,3 +394,32 @@ async def test_nested_usage_counts_for_the_caller_and_the_record_is_bounded(cwd:
     assert len(second.nested_calls.calls) == MAX_RECORDED_CALLS and second.nested_calls.complete is False
     big = second.nested_calls.calls[0]
     assert big.arguments is None and big.arguments_bytes > 9000 and big.status == "ok"
+
+
+async def test_tools_a_before_agent_start_handler_registers_through_ctx_stay_active(cwd: Path) -> None:
+    @h.tool(prompt_snippet="Look up a word in the glossary")
+    def glossary(word: str) -> str:
+        """Look a word up."""
+        return f"{word}: a thing"
+
+    class LateServer:
+        @hookimpl
+        def before_agent_start(self, ctx: Any) -> None:  # like an MCP server that just connected
+            ctx.register_tool(glossary)
+
+    class Chooser:
+        @hookimpl
+        def before_agent_start(self, event: Any) -> None:  # options edited: they decide
+            if event.prompt == "no shell":
+                event.system_prompt_options.selected_tools.remove("bash")
+
+    runtime, script, _ = await start(cwd, calls(("glossary", {"word": "pi"})), "done", "ok",
+                                     plugins=(LateServer, Chooser))
+    await runtime.session.prompt("define pi")
+    from pi_core.ai import current_system_prompt, current_tools
+
+    assert "glossary" in [t.name for t in current_tools(script.contexts[0].messages)]
+    assert "Look up a word in the glossary" in current_system_prompt(script.contexts[0].messages)
+    assert [m for m in runtime.session.messages if m.role == "toolResult"][0].content[0].text == "pi: a thing"
+    await runtime.session.prompt("no shell")
+    assert "bash" not in runtime.session.tools.active_names and "glossary" in runtime.session.tools.active_names
