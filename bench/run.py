@@ -12,12 +12,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ai
 import cli
+import codemode
 import dispatch
+import mcp  # bench/mcp.py: measures in a subprocess (the name shadows the SDK package here)
 import runtime
 import session
 import tool_search
 
-SUITES = [dispatch, ai, session, runtime, cli, tool_search]
+SUITES = [dispatch, ai, session, runtime, cli, tool_search, codemode, mcp]
 
 
 def main() -> None:

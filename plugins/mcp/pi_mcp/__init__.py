@@ -1,1 +1,109 @@
-"""(being written)"""
+"""pi-mcp: connect MCP servers (stdio and streamable HTTP) and expose their tools.
+
+Servers come from ``<agent dir>/mcp.json``, the trusted project's ``.pi/mcp.json`` and
+plugins implementing ``register_mcp_servers``. They connect in the background when a
+session starts; their tools are registered as ``mcp__<server>__<tool>`` with the
+configured exposure and run through pi's tool pipeline, so ``tool_call`` /
+``tool_result`` policies apply. See ``docs/mcp.md``.
+
+The ``mcp`` SDK is imported only once a server is configured (``import mcp`` costs
+about half a second).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pi_hookspecs import hookimpl
+
+from .config import LoadedConfig, ServerConfig, ServerEntry, load_config, parse_server
+
+__all__ = ["LoadedConfig", "McpPlugin", "ServerConfig", "ServerEntry", "load_config", "parse_server"]
+__version__ = "0.1.0"
+
+NO_MCP_FLAG = "no-mcp"
+
+
+class McpPlugin:
+    """The pi plugin (entry point ``mcp``): one instance per session runtime."""
+
+    def __init__(self) -> None:
+        self.manager: Any = None
+        self.disabled: str | None = None
+
+    # ------------------------------------------------------------------ registration
+
+    @hookimpl
+    def add_hookspecs(self, add: Any) -> None:
+        from . import hookspecs
+
+        add(hookspecs)
+
+    @hookimpl
+    def register_flags(self, register: Any) -> None:
+        register(NO_MCP_FLAG, type="boolean", default=False, description="Disable MCP servers for this run")
+
+    @hookimpl
+    def register_commands(self, register: Any) -> None:
+        register(
+            "mcp",
+            self._command,
+            description="MCP servers: status, reconnect NAME, login NAME, logout NAME",
+            argument_hint="[reconnect|login|logout NAME]",
+        )
+
+    @hookimpl
+    def register_cli_commands(self, register: Any) -> None:
+        from .cli import HELP, main
+
+        register("mcp", main, help=HELP)
+
+    # ------------------------------------------------------------------ life cycle
+
+    @hookimpl
+    async def session_start(self, event: Any, ctx: Any) -> None:
+        if ctx.get_flag(NO_MCP_FLAG):
+            self.disabled = "MCP is disabled for this run (--no-mcp)."
+            return
+        from .manager import McpManager
+
+        self.manager = McpManager()
+        await self.manager.start(ctx)
+
+    @hookimpl
+    async def before_agent_start(self, event: Any, ctx: Any) -> None:
+        manager = self.manager
+        if manager is None or not manager.connections:
+            return
+        from .manager import SECTION
+
+        options = event.system_prompt_options
+        before = set(ctx.get_active_tools())
+        await manager.wait_direct()
+        # tools that became active while waiting must be in the selection the prompt is built from
+        for name in ctx.get_active_tools():
+            if name not in before and name not in options.selected_tools:
+                options.selected_tools.append(name)
+        section = manager.render_section()
+        sections = options.sections
+        if section:
+            sections[SECTION] = section
+        else:
+            sections.pop(SECTION, None)
+
+    @hookimpl
+    async def tool_call(self, event: Any, ctx: Any) -> None:
+        manager = self.manager
+        if manager is not None and manager.has_pending():
+            await manager.wait_for_call(event.tool_name, event.input)
+
+    @hookimpl
+    async def session_shutdown(self, event: Any, ctx: Any) -> None:
+        manager, self.manager = self.manager, None
+        if manager is not None:
+            await manager.close()
+
+    async def _command(self, args: str, ctx: Any) -> None:
+        from .commands import run_command
+
+        await run_command(self.manager, args, ctx, disabled=self.disabled)
