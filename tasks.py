@@ -68,13 +68,22 @@ def setup() -> list[str]:
     return uv
 
 
+PLUGIN_PACKAGES = [
+    "plugins/toolindex/pi_toolindex",
+    "plugins/tool_search/pi_tool_search",
+    "plugins/mcp/pi_mcp",
+    "plugins/codemode/pi_codemode",
+    "examples/pi-policy/pi_policy",
+]
+
+
 def test() -> None:
     uv = setup()
     env = uv_env()
     say("ruff check")
     run(*uv, "run", "--no-sync", "ruff", "check", ".", env=env)
-    say("mypy on the plugin contract (pi_hookspecs)")
-    run(*uv, "run", "--no-sync", "mypy", "hookspecs/pi_hookspecs", env=env)
+    say("mypy --strict on the plugin contract and the plugins")
+    run(*uv, "run", "--no-sync", "mypy", "hookspecs/pi_hookspecs", *PLUGIN_PACKAGES, env=env)
     say("pytest")
     run(*uv, "run", "--no-sync", "pytest", "-q", env=env)
 
