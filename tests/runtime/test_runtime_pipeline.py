@@ -420,6 +420,6 @@ async def test_tools_a_before_agent_start_handler_registers_through_ctx_stay_act
 
     assert "glossary" in [t.name for t in current_tools(script.contexts[0].messages)]
     assert "Look up a word in the glossary" in current_system_prompt(script.contexts[0].messages)
-    assert [m for m in runtime.session.messages if m.role == "toolResult"][0].content[0].text == "pi: a thing"
+    assert next(m for m in runtime.session.messages if m.role == "toolResult").content[0].text == "pi: a thing"
     await runtime.session.prompt("no shell")
     assert "bash" not in runtime.session.tools.active_names and "glossary" in runtime.session.tools.active_names
