@@ -1,5 +1,5 @@
-"""``ToolSearchPlugin``: registers ``tool_search``, keeps its index in step with the
-registered tools and activates it once deferred tools exist."""
+"""``ToolSearchPlugin``: registers ``tool_search`` (inactive) and keeps its index in step
+with the registered tools. It never switches ``tool_search`` on by itself."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from pi_hookspecs import ToolDefinition, ToolResult, hookimpl
 
 from .tool import (
     SEARCHABLE_EXPOSURES,
-    TOOL_NAME,
     ArgumentError,
     build_definition,
     empty_result,
@@ -26,17 +25,18 @@ class ToolSearchPlugin:
     model request of the same run declares them (the core records that in the
     transcript, so resume and fork keep them on that branch).
 
-    ``tool_search`` is registered inactive and activated automatically as soon as a
-    ``deferred`` tool is registered (at session start, when a prompt starts, or at the
-    end of a turn, e.g. once an MCP server has connected). It is never deactivated
-    automatically. One instance serves one session runtime.
+    ``tool_search`` is registered inactive, and this plugin leaves its activation to
+    others: the user selects it (``"defaultTools": ["+tool_search"]``, ``--tools
+    +tool_search``), or a plugin that registers ``deferred`` tools switches it on with
+    ``ctx.set_active_tools`` unless ``ctx.is_tool_deselected("tool_search")`` (pi-mcp
+    does so for servers with ``deferred`` exposure). Registering ``deferred`` tools alone
+    does not activate it. One instance serves one session runtime.
     """
 
     def __init__(self) -> None:
         self.index = ToolIndex()
         """The BM25 index of the searchable tools (kept in step before every search)."""
         self.definition = build_definition(self._execute)
-        self._auto_activated = False
 
     # ------------------------------------------------------------------ hooks
 
@@ -49,21 +49,9 @@ class ToolSearchPlugin:
         self._refresh(ctx)
 
     @hookimpl(trylast=True)
-    def before_agent_start(self, event: Any, ctx: Any) -> None:
+    def before_agent_start(self, ctx: Any) -> None:
         # trylast: plugins that register tools when a prompt starts (MCP) run first.
-        # The core applies ``selected_tools`` after this hook, so an activation must
-        # show there too (with the tool's prompt lines, which the options already hold
-        # for the tools that were active).
-        tools = ctx.get_all_tools()
-        self._sync(tools)
-        options = event.system_prompt_options
-        if TOOL_NAME not in options.selected_tools and self._activate(ctx, tools):
-            registered = next(tool for tool in tools if tool.name == TOOL_NAME)
-            options.selected_tools.append(TOOL_NAME)
-            if registered.prompt_snippet:
-                options.tool_snippets[TOOL_NAME] = registered.prompt_snippet
-            if registered.prompt_guidelines:
-                options.tool_guidelines[TOOL_NAME] = list(registered.prompt_guidelines)
+        self._refresh(ctx)
 
     @hookimpl
     def turn_end(self, ctx: Any) -> None:
@@ -102,31 +90,8 @@ class ToolSearchPlugin:
     def _sync(self, tools: list[ToolDefinition]) -> None:
         self.index.sync(tools, keep=_searchable)
 
-    def _activate(self, ctx: Any, tools: list[ToolDefinition]) -> bool:
-        """Activate ``tool_search`` once deferred tools exist; True when this call did.
-        Only once per session runtime: a user who turns it off keeps it off."""
-        if self._auto_activated:
-            return False
-        # ours, or a replacement that declares which tools it reaches (as pi-mcp requires)
-        if not any(tool.name == TOOL_NAME and tool.reaches_tools is not None for tool in tools):
-            return False
-        if not any(tool.exposure == "deferred" for tool in tools):
-            return False
-        active = ctx.get_active_tools()
-        if TOOL_NAME in active:  # the user's selection has it already: nothing left to do
-            self._auto_activated = True
-            return False
-        if ctx.is_tool_deselected(TOOL_NAME):  # --tools without it, -tool_search, --no-tools, excluded
-            self._auto_activated = True
-            return False
-        ctx.set_active_tools([*active, TOOL_NAME])
-        self._auto_activated = TOOL_NAME in ctx.get_active_tools()
-        return self._auto_activated
-
     def _refresh(self, ctx: Any) -> None:
-        tools = ctx.get_all_tools()
-        self._sync(tools)
-        self._activate(ctx, tools)
+        self._sync(ctx.get_all_tools())
 
 
 def _searchable(tool: ToolDefinition) -> bool:
