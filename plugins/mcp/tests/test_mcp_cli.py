@@ -139,3 +139,42 @@ def test_pi_mcp_help_and_empty_list(agent: Path, project: Path) -> None:
     done = run_pi(agent, project, "--help")
     assert done.returncode == 0 and "add,remove,list,login,logout" in done.stdout
     assert str(FIXTURE).endswith("fixture_server.py")
+
+
+def test_pi_print_mode_round_trips_a_direct_tool_of_an_installed_pi_mcp(agent: Path, project: Path) -> None:
+    """The whole path a user takes: pi-mcp installed next to pi-core (found through its
+    entry point), a server in ``mcp.json``, ``pi -p`` against an OpenAI-compatible endpoint
+    (the real openai SDK over loopback) that calls the server's tool."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "ai"))
+    from wire_server import WireServer, chat_chunks
+
+    server = WireServer()
+    try:
+        write_mcp_json(agent, {"fx": stdio(toolExposure={"echo": "direct"})})
+        write_json(agent / "models.json", {"providers": {"local": {
+            "baseUrl": f"{server.url}/v1", "api": "openai-completions", "apiKey": "test-key",
+            "models": [{"id": "m", "contextWindow": 32000, "maxTokens": 1024}],
+        }}})
+        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        server.enqueue(
+            chat_chunks([
+                {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                 "function": {"name": "mcp__fx__echo", "arguments": ""}}]},
+                {"tool_calls": [{"index": 0, "function": {"arguments": json.dumps({"text": "over the wire"})}}]},
+            ], finish_reason="tool_calls", usage=usage),
+            chat_chunks([{"content": "The server echoed it."}], usage=usage),
+        )
+        env = env_without_pi()
+        env.update(PI_CODING_AGENT_DIR=str(agent), PI_EXTENSIONS="mcp")
+        done = subprocess.run(
+            [sys.executable, "-m", "pi_core", "-p", "--no-session", "--model", "local/m", "echo it"],
+            cwd=project, env=env, capture_output=True, text=True, timeout=90,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "The server echoed it."
+        first, second = (request.body for request in server.requests)
+        assert "mcp__fx__echo" in [tool["function"]["name"] for tool in first["tools"]]
+        result = next(m for m in second["messages"] if m["role"] == "tool")
+        assert result["tool_call_id"] == "call_1" and "over the wire" in json.dumps(result["content"])
+    finally:
+        server.close()
