@@ -201,13 +201,8 @@ class EventRunner:
     # ------------------------------------------------------------------ dispatch
 
     async def _call(self, impl: _Impl, hook: str, event: Any, ctx: Any) -> Any:
-        token = CURRENT_PLUGIN.set(impl.plugin)
-        try:
-            return await self._call_inner(impl, hook, event, ctx)
-        finally:
-            CURRENT_PLUGIN.reset(token)
-
-    async def _call_inner(self, impl: _Impl, hook: str, event: Any, ctx: Any) -> Any:
+        # The caller (emit / emit_boundary) restores CURRENT_PLUGIN once afterwards.
+        CURRENT_PLUGIN.set(impl.plugin)
         if self._trace:
             start = time.perf_counter()
             try:
@@ -241,26 +236,28 @@ class EventRunner:
             print(f"pi trace: {name} -> {[i.plugin for i in impls]}", file=sys.stderr)
         rule = spec.rule
         if rule is Rule.NOTIFICATION or rule is Rule.MUTATION:
-            if self._trace:
+            token = CURRENT_PLUGIN.set(None)
+            try:
                 for impl in impls:
                     try:
-                        await self._call(impl, name, event, ctx)
+                        if self._trace:
+                            await self._call(impl, name, event, ctx)
+                            continue
+                        CURRENT_PLUGIN.set(impl.plugin)
+                        result = impl.call(event, ctx)
+                        if result is not None and inspect.isawaitable(result):
+                            await result
                     except Exception as exc:
                         self._report_exc(impl, name, exc)
-                return None
-            for impl in impls:
-                token = CURRENT_PLUGIN.set(impl.plugin)
-                try:
-                    result = impl.call(event, ctx)
-                    if result is not None and inspect.isawaitable(result):
-                        await result
-                except Exception as exc:
-                    self._report_exc(impl, name, exc)
-                finally:
-                    CURRENT_PLUGIN.reset(token)
+            finally:
+                CURRENT_PLUGIN.reset(token)
             return None
         composer = _COMPOSERS.get(name) or _RULE_COMPOSERS[rule]
-        return await composer(self, name, spec.result, impls, event, ctx)
+        token = CURRENT_PLUGIN.set(None)
+        try:
+            return await composer(self, name, spec.result, impls, event, ctx)
+        finally:
+            CURRENT_PLUGIN.reset(token)
 
     async def emit_boundary(
         self,
@@ -278,6 +275,22 @@ class EventRunner:
         impls = self.handlers(name)
         if ctx is None:
             ctx = self.ctx
+        token = CURRENT_PLUGIN.set(None)
+        try:
+            return await self._boundary(name, event, impls, ctx, entries, cont, build_context)
+        finally:
+            CURRENT_PLUGIN.reset(token)
+
+    async def _boundary(
+        self,
+        name: str,
+        event: Any,
+        impls: tuple[_Impl, ...],
+        ctx: Any,
+        entries: list[Any],
+        cont: bool,
+        build_context: Callable[[list[Any]], Any | Awaitable[Any]] | None,
+    ) -> BoundaryResult:
         for impl in impls:
             event.entries = list(entries)
             event.continue_ = cont
