@@ -43,6 +43,7 @@ from .models import (
     DEFAULT_THINKING_BUDGETS,
     calculate_cost,
     clamp_thinking_level,
+    combine_usage,
     supported_thinking_levels,
     thinking_budget,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "calculate_cost",
     "clamp_thinking_level",
     "classify_error",
+    "combine_usage",
     "complete",
     "current_system_prompt",
     "current_tools",

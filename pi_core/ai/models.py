@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pi_hookspecs import THINKING_LEVELS, Model, Usage
+from typing import Any
+
+from pi_hookspecs import THINKING_LEVELS, Cost, Model, Usage
 
 DEFAULT_THINKING_BUDGETS: dict[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
 """Tokens of thinking per level for APIs that take a token budget."""
@@ -92,3 +94,29 @@ def calculate_cost(model: Model, usage: Usage) -> Usage:
     cost.cache_write = (rates.cache_write * short_writes + rates.input * 2 * long_writes) / 1_000_000
     cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write
     return usage
+
+
+def combine_usage(*usages: Usage | None) -> Usage | None:
+    """The field-by-field sum of ``usages`` (``None`` entries skipped; ``None`` if all are)."""
+    present = [u for u in usages if u is not None]
+    if not present:
+        return None
+
+    def total(name: str) -> Any:
+        return sum(getattr(u, name) for u in present)
+
+    def optional(name: str) -> int | None:
+        values = [getattr(u, name) for u in present if getattr(u, name) is not None]
+        return sum(values) if values else None
+
+    cost = Cost(**{name: sum(getattr(u.cost, name) for u in present) for name in Cost.model_fields})
+    return Usage(
+        input=total("input"),
+        output=total("output"),
+        cache_read=total("cache_read"),
+        cache_write=total("cache_write"),
+        cache_write_1h=optional("cache_write_1h"),
+        reasoning=optional("reasoning"),
+        total_tokens=total("total_tokens"),
+        cost=cost,
+    )

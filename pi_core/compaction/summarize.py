@@ -22,7 +22,6 @@ from pi_hookspecs import (
     AssistantMessage,
     CompactionPreparation,
     CompactionResult,
-    Cost,
     LlmContext,
     Model,
     StreamOptions,
@@ -32,6 +31,7 @@ from pi_hookspecs import (
     UserMessage,
 )
 
+from ..ai.models import combine_usage
 from .file_ops import file_details, format_file_operations
 from .prompts import (
     CHECKPOINT_PROMPT,
@@ -72,32 +72,6 @@ class Summary:
 
     text: str
     usage: Usage | None = None
-
-
-def combine_usage(*usages: Usage | None) -> Usage | None:
-    """The field-by-field sum of ``usages`` (``None`` entries skipped; ``None`` if all are)."""
-    present = [u for u in usages if u is not None]
-    if not present:
-        return None
-
-    def total(name: str) -> Any:
-        return sum(getattr(u, name) for u in present)
-
-    def optional(name: str) -> int | None:
-        values = [getattr(u, name) for u in present if getattr(u, name) is not None]
-        return sum(values) if values else None
-
-    cost = Cost(**{name: sum(getattr(u.cost, name) for u in present) for name in Cost.model_fields})
-    return Usage(
-        input=total("input"),
-        output=total("output"),
-        cache_read=total("cache_read"),
-        cache_write=total("cache_write"),
-        cache_write_1h=optional("cache_write_1h"),
-        reasoning=optional("reasoning"),
-        total_tokens=total("total_tokens"),
-        cost=cost,
-    )
 
 
 def summary_max_tokens(model: Model, prompt_text: str) -> int:

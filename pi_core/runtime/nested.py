@@ -20,7 +20,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from pi_hookspecs import (
-    Cost,
     NestedToolCallRecord,
     NestedToolCalls,
     ToolCall,
@@ -34,6 +33,7 @@ from pi_hookspecs import (
 )
 
 from ..agent import ToolArgumentsError, validate_tool_arguments
+from ..ai import combine_usage
 from ..extensions import ToolContextImpl
 
 if TYPE_CHECKING:
@@ -45,35 +45,6 @@ MAX_CALL_ARGUMENT_BYTES = 8 * 1024
 """Arguments of one call larger than this (as JSON) are left out of its record."""
 MAX_RESULT_ARGUMENT_BYTES = 32 * 1024
 """Recorded arguments of one tool result add up to this at most."""
-
-
-def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
-    """``total + more`` (tokens and cost), a new object; ``None`` when both are."""
-    if more is None:
-        return total
-    if total is None:
-        return more.model_copy(deep=True)
-    cost = Cost(
-        input=total.cost.input + more.cost.input,
-        output=total.cost.output + more.cost.output,
-        cache_read=total.cost.cache_read + more.cost.cache_read,
-        cache_write=total.cost.cache_write + more.cost.cache_write,
-        total=total.cost.total + more.cost.total,
-    )
-
-    def opt(a: int | None, b: int | None) -> int | None:
-        return None if a is None and b is None else (a or 0) + (b or 0)
-
-    return Usage(
-        input=total.input + more.input,
-        output=total.output + more.output,
-        cache_read=total.cache_read + more.cache_read,
-        cache_write=total.cache_write + more.cache_write,
-        cache_write_1h=opt(total.cache_write_1h, more.cache_write_1h),
-        reasoning=opt(total.reasoning, more.reasoning),
-        total_tokens=total.total_tokens + more.total_tokens,
-        cost=cost,
-    )
 
 
 class _Calls:
@@ -93,6 +64,13 @@ class NestedLedger:
         self._top: dict[str, str] = {}
         self._calls: dict[str, _Calls] = {}
         self._usage: dict[str, Usage] = {}
+        self._counters: dict[str, int] = {}
+
+    def next_id(self, parent_id: str) -> str:
+        """The id of the next call ``parent_id`` makes: ``<parent id>/<n>``."""
+        n = self._counters.get(parent_id, 0) + 1
+        self._counters[parent_id] = n
+        return f"{parent_id}/{n}"
 
     def start(self, call_id: str, parent_id: str, name: str, args: dict[str, Any]) -> NestedToolCallRecord | None:
         """Record a nested call as ``unfinished``; ``None`` when the record is full."""
@@ -131,11 +109,13 @@ class NestedLedger:
     def add_usage(self, parent_id: str, usage: Usage | None) -> None:
         """Count a nested result's usage for the call that made it."""
         if usage is not None:
-            self._usage[parent_id] = add_usage(self._usage.get(parent_id), usage)  # type: ignore[assignment]
+            self._usage[parent_id] = combine_usage(self._usage.get(parent_id), usage)  # type: ignore[assignment]
 
     def with_nested_usage(self, call_id: str, usage: Usage | None) -> Usage | None:
-        """``usage`` of ``call_id``'s result plus that of the nested calls it made."""
-        return add_usage(usage, self._usage.pop(call_id, None))
+        """``usage`` of ``call_id``'s result plus that of the nested calls it made (the
+        same object when they made none)."""
+        nested = self._usage.pop(call_id, None)
+        return usage if nested is None else combine_usage(usage, nested)
 
     def take(self, call_id: str) -> NestedToolCalls | None:
         """The record for a finished top-level call (and forget its bookkeeping)."""
@@ -144,6 +124,8 @@ class NestedLedger:
             return None
         for key in [k for k, top in self._top.items() if top == call_id]:
             del self._top[key]
+            self._counters.pop(key, None)
+        self._counters.pop(call_id, None)
         return NestedToolCalls(calls=calls.calls, complete=calls.complete)
 
 
@@ -157,7 +139,7 @@ async def execute_nested_tool(
     on_update: Any = None,
 ) -> ToolResult:
     runner = session.runner
-    call_id = session.next_nested_id(parent_tool_call_id)
+    call_id = session.nested.next_id(parent_tool_call_id)
     args = dict(args or {})
 
     async def emit(event: Any) -> None:

@@ -138,7 +138,6 @@ class AgentSession:
         self._forced_prompt: str | None = None
         self._run_options: Any = None
         self._entry_ids: dict[int, str] = {}
-        self._nested_counters: dict[str, int] = {}
         self.nested = NestedLedger()
         """Records and usage of nested tool calls, per top-level call (``nestedCalls``)."""
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -1333,10 +1332,6 @@ class AgentSession:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    def next_nested_id(self, parent: str) -> str:
-        n = self._nested_counters.get(parent, 0) + 1
-        self._nested_counters[parent] = n
-        return f"{parent}/{n}"
 
 
 async def _maybe(value: Any) -> Any:
