@@ -464,3 +464,30 @@ async def test_a_resumed_session_declares_the_mcp_tools_it_had_loaded(agent: Pat
         assert "mcp__fx__echo" not in resumed.session.tools.active_names
     finally:
         await resumed.dispose()
+
+
+async def test_tool_search_finds_a_deferred_server_tool_and_the_next_request_calls_it(agent: Path, project: Path) -> None:
+    """pi-mcp with the real pi-tool-search: the deferred server switches tool_search on, the
+    model's search loads the tool, and the next request of the same run declares and calls it."""
+    from pi_tool_search import ToolSearchPlugin
+
+    from pi_core.ai import current_tools
+
+    write_mcp_json(agent, {"fx": stdio(exposure="deferred")})
+    runtime, script = await start(
+        project,
+        calls(("tool_search", {"query": "add two numbers", "limit": 1})),
+        calls(("mcp__fx__add", {"a": 2, "b": 3})),
+        "five",
+        plugins=(McpPlugin, ToolSearchPlugin),
+    )
+    try:
+        await runtime.session.prompt("add 2 and 3")
+        first, second, third = ([t.name for t in current_tools(c.messages)] for c in script.contexts)
+        assert "tool_search" in first and "mcp__fx__add" not in first
+        assert "mcp__fx__add" in second and "mcp__fx__add" in third
+        assert "mcp__fx__add" in result_texts(script, 1)[0]
+        assert result_texts(script, 2)[-1] == '{\n  "total": 5\n}'
+        assert runtime.session.get_last_assistant_text() == "five"
+    finally:
+        await runtime.dispose()
