@@ -10,8 +10,8 @@ One async stream API over every provider::
     async for event in registry.stream(model, LlmContext(messages=[UserMessage(content="hi")])):
         ...
 
-The provider SDKs (``anthropic``, ``openai``) are imported only when a request
-needs them.
+The wire APIs speak HTTP and server-sent events on ``httpx2``; no provider SDK is
+imported (tests/ai/conformance holds them to the official SDKs' accumulators).
 """
 
 from __future__ import annotations

@@ -195,7 +195,7 @@ def _context_chars(context: LlmContext) -> int:
         total += _message_chars(message)
     if messages:
         _prefix[:] = [len(messages), messages[-1], total]
-    return total + len(context.system_prompt or "")
+    return int(total) + len(context.system_prompt or "")
 
 
 async def stream_faux(model: Model, context: LlmContext, options: StreamOptions, out: MessageBuilder) -> None:

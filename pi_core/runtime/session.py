@@ -521,9 +521,24 @@ class AgentSession:
             owner=self.tools.owner(tool.name),
         )
 
+    def _transport_options(self) -> dict[str, Any]:
+        """``retry.provider.*`` and ``httpIdleTimeoutMs`` as the wire APIs read them
+        from ``StreamOptions.extra``: the idle timeout in seconds (``None``: none),
+        the provider-level retries and the longest server-requested delay accepted."""
+        settings = self.settings
+        provider = settings.retry_settings().provider
+        timeout_ms = provider.timeout_ms if provider.timeout_ms is not None else settings.http_idle_timeout_ms
+        return {
+            "timeout": timeout_ms / 1000 if timeout_ms else None,
+            "max_retries": provider.max_retries,
+            "max_retry_delay": provider.max_retry_delay_ms / 1000 if provider.max_retry_delay_ms else None,
+        }
+
     async def _stream_options(self, model: Model) -> StreamOptions:
         runner = self.runner
-        options = StreamOptions(session_id=self.sm.get_session_id(), api_key=self.api_key_override)
+        options = StreamOptions(
+            session_id=self.sm.get_session_id(), api_key=self.api_key_override, extra=self._transport_options()
+        )
         names = dict(provider=model.provider, api=model.api, model=model.id)
         if runner.has_handlers("before_provider_headers"):
 

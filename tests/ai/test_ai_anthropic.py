@@ -1,4 +1,4 @@
-"""anthropic-messages through the real ``anthropic`` SDK against a local server."""
+"""anthropic-messages through pi's own HTTP + SSE client against a local server."""
 
 from __future__ import annotations
 
@@ -102,8 +102,8 @@ async def test_text_stream_usage_and_cost(wire: WireServer) -> None:
 
     request = wire.requests[0]
     assert request.path == "/v1/messages"
-    assert request.headers["authorization"] == "Bearer sk-test"
-    assert request.headers["x-api-key"] == "sk-test"
+    assert request.headers["x-api-key"] == "sk-test" and "authorization" not in request.headers
+    assert request.headers["anthropic-version"] == "2023-06-01"
     body = request.body
     assert body["model"] == "claude-test" and body["stream"] is True
     assert body["system"] == [{"type": "text", "text": "You are pi.", "cache_control": {"type": "ephemeral"}}]

@@ -232,12 +232,13 @@ async def test_aclose_before_the_first_step_still_ends_the_stream() -> None:
     assert message.stop_reason == "aborted"
 
 
-def test_preload_imports_the_sdk_in_the_background() -> None:
+def test_preload_imports_the_http_client_in_the_background() -> None:
     code = (
         "import sys, pi_core.ai\n"
         "thread = pi_core.ai.preload('openai-completions')\n"
         "thread.join()\n"
-        "print('openai' in sys.modules, pi_core.ai.preload('openai-completions'), pi_core.ai.preload('faux'))\n"
+        "print('httpx2' in sys.modules, 'pi_core.ai.apis.openai_completions' in sys.modules,\n"
+        "      'openai' in sys.modules, pi_core.ai.preload('openai-completions'), pi_core.ai.preload('faux'))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "True None None"
+    assert done.stdout.strip() == "True True False None None"

@@ -1,4 +1,4 @@
-"""openai-completions through the real ``openai`` SDK against a local server."""
+"""openai-completions through pi's own HTTP + SSE client against a local server."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``pi -p`` and ``pi --mode json`` end to end: a subprocess, the real openai SDK, a
+"""``pi -p`` and ``pi --mode json`` end to end: a subprocess, pi's own wire client, a
 local endpoint on loopback configured in models.json."""
 
 from __future__ import annotations
@@ -128,3 +128,24 @@ def test_no_session_writes_nothing_and_continue_resumes(wire: WireServer, cwd: P
     assert out.returncode == 0 and out.stdout == "two\n"
     history = wire.requests[-1].body["messages"]
     assert [m["role"] for m in history if m["role"] != "system"] == ["user", "assistant", "user"]
+
+
+def test_provider_retry_and_timeout_settings_reach_the_request(wire: WireServer, cwd: Path) -> None:
+    """``retry.provider.maxRetries`` retries inside the request (agent-level retries
+    off here), and ``retry.provider.timeoutMs`` is the idle timeout."""
+    from wire_server import Canned
+
+    model = configure_local_endpoint(wire.url)
+    settings = agent_dir() / "settings.json"
+    settings.write_text(json.dumps({"retry": {"enabled": False, "provider": {"maxRetries": 1}}}))
+    limited = {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}
+    wire.enqueue(json_error(429, limited, headers={"retry-after": "0"}), text_reply("after one retry"))
+    done = run_pi("-p", "--no-session", "--model", model, "hi", cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "after one retry" and len(wire.requests) == 2
+
+    wire.reset()
+    settings.write_text(json.dumps({"retry": {"enabled": False, "provider": {"timeoutMs": 300}}}))
+    wire.enqueue(Canned(body=[b'data: {"id":"c","choices":[{"index":0,"delta":{"content":"hm"}}]}\n\n'], hold=True))
+    done = run_pi("-p", "--no-session", "--model", model, "hi", cwd=cwd, timeout=30)
+    assert done.returncode == 1 and "ReadTimeout" in done.stderr

@@ -2,8 +2,8 @@
 
 An implementation is ``async def run(model, context, options, out)``: it sends the
 request, reports what arrives through ``out`` (a :class:`~pi_core.ai.MessageBuilder`)
-and raises on failure. Built-in implementations are imported on first use, so the
-provider SDKs load only when a request needs them.
+and raises on failure. Built-in implementations are imported on first use; they speak
+HTTP and SSE on ``httpx2`` (no provider SDK is imported by a run).
 """
 
 from __future__ import annotations
@@ -45,21 +45,21 @@ def known_apis() -> list[str]:
     return sorted(_APIS)
 
 
-_SDK_MODULES: dict[str, tuple[str, ...]] = {
-    "anthropic-messages": ("anthropic", "anthropic.types"),
-    "openai-responses": ("openai", "openai.types.responses"),
-    "openai-completions": ("openai", "openai.types.chat"),
-}
+_HTTP_APIS = frozenset({"anthropic-messages", "openai-responses", "openai-completions"})
 
 
 def preload(api: str) -> threading.Thread | None:
-    """Start importing the SDK of ``api`` in a background thread (the import of a
-    provider SDK takes a noticeable fraction of a second): call it as soon as the
-    model is known, so the import overlaps with the rest of startup. Returns the
-    thread, or ``None`` when the API needs no SDK or it is already imported."""
+    """Start importing what a request of ``api`` needs (the HTTP client, the API's
+    module) in a background thread: call it as soon as the model is known, so the
+    imports overlap with the rest of startup. Returns the thread, or ``None`` when
+    there is nothing left to import."""
     import sys
 
-    modules = [m for m in _SDK_MODULES.get(api, ()) if m not in sys.modules]
+    if api not in _HTTP_APIS:
+        return None
+    entry = _APIS.get(api)
+    modules = ["httpx2", entry.partition(":")[0]] if isinstance(entry, str) else ["httpx2"]
+    modules = [m for m in modules if m not in sys.modules]
     if not modules:
         return None
 

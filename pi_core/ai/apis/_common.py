@@ -1,19 +1,97 @@
-"""What the SDK-backed APIs share: headers and hook calls, SDK client reuse."""
+"""What the wire APIs share: headers and hook calls, one pooled HTTP client per
+endpoint, and the streaming POST that turns a response into decoded SSE events.
+
+The APIs speak HTTP and server-sent events directly on ``httpx2``: the official
+provider SDKs cost one to one and a half seconds to import (thousands of pydantic
+types), most of a ``pi -p`` run. They remain the reference the conformance tests
+hold these decoders to (tests/ai/conformance).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import email.utils
+import json
+import os
+import time
 import weakref
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from pi_hookspecs import Model, StreamOptions
 
 from ... import __version__ as _pi_version
-from ..errors import NoApiKeyError
+from ..errors import NoApiKeyError, ProviderError
 from ..stream import MessageBuilder, maybe_await
 
+if TYPE_CHECKING:
+    import httpx2
+
 USER_AGENT = f"pi-python/{_pi_version}"
+DEFAULT_TIMEOUT = 600.0  # seconds without a byte before a request fails (the SDKs' default)
+CONNECT_TIMEOUT = 30.0
+_PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+
+
+class HttpStatusError(ProviderError):
+    """A provider answered with an HTTP error status, or sent an error event inside a
+    successful stream (then ``status_code`` is the stream's, below 400).
+
+    ``body`` is the parsed JSON body when it was JSON, else its text; ``headers`` are
+    the response headers (lower-case names); :attr:`retry_after` is the delay the
+    provider asked for, in seconds, when it gave one.
+    """
+
+    def __init__(self, status_code: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        self.status_code = status_code
+        self.body = body
+        self.headers = headers or {}
+        super().__init__(_body_text(body) or f"HTTP {status_code}")
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+    @property
+    def retry_after(self) -> float | None:
+        return retry_after_seconds(self.headers)
+
+
+def _body_text(body: Any) -> str:
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+        if isinstance(inner, str):
+            return inner
+        return json.dumps(body)
+    return str(body or "").strip()
+
+
+def retry_after_seconds(headers: dict[str, str]) -> float | None:
+    """The delay asked for by ``retry-after-ms``, ``retry-after`` (seconds or an HTTP
+    date) or ``x-ratelimit-reset-after``; ``None`` when there is none."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    value = lowered.get("retry-after-ms")
+    if value:
+        try:
+            return max(0.0, float(value) / 1000)
+        except ValueError:
+            pass
+    for name in ("retry-after", "x-ratelimit-reset-after"):
+        value = lowered.get(name)
+        if not value:
+            continue
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            parsed = email.utils.parsedate_tz(value)
+            if parsed is not None:
+                return max(0.0, email.utils.mktime_tz(parsed) - time.time())
+    return None
+
+
+# --------------------------------------------------------------------------- headers and hooks
 
 
 def base_headers(model: Model, options: StreamOptions, **extra: str | None) -> dict[str, str | None]:
@@ -31,17 +109,19 @@ def has_header(headers: dict[str, str | None], name: str) -> bool:
     return any(key.lower() == wanted and value for key, value in headers.items())
 
 
+def set_default_header(headers: dict[str, str | None], name: str, value: str) -> None:
+    """Set ``name`` unless a header of that name (any case) is already there, even
+    as ``None`` (removed on purpose)."""
+    wanted = name.lower()
+    if not any(key.lower() == wanted for key in headers):
+        headers[name] = value
+
+
 async def apply_headers_hook(options: StreamOptions, headers: dict[str, str | None]) -> dict[str, str | None]:
     """Let ``options.on_headers`` mutate ``headers`` in place (``None`` removes one)."""
     if options.on_headers is not None:
         await maybe_await(options.on_headers(headers))
     return headers
-
-
-def sdk_headers(headers: dict[str, str | None], omit: Any) -> dict[str, Any]:
-    """``headers`` for an SDK's ``extra_headers``: a removed header becomes the SDK's
-    ``omit`` sentinel, which also drops the SDK's own default of that name."""
-    return {key: (omit if value is None else value) for key, value in headers.items()}
 
 
 async def apply_payload_hook(options: StreamOptions, payload: dict[str, Any]) -> Any:
@@ -58,22 +138,6 @@ async def report_response(options: StreamOptions, status: int, headers: Any) -> 
         await maybe_await(options.on_response(status, {str(k): str(v) for k, v in dict(headers).items()}))
 
 
-async def report_raw_event(options: StreamOptions, event: Any) -> None:
-    """``options.on_raw_event`` with the provider event as a plain dict."""
-    if options.on_raw_event is None:
-        return
-    data = event.to_dict() if hasattr(event, "to_dict") else event
-    await maybe_await(options.on_raw_event(data))
-
-
-async def report_error_response(options: StreamOptions, error: BaseException) -> None:
-    """For an HTTP error raised by an SDK: report its status and headers first."""
-    response = getattr(error, "response", None)
-    status = getattr(error, "status_code", None)
-    if response is not None and isinstance(status, int):
-        await report_response(options, status, response.headers)
-
-
 def require_api_key(model: Model, options: StreamOptions, headers: dict[str, str | None], *auth_headers: str) -> str:
     """The request's API key, or the placeholder ``"unused"`` when the headers carry
     the credential; raises :class:`NoApiKeyError` otherwise."""
@@ -85,68 +149,195 @@ def require_api_key(model: Model, options: StreamOptions, headers: dict[str, str
 
 
 def request_timeout(options: StreamOptions) -> float | None:
-    value = options.extra.get("timeout")
-    return float(value) if isinstance(value, int | float) else None
+    """The idle timeout in seconds: ``options.extra["timeout"]`` (``None`` there turns
+    it off), else :data:`DEFAULT_TIMEOUT`."""
+    if "timeout" not in options.extra:
+        return DEFAULT_TIMEOUT
+    value = options.extra["timeout"]
+    return float(value) if isinstance(value, int | float) and value > 0 else None
 
 
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], Any]] = (
-    weakref.WeakKeyDictionary()
-)
+RETRY_STATUSES = frozenset({408, 409, 429})
 
 
-def cached_client(key: tuple[Any, ...], factory: Callable[[], Any]) -> Any:
-    """One SDK client per ``key`` and event loop: connections are reused between
-    requests, and never shared across loops."""
+def _retry_delay(error: BaseException, attempt: int, options: StreamOptions) -> float | None:
+    """How long to wait before provider-level retry ``attempt`` (0-based) of a request
+    that failed with ``error``; ``None`` when it is not retried: no retries left
+    (``options.extra["max_retries"]``), an error that is not transient, or a server
+    asking for a longer delay than ``options.extra["max_retry_delay"]`` seconds."""
+    retries = options.extra.get("max_retries") or 0
+    if not isinstance(retries, int) or attempt >= retries:
+        return None
+    if options.signal is not None and options.signal.aborted:
+        return None
+    requested = None
+    if isinstance(error, HttpStatusError):
+        if error.status_code not in RETRY_STATUSES and error.status_code < 500:
+            return None
+        requested = error.retry_after
+    elif not _is_transport_error(error):
+        return None
+    limit = options.extra.get("max_retry_delay")
+    if requested is not None:
+        if isinstance(limit, int | float) and limit > 0 and requested > limit:
+            return None
+        return requested
+    return float(min(0.5 * 2**attempt, 8.0))
+
+
+def _is_transport_error(error: BaseException) -> bool:
+    import httpx2
+
+    return isinstance(error, httpx2.TransportError)
+
+
+def join_url(base_url: str, path: str) -> str:
+    return base_url.rstrip("/") + "/" + path.lstrip("/")
+
+
+# --------------------------------------------------------------------------- the HTTP client
+
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, httpx2.AsyncClient]] = weakref.WeakKeyDictionary()
+
+
+def _client_for(url: str) -> httpx2.AsyncClient:
+    """One pooled client per scheme and event loop: connections are reused between
+    requests and never shared across loops. A plain-``http`` endpoint (a local
+    server) gets no certificate store: loading one costs tens of milliseconds."""
+    import httpx2
+
+    scheme = "https" if url.startswith("https:") else "http"
     loop = asyncio.get_running_loop()
     per_loop = _clients.setdefault(loop, {})
-    client = per_loop.get(key)
+    client = per_loop.get(scheme)
     if client is None:
-        if len(per_loop) >= 32:
-            per_loop.clear()
-        client = factory()
-        per_loop[key] = client
+        needs_tls = scheme == "https" or any(os.environ.get(name) for name in _PROXY_VARIABLES)
+        client = httpx2.AsyncClient(
+            verify=True if needs_tls else False,
+            timeout=httpx2.Timeout(DEFAULT_TIMEOUT, connect=CONNECT_TIMEOUT),
+            limits=httpx2.Limits(max_connections=64, max_keepalive_connections=16, keepalive_expiry=60.0),
+        )
+        per_loop[scheme] = client
     return client
 
 
-async def post_stream(
-    client: Any,
-    path: str,
+def _final_headers(headers: dict[str, str | None]) -> dict[str, str]:
+    """Headers as sent: ``None`` values dropped, a later spelling of a name wins."""
+    merged: dict[str, tuple[str, str]] = {}
+    for key, value in headers.items():
+        if value is None:
+            merged.pop(key.lower(), None)
+        else:
+            merged[key.lower()] = (key, value)
+    return dict(merged.values())
+
+
+def _parse_body(raw: bytes) -> Any:
+    text = raw.decode("utf-8", "replace")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+SseHandler = Callable[[str, Any], Awaitable[None]]
+
+
+async def post_sse(
+    url: str,
     *,
     payload: Any,
-    headers: dict[str, Any],
+    headers: dict[str, str | None],
     options: StreamOptions,
     out: MessageBuilder,
-    cast_to: Any,
-    stream_cls: Any,
-    status_error: type[BaseException],
-    consume: Callable[[Any], Awaitable[None]],
+    on_event: SseHandler,
+    error_events: Callable[[str, Any], BaseException | None] | None = None,
 ) -> None:
-    """POST ``payload`` to ``path`` as a stream with the SDK ``client`` (no retries,
-    ``options``' timeout), report the response (or the ``status_error`` the SDK
-    raises) through ``options``, start ``out`` and hand the stream to ``consume``;
-    the stream is closed afterwards."""
-    request_options: dict[str, Any] = {"headers": headers, "max_retries": 0}
+    """POST ``payload`` as JSON to ``url`` and stream the server-sent events back.
+
+    An HTTP error status raises :class:`HttpStatusError` (after ``options.on_response``
+    saw its status and headers). Otherwise ``out`` starts and every event goes to
+    ``on_event(event_name, data)`` with its data parsed as JSON (``[DONE]`` ends the
+    stream). ``error_events(name, data)`` may turn an event into the exception that
+    ends the stream, as the provider's error events do. ``options.on_raw_event`` sees
+    every event's data first.
+    """
+    import httpx2
+
+    client = _client_for(url)
+    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    sent = _final_headers(headers)
+    sent.setdefault("Content-Type", "application/json")
+    sent.setdefault("Accept", "text/event-stream")
     timeout = request_timeout(options)
-    if timeout is not None:
-        request_options["timeout"] = timeout
+    connect = CONNECT_TIMEOUT if timeout is None else min(timeout, CONNECT_TIMEOUT)
+    request = client.build_request("POST", url, content=body, headers=sent, timeout=httpx2.Timeout(timeout, connect=connect))
+    attempt = 0
+    while True:
+        try:
+            response = await client.send(request, stream=True)
+            if response.status_code >= 400:
+                try:
+                    raw = await response.aread()
+                finally:
+                    await response.aclose()
+                await report_response(options, response.status_code, response.headers)
+                raise HttpStatusError(response.status_code, _parse_body(raw), dict(response.headers))
+            break
+        except (HttpStatusError, httpx2.TransportError) as error:
+            delay = _retry_delay(error, attempt, options)
+            if delay is None:
+                raise
+            attempt += 1
+            await asyncio.sleep(delay)
     try:
-        events = await client.post(
-            path,
-            cast_to=cast_to,
-            body=payload,
-            options=request_options,
-            stream=True,
-            stream_cls=stream_cls,
-        )
-    except status_error as error:
-        await report_error_response(options, error)
-        raise
-    try:
-        await report_response(options, events.response.status_code, events.response.headers)
+        await report_response(options, response.status_code, response.headers)
         out.start()
-        await consume(events)
+        async for name, data in _events(response):
+            if options.on_raw_event is not None:
+                await maybe_await(options.on_raw_event(data))
+            if error_events is not None:
+                failure = error_events(name, data)
+                if failure is not None:
+                    raise failure
+            await on_event(name, data)
     finally:
-        await events.close()
+        await response.aclose()
+
+
+async def _events(response: httpx2.Response) -> AsyncIterator[tuple[str, Any]]:
+    """The decoded events of an SSE response; ``[DONE]`` ends them, comments and
+    events without data are skipped. A body that is not an event stream (a JSON
+    answer to a streaming request) is one event, its parsed body."""
+    import httpx2
+
+    content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if content_type and content_type != "text/event-stream":
+        raw = await response.aread()
+        parsed = _parse_body(raw)
+        if isinstance(parsed, dict) and parsed.get("error"):
+            raise HttpStatusError(response.status_code, parsed, dict(response.headers))
+        raise ProviderError(f"Expected an event stream, got {content_type}: {str(parsed)[:200]}")
+    async for sse in httpx2.EventSource(response, max_event_size=None):
+        data = sse.data
+        if not data:
+            continue
+        if data.startswith("[DONE]"):
+            return
+        try:
+            parsed = json.loads(data)
+        except ValueError as error:
+            raise ProviderError(f"Malformed event data from the provider: {data[:200]!r}") from error
+        yield sse.event, parsed
+
+
+def field(obj: Any, *path: str) -> Any:
+    """``obj[path[0]][path[1]]…`` where each level is a dict, else ``None``."""
+    for name in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(name)
+    return obj
 
 
 async def stream_openai(
@@ -158,35 +349,36 @@ async def stream_openai(
     extra_headers: dict[str, str | None],
     base_url: str,
     path: str,
-    sdk_types: Callable[[], tuple[Any, Any]],
-    consume: Callable[[Any], Awaitable[None]],
+    on_event: SseHandler,
 ) -> None:
-    """One streaming request of an OpenAI API through the ``openai`` SDK: the headers
-    (with ``extra_headers``) and payload passed through the ``options`` hooks, then
-    :func:`post_stream` to ``path``. ``sdk_types()`` imports and returns the SDK's
-    response type and stream class of the API; the SDK is imported only here, once
-    the request is known to have credentials."""
+    """One streaming request of an OpenAI API: bearer authentication, the headers (with
+    ``extra_headers``) and payload passed through the ``options`` hooks, then
+    :func:`post_sse` to ``path``. An event whose data carries an ``error`` object ends
+    the stream with that error, as the OpenAI SDK does."""
     headers = base_headers(model, options, **extra_headers)
     api_key = require_api_key(model, options, headers, "authorization")
+    if api_key != "unused":
+        set_default_header(headers, "Authorization", f"Bearer {api_key}")
     headers = await apply_headers_hook(options, headers)
     body = await apply_payload_hook(options, payload)
-
-    import openai
-
-    cast_to, stream_cls = sdk_types()
-    client = cached_client(
-        ("openai", base_url, api_key),
-        lambda: openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0),
-    )
-    await post_stream(
-        client,
-        path,
+    await post_sse(
+        join_url(base_url, path),
         payload=body,
-        headers=sdk_headers(headers, openai.omit),
+        headers=headers,
         options=options,
         out=out,
-        cast_to=cast_to,
-        stream_cls=stream_cls,
-        status_error=openai.APIStatusError,
-        consume=consume,
+        on_event=on_event,
+        error_events=_openai_error_event,
     )
+
+
+def _openai_error_event(name: str, data: Any) -> BaseException | None:
+    if not isinstance(data, dict):
+        return None
+    error = data.get("error")
+    if not error:
+        return None
+    message = error.get("message") if isinstance(error, dict) else None
+    if not isinstance(message, str) or not message:
+        message = "An error occurred during streaming"
+    return ProviderError(message)

@@ -1,4 +1,4 @@
-"""The ``anthropic-messages`` API on the official ``anthropic`` SDK (imported lazily)."""
+"""The ``anthropic-messages`` API: Anthropic's Messages endpoint over HTTP and SSE."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from ..transform import prepare_context, supports_mid_conversation_system, syste
 from . import _common
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14"
 OAUTH_BETA = "oauth-2025-04-20"
@@ -247,7 +248,7 @@ def _map_stop(reason: str, details: Any) -> tuple[str, str | None]:
     if reason in _STOP_REASONS:
         return _STOP_REASONS[reason], None
     if reason == "refusal":
-        explanation = getattr(details, "explanation", None) if details is not None else None
+        explanation = _common.field(details, "explanation")
         return "error", explanation or "The model refused to complete the request"
     return "error", f"Provider stopped with: {reason}"
 
@@ -257,94 +258,105 @@ async def stream_anthropic(model: Model, context: LlmContext, options: StreamOpt
     payload, betas = build_request(model, context, options)
     headers = _common.base_headers(model, options)
     api_key = _common.require_api_key(model, options, headers, "authorization", "x-api-key")
-    bearer = bool(options.extra.get("auth_header")) or "sk-ant-oat" in api_key
-    if "sk-ant-oat" in api_key:
+    oauth = "sk-ant-oat" in api_key
+    bearer = bool(options.extra.get("auth_header")) or oauth
+    if oauth:
         betas.append(OAUTH_BETA)
     existing = next((k for k in headers if k.lower() == "anthropic-beta"), None)
     if betas and existing is None:
         headers["anthropic-beta"] = ",".join(dict.fromkeys(betas))
+    _common.set_default_header(headers, "anthropic-version", API_VERSION)
+    if api_key != "unused":
+        if bearer:
+            _common.set_default_header(headers, "Authorization", f"Bearer {api_key}")
+        else:
+            _common.set_default_header(headers, "X-Api-Key", api_key)
     headers = await _common.apply_headers_hook(options, headers)
     payload = await _common.apply_payload_hook(options, payload)
     if isinstance(payload, dict):
         payload["stream"] = True
-
-    import anthropic
-    from anthropic.types import Message, RawMessageStreamEvent
-
-    base_url = model.base_url or DEFAULT_BASE_URL
-    client = _common.cached_client(
-        ("anthropic", base_url, api_key),
-        lambda: anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0),
-    )
-    request_headers = _common.sdk_headers(headers, anthropic.omit)
-    if not bearer and "api.anthropic.com" not in base_url and api_key != "unused":
-        # The SDK sends the key as a bearer token; compatible servers often expect x-api-key.
-        request_headers.setdefault("x-api-key", api_key)
-    await _common.post_stream(
-        client,
-        "/v1/messages",
+    state = _StreamState(model, out)
+    await _common.post_sse(
+        _common.join_url(model.base_url or DEFAULT_BASE_URL, "/v1/messages"),
         payload=payload,
-        headers=request_headers,
+        headers=headers,
         options=options,
         out=out,
-        cast_to=Message,
-        stream_cls=anthropic.AsyncStream[RawMessageStreamEvent],
-        status_error=anthropic.APIStatusError,
-        consume=lambda events: _consume(events, model, options, out),
+        on_event=state.handle,
+        error_events=_error_event,
     )
+    state.finish()
 
 
-async def _consume(events: Any, model: Model, options: StreamOptions, out: MessageBuilder) -> None:
-    blocks: dict[int, int] = {}  # Anthropic block index -> content index
-    saw_start = saw_stop = False
-    async for event in events:
-        await _common.report_raw_event(options, event)
-        kind = event.type
+def _error_event(name: str, data: Any) -> BaseException | None:
+    """An ``error`` event ends the stream with the provider's error (the status is the
+    stream's own 200: the error arrived after the response started)."""
+    if name == "error" or _common.field(data, "type") == "error":
+        return _common.HttpStatusError(200, data)
+    return None
+
+
+class _StreamState:
+    """Turns the Messages events into builder calls."""
+
+    def __init__(self, model: Model, out: MessageBuilder) -> None:
+        self.model = model
+        self.out = out
+        self.blocks: dict[int, int] = {}  # Anthropic block index -> content index
+        self.saw_start = False
+        self.saw_stop = False
+
+    async def handle(self, _name: str, event: Any) -> None:
+        if not isinstance(event, dict):
+            return
+        out = self.out
+        kind = event.get("type")
         if kind == "message_start":
-            saw_start = True
-            message = event.message
-            out.message.response_id = message.id
-            if message.model and message.model != model.id:
-                out.message.response_model = message.model
-            _apply_usage(out, message.usage)
+            self.saw_start = True
+            message = event.get("message") or {}
+            out.message.response_id = message.get("id")
+            response_model = message.get("model")
+            if response_model and response_model != self.model.id:
+                out.message.response_model = response_model
+            _apply_usage(out, message.get("usage"))
         elif kind == "content_block_start":
-            block = event.content_block
-            btype = block.type
+            block = event.get("content_block") or {}
+            btype = block.get("type")
+            position = int(event.get("index") or 0)
             if btype == "text":
-                blocks[event.index] = out.text_start(getattr(block, "text", "") or "")
+                self.blocks[position] = out.text_start(block.get("text") or "")
             elif btype == "thinking":
-                blocks[event.index] = out.thinking_start(
-                    getattr(block, "thinking", "") or "", signature=getattr(block, "signature", None) or None
+                self.blocks[position] = out.thinking_start(
+                    block.get("thinking") or "", signature=block.get("signature") or None
                 )
             elif btype == "redacted_thinking":
-                blocks[event.index] = out.thinking_start(
-                    "[Reasoning redacted]", signature=getattr(block, "data", ""), redacted=True
+                self.blocks[position] = out.thinking_start(
+                    "[Reasoning redacted]", signature=block.get("data") or "", redacted=True
                 )
             elif btype == "tool_use":
-                started = out.tool_start(block.id, block.name)
-                blocks[event.index] = started
-                initial = getattr(block, "input", None)
-                if initial:
+                started = out.tool_start(block.get("id") or "", block.get("name") or "")
+                self.blocks[position] = started
+                initial = block.get("input")
+                if isinstance(initial, dict) and initial:
                     out.tool_call(started).arguments = dict(initial)
         elif kind == "content_block_delta":
-            found = blocks.get(event.index)
-            if found is None:
-                continue
-            index = found
-            delta = event.delta
-            dtype = delta.type
+            index = self.blocks.get(int(event.get("index") or 0))
+            if index is None:
+                return
+            delta = event.get("delta") or {}
+            dtype = delta.get("type")
             if dtype == "text_delta":
-                out.text_delta(index, delta.text)
+                out.text_delta(index, delta.get("text") or "")
             elif dtype == "thinking_delta":
-                out.thinking_delta(index, delta.thinking)
+                out.thinking_delta(index, delta.get("thinking") or "")
             elif dtype == "signature_delta":
-                out.thinking_signature(index, delta.signature, append=True)
+                out.thinking_signature(index, delta.get("signature") or "", append=True)
             elif dtype == "input_json_delta":
-                out.tool_delta(index, delta.partial_json)
+                out.tool_delta(index, delta.get("partial_json") or "")
         elif kind == "content_block_stop":
-            if event.index not in blocks:
-                continue
-            ended = blocks.pop(event.index)
+            ended = self.blocks.pop(int(event.get("index") or 0), None)
+            if ended is None:
+                return
             kind_of = out.message.content[ended].type
             if kind_of == "text":
                 out.text_end(ended)
@@ -353,30 +365,31 @@ async def _consume(events: Any, model: Model, options: StreamOptions, out: Messa
             else:
                 out.tool_end(ended)
         elif kind == "message_delta":
-            reason = getattr(event.delta, "stop_reason", None)
+            delta = event.get("delta") or {}
+            reason = delta.get("stop_reason")
             if reason:
-                stop, error = _map_stop(reason, getattr(event.delta, "stop_details", None))
+                stop, error = _map_stop(reason, delta.get("stop_details"))
                 out.stop(stop, raw=reason, error_message=error)
-            if getattr(event, "usage", None) is not None:
-                _apply_usage(out, event.usage)
+            if event.get("usage") is not None:
+                _apply_usage(out, event["usage"])
         elif kind == "message_stop":
-            saw_stop = True
-    if saw_start and not saw_stop:
-        raise ProviderError("Anthropic stream ended before message_stop")
-    if out.message.stop_reason == "pending":
-        raise ProviderError("Anthropic stream ended without a stop reason")
+            self.saw_stop = True
+
+    def finish(self) -> None:
+        if self.saw_start and not self.saw_stop:
+            raise ProviderError("Anthropic stream ended before message_stop")
+        if self.out.message.stop_reason == "pending":
+            raise ProviderError("Anthropic stream ended without a stop reason")
 
 
 def _apply_usage(out: MessageBuilder, usage: Any) -> None:
-    if usage is None:
+    if not isinstance(usage, dict):
         return
-    details = getattr(usage, "output_tokens_details", None)
-    creation = getattr(usage, "cache_creation", None)
     out.set_usage(
-        input=getattr(usage, "input_tokens", None),
-        output=getattr(usage, "output_tokens", None),
-        cache_read=getattr(usage, "cache_read_input_tokens", None),
-        cache_write=getattr(usage, "cache_creation_input_tokens", None),
-        cache_write_1h=getattr(creation, "ephemeral_1h_input_tokens", None) if creation is not None else None,
-        reasoning=getattr(details, "thinking_tokens", None) if details is not None else None,
+        input=usage.get("input_tokens"),
+        output=usage.get("output_tokens"),
+        cache_read=usage.get("cache_read_input_tokens"),
+        cache_write=usage.get("cache_creation_input_tokens"),
+        cache_write_1h=_common.field(usage, "cache_creation", "ephemeral_1h_input_tokens"),
+        reasoning=_common.field(usage, "output_tokens_details", "thinking_tokens"),
     )

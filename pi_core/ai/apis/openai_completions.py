@@ -1,4 +1,4 @@
-"""The ``openai-completions`` API (Chat Completions) on the official ``openai`` SDK.
+"""The ``openai-completions`` API (Chat Completions) over HTTP and SSE.
 
 Serves any OpenAI-compatible endpoint (OpenAI, Ollama, vLLM, llama.cpp server,
 OpenRouter, …); the differences between endpoints are the ``compat`` options of
@@ -410,6 +410,7 @@ async def stream_openai_completions(
     extra: dict[str, str | None] = {}
     if options.session_id and compat.get("sendSessionAffinityHeaders"):
         extra["x-session-id"] = options.session_id
+    state = _ChunkState(model, out)
     await _common.stream_openai(
         model,
         options,
@@ -418,20 +419,17 @@ async def stream_openai_completions(
         extra_headers=extra,
         base_url=model.base_url or DEFAULT_BASE_URL,
         path="/chat/completions",
-        sdk_types=_sdk_types,
-        consume=lambda chunks: _consume(chunks, model, options, compat, out),
+        on_event=state.handle,
     )
-
-
-def _sdk_types() -> tuple[Any, Any]:
-    import openai
-    from openai.types.chat import ChatCompletion, ChatCompletionChunk
-
-    return ChatCompletion, openai.AsyncStream[ChatCompletionChunk]
+    state.finish(compat)
 
 
 class _ChunkState:
-    def __init__(self) -> None:
+    """Turns Chat Completions chunks into builder calls."""
+
+    def __init__(self, model: Model, out: MessageBuilder) -> None:
+        self.model = model
+        self.out = out
         self.text: int | None = None
         self.thinking: int | None = None
         self.tools_by_index: dict[int, int] = {}
@@ -439,85 +437,91 @@ class _ChunkState:
         self.details: list[dict[str, Any]] | None = None
         self.finished = False
 
-
-async def _consume(chunks: Any, model: Model, options: StreamOptions, compat: dict[str, Any], out: MessageBuilder) -> None:
-    state = _ChunkState()
-    async for chunk in chunks:
-        await _common.report_raw_event(options, chunk)
-        if not out.message.response_id and getattr(chunk, "id", None):
-            out.message.response_id = chunk.id
-        chunk_model = getattr(chunk, "model", None)
-        if chunk_model and chunk_model != model.id and not out.message.response_model:
+    async def handle(self, _name: str, chunk: Any) -> None:
+        if not isinstance(chunk, dict):
+            return
+        out = self.out
+        if not out.message.response_id and chunk.get("id"):
+            out.message.response_id = chunk["id"]
+        chunk_model = chunk.get("model")
+        if chunk_model and chunk_model != self.model.id and not out.message.response_model:
             out.message.response_model = chunk_model
-        usage = getattr(chunk, "usage", None)
-        choices = getattr(chunk, "choices", None) or []
-        choice = choices[0] if choices else None
+        usage = chunk.get("usage")
+        choices = chunk.get("choices") or []
+        choice = choices[0] if choices and isinstance(choices[0], dict) else None
         if usage is None and choice is not None:
-            usage = (getattr(choice, "model_extra", None) or {}).get("usage")
-        if usage is not None:
+            usage = choice.get("usage")
+        if isinstance(usage, dict):
             _apply_usage(out, usage)
         if choice is None:
-            continue
-        if choice.finish_reason:
-            reason = choice.finish_reason
+            return
+        reason = choice.get("finish_reason")
+        if reason:
             stop = _FINISH.get(reason)
             if stop is None:
                 out.stop("error", raw=reason, error_message=f"Provider finish_reason: {reason}")
             else:
                 out.stop(stop, raw=reason)
-            state.finished = True
-        delta = choice.delta
-        if delta is None:
-            continue
-        _apply_delta(delta, state, out)
-    if state.details is not None and state.thinking is not None:
-        out.thinking_signature(state.thinking, json.dumps(state.details))
-    out.end_open_blocks()
-    if not state.finished:
-        if compat["supportsFinishReason"]:
-            raise ProviderError("Stream ended without finish_reason")
-        out.stop("toolUse" if out.message.tool_calls() else "stop")
+            self.finished = True
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            self._apply_delta(delta)
 
+    def finish(self, compat: dict[str, Any]) -> None:
+        out = self.out
+        if self.details is not None and self.thinking is not None:
+            out.thinking_signature(self.thinking, json.dumps(self.details))
+        out.end_open_blocks()
+        if not self.finished:
+            if compat["supportsFinishReason"]:
+                raise ProviderError("Stream ended without finish_reason")
+            out.stop("toolUse" if out.message.tool_calls() else "stop")
 
-def _apply_delta(delta: Any, state: _ChunkState, out: MessageBuilder) -> None:
-    if delta.content:
-        if state.text is None:
-            state.text = out.text_start()
-        out.text_delta(state.text, delta.content)
-    for field in REASONING_FIELDS:
-        value = getattr(delta, field, None)
-        if isinstance(value, str) and value:
-            if state.thinking is None:
-                state.thinking = out.thinking_start(signature=field)
-            out.thinking_delta(state.thinking, value)
-            break
-    details = getattr(delta, "reasoning_details", None)
-    if isinstance(details, list):
-        for detail in details:
-            if isinstance(detail, dict) and isinstance(detail.get("type"), str):
-                if state.thinking is None:
-                    state.thinking = out.thinking_start()
-                _merge_detail(state, detail)
-    for call in delta.tool_calls or ():
-        position = call.index if isinstance(call.index, int) else None
-        index = state.tools_by_index.get(position) if position is not None else None
-        if index is None and call.id:
-            index = state.tools_by_id.get(call.id)
-        function = call.function
-        name = (function.name if function is not None else None) or ""
-        if index is None:
-            index = out.tool_start(call.id or "", name)
-            if position is not None:
-                state.tools_by_index[position] = index
-        block = out.tool_call(index)
-        if call.id:
-            state.tools_by_id[call.id] = index
-            if not block.id:
-                block.id = call.id
-        if name and not block.name:
-            block.name = name
-        if function is not None and function.arguments:
-            out.tool_delta(index, function.arguments)
+    def _apply_delta(self, delta: dict[str, Any]) -> None:
+        out = self.out
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            if self.text is None:
+                self.text = out.text_start()
+            out.text_delta(self.text, content)
+        for name in REASONING_FIELDS:
+            value = delta.get(name)
+            if isinstance(value, str) and value:
+                if self.thinking is None:
+                    self.thinking = out.thinking_start(signature=name)
+                out.thinking_delta(self.thinking, value)
+                break
+        details = delta.get("reasoning_details")
+        if isinstance(details, list):
+            for detail in details:
+                if isinstance(detail, dict) and isinstance(detail.get("type"), str):
+                    if self.thinking is None:
+                        self.thinking = out.thinking_start()
+                    _merge_detail(self, detail)
+        for call in delta.get("tool_calls") or ():
+            if not isinstance(call, dict):
+                continue
+            position = call.get("index") if isinstance(call.get("index"), int) else None
+            call_id = call.get("id") or ""
+            index = self.tools_by_index.get(position) if position is not None else None
+            if index is None and call_id:
+                index = self.tools_by_id.get(call_id)
+            function = call.get("function") if isinstance(call.get("function"), dict) else None
+            name = (function.get("name") if function is not None else None) or ""
+            if index is None:
+                index = out.tool_start(call_id, name)
+                if position is not None:
+                    self.tools_by_index[position] = index
+            block = out.tool_call(index)
+            if call_id:
+                self.tools_by_id[call_id] = index
+                if not block.id:
+                    block.id = call_id
+            if name and not block.name:
+                block.name = name
+            arguments = function.get("arguments") if function is not None else None
+            if isinstance(arguments, str) and arguments:
+                out.tool_delta(index, arguments)
 
 
 def _merge_detail(state: _ChunkState, detail: dict[str, Any]) -> None:
@@ -534,11 +538,9 @@ def _merge_detail(state: _ChunkState, detail: dict[str, Any]) -> None:
         details.append(dict(detail))
 
 
-def _apply_usage(out: MessageBuilder, usage: Any) -> None:
+def _apply_usage(out: MessageBuilder, usage: dict[str, Any]) -> None:
     def get(obj: Any, name: str) -> Any:
-        if obj is None:
-            return None
-        return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+        return obj.get(name) if isinstance(obj, dict) else None
 
     prompt = get(usage, "prompt_tokens") or 0
     completion = get(usage, "completion_tokens") or 0

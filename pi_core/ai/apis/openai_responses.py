@@ -1,4 +1,4 @@
-"""The ``openai-responses`` API (OpenAI Responses) on the official ``openai`` SDK.
+"""The ``openai-responses`` API (OpenAI Responses) over HTTP and SSE.
 
 Requests are stateless (``store: false``): reasoning items come back with their
 encrypted content and are replayed from the message history, kept in the thinking
@@ -238,6 +238,29 @@ async def stream_openai_responses(
         else:
             extra["session_id"] = options.session_id
             extra["x-client-request-id"] = options.session_id
+    slots: dict[int, int] = {}  # output_index -> content index
+    terminal: list[bool] = []
+
+    async def on_event(_name: str, event: Any) -> None:
+        if not isinstance(event, dict):
+            return
+        kind = event.get("type")
+        if kind == "response.created":
+            out.message.response_id = _common.field(event, "response", "id")
+        elif kind == "response.output_item.added":
+            _open_item(event, slots, out)
+        elif kind == "response.output_item.done":
+            _finish_item(event, slots, out)
+        elif kind in _DELTAS:
+            _apply_delta(kind, event, slots, out)
+        elif kind in ("response.completed", "response.incomplete"):
+            terminal.append(True)
+            _finish_response(event.get("response") or {}, out)
+        elif kind == "response.failed":
+            _raise_failure(event.get("response") or {})
+        elif kind == "error":
+            raise ProviderError(f"Error Code {event.get('code')}: {event.get('message') or ''}")
+
     await _common.stream_openai(
         model,
         options,
@@ -246,45 +269,8 @@ async def stream_openai_responses(
         extra_headers=extra,
         base_url=model.base_url or DEFAULT_BASE_URL,
         path="/responses",
-        sdk_types=_sdk_types,
-        consume=lambda events: _consume(events, options, out),
+        on_event=on_event,
     )
-
-
-def _sdk_types() -> tuple[Any, Any]:
-    import openai
-    from openai.types.responses import Response, ResponseStreamEvent
-
-    return Response, openai.AsyncStream[ResponseStreamEvent]
-
-
-def _item_dict(item: Any) -> dict[str, Any]:
-    if hasattr(item, "to_dict"):
-        return item.to_dict()  # type: ignore[no-any-return]
-    return dict(item) if isinstance(item, dict) else {}
-
-
-async def _consume(events: Any, options: StreamOptions, out: MessageBuilder) -> None:
-    slots: dict[int, int] = {}  # output_index -> content index
-    terminal = False
-    async for event in events:
-        await _common.report_raw_event(options, event)
-        kind = event.type
-        if kind == "response.created":
-            out.message.response_id = event.response.id
-        elif kind == "response.output_item.added":
-            _open_item(event, slots, out)
-        elif kind == "response.output_item.done":
-            _finish_item(event, slots, out)
-        elif kind in _DELTAS:
-            _apply_delta(kind, event, slots, out)
-        elif kind in ("response.completed", "response.incomplete"):
-            terminal = True
-            _finish_response(event.response, out)
-        elif kind == "response.failed":
-            _raise_failure(event.response)
-        elif kind == "error":
-            raise ProviderError(f"Error Code {getattr(event, 'code', None)}: {getattr(event, 'message', '')}")
     if not terminal:
         raise ProviderError("OpenAI Responses stream ended before a terminal response event")
 
@@ -299,86 +285,85 @@ _DELTAS = {
 }
 
 
-def _open_item(event: Any, slots: dict[int, int], out: MessageBuilder) -> None:
-    item = event.item
-    if item.type == "reasoning":
-        slots[event.output_index] = out.thinking_start()
-    elif item.type == "message":
-        slots[event.output_index] = out.text_start()
-    elif item.type == "function_call":
-        index = out.tool_start(f"{item.call_id}|{item.id}", item.name, namespace=getattr(item, "namespace", None))
-        slots[event.output_index] = index
-        if getattr(item, "arguments", None):
-            out.tool_delta(index, item.arguments)
+def _open_item(event: dict[str, Any], slots: dict[int, int], out: MessageBuilder) -> None:
+    item = event.get("item") or {}
+    kind = item.get("type")
+    position = event.get("output_index", 0)
+    if kind == "reasoning":
+        slots[position] = out.thinking_start()
+    elif kind == "message":
+        slots[position] = out.text_start()
+    elif kind == "function_call":
+        index = out.tool_start(f"{item.get('call_id')}|{item.get('id')}", item.get("name") or "",
+                               namespace=item.get("namespace"))
+        slots[position] = index
+        if item.get("arguments"):
+            out.tool_delta(index, item["arguments"])
 
 
-def _apply_delta(kind: str, event: Any, slots: dict[int, int], out: MessageBuilder) -> None:
-    index = slots.get(event.output_index)
+def _apply_delta(kind: str, event: dict[str, Any], slots: dict[int, int], out: MessageBuilder) -> None:
+    index = slots.get(event.get("output_index", 0))
     if index is None:
         return
+    delta = event.get("delta") or ""
     if kind == "response.reasoning_summary_part.added":
-        if getattr(event, "summary_index", 0):
+        if event.get("summary_index"):
             out.thinking_delta(index, "\n\n")
     elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-        out.thinking_delta(index, event.delta)
+        out.thinking_delta(index, delta)
     elif kind in ("response.output_text.delta", "response.refusal.delta"):
-        out.text_delta(index, event.delta)
+        out.text_delta(index, delta)
     else:
-        out.tool_delta(index, event.delta)
+        out.tool_delta(index, delta)
 
 
-def _raise_failure(response: Any) -> None:
-    error = getattr(response, "error", None)
-    if error is not None:
-        raise ProviderError(f"{error.code or 'unknown'}: {error.message or 'no message'}")
-    details = getattr(response, "incomplete_details", None)
-    reason = getattr(details, "reason", None)
+def _raise_failure(response: dict[str, Any]) -> None:
+    error = response.get("error")
+    if isinstance(error, dict):
+        raise ProviderError(f"{error.get('code') or 'unknown'}: {error.get('message') or 'no message'}")
+    reason = _common.field(response, "incomplete_details", "reason")
     raise ProviderError(f"incomplete: {reason}" if reason else "Unknown error (no error details in response)")
 
 
-def _finish_item(event: Any, slots: dict[int, int], out: MessageBuilder) -> None:
-    item = event.item
-    index = slots.pop(event.output_index, None)
-    if item.type == "reasoning":
+def _finish_item(event: dict[str, Any], slots: dict[int, int], out: MessageBuilder) -> None:
+    item = event.get("item") or {}
+    kind = item.get("type")
+    index = slots.pop(event.get("output_index", 0), None)
+    if kind == "reasoning":
         if index is None:
             index = out.thinking_start()
-        summary = "\n\n".join(part.text for part in (getattr(item, "summary", None) or []))
-        content = "\n\n".join(part.text for part in (getattr(item, "content", None) or []))
+        summary = "\n\n".join(part.get("text") or "" for part in (item.get("summary") or []))
+        content = "\n\n".join(part.get("text") or "" for part in (item.get("content") or []))
         current = out.message.content[index]
         thinking = summary or content or (current.thinking if isinstance(current, ThinkingContent) else "")
-        out.thinking_end(index, thinking=thinking, signature=json.dumps(_item_dict(item)))
-    elif item.type == "message":
+        out.thinking_end(index, thinking=thinking, signature=json.dumps(item))
+    elif kind == "message":
         if index is None:
             index = out.text_start()
-        text = "".join(
-            getattr(part, "text", None) or getattr(part, "refusal", None) or "" for part in (item.content or [])
-        )
-        out.text_end(index, text=text, signature=encode_text_signature(item.id, getattr(item, "phase", None)))
-    elif item.type == "function_call":
+        text = "".join(part.get("text") or part.get("refusal") or "" for part in (item.get("content") or []))
+        out.text_end(index, text=text, signature=encode_text_signature(item.get("id") or "", item.get("phase")))
+    elif kind == "function_call":
         if index is None:
-            index = out.tool_start(f"{item.call_id}|{item.id}", item.name)
-        out.tool_end(index, arguments_json=item.arguments or None)
+            index = out.tool_start(f"{item.get('call_id')}|{item.get('id')}", item.get("name") or "")
+        out.tool_end(index, arguments_json=item.get("arguments") or None)
 
 
-def _finish_response(response: Any, out: MessageBuilder) -> None:
-    if getattr(response, "id", None):
-        out.message.response_id = response.id
-    usage = getattr(response, "usage", None)
-    if usage is not None:
-        input_details = getattr(usage, "input_tokens_details", None)
-        cached = getattr(input_details, "cached_tokens", 0) or 0
-        output_details = getattr(usage, "output_tokens_details", None)
+def _finish_response(response: dict[str, Any], out: MessageBuilder) -> None:
+    if response.get("id"):
+        out.message.response_id = response["id"]
+    usage = response.get("usage")
+    if isinstance(usage, dict):
+        cached = _common.field(usage, "input_tokens_details", "cached_tokens") or 0
         out.set_usage(
-            input=max(0, (usage.input_tokens or 0) - cached),
-            output=usage.output_tokens or 0,
+            input=max(0, (usage.get("input_tokens") or 0) - cached),
+            output=usage.get("output_tokens") or 0,
             cache_read=cached,
             cache_write=0,
-            reasoning=getattr(output_details, "reasoning_tokens", None),
-            total_tokens=getattr(usage, "total_tokens", None),
+            reasoning=_common.field(usage, "output_tokens_details", "reasoning_tokens"),
+            total_tokens=usage.get("total_tokens"),
         )
-    status = getattr(response, "status", None) or "completed"
-    details = getattr(response, "incomplete_details", None)
-    reason = getattr(details, "reason", None)
+    status = response.get("status") or "completed"
+    reason = _common.field(response, "incomplete_details", "reason")
     raw = f"{status}.{reason}" if reason else status
     if status == "incomplete":
         if reason == "max_output_tokens":
