@@ -34,6 +34,8 @@ from pi_hookspecs import (
     UserMessage,
 )
 
+from ._memo import MISSING, MessageMemo, PrefixReuse
+
 USER_IMAGE_PLACEHOLDER = "(image omitted: model does not support images)"
 TOOL_IMAGE_PLACEHOLDER = "(tool image omitted: model does not support images)"
 NO_RESULT_TEXT = "No result provided"
@@ -284,6 +286,34 @@ def _transform_assistant(
     return message.model_copy(update={"content": blocks})
 
 
+def _transform_one(
+    message: Any, model: Model, normalize: ToolCallIdNormalizer | None, ids: _IdMap, vision: bool
+) -> Any:
+    if getattr(message, "content", ()) is None:
+        message = message.model_copy(update={"content": []})
+    if isinstance(message, UserMessage):
+        if not vision and isinstance(message.content, list) and any(
+            isinstance(b, ImageContent) for b in message.content
+        ):
+            message = message.model_copy(update={"content": _replace_images(message.content, USER_IMAGE_PLACEHOLDER)})
+    elif isinstance(message, ToolResultMessage):
+        update: dict[str, Any] = {}
+        if not vision and any(isinstance(b, ImageContent) for b in message.content):
+            update["content"] = _replace_images(message.content, TOOL_IMAGE_PLACEHOLDER)
+        mapped = ids.mapping.get(message.tool_call_id)
+        if mapped is not None:
+            update["tool_call_id"] = mapped
+        if update:
+            message = message.model_copy(update=update)
+    elif isinstance(message, AssistantMessage):
+        message = _transform_assistant(message, model, normalize, ids)
+    return message
+
+
+_TRANSFORMED = MessageMemo()
+_TRANSFORM_PREFIX = PrefixReuse()
+
+
 def transform_messages(
     messages: Sequence[Any],
     model: Model,
@@ -307,35 +337,35 @@ def transform_messages(
     normalize = normalize_tool_call_id or DEFAULT_ID_NORMALIZERS.get(model.api)
     vision = "image" in model.input
     ids = _IdMap()
+    # What a message becomes depends on the message and the model alone — except where
+    # tool-call ids of another model's messages are renamed: those are redone each time.
+    same_key = (model.provider, model.api, model.id, vision)
+    memo = _TRANSFORMED
+    # A conversation grows at its end: the result for the unchanged start of the list
+    # is reused from the last call, from its last clean point on (see _memo.PrefixReuse).
+    reuse = _TRANSFORM_PREFIX
+    start, result, _state = reuse.resume((same_key, normalize), messages)
 
     first: list[Any] = []
-    for message in messages:
-        if getattr(message, "content", ()) is None:
-            message = message.model_copy(update={"content": []})
-        if isinstance(message, UserMessage):
-            if not vision and isinstance(message.content, list) and any(
-                isinstance(b, ImageContent) for b in message.content
-            ):
-                message = message.model_copy(update={"content": _replace_images(message.content, USER_IMAGE_PLACEHOLDER)})
-        elif isinstance(message, ToolResultMessage):
-            update: dict[str, Any] = {}
-            if not vision and any(isinstance(b, ImageContent) for b in message.content):
-                update["content"] = _replace_images(message.content, TOOL_IMAGE_PLACEHOLDER)
-            mapped = ids.mapping.get(message.tool_call_id)
-            if mapped is not None:
-                update["tool_call_id"] = mapped
-            if update:
-                message = message.model_copy(update=update)
-        elif isinstance(message, AssistantMessage):
-            if message.stop_reason in ("error", "aborted"):
-                first.append(message)
+    for original in messages[start:] if start else messages:
+        if isinstance(original, AssistantMessage):
+            if original.stop_reason in ("error", "aborted"):
+                first.append(original)
                 continue
-            message = _transform_assistant(message, model, normalize, ids)
-        first.append(message)
+            pure = _is_same_model(original, model)
+        else:
+            pure = not ids.mapping or not isinstance(original, ToolResultMessage)
+        if pure:
+            found = memo.get(original, same_key)
+            if found is MISSING:
+                found = memo.put(original, same_key, _transform_one(original, model, normalize, ids, vision))
+            first.append(found)
+        else:
+            first.append(_transform_one(original, model, normalize, ids, vision))
 
-    result: list[Any] = []
     pending: list[ToolCall] = []
     answered: set[str] = set()
+    mark: tuple[int, int, Any] | None = None
 
     def flush() -> None:
         for call in pending:
@@ -351,9 +381,10 @@ def transform_messages(
         pending.clear()
         answered.clear()
 
-    for message in first:
+    for position, message in enumerate(first, start):
         if isinstance(message, AssistantMessage):
             flush()
+            mark = (position, len(result), None)  # nothing pending: a clean point to resume from
             if message.stop_reason in ("error", "aborted"):
                 continue
             pending.extend(b for b in message.content if isinstance(b, ToolCall))
@@ -365,10 +396,12 @@ def transform_messages(
             result.append(message)
         elif isinstance(message, SystemMessage | UserMessage):
             flush()
+            mark = (position, len(result), None)
             result.append(message)
         else:
             result.append(message)
     flush()
+    reuse.save((same_key, normalize), messages, result, None if ids.mapping else mark)
     return result
 
 
@@ -401,27 +434,85 @@ def prepare_context(
     removes a section forces folding, since text already sent cannot be taken back).
     Without system messages, ``context.system_prompt`` and ``context.tools`` are used.
     """
-    messages = to_llm_messages(context.messages)
-    system = [m for m in messages if isinstance(m, SystemMessage)]
+    messages, system = _llm_and_system(context.messages)
     if not system:
         return PreparedContext(
             system_prompt=context.system_prompt or "",
             tools=list(context.tools),
             messages=transform_messages(messages, model, normalize_tool_call_id),
         )
-    tools = current_tools(messages)
+    tools = current_tools(system)
     leading = messages[0] if isinstance(messages[0], SystemMessage) else None
     later = [m for m in system if m is not leading]
     removes_section = any(value is None for m in later for value in (m.sections or {}).values())
     if mid_conversation_system and later and not removes_section:
         prompt = current_system_prompt([leading]) if leading is not None else ""
-        kept = [m for m in messages if m is not leading]
+        kept = messages[1:] if leading is not None else messages
     else:
-        prompt = current_system_prompt(messages)
-        kept = [m for m in messages if not isinstance(m, SystemMessage)]
+        prompt = current_system_prompt(system)
+        kept = messages if len(system) == 0 else _without_system(messages, len(system))
     return PreparedContext(
         system_prompt=prompt, tools=tools, messages=transform_messages(kept, model, normalize_tool_call_id)
     )
+
+
+_SPLIT_PREFIX = PrefixReuse()
+
+
+def _llm_and_system(messages: Sequence[Any]) -> tuple[list[AnyMessage], list[SystemMessage]]:
+    """:func:`to_llm_messages` of ``messages`` and the system messages among them;
+    for a list that grew at its end only the new messages are converted."""
+    start, llm, state = _SPLIT_PREFIX.resume(None, messages)
+    system: list[SystemMessage] = list(state) if start else []
+    memo = _LLM_FORM
+    for message in messages[start:] if start else messages:
+        if isinstance(message, SystemMessage):
+            system.append(message)
+            llm.append(message)
+        elif isinstance(message, UserMessage | AssistantMessage | ToolResultMessage):
+            llm.append(message)
+        else:
+            # the same user message for the same custom message: later stages find
+            # their own conversions of it again by identity
+            converted = memo.get(message, None)
+            if converted is MISSING:
+                converted = memo.put(message, None, to_llm_messages([message]))
+            llm.extend(converted)
+    if messages:
+        # next time, start again at the last message: everything before it is final
+        last = messages[-1]
+        before = len(llm) - _llm_length(last, memo)
+        system_before = system[:-1] if isinstance(last, SystemMessage) else system
+        _SPLIT_PREFIX.save(None, messages, llm, (len(messages) - 1, before, tuple(system_before)))
+    else:
+        _SPLIT_PREFIX.save(None, messages, llm, None)
+    return llm, system
+
+
+def _llm_length(message: Any, memo: MessageMemo) -> int:
+    if isinstance(message, SystemMessage | UserMessage | AssistantMessage | ToolResultMessage):
+        return 1
+    converted = memo.get(message, None)
+    return len(converted) if converted is not MISSING else 0
+
+
+_LLM_FORM = MessageMemo()
+_KEPT_PREFIX = PrefixReuse()
+
+
+def _without_system(messages: list[Any], count: int) -> list[Any]:
+    """``messages`` less their ``count`` system messages; for a list that grew at its
+    end only the new messages are looked at."""
+    start, kept, _ = _KEPT_PREFIX.resume(None, messages)
+    if not start and count == 1 and isinstance(messages[0], SystemMessage):
+        kept = messages[1:]
+    else:
+        kept.extend(m for m in (messages[start:] if start else messages) if not isinstance(m, SystemMessage))
+    if messages:
+        last = messages[-1]
+        before = len(kept) - (0 if isinstance(last, SystemMessage) else 1)
+        _KEPT_PREFIX.save(None, messages, kept, (len(messages) - 1, before, None))
+    return kept
 
 
 def estimate_tokens(prepared: PreparedContext) -> int:
@@ -431,21 +522,39 @@ def estimate_tokens(prepared: PreparedContext) -> int:
     images = 0
     for tool in prepared.tools:
         chars += len(tool.name) + len(tool.description) + len(str(tool.parameters))
-    for message in prepared.messages:
-        content = getattr(message, "content", None)
-        if isinstance(content, str):
-            chars += len(content)
-            continue
-        for block in content or ():
-            if isinstance(block, TextContent):
-                chars += len(block.text)
-            elif isinstance(block, ThinkingContent):
-                chars += len(block.thinking)
-            elif isinstance(block, ToolCall):
-                chars += len(block.name) + len(str(block.arguments))
-            elif isinstance(block, ImageContent):
-                images += 1
-    return chars // 4 + images * 1200
+    messages = prepared.messages
+    start, _, state = _SIZE_PREFIX.resume(None, messages)
+    text, pictures = state if start else (0, 0)
+    for message in messages[start:] if start else messages:
+        size = _message_size(message)
+        text += size[0]
+        pictures += size[1]
+    if messages:
+        # next time, start again at the last message with the sums before it
+        last = _message_size(messages[-1])
+        _SIZE_PREFIX.save(None, messages, [], (len(messages) - 1, 0, (text - last[0], pictures - last[1])))
+    return (chars + text) // 4 + (images + pictures) * 1200
+
+
+_SIZE_PREFIX = PrefixReuse()
+
+
+def _message_size(message: Any) -> tuple[int, int]:
+    """``(characters, images)`` of a message's content."""
+    content = getattr(message, "content", None)
+    if isinstance(content, str):
+        return len(content), 0
+    chars = images = 0
+    for block in content or ():
+        if isinstance(block, TextContent):
+            chars += len(block.text)
+        elif isinstance(block, ThinkingContent):
+            chars += len(block.thinking)
+        elif isinstance(block, ToolCall):
+            chars += len(block.name) + len(str(block.arguments))
+        elif isinstance(block, ImageContent):
+            images += 1
+    return chars, images
 
 
 CONTEXT_SAFETY_TOKENS = 4096

@@ -14,6 +14,7 @@ from functools import lru_cache
 from pi_hookspecs import AbortSignal
 
 from ._common import ABORTED_MESSAGE, ToolError
+from .shell import use_pidfd_child_watcher
 
 
 def find_executable(*names: str) -> str | None:
@@ -49,6 +50,7 @@ async def stream_lines(
     """Run ``argv`` and call ``on_line`` with each line of its stdout (decoded as UTF-8,
     newline removed) until it returns ``False``; then the process is killed. An abort
     kills it too and raises :class:`ToolError` "Operation aborted"."""
+    use_pidfd_child_watcher()
     proc = await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.DEVNULL,

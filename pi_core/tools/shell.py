@@ -20,6 +20,7 @@ import os
 import shutil
 import signal as signals
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -37,6 +38,74 @@ StopReason = Literal["aborted", "timeout", "cancelled"]
 
 class ShellNotFoundError(Exception):
     pass
+
+
+_watcher_chosen = False
+
+
+def _pidfd_watcher() -> Any:
+    """A child watcher for Python 3.11 that learns of a child's exit through a pidfd
+    on the loop that started the child (what 3.12 does by default): no thread per
+    child. It serves every loop, each in its own thread, like the threaded watcher it
+    replaces. (Built on demand: ``AbstractChildWatcher`` is gone from newer Pythons.)"""
+
+    class PidfdWatcher(asyncio.AbstractChildWatcher):
+        def __enter__(self) -> PidfdWatcher:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+        def is_active(self) -> bool:
+            return True
+
+        def attach_loop(self, loop: Any) -> None:
+            return None
+
+        def close(self) -> None:
+            return None
+
+        def add_child_handler(self, pid: int, callback: Callable[..., Any], *args: Any) -> None:  # type: ignore[override]
+            loop = asyncio.get_running_loop()
+            pidfd = os.pidfd_open(pid)
+            loop.add_reader(pidfd, self._reap, loop, pid, pidfd, callback, args)
+
+        def remove_child_handler(self, pid: int) -> bool:
+            return False  # the reader goes when the child exits
+
+        @staticmethod
+        def _reap(loop: Any, pid: int, pidfd: int, callback: Callable[..., Any], args: tuple[Any, ...]) -> None:
+            loop.remove_reader(pidfd)
+            try:
+                _, status = os.waitpid(pid, 0)
+            except ChildProcessError:
+                returncode = 255  # already reaped elsewhere, as asyncio reports it
+            else:
+                returncode = os.waitstatus_to_exitcode(status)
+            os.close(pidfd)
+            callback(pid, returncode, *args)
+
+    return PidfdWatcher()
+
+
+def use_pidfd_child_watcher() -> None:
+    """On Python 3.11, let asyncio learn of child exits through a pidfd instead of one
+    new thread per child (``ThreadedChildWatcher``, the default before 3.12): starting
+    that thread costs about 1.5 ms of every command. 3.12 chooses pidfds itself."""
+    global _watcher_chosen
+    if _watcher_chosen:
+        return
+    _watcher_chosen = True
+    if sys.version_info >= (3, 12) or not hasattr(os, "pidfd_open"):
+        return
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError:  # kernel or sandbox without pidfds
+        return
+    policy = asyncio.get_event_loop_policy()
+    current = getattr(policy, "_watcher", None)
+    if current is None or type(current) is asyncio.ThreadedChildWatcher:
+        asyncio.set_child_watcher(_pidfd_watcher())
 
 
 def resolve_shell(shell_path: str | None = None) -> list[str]:
@@ -114,6 +183,7 @@ async def run_in_process_group(
 ) -> ProcessOutcome:
     """Run ``argv``; every chunk of output goes to ``on_data`` as it arrives."""
     loop = asyncio.get_running_loop()
+    use_pidfd_child_watcher()
     transport, protocol = await loop.subprocess_exec(
         lambda: _Protocol(loop, on_data),
         *argv,

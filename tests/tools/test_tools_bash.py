@@ -234,3 +234,28 @@ async def test_session_variables_are_exported(tmp_path, bash, monkeypatch):
     assert text(result) == "test-provider/test-model\n"
     plain = await call(bash, FakeToolContext(tmp_path), command='echo "[$PI_MODEL]"')
     assert text(plain) == "[]\n"
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="no pidfds on this platform")
+def test_commands_start_no_watcher_thread(tmp_path: Path) -> None:
+    """Python 3.11's default child watcher starts a thread per child (≈1.5 ms a
+    command); pi learns of exits through pidfds, in every event loop it runs."""
+    import sys
+    import threading
+
+    from pi_core.tools.shell import run_in_process_group
+
+    async def one(tag: str) -> tuple[bytes, int]:
+        chunks: list[bytes] = []
+        outcome = await run_in_process_group(["sh", "-c", f"echo {tag}; exit 3"], cwd=str(tmp_path), env=None,
+                                             on_data=chunks.append)
+        if sys.version_info < (3, 12):
+            watcher = asyncio.get_child_watcher()
+            assert type(watcher).__name__ == "PidfdWatcher"
+            started.extend(t for t in threading.enumerate() if t.name.startswith("waitpid-"))
+        return b"".join(chunks), outcome.exit_code
+
+    started: list[threading.Thread] = []
+    assert asyncio.run(one("first loop")) == (b"first loop\n", 3)
+    assert asyncio.run(one("second loop")) == (b"second loop\n", 3)  # a new loop is served too
+    assert started == []  # ThreadedChildWatcher names its threads waitpid-N

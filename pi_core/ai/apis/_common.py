@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import operator
 import os
 import time
 import weakref
@@ -125,12 +126,15 @@ async def apply_headers_hook(options: StreamOptions, headers: dict[str, str | No
 
 
 async def apply_payload_hook(options: StreamOptions, payload: dict[str, Any]) -> Any:
-    """``options.on_payload(payload)``: its result (awaited) replaces the payload
-    unless it is ``None``."""
+    """``options.on_payload`` with a copy of ``payload``: its result (awaited)
+    replaces the payload unless it is ``None`` (then the copy, as the hook left it)."""
     if options.on_payload is None:
         return payload
-    replaced = await maybe_await(options.on_payload(payload))
-    return payload if replaced is None else replaced
+    # The hook may edit what it gets in place; the converted messages inside the
+    # payload are shared with later requests (pi_core.ai._memo), so it gets a copy.
+    editable = json.loads(json.dumps(payload))
+    replaced = await maybe_await(options.on_payload(editable))
+    return editable if replaced is None else replaced
 
 
 async def report_response(options: StreamOptions, status: int, headers: Any) -> None:
@@ -242,6 +246,52 @@ def _parse_body(raw: bytes) -> Any:
 
 SseHandler = Callable[[str, Any], Awaitable[None]]
 
+_LIST_KEYS = ("messages", "input")
+
+
+class _ListFragments:
+    """The JSON of the message list of the last request, item by item: the next
+    request of a conversation sends the same converted items first (pi_core.ai._memo),
+    so only the items after them are encoded; the rest is joined."""
+
+    __slots__ = ("fragments", "items")
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self.fragments: list[bytes] = []
+
+    def encode(self, items: list[Any]) -> bytes:
+        from pydantic_core import to_json
+
+        old = self.items
+        same = min(len(old), len(items))
+        if same and not all(map(operator.is_, old[:same], items[:same])):
+            same = next(i for i, (a, b) in enumerate(zip(old, items, strict=False)) if a is not b)
+        fragments = self.fragments[:same]
+        fragments.extend(to_json(item) for item in items[same:])
+        self.items, self.fragments = list(items), fragments
+        return b"[" + b",".join(fragments) + b"]"
+
+
+_FRAGMENTS = _ListFragments()
+
+
+def encode_payload(payload: Any) -> bytes:
+    """``payload`` as compact JSON (UTF-8, not ASCII-escaped). The message list of a
+    conversation is encoded incrementally (:class:`_ListFragments`)."""
+    from pydantic_core import to_json
+
+    if not isinstance(payload, dict):
+        return to_json(payload)
+    parts = []
+    for key, value in payload.items():
+        if key in _LIST_KEYS and isinstance(value, list):
+            encoded = _FRAGMENTS.encode(value)
+        else:
+            encoded = to_json(value)
+        parts.append(to_json(str(key)) + b":" + encoded)
+    return b"{" + b",".join(parts) + b"}"
+
 
 async def post_sse(
     url: str,
@@ -265,7 +315,7 @@ async def post_sse(
     import httpx2
 
     client = _client_for(url)
-    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    body = encode_payload(payload)
     sent = _final_headers(headers)
     sent.setdefault("Content-Type", "application/json")
     sent.setdefault("Accept", "text/event-stream")
@@ -306,8 +356,8 @@ async def post_sse(
 
 
 async def _events(response: httpx2.Response) -> AsyncIterator[tuple[str, Any]]:
-    """The decoded events of an SSE response; ``[DONE]`` ends them, comments and
-    events without data are skipped. A body that is not an event stream (a JSON
+    """The decoded events of an SSE response; ``[DONE]`` ends them (the body is still
+    read to its end), comments and events without data are skipped. A body that is not an event stream (a JSON
     answer to a streaming request) is one event, its parsed body."""
     import httpx2
 
@@ -318,17 +368,31 @@ async def _events(response: httpx2.Response) -> AsyncIterator[tuple[str, Any]]:
         if isinstance(parsed, dict) and parsed.get("error"):
             raise HttpStatusError(response.status_code, parsed, dict(response.headers))
         raise ProviderError(f"Expected an event stream, got {content_type}: {str(parsed)[:200]}")
+    finished = False
     async for sse in httpx2.EventSource(response, max_event_size=None):
         data = sse.data
-        if not data:
-            continue
+        if not data or finished:
+            continue  # after [DONE] the rest is read so that the connection is reused
         if data.startswith("[DONE]"):
-            return
+            finished = True
+            continue
         try:
             parsed = json.loads(data)
         except ValueError as error:
             raise ProviderError(f"Malformed event data from the provider: {data[:200]!r}") from error
         yield sse.event, parsed
+
+
+_last_instruction: list[Any] = [None, None]
+
+
+def instruction_item(role: str, text: str) -> dict[str, Any]:
+    """``{"role": role, "content": text}``, the same object while the prompt stays the
+    same, so that a request's message list starts with the items of the last one."""
+    key = (role, text)
+    if _last_instruction[0] != key:
+        _last_instruction[:] = [key, {"role": role, "content": text}]
+    return _last_instruction[1]  # type: ignore[no-any-return]
 
 
 def field(obj: Any, *path: str) -> Any:

@@ -20,6 +20,7 @@ from pi_hookspecs import (
     UserMessage,
 )
 
+from .._memo import MISSING, MessageMemo, PrefixReuse
 from ..errors import ProviderError
 from ..models import budget_with_max_tokens, clamp_thinking_level, provider_thinking_value
 from ..stream import MessageBuilder
@@ -119,8 +120,10 @@ def convert_messages(messages: list[Any], model: Model, cache: dict[str, Any] | 
     """Transformed messages as Anthropic ``messages``: consecutive tool results share
     one user message; the last user message's last block carries ``cache``."""
     allow_empty = bool(_compat(model, "allowEmptySignature", False))
-    params: list[dict[str, Any]] = []
-    index = 0
+    memo = _CONVERTED
+    # for a conversation that grew at its end, the converted start is reused as a whole
+    index, params, _ = _CONVERTED_PREFIX.resume(allow_empty, messages)
+    mark: tuple[int, int, Any] | None = None
     while index < len(messages):
         message = messages[index]
         index += 1
@@ -129,43 +132,62 @@ def convert_messages(messages: list[Any], model: Model, cache: dict[str, Any] | 
             if text:
                 params.append({"role": "system", "content": [{"type": "text", "text": text}]})
         elif isinstance(message, UserMessage):
-            if isinstance(message.content, str):
-                if message.content.strip():
-                    params.append({"role": "user", "content": message.content})
-            else:
-                blocks = _user_blocks(message.content)
-                if blocks:
-                    params.append({"role": "user", "content": blocks})
+            entry = memo.get(message, "user")
+            if entry is MISSING:
+                entry = memo.put(message, "user", _user_param(message))
+            if entry is not None:
+                params.append(entry)
         elif isinstance(message, AssistantMessage):
-            blocks = _assistant_blocks(message, allow_empty)
-            if blocks:
-                params.append({"role": "assistant", "content": blocks})
+            entry = memo.get(message, allow_empty)
+            if entry is MISSING:
+                blocks = _assistant_blocks(message, allow_empty)
+                entry = memo.put(message, allow_empty, {"role": "assistant", "content": blocks} if blocks else None)
+            if entry is not None:
+                mark = (index - 1, len(params), None)
+                params.append(entry)
         elif isinstance(message, ToolResultMessage):
             results = [message]
             while index < len(messages) and isinstance(messages[index], ToolResultMessage):
                 results.append(messages[index])
                 index += 1
-            params.append(
-                {
-                    "role": "user",
-                    "content": [
-                        {
-                            "type": "tool_result",
-                            "tool_use_id": result.tool_call_id,
-                            "content": _tool_result_content(result),
-                            "is_error": result.is_error,
-                        }
-                        for result in results
-                    ],
-                }
-            )
+            blocks = []
+            for result in results:
+                block = memo.get(result, "tool_result")
+                if block is MISSING:
+                    block = memo.put(result, "tool_result", _tool_result_block(result))
+                blocks.append(block)
+            params.append({"role": "user", "content": blocks})
+    _CONVERTED_PREFIX.save(allow_empty, messages, params, mark)
     if cache and params and params[-1]["role"] in ("user", "system"):
-        last = params[-1]
+        # a copy: the converted messages are shared with later requests
+        last = dict(params[-1])
+        params[-1] = last
         if isinstance(last["content"], str):
             last["content"] = [{"type": "text", "text": last["content"], "cache_control": cache}]
         elif last["content"] and last["content"][-1].get("type") in ("text", "image", "tool_result"):
-            last["content"][-1]["cache_control"] = cache
+            last["content"] = [*last["content"][:-1], {**last["content"][-1], "cache_control": cache}]
     return params
+
+
+_CONVERTED = MessageMemo()
+_CONVERTED_PREFIX = PrefixReuse()
+"""Each message's Messages form, converted once (see pi_core.ai._memo); never mutated."""
+
+
+def _user_param(message: UserMessage) -> dict[str, Any] | None:
+    if isinstance(message.content, str):
+        return {"role": "user", "content": message.content} if message.content.strip() else None
+    blocks = _user_blocks(message.content)
+    return {"role": "user", "content": blocks} if blocks else None
+
+
+def _tool_result_block(result: ToolResultMessage) -> dict[str, Any]:
+    return {
+        "type": "tool_result",
+        "tool_use_id": result.tool_call_id,
+        "content": _tool_result_content(result),
+        "is_error": result.is_error,
+    }
 
 
 def convert_tools(tools: list[ToolDeclaration], model: Model, cache: dict[str, Any] | None) -> list[dict[str, Any]]:

@@ -25,6 +25,7 @@ from pi_hookspecs import (
     UserMessage,
 )
 
+from .._memo import MISSING, MessageMemo, PrefixReuse
 from ..errors import ProviderError
 from ..models import clamp_thinking_level, provider_thinking_value, thinking_budget
 from ..stream import MessageBuilder
@@ -170,14 +171,43 @@ def _reasoning_details(message: AssistantMessage) -> list[Any] | None:
     return None
 
 
+def _tool_result(
+    result: ToolResultMessage, compat: dict[str, Any], vision: bool
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A tool result's ``tool`` message, and its images when the model can see them."""
+    text = "\n".join(b.text for b in result.content if isinstance(b, TextContent))
+    has_images = any(isinstance(b, ImageContent) for b in result.content)
+    entry: dict[str, Any] = {
+        "role": "tool",
+        "tool_call_id": result.tool_call_id,
+        "content": text or ("(see attached image)" if has_images else "(no tool output)"),
+    }
+    if compat["requiresToolResultName"] and result.tool_name:
+        entry["name"] = result.tool_name
+    images = [_image_part(b) for b in result.content if isinstance(b, ImageContent)] if has_images and vision else []
+    return entry, images
+
+
+_CONVERTED = MessageMemo()
+_CONVERTED_PREFIX = PrefixReuse()
+
+
+def compat_key(compat: dict[str, Any]) -> str:
+    """A hashable form of resolved compat options, for memo keys."""
+    return json.dumps(compat, sort_keys=True, default=str)
+
+
 def convert_messages(model: Model, prompt: str, messages: list[Any], compat: dict[str, Any]) -> list[dict[str, Any]]:
     instruction_role = "developer" if model.reasoning and compat["supportsDeveloperRole"] else "system"
-    params: list[dict[str, Any]] = []
-    if prompt:
-        params.append({"role": instruction_role, "content": prompt})
     vision = "image" in model.input
+    # A message's form depends on it, the model's reasoning flag and vision, and compat:
+    # converted once per message (see pi_core.ai._memo); never mutated afterwards. For
+    # a conversation that grew at its end, the converted start is reused as a whole.
+    key = (model.reasoning, vision, compat_key(compat))
+    memo = _CONVERTED
+    index, params, _ = _CONVERTED_PREFIX.resume(key, messages)
+    mark: tuple[int, int, Any] | None = None
     last_role: str | None = None
-    index = 0
     while index < len(messages):
         message = messages[index]
         index += 1
@@ -189,13 +219,18 @@ def convert_messages(model: Model, prompt: str, messages: list[Any], compat: dic
                 params.append({"role": instruction_role, "content": text})
                 last_role = "system"
         elif isinstance(message, UserMessage):
-            entry = _user_message(message)
+            entry = memo.get(message, "user")
+            if entry is MISSING:
+                entry = memo.put(message, "user", _user_message(message))
             if entry is not None:
                 params.append(entry)
                 last_role = "user"
         elif isinstance(message, AssistantMessage):
-            entry = _assistant_message(message, model, compat)
+            entry = memo.get(message, key)
+            if entry is MISSING:
+                entry = memo.put(message, key, _assistant_message(message, model, compat))
             if entry is not None:
+                mark = (index - 1, len(params), None)  # what follows does not depend on what came before
                 params.append(entry)
                 last_role = "assistant"
         elif isinstance(message, ToolResultMessage):
@@ -205,18 +240,12 @@ def convert_messages(model: Model, prompt: str, messages: list[Any], compat: dic
                 index += 1
             images: list[dict[str, Any]] = []
             for result in results:
-                text = "\n".join(b.text for b in result.content if isinstance(b, TextContent))
-                has_images = any(isinstance(b, ImageContent) for b in result.content)
-                entry = {
-                    "role": "tool",
-                    "tool_call_id": result.tool_call_id,
-                    "content": text or ("(see attached image)" if has_images else "(no tool output)"),
-                }
-                if compat["requiresToolResultName"] and result.tool_name:
-                    entry["name"] = result.tool_name
+                converted = memo.get(result, key)
+                if converted is MISSING:
+                    converted = memo.put(result, key, _tool_result(result, compat, vision))
+                entry, result_images = converted
                 params.append(entry)
-                if has_images and vision:
-                    images.extend(_image_part(b) for b in result.content if isinstance(b, ImageContent))
+                images.extend(result_images)
             last_role = "tool"
             if images:
                 if compat["requiresAssistantAfterToolResult"]:
@@ -225,7 +254,8 @@ def convert_messages(model: Model, prompt: str, messages: list[Any], compat: dic
                     {"role": "user", "content": [{"type": "text", "text": "Attached image(s) from tool result:"}, *images]}
                 )
                 last_role = "user"
-    return params
+    _CONVERTED_PREFIX.save(key, messages, params, mark)
+    return [_common.instruction_item(instruction_role, prompt), *params] if prompt else params
 
 
 def convert_tools(tools: list[ToolDeclaration], compat: dict[str, Any]) -> list[dict[str, Any]]:
@@ -372,31 +402,41 @@ def build_payload(model: Model, context: LlmContext, options: StreamOptions, com
     return payload
 
 
-def _mark_text(message: dict[str, Any]) -> bool:
+def _marked(message: dict[str, Any]) -> dict[str, Any] | None:
+    """A copy of ``message`` whose last text part carries a cache marker, or ``None``
+    when it has no text. The original is left alone: converted messages are shared
+    between requests."""
     marker = {"type": "ephemeral"}
     content = message.get("content")
     if isinstance(content, str) and content:
-        message["content"] = [{"type": "text", "text": content, "cache_control": marker}]
-        return True
+        return {**message, "content": [{"type": "text", "text": content, "cache_control": marker}]}
     if isinstance(content, list):
-        for part in reversed(content):
+        for position in range(len(content) - 1, -1, -1):
+            part = content[position]
             if part.get("type") == "text":
-                part["cache_control"] = marker
-                return True
-    return False
+                parts = list(content)
+                parts[position] = {**part, "cache_control": marker}
+                return {**message, "content": parts}
+    return None
 
 
 def _anthropic_cache_markers(payload: dict[str, Any]) -> None:
     messages = payload["messages"]
-    for message in messages:
+    for position, message in enumerate(messages):
         if message["role"] in ("system", "developer"):
-            _mark_text(message)
+            marked = _marked(message)
+            if marked is not None:
+                messages[position] = marked
             break
     if payload.get("tools"):
-        payload["tools"][-1]["cache_control"] = {"type": "ephemeral"}
-    for message in reversed(messages):
-        if message["role"] in ("user", "assistant", "tool") and _mark_text(message):
-            break
+        payload["tools"][-1] = {**payload["tools"][-1], "cache_control": {"type": "ephemeral"}}
+    for position in range(len(messages) - 1, -1, -1):
+        message = messages[position]
+        if message["role"] in ("user", "assistant", "tool"):
+            marked = _marked(message)
+            if marked is not None:
+                messages[position] = marked
+                break
 
 
 # --------------------------------------------------------------------------- streaming

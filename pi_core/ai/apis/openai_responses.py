@@ -27,6 +27,7 @@ from pi_hookspecs import (
     UserMessage,
 )
 
+from .._memo import MISSING, MessageMemo, PrefixReuse
 from ..errors import ProviderError
 from ..models import clamp_thinking_level, provider_thinking_value
 from ..stream import MessageBuilder
@@ -135,35 +136,57 @@ def convert_input(model: Model, prompt: str, messages: list[Any]) -> list[dict[s
     role = "developer" if model.reasoning and _compat(model, "supportsDeveloperRole", True) else "system"
     items: list[dict[str, Any]] = []
     if prompt:
-        items.append({"role": role, "content": prompt})
-    for position, message in enumerate(messages):
+        items.append(_common.instruction_item(role, prompt))
+    # Each message's items are converted once (see pi_core.ai._memo) and never mutated.
+    memo = _CONVERTED
+    model_key = (model.provider, model.api, model.id, "image" in model.input)
+    # for a conversation that grew at its end, the converted start is reused as a whole
+    start, body, _ = _CONVERTED_PREFIX.resume((model_key, role), messages)
+    before_last = 0
+    for position in range(start, len(messages)):
+        message = messages[position]
+        before_last = len(body)
         if isinstance(message, SystemMessage):
             text = system_update_text(message)
             if text:
-                items.append({"role": role, "content": text})
-        elif isinstance(message, UserMessage):
-            if isinstance(message.content, str):
-                items.append({"role": "user", "content": [{"type": "input_text", "text": message.content}]})
-                continue
-            parts: list[dict[str, Any]] = []
-            for block in message.content:
-                if isinstance(block, TextContent):
-                    parts.append({"type": "input_text", "text": block.text})
-                elif isinstance(block, ImageContent):
-                    parts.append(_image_input(block))
-            if parts:
-                items.append({"role": "user", "content": parts})
-        elif isinstance(message, AssistantMessage):
-            items.extend(_assistant_items(message, model, position))
-        elif isinstance(message, ToolResultMessage):
-            items.append(
-                {
-                    "type": "function_call_output",
-                    "call_id": message.tool_call_id.partition("|")[0],
-                    "output": _tool_output(model, message),
-                }
-            )
-    return items
+                body.append({"role": role, "content": text})
+            continue
+        key = (model_key, position)
+        converted = memo.get(message, key)
+        if converted is MISSING:
+            converted = memo.put(message, key, _message_items(message, model, position))
+        body.extend(converted)
+    mark = (len(messages) - 1, before_last, None) if messages else None
+    _CONVERTED_PREFIX.save((model_key, role), messages, body, mark)
+    return items + body
+
+
+_CONVERTED = MessageMemo()
+_CONVERTED_PREFIX = PrefixReuse()
+
+
+def _message_items(message: Any, model: Model, position: int) -> list[dict[str, Any]]:
+    if isinstance(message, UserMessage):
+        if isinstance(message.content, str):
+            return [{"role": "user", "content": [{"type": "input_text", "text": message.content}]}]
+        parts: list[dict[str, Any]] = []
+        for block in message.content:
+            if isinstance(block, TextContent):
+                parts.append({"type": "input_text", "text": block.text})
+            elif isinstance(block, ImageContent):
+                parts.append(_image_input(block))
+        return [{"role": "user", "content": parts}] if parts else []
+    if isinstance(message, AssistantMessage):
+        return _assistant_items(message, model, position)
+    if isinstance(message, ToolResultMessage):
+        return [
+            {
+                "type": "function_call_output",
+                "call_id": message.tool_call_id.partition("|")[0],
+                "output": _tool_output(model, message),
+            }
+        ]
+    return []
 
 
 def convert_tools(tools: list[ToolDeclaration], model: Model) -> list[dict[str, Any]]:
