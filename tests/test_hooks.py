@@ -118,6 +118,7 @@ async def test_hook_register_providers() -> None:
             register({"name": "local", "baseUrl": "http://127.0.0.1:1/v1", "api": "openai-completions",
                       "models": [{"id": "tiny", "contextWindow": 4096}]})
             register(h.ProviderDefinition(name="scripted", models=[h.Model(id="echo")], stream=stream))
+            register(h.ApiDefinition(name="echo-api", stream="json:dumps"))
             register(42)
 
     host = await load_host(Providers)
@@ -125,6 +126,7 @@ async def test_hook_register_providers() -> None:
     assert local.models[0].provider == "local" and local.models[0].api == "openai-completions"
     assert local.models[0].context_window == 4096
     assert host.registry.providers["scripted"].value.stream is stream
+    assert host.registry.apis["echo-api"].value.stream == "json:dumps"
     assert any("takes a ProviderDefinition" in d.message for d in host.diagnostics)
 
 

@@ -57,6 +57,8 @@ from .events import *  # noqa: F403
 from .llm import (
     KNOWN_APIS,
     THINKING_LEVELS,
+    ApiDefinition,
+    ApiStreamFunction,
     AssistantMessageEvent,
     DoneEvent,
     ErrorEvent,
@@ -160,7 +162,7 @@ __all__ = [
     "ModelChangeEntry", "SessionEntry", "SessionHeader", "SessionInfoEntry",
     "ThinkingLevelChangeEntry", "UnknownEntry", "UsageEntry",
     # llm
-    "KNOWN_APIS", "THINKING_LEVELS", "AssistantMessageEvent", "DoneEvent", "ErrorEvent",
+    "KNOWN_APIS", "THINKING_LEVELS", "ApiDefinition", "ApiStreamFunction", "AssistantMessageEvent", "DoneEvent", "ErrorEvent",
     "LlmContext", "Model", "ModelCost", "ProviderDefinition", "StartEvent", "StreamFunction",
     "StreamOptions", "TextDeltaEvent", "TextEndEvent", "TextStartEvent", "ThinkingDeltaEvent",
     "ThinkingEndEvent", "ThinkingLevel", "ThinkingStartEvent", "ToolCallDeltaEvent",

@@ -8,7 +8,7 @@ may add a provider of its own through the ``register_providers`` hook.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -199,6 +199,29 @@ AssistantMessageEvent = Annotated[
 
 StreamFunction = Callable[[Model, LlmContext, StreamOptions], AsyncIterator[Any]]
 """``stream(model, context, options)`` -> async iterator of :data:`AssistantMessageEvent`."""
+
+
+ApiStreamFunction = Callable[..., Awaitable[None]]
+"""``async def stream(model, context, options, out) -> None``: one request of a wire API.
+
+It sends the request for ``model`` (``context``, ``options``) and reports what
+arrives through ``out``, a :class:`~pi_hookspecs.streaming.MessageBuilder`; it raises
+on failure. pi turns its end, an exception or an abort into the stream's final
+``done`` or ``error`` event."""
+
+
+class ApiDefinition(PiModel):
+    """A wire API a plugin registers through ``register_providers``: requests of every
+    model whose ``api`` is ``name`` go to ``stream``.
+
+    ``stream`` is an :data:`ApiStreamFunction`, or ``"package.module:function"`` naming
+    one: the module is imported on the first request, so an API whose client library
+    is heavy costs nothing until it is used. pi's own APIs (``anthropic-messages``,
+    ``openai-completions``, …) are registered this way by its built-in provider plugin.
+    """
+
+    name: str
+    stream: ApiStreamFunction | str = Field(exclude=True)
 
 
 class ProviderDefinition(PiModel):

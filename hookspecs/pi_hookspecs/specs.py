@@ -72,7 +72,12 @@ def register_providers(register: Any) -> None:
     **Call** ``register(ProviderDefinition(...))`` (or a dict with the same fields):
     a provider id, its models, ``base_url`` / ``api`` / ``api_key`` like a
     ``models.json`` provider, and optionally ``stream`` (an async generator function
-    ``stream(model, context, options)``) for an API of its own.
+    ``stream(model, context, options)``) for an API of its own. Call
+    ``register(ApiDefinition(name=..., stream=...))`` to add a wire API that any
+    provider's models can name in ``api``: ``stream(model, context, options, out)``
+    reports through a :class:`~pi_hookspecs.streaming.MessageBuilder`, or is given as
+    ``"module:function"`` and imported on the first request. pi's own APIs and model
+    catalogue are registered this way by its built-in provider plugin.
 
     **Errors**: reported as a diagnostic naming the plugin.
     """

@@ -5,6 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from pi_hookspecs import THINKING_LEVELS, Cost, Model, Usage
+from pi_hookspecs.streaming import calculate_cost
+
+__all__ = [
+    "DEFAULT_THINKING_BUDGETS",
+    "budget_with_max_tokens",
+    "calculate_cost",
+    "clamp_thinking_level",
+    "combine_usage",
+    "provider_thinking_value",
+    "supported_thinking_levels",
+    "thinking_budget",
+]
 
 DEFAULT_THINKING_BUDGETS: dict[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
 """Tokens of thinking per level for APIs that take a token budget."""
@@ -79,21 +91,6 @@ def budget_with_max_tokens(
         max_tokens = min(requested_max_tokens + budget, model_max_tokens)
     budget = min(budget, max(0, max_tokens - MIN_ANSWER_TOKENS))
     return max_tokens, budget
-
-
-def calculate_cost(model: Model, usage: Usage) -> Usage:
-    """Fill ``usage.cost`` (US dollars) from ``model.cost`` (dollars per million tokens).
-    Cache writes with one-hour retention (``cache_write_1h``) cost twice the input price."""
-    rates = model.cost
-    long_writes = usage.cache_write_1h or 0
-    short_writes = max(0, usage.cache_write - long_writes)
-    cost = usage.cost
-    cost.input = rates.input * usage.input / 1_000_000
-    cost.output = rates.output * usage.output / 1_000_000
-    cost.cache_read = rates.cache_read * usage.cache_read / 1_000_000
-    cost.cache_write = (rates.cache_write * short_writes + rates.input * 2 * long_writes) / 1_000_000
-    cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write
-    return usage
 
 
 def combine_usage(*usages: Usage | None) -> Usage | None:

@@ -20,6 +20,8 @@ from typing import Any
 from pi_core._paths import agent_dir
 from pi_hookspecs import (
     THINKING_LEVELS,
+    ApiDefinition,
+    ApiStreamFunction,
     AssistantMessage,
     LlmContext,
     Model,
@@ -28,8 +30,10 @@ from pi_hookspecs import (
     StreamOptions,
 )
 
+from . import builtin
+from .apis import known_apis, resolve_target
 from .auth import AuthStore, CommandError, env_api_key, env_bearer_token, resolve_config_value
-from .catalog import BUILTIN_PROVIDERS, DEFAULT_MODELS
+from .catalog import DEFAULT_MODELS
 from .config import ModelConfig, ModelOverride, ModelsConfigError, ModelsFile, load_models_json
 from .dispatch import provider_label, run_api, run_stream_function
 from .faux import offline_demo_model
@@ -119,6 +123,7 @@ class ModelRegistry:
         self._builtins = builtins
         self._offline_demo = offline_demo
         self._plugin_providers: list[_Provider] = []
+        self._plugin_apis: dict[str, tuple[str, ApiStreamFunction | str]] = {}
         self._models_file: ModelsFile | None = None
         self.models_error: str | None = None
         self._providers: dict[str, _Provider] = {}
@@ -177,20 +182,31 @@ class ModelRegistry:
         self._plugin_providers.append(provider)
         self._rebuild()
 
+    def add_api(self, definition: ApiDefinition, source: str = "plugin") -> None:
+        """Add a wire API registered through ``register_providers``: requests of models
+        whose ``api`` is its name go to its ``stream`` (before pi's own table)."""
+        self._plugin_apis[definition.name] = (source, definition.stream)
+
+    def api_names(self) -> list[str]:
+        """Every API a request can use: pi's own and the plugins'."""
+        return sorted({*known_apis(), *self._plugin_apis})
+
     def remove_providers(self, source: str) -> None:
-        """Forget the providers ``source`` registered (on plugin reload)."""
+        """Forget the providers and APIs ``source`` registered (on plugin reload)."""
         self._plugin_providers = [p for p in self._plugin_providers if p.source != source]
+        self._plugin_apis = {name: entry for name, entry in self._plugin_apis.items() if entry[0] != source}
         self._rebuild()
 
     def _rebuild(self) -> None:
         providers: dict[str, _Provider] = {}
         if self._builtins:
-            for name, data in BUILTIN_PROVIDERS.items():
+            for data in builtin.registrations()[1]:
+                name = data["name"]
                 provider = _Provider(
-                    name=name, source="builtin", display_name=data.get("name"), base_url=data.get("baseUrl"),
+                    name=name, source="builtin", display_name=data.get("displayName"), base_url=data.get("baseUrl"),
                     api=data.get("api"),
                 )
-                for model in data["models"]:
+                for model in data.get("models", ()):
                     provider.models[model["id"]] = _model_entry(model)
                 providers[name] = provider
         if self._offline_demo:
@@ -468,10 +484,19 @@ class ModelRegistry:
             request_model, request_options = await self._prepare(model, options, state)
             if state is not None and state.stream is not None:
                 await run_stream_function(state.stream, request_model, context, request_options, out)
+            elif request_model.api in self._plugin_apis:
+                await self._plugin_api(request_model.api)(request_model, context, request_options, out)
             else:
                 await run_api(request_model, context, request_options, out)
 
         return AssistantMessageStream(model, run, options, label=provider_label(model))
+
+    def _plugin_api(self, name: str) -> ApiStreamFunction:
+        source, target = self._plugin_apis[name]
+        if isinstance(target, str):
+            target = resolve_target(target)
+            self._plugin_apis[name] = (source, target)
+        return target
 
     async def complete(self, model: Model, context: LlmContext, options: StreamOptions | None = None) -> AssistantMessage:
         return await self.stream(model, context, options).result()

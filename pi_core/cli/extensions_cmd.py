@@ -50,7 +50,7 @@ def _render(data: dict[str, Any]) -> str:
         where = where or plugin.get("path") or plugin.get("origin")
         lines.append(f"{plugin['name']}  [{SOURCE_LABELS.get(plugin['source'], plugin['source'])}]  {plugin['status']}")
         lines.append(f"    from: {where}")
-        for key in ("hooks", "tools", "commands", "flags", "providers"):
+        for key in ("hooks", "tools", "commands", "flags", "providers", "apis"):
             if plugin.get(key):
                 lines.append(f"    {key}: {', '.join(plugin[key])}")
         if plugin.get("error"):

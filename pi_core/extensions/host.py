@@ -89,7 +89,7 @@ class PluginRecord:
         data.update(
             registry.by_plugin(self.name)
             if registry is not None
-            else {"tools": [], "commands": [], "flags": [], "providers": [], "cli_commands": []}
+            else {"tools": [], "commands": [], "flags": [], "providers": [], "apis": [], "cli_commands": []}
         )
         return data
 

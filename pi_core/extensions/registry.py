@@ -17,6 +17,7 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import ValidationError
 
 from pi_hookspecs import (
+    ApiDefinition,
     CliCommandDefinition,
     CommandDefinition,
     FlagDefinition,
@@ -28,7 +29,7 @@ from pi_hookspecs import (
 from .diagnostics import Diagnostic
 
 T = TypeVar("T")
-Kind = Literal["tool", "command", "flag", "provider", "cli command"]
+Kind = Literal["tool", "command", "flag", "provider", "api", "cli command"]
 
 
 @dataclass(slots=True)
@@ -59,6 +60,7 @@ class Registry:
     commands: dict[str, Registered[CommandDefinition]] = field(default_factory=dict)
     flags: dict[str, Registered[FlagDefinition]] = field(default_factory=dict)
     providers: dict[str, Registered[ProviderDefinition]] = field(default_factory=dict)
+    apis: dict[str, Registered[ApiDefinition]] = field(default_factory=dict)
     cli_commands: dict[str, Registered[CliCommandDefinition]] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
@@ -70,6 +72,7 @@ class Registry:
             ("commands", self.commands),
             ("flags", self.flags),
             ("providers", self.providers),
+            ("apis", self.apis),
             ("cli_commands", self.cli_commands),
         ):
             out[kind] = [name for name, reg in table.items() if reg.plugin == plugin]
@@ -170,7 +173,10 @@ class Registry:
         self._add("cli command", self.cli_commands, definition.name, definition, plugin, source)
         return definition
 
-    def register_provider(self, value: Any, plugin: str, source: str) -> ProviderDefinition:
+    def register_provider(self, value: Any, plugin: str, source: str) -> ProviderDefinition | ApiDefinition:
+        if isinstance(value, ApiDefinition):
+            self._add("api", self.apis, value.name, value, plugin, source)
+            return value
         try:
             if isinstance(value, ProviderDefinition):
                 definition = value
@@ -178,7 +184,8 @@ class Registry:
                 definition = ProviderDefinition.model_validate(value)
             else:
                 raise RegistrationError(
-                    f"register() for providers takes a ProviderDefinition or a dict, got {type(value).__name__}"
+                    "register() for providers takes a ProviderDefinition, an ApiDefinition or a dict, "
+                    f"got {type(value).__name__}"
                 )
         except ValidationError as exc:
             raise RegistrationError(f"invalid provider: {_short(exc)}") from exc

@@ -130,6 +130,8 @@ async def create_services(cwd: str | os.PathLike[str], options: ServiceOptions |
     plugins.context_host.use_settings(resources.settings)
     models = options.model_registry or ModelRegistry(models_path=adir / "models.json")
     models.remove_providers("plugin")
+    for api in plugins.registry.apis.values():
+        models.add_api(api.value, source="plugin")
     for name, registered in plugins.registry.providers.items():
         try:
             models.add_provider(registered.value, source="plugin")

@@ -18,12 +18,20 @@ from ..stream import MessageBuilder
 
 ApiImplementation = Callable[[Model, LlmContext, StreamOptions, MessageBuilder], Awaitable[None]]
 
-_APIS: dict[str, ApiImplementation | str] = {
-    "anthropic-messages": "pi_core.ai.apis.anthropic:stream_anthropic",
-    "openai-responses": "pi_core.ai.apis.openai_responses:stream_openai_responses",
-    "openai-completions": "pi_core.ai.apis.openai_completions:stream_openai_completions",
-    "faux": "pi_core.ai.faux:stream_faux",
-}
+_APIS: dict[str, ApiImplementation | str] = {}
+_builtins_loaded = False
+
+
+def _load_builtins() -> None:
+    """Fill the table from pi's built-in provider plugin (:mod:`pi_core.ai.builtin`)."""
+    global _builtins_loaded
+    if _builtins_loaded:
+        return
+    _builtins_loaded = True
+    from ..builtin import registrations
+
+    for name, definition in registrations()[0].items():
+        _APIS.setdefault(name, definition.stream)
 
 
 def register_api(name: str, implementation: ApiImplementation | str) -> None:
@@ -33,15 +41,22 @@ def register_api(name: str, implementation: ApiImplementation | str) -> None:
 
 def get_api(name: str) -> ApiImplementation | None:
     """The implementation of API ``name``, or ``None`` when there is none."""
+    _load_builtins()
     entry = _APIS.get(name)
     if isinstance(entry, str):
-        module, _, attribute = entry.partition(":")
-        entry = getattr(importlib.import_module(module), attribute)
+        entry = resolve_target(entry)
         _APIS[name] = entry
     return entry
 
 
+def resolve_target(target: str) -> ApiImplementation:
+    """The function ``"package.module:function"`` names (its module imported now)."""
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)  # type: ignore[no-any-return]
+
+
 def known_apis() -> list[str]:
+    _load_builtins()
     return sorted(_APIS)
 
 
@@ -57,6 +72,7 @@ def preload(api: str) -> threading.Thread | None:
 
     if api not in _HTTP_APIS:
         return None
+    _load_builtins()
     entry = _APIS.get(api)
     modules = ["httpx2", entry.partition(":")[0]] if isinstance(entry, str) else ["httpx2"]
     modules = [m for m in modules if m not in sys.modules]

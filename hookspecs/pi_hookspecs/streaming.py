@@ -1,0 +1,380 @@
+"""Building a model's answer as it streams in: what every wire API needs.
+
+:class:`MessageBuilder` turns what arrives from a provider (text, thinking, tool-call
+argument pieces, usage, the stop reason) into the :class:`AssistantMessage` of the
+request and the stream events of the contract. pi's built-in APIs use it, and so can
+a plugin that adds an API (``register_providers`` with an :class:`ApiDefinition`).
+:func:`parse_streaming_json` reads tool-call arguments that are still arriving;
+:func:`calculate_cost` prices a usage with a model's rates.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from .llm import (
+    DoneEvent,
+    ErrorEvent,
+    Model,
+    StartEvent,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+)
+from .messages import AssistantMessage, TextContent, ThinkingContent, ToolCall, Usage
+
+__all__ = ["MessageBuilder", "calculate_cost", "parse_streaming_json"]
+
+
+def parse_streaming_json(text: str | None) -> dict[str, Any]:
+    """The object that ``text`` (a possibly incomplete JSON object) describes so far.
+
+    Complete JSON parses as usual. Incomplete JSON is closed (open strings, arrays and
+    objects; a dangling key, colon or comma dropped) before parsing. Anything that is
+    not an object, or cannot be repaired, gives ``{}``.
+    """
+    if not text or not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = _parse_partial(text)
+    return value if isinstance(value, dict) else {}
+
+
+_CLOSERS = {"{": "}", "[": "]"}
+
+
+def _parse_partial(text: str) -> Any:
+    repaired = _close(text)
+    while repaired:
+        try:
+            return json.loads(repaired)
+        except ValueError:
+            # Drop the last member (an unfinished number, literal or key) and retry.
+            cut = max(repaired.rfind(","), repaired.rfind("{"), repaired.rfind("["))
+            if cut <= 0:
+                return None
+            head = repaired[:cut] if repaired[cut] == "," else repaired[: cut + 1]
+            repaired = _close(head)
+    return None
+
+
+def _close(text: str) -> str:
+    """Close the open strings and containers of ``text``."""
+    stack: list[str] = []
+    in_string = False
+    escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in _CLOSERS:
+            stack.append(_CLOSERS[char])
+        elif char in "}]" and stack:
+            stack.pop()
+    body = text
+    if in_string:
+        if escaped:
+            body = body[:-1]
+        body += '"'
+    body = body.rstrip()
+    while body.endswith((",", ":")):
+        body = body[:-1].rstrip()
+        if body.endswith('"') and stack and stack[-1] == "}":
+            # a key without a value: drop the key as well
+            start = _string_start(body)
+            if start is not None and body[:start].rstrip().endswith(("{", ",")):
+                body = body[:start].rstrip()
+    return body + "".join(reversed(stack))
+
+
+def _string_start(body: str) -> int | None:
+    """Index of the opening quote of the string that ends ``body``."""
+    index = len(body) - 2
+    while index >= 0:
+        if body[index] == '"':
+            backslashes = 0
+            probe = index - 1
+            while probe >= 0 and body[probe] == "\\":
+                backslashes += 1
+                probe -= 1
+            if backslashes % 2 == 0:
+                return index
+        index -= 1
+    return None
+
+
+def calculate_cost(model: Model, usage: Usage) -> Usage:
+    """Fill ``usage.cost`` (US dollars) from ``model.cost`` (dollars per million tokens).
+    Cache writes with one-hour retention (``cache_write_1h``) cost twice the input price."""
+    rates = model.cost
+    long_writes = usage.cache_write_1h or 0
+    short_writes = max(0, usage.cache_write - long_writes)
+    cost = usage.cost
+    cost.input = rates.input * usage.input / 1_000_000
+    cost.output = rates.output * usage.output / 1_000_000
+    cost.cache_read = rates.cache_read * usage.cache_read / 1_000_000
+    cost.cache_write = (rates.cache_write * short_writes + rates.input * 2 * long_writes) / 1_000_000
+    cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write
+    return usage
+
+
+class MessageBuilder:
+    """Builds the :class:`AssistantMessage` of one request and emits its events.
+
+    The message is one object, mutated in place and shared by every event as
+    ``partial``. Content indexes are positions in ``message.content``.
+    """
+
+    def __init__(self, model: Model, emit: Callable[[Any], None], *, thinking_level: str | None = None) -> None:
+        self.model = model
+        self._emit = emit
+        self.message = AssistantMessage(
+            api=model.api,
+            provider=model.provider,
+            model=model.id,
+            stop_reason="pending",
+            thinking_level=thinking_level,
+        )
+        self.started = False
+        self.finished = False
+        self._open: dict[int, str] = {}  # content index -> block kind, for blocks not yet ended
+        self._json: dict[int, str] = {}  # content index -> tool-call arguments received so far
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Emit ``start`` (once): the request was accepted and the body is streaming."""
+        if not self.started:
+            self.started = True
+            self._emit(StartEvent(partial=self.message))
+
+    @property
+    def open_blocks(self) -> list[int]:
+        return list(self._open)
+
+    def end_open_blocks(self) -> None:
+        """End every block still open, in content order."""
+        for index in sorted(self._open):
+            kind = self._open[index]
+            if kind == "text":
+                self.text_end(index)
+            elif kind == "thinking":
+                self.thinking_end(index)
+            else:
+                self.tool_end(index)
+
+    # ------------------------------------------------------------------ text
+
+    def text_start(self, text: str = "") -> int:
+        self.start()
+        self.message.content.append(TextContent(text=""))
+        index = len(self.message.content) - 1
+        self._open[index] = "text"
+        self._emit(TextStartEvent(content_index=index, partial=self.message))
+        if text:
+            self.text_delta(index, text)
+        return index
+
+    def text_delta(self, index: int, delta: str) -> None:
+        if not delta:
+            return
+        block = self.message.content[index]
+        assert isinstance(block, TextContent)
+        block.text += delta
+        self._emit(TextDeltaEvent(content_index=index, delta=delta, partial=self.message))
+
+    def text_end(self, index: int, *, text: str | None = None, signature: str | None = None) -> None:
+        block = self.message.content[index]
+        assert isinstance(block, TextContent)
+        if text is not None:
+            block.text = text
+        if signature is not None:
+            block.text_signature = signature
+        if self._open.pop(index, None) is not None:
+            self._emit(TextEndEvent(content_index=index, content=block.text, partial=self.message))
+
+    # ------------------------------------------------------------------ thinking
+
+    def thinking_start(self, thinking: str = "", *, signature: str | None = None, redacted: bool = False) -> int:
+        self.start()
+        block = ThinkingContent(thinking="", thinking_signature=signature, redacted=True if redacted else None)
+        self.message.content.append(block)
+        index = len(self.message.content) - 1
+        self._open[index] = "thinking"
+        self._emit(ThinkingStartEvent(content_index=index, partial=self.message))
+        if thinking:
+            self.thinking_delta(index, thinking)
+        return index
+
+    def thinking_delta(self, index: int, delta: str) -> None:
+        if not delta:
+            return
+        block = self.message.content[index]
+        assert isinstance(block, ThinkingContent)
+        block.thinking += delta
+        self._emit(ThinkingDeltaEvent(content_index=index, delta=delta, partial=self.message))
+
+    def thinking_signature(self, index: int, signature: str, *, append: bool = False) -> None:
+        block = self.message.content[index]
+        assert isinstance(block, ThinkingContent)
+        block.thinking_signature = (block.thinking_signature or "") + signature if append else signature
+
+    def thinking_end(self, index: int, *, thinking: str | None = None, signature: str | None = None) -> None:
+        block = self.message.content[index]
+        assert isinstance(block, ThinkingContent)
+        if thinking is not None:
+            block.thinking = thinking
+        if signature is not None:
+            block.thinking_signature = signature
+        if self._open.pop(index, None) is not None:
+            self._emit(ThinkingEndEvent(content_index=index, content=block.thinking, partial=self.message))
+
+    # ------------------------------------------------------------------ tool calls
+
+    def tool_start(self, call_id: str, name: str, *, namespace: str | None = None) -> int:
+        self.start()
+        block = ToolCall(id=call_id, name=name, namespace=namespace)
+        self.message.content.append(block)
+        index = len(self.message.content) - 1
+        self._open[index] = "toolCall"
+        self._json[index] = ""
+        self._emit(ToolCallStartEvent(content_index=index, id=call_id, tool_name=name, partial=self.message))
+        return index
+
+    def tool_call(self, index: int) -> ToolCall:
+        block = self.message.content[index]
+        assert isinstance(block, ToolCall)
+        return block
+
+    def tool_delta(self, index: int, delta: str) -> None:
+        """Append a piece of the arguments' JSON; the arguments are re-parsed so the
+        partial message always holds the arguments received so far."""
+        if not delta:
+            return
+        text = self._json.get(index, "") + delta
+        self._json[index] = text
+        self.tool_call(index).arguments = parse_streaming_json(text)
+        self._emit(ToolCallDeltaEvent(content_index=index, delta=delta, partial=self.message))
+
+    def tool_arguments_text(self, index: int) -> str:
+        return self._json.get(index, "")
+
+    def tool_end(self, index: int, *, arguments_json: str | None = None) -> None:
+        """End a tool call; ``arguments_json`` (the complete arguments, when the provider
+        repeats them) wins over the deltas; the missing tail is emitted as a delta."""
+        received = self._json.get(index, "")
+        if arguments_json is not None and arguments_json != received:
+            if arguments_json.startswith(received) and index in self._open:
+                self.tool_delta(index, arguments_json[len(received) :])
+            received = arguments_json
+        call = self.tool_call(index)
+        call.arguments = parse_streaming_json(received)
+        self._json.pop(index, None)
+        if self._open.pop(index, None) is not None:
+            self._emit(ToolCallEndEvent(content_index=index, tool_call=call, partial=self.message))
+
+    # ------------------------------------------------------------------ usage and stop
+
+    def set_usage(
+        self,
+        *,
+        input: int | None = None,
+        output: int | None = None,
+        cache_read: int | None = None,
+        cache_write: int | None = None,
+        cache_write_1h: int | None = None,
+        reasoning: int | None = None,
+        total_tokens: int | None = None,
+    ) -> Usage:
+        """Update the fields given (others keep their value) and recompute the total
+        (unless given) and the cost."""
+        usage = self.message.usage
+        if input is not None:
+            usage.input = max(0, int(input))
+        if output is not None:
+            usage.output = max(0, int(output))
+        if cache_read is not None:
+            usage.cache_read = max(0, int(cache_read))
+        if cache_write is not None:
+            usage.cache_write = max(0, int(cache_write))
+        if cache_write_1h is not None:
+            usage.cache_write_1h = max(0, int(cache_write_1h))
+        if reasoning is not None:
+            usage.reasoning = max(0, int(reasoning))
+        computed = usage.input + usage.output + usage.cache_read + usage.cache_write
+        usage.total_tokens = int(total_tokens) if total_tokens else computed
+        calculate_cost(self.model, usage)
+        return usage
+
+    def stop(self, reason: str, *, raw: str | None = None, error_message: str | None = None) -> None:
+        """Record the stop reason (``stop``, ``length``, ``toolUse``, ``error``)."""
+        self.message.stop_reason = reason  # type: ignore[assignment]
+        if raw is not None:
+            self.message.raw_stop_reason = raw
+        if error_message is not None:
+            self.message.error_message = error_message
+
+    # ------------------------------------------------------------------ terminal events
+
+    def forward(self, event: Any) -> None:
+        """Pass on an event built elsewhere (a plugin's stream function). A ``done`` or
+        ``error`` event ends the stream; its message becomes the result."""
+        if event.type == "start":
+            if self.started:
+                return
+            self.started = True
+        if event.type in ("done", "error"):
+            final = event.message if event.type == "done" else event.error
+            self.message = final
+            self.finished = True
+        self._emit(event)
+
+    def done(self) -> None:
+        if self.finished:
+            return
+        self.end_open_blocks()
+        message = self.message
+        if message.stop_reason in ("error", "aborted"):
+            message.error_message = message.error_message or "The provider reported an error"
+            self.finished = True
+            self._emit(ErrorEvent(reason=message.stop_reason, error=message, partial=message))
+            return
+        if message.stop_reason == "pending":
+            self.fail("The stream ended without a stop reason")
+            return
+        if message.stop_reason == "stop" and any(isinstance(b, ToolCall) for b in message.content):
+            message.stop_reason = "toolUse"
+        self.finished = True
+        self._emit(DoneEvent(reason=message.stop_reason, message=message, partial=message))
+
+    def fail(self, error_message: str, *, aborted: bool = False) -> None:
+        """End with an ``error`` event. Blocks still open keep what arrived (tool-call
+        arguments parsed as far as they go) but get no end event."""
+        if self.finished:
+            return
+        self.finished = True
+        for index in list(self._open):
+            if self._open[index] == "toolCall":
+                self.tool_call(index).arguments = parse_streaming_json(self._json.get(index, ""))
+        self._open.clear()
+        self._json.clear()
+        message = self.message
+        message.stop_reason = "aborted" if aborted else "error"
+        message.error_message = error_message or ("Request was aborted" if aborted else "Unknown error")
+        self._emit(ErrorEvent(reason=message.stop_reason, error=message, partial=message))

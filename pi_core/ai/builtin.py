@@ -1,0 +1,80 @@
+"""pi's built-in provider plugin: the wire APIs and the model catalogue it ships.
+
+It registers through ``register_providers``, the hook any plugin uses to add an API,
+a provider or models (as pytest's and llm's own behaviour ships as default plugins),
+so the core keeps no table of its own: the API table of :mod:`pi_core.ai.apis` and
+the built-in providers of :class:`~pi_core.ai.ModelRegistry` are both filled from
+here. APIs are named as ``"module:function"`` and imported on their first request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pi_hookspecs import ApiDefinition, hookimpl
+
+from .catalog import BUILTIN_PROVIDERS
+
+NAME = "pi-providers"
+"""The plugin's name in ``pi extensions list`` and in diagnostics."""
+
+BUILTIN_APIS: dict[str, str] = {
+    "anthropic-messages": "pi_core.ai.apis.anthropic:stream_anthropic",
+    "openai-responses": "pi_core.ai.apis.openai_responses:stream_openai_responses",
+    "openai-completions": "pi_core.ai.apis.openai_completions:stream_openai_completions",
+    "faux": "pi_core.ai.faux:stream_faux",
+}
+"""Each built-in wire API and the function that speaks it."""
+
+
+def provider_entries() -> list[dict[str, Any]]:
+    """The catalogue's providers with their models, in the shape of a ``models.json``
+    provider plus its ``name`` (plain data: the registry builds a model object only
+    when one is asked for)."""
+    return [
+        {
+            "name": name,
+            "displayName": data.get("name"),
+            "baseUrl": data.get("baseUrl"),
+            "api": data.get("api"),
+            "models": data.get("models", []),
+        }
+        for name, data in BUILTIN_PROVIDERS.items()
+    ]
+
+
+@hookimpl(trylast=True)
+def register_providers(register: Callable[[Any], Any]) -> None:
+    for name, target in BUILTIN_APIS.items():
+        register(ApiDefinition(name=name, stream=target))
+    for entry in provider_entries():
+        register(entry)
+
+
+_registered: tuple[dict[str, ApiDefinition], list[dict[str, Any]]] | None = None
+
+
+def registrations() -> tuple[dict[str, ApiDefinition], list[dict[str, Any]]]:
+    """What :func:`register_providers` registers: the APIs by name, the providers
+    (collected once per process)."""
+    global _registered
+    if _registered is None:
+        _registered = _collect()
+    return _registered
+
+
+def _collect() -> tuple[dict[str, ApiDefinition], list[dict[str, Any]]]:
+    apis: dict[str, ApiDefinition] = {}
+    providers: list[dict[str, Any]] = []
+
+    def collect(value: Any) -> None:
+        if isinstance(value, ApiDefinition):
+            apis[value.name] = value
+        elif isinstance(value, dict):
+            providers.append(value)
+        else:
+            providers.append(value.model_dump(by_alias=True, exclude_none=True))
+
+    register_providers(collect)
+    return apis, providers
