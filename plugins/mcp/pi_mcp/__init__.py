@@ -6,8 +6,10 @@ session starts; their tools are registered as ``mcp__<server>__<tool>`` with the
 configured exposure and run through pi's tool pipeline, so ``tool_call`` /
 ``tool_result`` policies apply. See ``docs/mcp.md``.
 
-The ``mcp`` SDK is imported only once a server is configured (``import mcp`` costs
-about half a second).
+``import pi_mcp`` never imports the ``mcp`` SDK (``import mcp`` costs about half a
+second): it loads in a background thread once a server is configured, while the stdio
+servers start up (:mod:`pi_mcp.sdk`). The first prompt waits only for servers that may
+have ``direct`` tools; the others finish connecting once its request is on its way.
 """
 
 from __future__ import annotations
@@ -92,6 +94,18 @@ class McpPlugin:
             sections.pop(SECTION, None)
 
     @hookimpl
+    def after_provider_response(self, event: Any, ctx: Any) -> None:
+        manager = self.manager
+        if manager is not None:
+            manager.request_sent()
+
+    @hookimpl
+    def message_start(self, event: Any, ctx: Any) -> None:
+        manager = self.manager
+        if manager is not None and getattr(event.message, "role", None) == "assistant":
+            manager.request_sent()  # for providers without after_provider_response
+
+    @hookimpl
     async def tool_call(self, event: Any, ctx: Any) -> None:
         manager = self.manager
         if manager is not None and manager.has_pending():
@@ -105,5 +119,8 @@ class McpPlugin:
 
     async def _command(self, args: str, ctx: Any) -> None:
         from .commands import run_command
+
+        if self.manager is not None:
+            self.manager.want_all()  # what /mcp shows or does concerns every server
 
         await run_command(self.manager, args, ctx, disabled=self.disabled)

@@ -12,8 +12,9 @@ servers started through ``npx`` or ``uvx`` leave no orphans (:mod:`pi_mcp.stdio`
 The protocol is the initialize handshake (the SDK's legacy mode), whose
 ``notifications/tools/list_changed`` arrive through the session's message handler.
 
-The ``mcp`` package is imported here; import this module only when a server is
-configured.
+This module does not import the ``mcp`` SDK: a connection awaits
+:func:`pi_mcp.sdk.ready` (the SDK imported in a background thread) only once it needs
+it, after a stdio server's process has started.
 """
 
 from __future__ import annotations
@@ -29,17 +30,19 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 import anyio
-import mcp_types as types
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
+import anyio.abc
 
+from . import sdk
 from .config import ConfigValueError, ServerEntry, expand_home, expand_mapping
 from .errors import McpUnavailableError, SignInRequiredError, describe, find
 from .log import McpLog
-from .stdio import stdio_transport
+from .stdio import discard_process, spawn_process, stdio_transport
 
 if TYPE_CHECKING:
+    import mcp_types as types
+    from mcp import ClientSession
+    from mcp.shared.exceptions import MCPError
+
     from .http import RetryingTransport
 
 # The SDK logs failures it also raises (an OAuth flow that needs a sign-in, a dropped
@@ -108,6 +111,7 @@ class McpConnection:
         on_change: Callable[[McpConnection], None] | None = None,
         on_tools: Callable[[McpConnection], None] | None = None,
         auth: AuthFactory | None = None,
+        deferred: bool = False,
     ) -> None:
         self.entry = entry
         self.cwd = cwd
@@ -134,6 +138,13 @@ class McpConnection:
         self._http: RetryingTransport | None = None
         self.pid: int | None = None
         """The process id (and process group) of the stdio server last started."""
+        self._wanted = asyncio.Event()
+        """Set once the connection attempt may load the SDK and connect (see :meth:`want`)."""
+        if not deferred:
+            self._wanted.set()
+        self._early: anyio.abc.Process | Exception | None = None
+        """A stdio server process started by :meth:`prestart` (or why it could not be
+        started), not yet taken over by a connection attempt."""
 
     # ------------------------------------------------------------------ properties
 
@@ -153,6 +164,18 @@ class McpConnection:
     def pending(self) -> bool:
         """A connection attempt is under way."""
         return self._opening is not None and not self._opening.done()
+
+    @property
+    def deferred(self) -> bool:
+        """The connection attempt waits to be wanted before it loads the SDK and connects."""
+        return not self._wanted.is_set()
+
+    def want(self) -> None:
+        """Let a deferred connection attempt go on. Servers whose tools the first request
+        does not need are deferred until the request is on its way, so that loading the
+        SDK does not compete with pi for the interpreter while pi prepares it; waiting for
+        the connection (:meth:`wait`, :meth:`session`) wants it too."""
+        self._wanted.set()
 
     def _changed(self) -> None:
         if self.on_change is not None:
@@ -192,10 +215,12 @@ class McpConnection:
             return session
         if self._closed:
             raise McpUnavailableError(f'MCP server "{self.name}" is shut down')
+        self.want()
         return await asyncio.shield(self.start())
 
     async def wait(self, timeout: float | None) -> None:
         """Wait until a connection attempt under way has finished (never raises)."""
+        self.want()
         opening = self._opening
         if opening is not None and not opening.done():
             await asyncio.wait([opening], timeout=timeout)
@@ -280,8 +305,11 @@ class McpConnection:
 
     async def _run(self, ready: asyncio.Future[ClientSession], stop: asyncio.Event) -> None:
         """The owner task of one connection attempt."""
+        if self._closed:  # closed before this task ran: nothing to cancel it
+            ready.set_exception(McpUnavailableError(f'MCP server "{self.name}" is shut down'))
+            return
         session: ClientSession | None = None
-        scope = anyio.CancelScope(deadline=anyio.current_time() + self.timeout)
+        scope = anyio.CancelScope()  # its deadline (the timeout) starts once the attempt is wanted
         self._scopes.add(scope)
 
         def eof() -> None:
@@ -292,8 +320,17 @@ class McpConnection:
 
         try:
             with scope:
+                if not self._wanted.is_set():
+                    await self._wanted.wait()
+                if self._closed:
+                    raise McpUnavailableError(f'MCP server "{self.name}" is shut down')
+                scope.deadline = anyio.current_time() + self.timeout
                 async with AsyncExitStack() as stack:
                     read, write = await stack.enter_async_context(self._transport())
+                    await sdk.ready()  # the transport awaited it already
+                    import mcp_types as types
+                    from mcp import ClientSession
+
                     session = await stack.enter_async_context(
                         ClientSession(
                             _EofWatch(read, eof),
@@ -341,8 +378,8 @@ class McpConnection:
             return self._stdio()
         return self._streamable_http()
 
-    @asynccontextmanager
-    async def _stdio(self) -> Any:
+    async def _start_process(self) -> anyio.abc.Process:
+        """Start the stdio server's process (its stderr goes to a fresh temporary file)."""
         config = self.entry.config
         env = expand_mapping(config.env, lambda key: f'MCP server "{self.name}" env "{key}"')
         cwd = Path(self.cwd)
@@ -353,22 +390,45 @@ class McpConnection:
         if self._stderr is not None:
             self._stderr.close()
         self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
-
-        def spawned(pid: int) -> None:
-            self.pid = pid
-
-        async with stdio_transport(
+        process = await spawn_process(
             expand_home(config.command or ""),
             [expand_home(arg) for arg in config.args],
             env=env,
             cwd=str(cwd),
             errlog=self._stderr,
-            on_spawn=spawned,
-        ) as streams:
+        )
+        self.pid = process.pid
+        return process
+
+    async def prestart(self) -> None:
+        """Start a stdio server's process right away, before the SDK is loaded and before
+        the connection attempt (a task) runs, so that the server starts up beside pi. The
+        first attempt takes the process over, or reports why it could not be started."""
+        if self.entry.config.transport != "stdio" or self._closed or self._early is not None:
+            return
+        try:
+            process: anyio.abc.Process | Exception = await self._start_process()
+        except Exception as exc:
+            process = exc
+        if self._closed and not isinstance(process, Exception):
+            await discard_process(process)
+        elif not self._closed:
+            self._early = process
+
+    @asynccontextmanager
+    async def _stdio(self) -> Any:
+        early, self._early = self._early, None
+        if isinstance(early, Exception):
+            raise early
+        process = early if early is not None else await self._start_process()
+        async with stdio_transport(process, before_streams=sdk.ready) as streams:
             yield streams
 
     @asynccontextmanager
     async def _streamable_http(self) -> Any:
+        await sdk.ready()
+        from mcp.client.streamable_http import streamable_http_client
+
         from .http import make_http_client
 
         config = self.entry.config
@@ -409,6 +469,8 @@ class McpConnection:
             self.log.write(self.name, str(params.level), params.logger, params.data)
 
     async def _on_message(self, message: Any) -> None:
+        import mcp_types as types
+
         notification = getattr(message, "root", message)
         if isinstance(notification, types.ToolListChangedNotification):
             self._spawn(self._refresh_tools())
@@ -443,6 +505,8 @@ class McpConnection:
     # ------------------------------------------------------------------ requests
 
     async def _list_tools(self, session: ClientSession) -> list[types.Tool]:
+        import mcp_types as types
+
         tools: list[types.Tool] = []
         cursor: str | None = None
         seen: set[str] = set()
@@ -457,6 +521,9 @@ class McpConnection:
         return tools
 
     async def _request(self, call: Callable[[ClientSession], Awaitable[Any]], *, expired_retry: bool = True) -> Any:
+        import mcp_types as types
+        from mcp.shared.exceptions import MCPError
+
         session = await self.session()
         try:
             return await call(session)
@@ -480,6 +547,8 @@ class McpConnection:
 
     def _session_expired(self, exc: MCPError) -> bool:
         """An HTTP 404 for the session: the server restarted (or expired the session)."""
+        import mcp_types as types
+
         if self.entry.config.transport != "http" or exc.error.code != types.INVALID_REQUEST:
             return False
         last = self._http.last_error if self._http is not None else None
@@ -492,6 +561,8 @@ class McpConnection:
         progress: Callable[[float, float | None, str | None], Awaitable[None]] | None = None,
     ) -> types.CallToolResult:
         """Call a tool (never retried: the server may already have run it)."""
+
+        import mcp_types as types
 
         timeout = self.timeout
         report = progress
@@ -518,10 +589,15 @@ class McpConnection:
         return await self._request(call)  # type: ignore[no-any-return]
 
     async def list_resources_page(self, cursor: str | None) -> types.ListResourcesResult:
+        import mcp_types as types
+
         params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
         return await self._request(lambda s: s.list_resources(params=params))  # type: ignore[no-any-return]
 
     async def list_templates_page(self, cursor: str | None) -> types.ListResourceTemplatesResult:
+        import mcp_types as types
+        from mcp.shared.exceptions import MCPError
+
         params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
 
         async def call(session: ClientSession) -> types.ListResourceTemplatesResult:
@@ -543,14 +619,18 @@ class McpConnection:
         """Close every transport of this server, also one still connecting."""
         self._closed = True
         self._session = None
+        self._wanted.set()  # a deferred attempt wakes up and ends
+        early, self._early = self._early, None
         for scope in list(self._scopes):
             if scope.deadline != math.inf:  # still connecting: cancel the attempt
                 scope.cancel()
         for stop in list(self._stops):
             stop.set()
-        pending = [*self._owners, *self._tasks]
+        pending: list[asyncio.Future[Any]] = [*self._owners, *self._tasks]
+        if early is not None and not isinstance(early, Exception):  # started by prestart, never taken over
+            pending.append(asyncio.ensure_future(discard_process(early)))
         if self._opening is not None:
-            pending.append(self._opening)  # type: ignore[arg-type]
+            pending.append(self._opening)
         if pending:
             await asyncio.wait(pending)
         if self.state != "closed":

@@ -1,8 +1,11 @@
 """The servers of one session runtime: connect, register their tools, wait, close.
 
-Servers connect in the background at ``session_start``. Each server's tools are
-registered at run time (``ctx.register_tool``) once it connects and again after it
-announces a changed tool list; tools it no longer offers are re-registered ``hidden``.
+Servers connect in the background from ``session_start`` on (stdio processes start
+there; the SDK loads in a background thread; servers without ``direct`` tools wait for
+the first request to go out before they load it, see :meth:`McpManager.request_sent`).
+Each server's tools are registered at run time (``ctx.register_tool``) once it
+connects and again after it announces a changed tool list; tools it no longer offers
+are re-registered ``hidden``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,11 @@ SECTION = "mcp_servers"
 CODEMODE = "codemode"
 TOOL_SEARCH = "tool_search"
 INDIRECT = ("codemode", "deferred")
+
+
+def has_direct_tools(config: ServerConfig) -> bool:
+    """The server may have tools with ``direct`` exposure (the first request declares them)."""
+    return config.exposure == "direct" or "direct" in config.tool_exposure.values()
 
 
 def collect_registrations(ctx: Any, loaded: LoadedConfig) -> list[Any]:
@@ -110,6 +118,7 @@ class McpManager:
         self._closed = False
         self._owner: contextvars.Context | None = None
         self._switched_on: set[str] = set()
+        self._deferred_pending = True
 
     # ------------------------------------------------------------------ start
 
@@ -126,15 +135,31 @@ class McpManager:
         enabled = [e for e in self.config.servers.values() if e.enabled]
         if not enabled:
             return
+        from . import sdk
         from .connection import McpConnection
         from .oauth import OAuthFactory
 
         auth = OAuthFactory(self.agent)
         for entry in enabled:
             connection = McpConnection(
-                entry, ctx.cwd, log=self.log, on_tools=self._on_tools, on_change=self._on_change, auth=auth
+                entry,
+                ctx.cwd,
+                log=self.log,
+                on_tools=self._on_tools,
+                on_change=self._on_change,
+                auth=auth,
+                deferred=not has_direct_tools(entry.config),
             )
             self.connections[entry.name] = connection
+        # Every stdio server starts now and starts up beside the rest of pi's startup. The
+        # connection attempts (tasks) take the processes over and await the SDK, which loads
+        # in a background thread: right away when a server may have direct tools (the first
+        # prompt waits for those in before_agent_start), otherwise once the first request is
+        # on its way (request_sent) or something waits for the servers.
+        await asyncio.gather(*(c.prestart() for c in self.connections.values()))
+        if any(not c.deferred for c in self.connections.values()):
+            sdk.prefetch()
+        for connection in self.connections.values():
             self._startup.append(connection.start())
         # codemode / tool_search are on from the first request for the servers that need them
         self._ensure_orchestrators()
@@ -184,12 +209,25 @@ class McpManager:
         await self.wait_for(self.connections.values(), timeout)
 
     def may_have_direct_tools(self, connection: McpConnection) -> bool:
-        config = connection.entry.config
-        return config.exposure == "direct" or "direct" in config.tool_exposure.values()
+        return has_direct_tools(connection.entry.config)
 
-    async def wait_direct(self, timeout: float = DIRECT_WAIT_SECONDS) -> None:
-        """The first prompt waits (up to ``timeout``) only for servers that may have
-        ``direct`` tools: those must be declared in its request."""
+    def request_sent(self) -> None:
+        """A request is on its way to the model: deferred servers go on connecting."""
+        if self._deferred_pending:
+            self.want_all()
+
+    def want_all(self) -> None:
+        self._deferred_pending = False
+        for connection in self.connections.values():
+            connection.want()
+
+    async def wait_direct(self, timeout: float | None = None) -> None:
+        """The first prompt waits only for servers that may have ``direct`` tools: those
+        must be declared in its request. Each attempt ends within its server's timeout
+        (a server that has not answered by then has failed); the wait ends after
+        ``timeout`` (:data:`DIRECT_WAIT_SECONDS`) at the latest."""
+        if timeout is None:
+            timeout = DIRECT_WAIT_SECONDS
         await self.wait_for([c for c in self.connections.values() if self.may_have_direct_tools(c)], timeout)
 
     def servers_named_by(self, words: Iterable[str]) -> list[McpConnection]:

@@ -419,6 +419,7 @@ async def sign_in(
 ) -> int:
     """Run the authorization code flow for ``entry`` and store the tokens. Returns the
     number of tools the server offers once signed in."""
+    from . import sdk
     from .connection import McpConnection
 
     if entry.config.transport != "http":
@@ -427,6 +428,7 @@ async def sign_in(
         raise ValueError(
             f'MCP server "{entry.name}" does not use OAuth: it sets an Authorization header (or auth) in {entry.source}'
         )
+    await sdk.ready()  # the SDK's modules are not imported here while its background import runs
     settings = _settings(entry)
     store = CredentialStore(agent / AUTH_FILE_NAME)
     url = entry.config.url or ""

@@ -7,7 +7,8 @@ exited on its own: helpers it started (``npx`` and ``uvx`` wrappers start the re
 server as a child) are stopped too, so nothing is orphaned.
 
 It follows the ``mcp`` SDK's ``stdio_client`` but exposes the process id, which the
-group signals and the tests need.
+group signals and the tests need, and starts the server before it needs the SDK: the
+server process starts up while the SDK is still being imported (:mod:`pi_mcp.sdk`).
 """
 
 from __future__ import annotations
@@ -15,22 +16,54 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
-import mcp_types as types
 from anyio.streams.text import TextReceiveStream
-from mcp.client.stdio import get_default_environment
-from mcp.shared.message import SessionMessage
+
+if TYPE_CHECKING:
+    from mcp.shared.message import SessionMessage
 
 STDIN_GRACE_SECONDS = 1.0
 """How long a server may take to exit after its stdin closed, before SIGTERM."""
 TERM_GRACE_SECONDS = 2.0
 """How long the group may take to exit after SIGTERM, before SIGKILL."""
 _POLL_SECONDS = 0.01
+
+INHERITED_ENV = (
+    (
+        "APPDATA",
+        "HOMEDRIVE",
+        "HOMEPATH",
+        "LOCALAPPDATA",
+        "PATH",
+        "PATHEXT",
+        "PROCESSOR_ARCHITECTURE",
+        "SYSTEMDRIVE",
+        "SYSTEMROOT",
+        "TEMP",
+        "USERNAME",
+        "USERPROFILE",
+    )
+    if sys.platform == "win32"
+    else ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
+)
+"""The variables a server inherits from pi's environment (the SDK's
+``DEFAULT_INHERITED_ENV_VARS``, without importing the SDK)."""
+
+
+def default_environment() -> dict[str, str]:
+    """The inherited part of a server's environment (as the SDK's
+    ``get_default_environment``: shell functions are left out)."""
+    env: dict[str, str] = {}
+    for key in INHERITED_ENV:
+        value = os.environ.get(key)
+        if value is not None and not value.startswith("()"):
+            env[key] = value
+    return env
 
 
 def _live_members_from_proc(pgid: int) -> bool | None:
@@ -93,13 +126,17 @@ def _signal_group(pgid: int, sig: int) -> bool:
     return True
 
 
-async def stop_process(process: anyio.abc.Process) -> None:
-    """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group."""
+async def stop_process(process: anyio.abc.Process, stdin_grace: float | None = None) -> None:
+    """Close stdin, wait (``stdin_grace``, by default :data:`STDIN_GRACE_SECONDS`),
+    SIGTERM the group, wait, SIGKILL the group."""
+    if stdin_grace is None:
+        stdin_grace = STDIN_GRACE_SECONDS
     pgid = process.pid
     if process.stdin is not None:
         with suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             await process.stdin.aclose()
-    await _wait_exit(process, STDIN_GRACE_SECONDS)
+    if stdin_grace > 0:
+        await _wait_exit(process, stdin_grace)
     if sys.platform == "win32":  # pragma: no cover - no process groups
         if process.returncode is None:
             process.kill()
@@ -113,26 +150,45 @@ async def stop_process(process: anyio.abc.Process) -> None:
         await _wait_exit(process, TERM_GRACE_SECONDS)
 
 
-@asynccontextmanager
-async def stdio_transport(
-    command: str,
-    args: list[str],
-    *,
-    env: dict[str, str],
-    cwd: str,
-    errlog: IO[str],
-    on_spawn: Callable[[int], None] | None = None,
-) -> AsyncIterator[tuple[Any, Any]]:
-    """Start the server and yield the (read, write) streams ``ClientSession`` takes."""
-    process = await anyio.open_process(
+async def spawn_process(command: str, args: list[str], *, env: dict[str, str], cwd: str, errlog: IO[str]) -> anyio.abc.Process:
+    """Start a server process (leading its own process group); no SDK needed."""
+    return await anyio.open_process(
         [command, *args],
-        env=get_default_environment() | env,
+        env=default_environment() | env,
         cwd=cwd,
         stderr=errlog,
         start_new_session=sys.platform != "win32",
     )
-    if on_spawn is not None:
-        on_spawn(process.pid)
+
+
+async def discard_process(process: anyio.abc.Process) -> None:
+    """Stop a server that was never sent a message (it may still be starting up, and
+    would read the end of its input only once started): SIGTERM at once, then as
+    :func:`stop_process`; shielded from cancellation."""
+    with anyio.CancelScope(shield=True):
+        await stop_process(process, stdin_grace=0)
+        with anyio.move_on_after(TERM_GRACE_SECONDS), suppress(Exception):
+            await process.aclose()
+
+
+@asynccontextmanager
+async def stdio_transport(
+    process: anyio.abc.Process,
+    *,
+    before_streams: Callable[[], Awaitable[None]] | None = None,
+) -> AsyncIterator[tuple[Any, Any]]:
+    """Take over a started server process: await ``before_streams()`` (the SDK import)
+    while it starts up, then yield the (read, write) streams ``ClientSession`` takes.
+    The process is stopped when the context ends, however it ends."""
+    if before_streams is not None:
+        try:
+            await before_streams()
+        except BaseException:
+            await discard_process(process)
+            raise
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
 

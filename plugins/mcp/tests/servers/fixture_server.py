@@ -2,11 +2,14 @@
 
     python fixture_server.py [--name N] [--page-size K] [--instructions TEXT]
                              [--pidfile FILE] [--child] [--hang]
+                             [--start-delay S] [--wait-for FILE]
                              [--http] [--fail-list N]
 
 stdio by default; ``--http`` serves streamable HTTP on 127.0.0.1 (a free port, printed
 as ``PORT <n>`` on stdout). ``--hang`` never answers (it only reads stdin until EOF).
 ``--pidfile`` appends this process's pid (and with ``--child`` a helper child's pid).
+``--start-delay S`` sleeps S seconds before serving; ``--wait-for FILE`` serves only
+once FILE exists (a slow start that the test ends).
 ``--fail-list N`` answers the first N ``tools/list`` requests with HTTP 503.
 ``--oauth`` (with ``--http``) protects the server with OAuth: the same server is the
 authorization server, approves every authorization at once, issues tokens valid for
@@ -371,6 +374,8 @@ def main() -> None:
     parser.add_argument("--oauth", action="store_true")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--token-ttl", type=int, default=3600)
+    parser.add_argument("--start-delay", type=float, default=0.0)
+    parser.add_argument("--wait-for")
     args = parser.parse_args()
     if args.pidfile:
         pids = [os.getpid()]
@@ -382,6 +387,10 @@ def main() -> None:
     if args.hang:
         hang()
         return
+    if args.start_delay:
+        time.sleep(args.start_delay)
+    while args.wait_for and not os.path.exists(args.wait_for):
+        time.sleep(0.01)
     if args.http:
         serve_http(args)
     else:
