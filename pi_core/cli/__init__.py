@@ -2,7 +2,9 @@
 
 ``main()`` answers ``--version`` before importing anything heavy. Subcommands
 (``pi extensions``, ``pi models``, ``pi sessions``) are typer apps; everything else is
-the agent command (:mod:`pi_core.cli.main`).
+the agent command (:mod:`pi_core.cli.main`). As the process's entry point (the ``pi``
+script, ``python -m pi_core``) it also tunes the garbage collector during start-up and
+lets print and json mode exit without interpreter teardown (:mod:`pi_core.cli.process`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,21 @@ def _could_be_plugin_command(word: str) -> bool:
     return bool(word) and word[0].isalpha() and all(c.isalnum() or c == "-" for c in word) and word.islower()
 
 
+def _is_process_entry() -> bool:
+    """Whether ``main`` runs as the process's entry point: ``python -m pi_core``, or the
+    console script (whose ``__main__`` module imported this very ``main``)."""
+    entry = sys.modules.get("__main__")
+    spec = getattr(entry, "__spec__", None)
+    if spec is not None and spec.name == "pi_core.__main__":
+        return True
+    return getattr(entry, "main", None) is cli_main
+
+
 def main(argv: list[str] | None = None) -> None:
+    """Run ``pi``. With ``argv`` (or when not the process's entry point) it ends with
+    ``SystemExit`` like any library call; as the entry point, print and json mode end the
+    process with ``os._exit`` once their work is done and flushed."""
+    entry = argv is None and _is_process_entry()
     args = sys.argv[1:] if argv is None else argv
     if args in (["--version"], ["-v"]):
         from .. import __version__
@@ -41,10 +57,21 @@ def main(argv: list[str] | None = None) -> None:
         commands = load_cli_commands()
         if args[0] in commands:
             sys.exit(run_cli_command(commands[args[0]], args[1:]))
+    from . import process
+
+    if entry:
+        process.enter()
     from .main import run
 
     try:
         status = run(args)
     except KeyboardInterrupt:
         status = 130
+    if entry:
+        process.exit_process(status)
     sys.exit(status)
+
+
+#: ``main`` under a name that stays the function: importing the submodule
+#: ``pi_core.cli.main`` rebinds the package attribute ``main`` to that module.
+cli_main = main

@@ -16,6 +16,7 @@ from ..resources.loader import ResourceOptions
 from ..runtime import ServiceOptions, SessionRuntime
 from ..session import SessionManager
 from .options import plugin_flag_values
+from .process import startup_done
 
 IMAGE_MAGIC = {
     b"\x89PNG\r\n\x1a\n": "image/png",
@@ -142,6 +143,18 @@ async def open_runtime(
     ``ask_user_trust(cwd)`` asks the user whether to trust the project (with a UI).
     With ``start=False`` the caller subscribes to the runtime's events first (so it sees
     what ``session_start`` handlers report) and then calls :func:`start_runtime`."""
+    try:
+        runtime = await _open_runtime(args, mode=mode, ui=ui, cwd=cwd, ask_user_trust=ask_user_trust)
+    finally:
+        startup_done()  # the collector was paused for start-up (process entry only)
+    if start:
+        await start_runtime(runtime, args)
+    return runtime
+
+
+async def _open_runtime(
+    args: argparse.Namespace, *, mode: str, ui: Any, cwd: str | None, ask_user_trust: Any
+) -> SessionRuntime:
     if args.offline:
         os.environ["PI_OFFLINE"] = "1"
     cwd = str(Path(cwd or os.getcwd()).resolve())
@@ -179,8 +192,6 @@ async def open_runtime(
         session.api_key_override = args.api_key
     if args.thinking:
         session.agent.state.thinking_level = session._clamp(args.thinking)
-    if start:
-        await start_runtime(runtime, args)
     return runtime
 
 

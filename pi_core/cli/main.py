@@ -88,6 +88,7 @@ async def _run_print(args: argparse.Namespace, stdin_text: str | None, *, json_m
     from ..runtime import NoModelError, SessionBusyError
     from .bootstrap import CliError, diagnostics_of, initial_input, open_runtime
     from .print_mode import run_print
+    from .process import allow_fast_exit
 
     try:
         initial = initial_input(args.messages, stdin_text=stdin_text, cwd=os.getcwd())
@@ -98,9 +99,13 @@ async def _run_print(args: argparse.Namespace, stdin_text: str | None, *, json_m
     for line in diagnostics_of(runtime):
         print(f"pi: {line}", file=sys.stderr)
     try:
-        return await run_print(runtime, initial, args, json_mode=json_mode)
+        status = await run_print(runtime, initial, args, json_mode=json_mode)
     except (NoModelError, SessionBusyError, CliError) as exc:
         print(f"pi: {exc}", file=sys.stderr)
-        return 1
+        status = 1
     finally:
         await runtime.dispose("quit")
+    # session_shutdown ran, child processes are stopped, the session file is fsynced and
+    # closed: the process may end without interpreter teardown (see .process).
+    allow_fast_exit()
+    return status

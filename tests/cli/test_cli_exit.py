@@ -1,0 +1,168 @@
+"""``pi -p`` and ``pi --mode json`` end the process as soon as their work is done
+(``os._exit`` after the runtime is disposed, see ``pi_core.cli.process``): nothing
+written may be lost on the way. The real ``pi`` runs in a subprocess against a scripted
+faux model that a plugin (``-e``) registers; output goes to a pipe and nothing is killed."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from cli_helpers import agent_dir, jsonl, run_pi
+
+from pi_core.cli import cli_main, process
+
+LINES = 4000
+ANSWER = "".join(f"{i:05d}:" + "abcdefghij" * 10 + "\n" for i in range(LINES))  # ~420 KB, bigger than a pipe buffer
+
+SCRIPTED_PLUGIN = '''
+import atexit
+import os
+
+from pi_core.ai.faux import FauxResponse, FauxScript, register_faux_script
+from pi_hookspecs import hookimpl
+
+LOG = os.environ["EXIT_LOG"]
+ANSWER = "".join(f"{i:05d}:" + "abcdefghij" * 10 + "\\n" for i in range(LINES))
+
+
+def log(line):
+    with open(LOG, "a") as fh:
+        fh.write(line + "\\n")
+
+
+register_faux_script("scripted", "exit-test", FauxScript([
+    FauxResponse(tool_calls=[("bash", {"command": "sleep 67 & echo child=$!"})]),
+    FauxResponse(tool_calls=[("bash", {"command": "echo second tool call"})]),
+    FauxResponse(text=ANSWER),
+]))
+atexit.register(log, "atexit")
+
+
+class Teardown:
+    def __del__(self):
+        os.write(os.open(LOG, os.O_WRONLY | os.O_APPEND), b"interpreter teardown\\n")
+
+
+KEEP = Teardown()
+
+
+@hookimpl
+def register_providers(register):
+    register({"name": "scripted", "api": "faux", "api_key": "none",
+              "models": [{"id": "exit-test", "name": "exit test", "api": "faux", "provider": "scripted"}]})
+
+
+@hookimpl
+def session_shutdown(event, ctx):
+    log(f"session_shutdown {event.reason} {ctx.session_manager.get_entry_count()}")
+'''
+
+
+@pytest.fixture
+def cwd(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    return root
+
+
+def _plugin(tmp_path: Path) -> Path:
+    path = tmp_path / "scripted.py"
+    path.write_text(textwrap.dedent(SCRIPTED_PLUGIN).replace("range(LINES)", f"range({LINES})"))
+    return path
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie waiting for its reaper is gone
+
+
+def _session_entries() -> list[dict]:
+    files = list((agent_dir() / "sessions").rglob("*.jsonl"))
+    assert len(files) == 1
+    data = files[0].read_bytes()
+    assert data.endswith(b"\n")
+    return [json.loads(line) for line in data.decode().splitlines()]  # every line complete and parsing
+
+
+def _check_session(entries: list[dict]) -> None:
+    assert entries[0]["type"] == "session"
+    messages = [e["message"] for e in entries if e["type"] == "message" and e["message"]["role"] != "system"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "toolResult", "assistant", "toolResult", "assistant"]
+    assert "second tool call" in messages[4]["content"][0]["text"]
+    final = messages[-1]
+    assert final["stopReason"] == "stop" and "".join(b["text"] for b in final["content"]) == ANSWER
+
+
+def _check_exit_log(log: Path, entries: list[dict]) -> None:
+    # the plugin's shutdown hook and atexit handler ran; the interpreter was not torn down
+    assert log.read_text().splitlines() == [f"session_shutdown quit {len(entries) - 1}", "atexit"]
+
+
+@pytest.mark.parametrize("mode", ["print", "json"])
+def test_fast_exit_loses_no_output_no_session_entry_and_no_shutdown_work(
+    cwd: Path, tmp_path: Path, mode: str
+) -> None:
+    log = tmp_path / "exit.log"
+    flags = ["-p"] if mode == "print" else ["--mode", "json"]
+    out = run_pi(*flags, "--model", "scripted/exit-test", "-e", str(_plugin(tmp_path)), "go",
+                 cwd=cwd, env={"EXIT_LOG": str(log)})
+    assert out.returncode == 0, out.stderr
+    if mode == "print":
+        assert out.stdout == ANSWER
+    else:
+        assert out.stdout.endswith("\n")
+        records = jsonl(out.stdout)  # every line parses
+        assert records[0]["type"] == "session" and records[-1]["type"] == "agent_settled"
+        deltas = [r["assistantMessageEvent"] for r in records if r["type"] == "message_update"]
+        assert "".join(d["delta"] for d in deltas if d["type"] == "text_delta") == ANSWER
+        ends = [r["message"] for r in records if r["type"] == "message_end" and r["message"]["role"] == "assistant"]
+        assert "".join(b["text"] for b in ends[-1]["content"]) == ANSWER
+    entries = _session_entries()
+    _check_session(entries)
+    _check_exit_log(log, entries)
+    child = re.search(r"child=(\d+)", json.dumps(entries))
+    assert child is not None
+    assert not _alive(int(child.group(1))), "a process started by the bash tool outlived pi"
+
+
+def test_provider_error_keeps_exit_status_1(cwd: Path, tmp_path: Path) -> None:
+    plugin = tmp_path / "failing.py"
+    plugin.write_text(textwrap.dedent('''
+        from pi_core.ai.faux import FauxResponse, FauxScript, register_faux_script
+        from pi_hookspecs import hookimpl
+
+        register_faux_script("scripted", "fails", FauxScript([FauxResponse(error_message="upstream exploded")]))
+
+        @hookimpl
+        def register_providers(register):
+            register({"name": "scripted", "api": "faux", "api_key": "none",
+                      "models": [{"id": "fails", "api": "faux", "provider": "scripted"}]})
+    '''))
+    for flags in (["-p"], ["--mode", "json"]):
+        out = run_pi(*flags, "--no-session", "--model", "scripted/fails", "-e", str(plugin), "hi", cwd=cwd)
+        assert out.returncode == 1 and "upstream exploded" in out.stderr
+
+
+def test_in_process_calls_of_main_raise_system_exit(cwd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the process's entry point leaves with os._exit: a test (or an embedding
+    program) calling ``main`` gets SystemExit and keeps its collector."""
+    monkeypatch.chdir(cwd)
+    monkeypatch.setattr(sys, "argv", ["pi", "-p", "--no-session", "--model", "faux/offline-demo", "hi"])
+    with open(os.devnull) as devnull:
+        monkeypatch.setattr(sys, "stdin", devnull)
+        for argv in (None, ["-p", "--no-session", "--model", "faux/offline-demo", "hi"]):
+            with pytest.raises(SystemExit) as exit_info:
+                cli_main(argv)
+            assert exit_info.value.code == 0
+    assert process._state == {"entry": False, "paused": False, "fast_exit": False}
+    assert gc.isenabled()
