@@ -8,8 +8,8 @@ runtime replaces a message rather than editing it, and context hooks work on cop
 so its conversion is kept, keyed by the message object and by what else the
 conversion depends on (the target model, the API's options).
 
-An entry lives exactly as long as its message: a weak reference drops it when the
-message is collected (compacted away, branched away, replaced).
+An entry lives as long as its message: it holds a weak reference, and entries whose
+message was collected (compacted away, branched away, replaced) are swept out.
 """
 
 from __future__ import annotations
@@ -25,12 +25,17 @@ MISSING: Final = object()
 class MessageMemo:
     """Values computed from an object and a hashable ``key``, found again by the
     object's identity for as long as the object lives. A value stored under another
-    key replaces the previous one (one target model at a time is the common case)."""
+    key replaces the previous one (one target model at a time is the common case).
 
-    __slots__ = ("__weakref__", "_entries")
+    Entries hold a weak reference to their object; those whose object is gone are
+    swept out once the table has doubled since the last sweep (amortised constant
+    time per entry, no callback per object)."""
+
+    __slots__ = ("_entries", "_sweep_at")
 
     def __init__(self) -> None:
         self._entries: dict[int, tuple[weakref.ref[Any], Any, Any]] = {}
+        self._sweep_at = 1024
 
     def get(self, obj: Any, key: Any) -> Any:
         """The value stored for ``obj`` under ``key``, else :data:`MISSING`."""
@@ -42,29 +47,23 @@ class MessageMemo:
     def put(self, obj: Any, key: Any, value: Any) -> Any:
         """Store ``value`` for ``obj`` under ``key``; returns ``value``. Objects that
         cannot be weakly referenced are not stored."""
-        ident = id(obj)
-        entry = self._entries.get(ident)
-        if entry is not None and entry[0]() is obj:
-            self._entries[ident] = (entry[0], key, value)
-            return value
-        entries = self._entries
-        memo_ref = weakref.ref(self)
-
-        def forget(_ref: weakref.ref[Any], ident: int = ident) -> None:
-            memo = memo_ref()
-            if memo is not None:
-                current = memo._entries.get(ident)
-                if current is not None and current[0] is _ref:
-                    del memo._entries[ident]
-
         try:
-            ref = weakref.ref(obj, forget)
+            ref = weakref.ref(obj)
         except TypeError:
             return value
-        entries[ident] = (ref, key, value)
+        entries = self._entries
+        entries[id(obj)] = (ref, key, value)
+        if len(entries) >= self._sweep_at:
+            self._sweep()
         return value
 
+    def _sweep(self) -> None:
+        live = {ident: entry for ident, entry in self._entries.items() if entry[0]() is not None}
+        self._entries = live
+        self._sweep_at = max(1024, 2 * len(live))
+
     def __len__(self) -> int:
+        self._sweep()
         return len(self._entries)
 
     def clear(self) -> None:
