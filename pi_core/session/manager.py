@@ -13,6 +13,7 @@ immediately. Opening a file locks it (see :mod:`pi_core.session.storage`).
 from __future__ import annotations
 
 import builtins
+import functools
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -84,8 +85,16 @@ from .paths import (
 from .records import Record, no_gc, validate_entry
 from .storage import SessionFile, dump_line, parse_lines
 
-MESSAGE_ADAPTER: TypeAdapter[AgentMessage] = TypeAdapter(AgentMessage)
-DRAFT_ADAPTER: TypeAdapter[DraftEntry] = TypeAdapter(DraftEntry)
+
+@functools.cache
+def _message_adapter() -> TypeAdapter[AgentMessage]:
+    return TypeAdapter(AgentMessage)
+
+
+@functools.cache
+def _draft_adapter() -> TypeAdapter[DraftEntry]:
+    return TypeAdapter(DraftEntry)
+
 
 _EDITABLE_ROLES = frozenset({"user", "assistant", "toolResult"})
 _BLOCK_CONTENT_ROLES = frozenset({"assistant", "toolResult"})
@@ -543,7 +552,7 @@ class SessionManager:
         as a child of the leaf; returns the entry id. Summaries are entries of their own:
         use :meth:`append_compaction` / :meth:`branch_with_summary`."""
         if not isinstance(message, PiModel):
-            message = MESSAGE_ADAPTER.validate_python(message)
+            message = _message_adapter().validate_python(message)
         if isinstance(message, CompactionSummaryMessage | BranchSummaryMessage):
             raise TypeError("summaries are appended with append_compaction() / branch_with_summary()")
         entry_id, parent_id, timestamp = self._next()
@@ -734,7 +743,7 @@ class SessionManager:
     def append_draft(self, draft: DraftEntry | Mapping[str, Any]) -> str:
         """Append an entry a ``turn_end`` / ``agent_before_settle`` handler proposed."""
         if not isinstance(draft, PiModel):
-            draft = DRAFT_ADAPTER.validate_python(draft)
+            draft = _draft_adapter().validate_python(draft)
         if isinstance(draft, DraftCustom):
             return self.append_custom_entry(draft.custom_type, draft.data)
         if isinstance(draft, DraftCustomMessage):

@@ -7,6 +7,7 @@ appended in this process carry their model from the start.
 
 from __future__ import annotations
 
+import functools
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,7 +17,13 @@ from pydantic import TypeAdapter, ValidationError
 
 from pi_hookspecs import MessageEntry, SessionEntry, UnknownEntry
 
-ENTRY_ADAPTER: TypeAdapter[SessionEntry] = TypeAdapter(SessionEntry)
+
+@functools.cache
+def entry_adapter() -> TypeAdapter[SessionEntry]:
+    """The validator of session entries, built on first use (about 25 ms): a run that
+    only writes a new session never needs it."""
+    return TypeAdapter(SessionEntry)
+
 
 _LIST_CONTENT_ROLES = frozenset({"user", "assistant", "toolResult"})
 
@@ -101,7 +108,7 @@ def validate_entry(raw: dict[str, Any]) -> tuple[SessionEntry, str | None]:
     as an :class:`UnknownEntry` (it round-trips, but takes no part in the context) and the
     validation error is returned."""
     try:
-        return ENTRY_ADAPTER.validate_python(_normalised(raw)), None
+        return entry_adapter().validate_python(_normalised(raw)), None
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
