@@ -29,6 +29,7 @@ from .context import (
     ToolContext,
     UIContext,
 )
+from .credentials import CredentialRequest, CredentialResolver, CredentialSource, RequestCredentials
 from .entries import (
     SESSION_VERSION,
     BranchSummaryEntry,
@@ -147,6 +148,8 @@ __all__ = [
     # contexts
     "CommandContext", "ContextUsage", "DeliverAs", "ExtensionContext", "Mode",
     "ProjectTrustContext", "SessionView", "StaleContextError", "ToolContext", "UIContext",
+    # credentials lent by plugins
+    "CredentialRequest", "CredentialResolver", "CredentialSource", "RequestCredentials",
     # cancellation
     "AbortController", "AbortError", "AbortSignal",
     # messages

@@ -77,7 +77,10 @@ def register_providers(register: Any) -> None:
     provider's models can name in ``api``: ``stream(model, context, options, out)``
     reports through a :class:`~pi_hookspecs.streaming.MessageBuilder`, or is given as
     ``"module:function"`` and imported on the first request. pi's own APIs and model
-    catalogue are registered this way by its built-in provider plugin.
+    catalogue are registered this way by its built-in provider plugin. Call
+    ``register(CredentialSource(provider=..., resolve=...))`` to lend the requests of
+    a provider's models a credential pi cannot find itself (a token from a cloud SDK's
+    credential chain): see :class:`~pi_hookspecs.credentials.CredentialSource`.
 
     **Errors**: reported as a diagnostic naming the plugin.
     """

@@ -23,6 +23,9 @@ BUILTIN_APIS: dict[str, str] = {
     "anthropic-messages": "pi_core.ai.apis.anthropic:stream_anthropic",
     "openai-responses": "pi_core.ai.apis.openai_responses:stream_openai_responses",
     "openai-completions": "pi_core.ai.apis.openai_completions:stream_openai_completions",
+    "google-generative-ai": "pi_core.ai.apis.google:stream_google",
+    "google-vertex": "pi_core.ai.apis.google_vertex:stream_google_vertex",
+    "mistral-conversations": "pi_core.ai.apis.mistral:stream_mistral",
     "faux": "pi_core.ai.faux:stream_faux",
 }
 """Each built-in wire API and the function that speaks it."""

@@ -15,7 +15,14 @@ from .stream import AssistantMessageStream, MessageBuilder, maybe_await
 
 _event_adapter: TypeAdapter[Any] | None = None
 
-PROVIDER_LABELS = {"anthropic": "Anthropic", "openai": "OpenAI", "openrouter": "OpenRouter"}
+PROVIDER_LABELS = {
+    "anthropic": "Anthropic",
+    "openai": "OpenAI",
+    "openrouter": "OpenRouter",
+    "google": "Google",
+    "google-vertex": "Google Vertex AI",
+    "mistral": "Mistral",
+}
 
 
 def provider_label(model: Model) -> str:

@@ -23,9 +23,12 @@ from pi_hookspecs import (
     ApiDefinition,
     ApiStreamFunction,
     AssistantMessage,
+    CredentialRequest,
+    CredentialSource,
     LlmContext,
     Model,
     ProviderDefinition,
+    RequestCredentials,
     StreamFunction,
     StreamOptions,
 )
@@ -37,7 +40,7 @@ from .catalog import DEFAULT_MODELS
 from .config import ModelConfig, ModelOverride, ModelsConfigError, ModelsFile, load_models_json
 from .dispatch import provider_label, run_api, run_stream_function
 from .faux import offline_demo_model
-from .stream import AssistantMessageStream, MessageBuilder
+from .stream import AssistantMessageStream, MessageBuilder, maybe_await
 
 _DATED = re.compile(r"-\d{8}$")
 _MODEL_FIELDS = {
@@ -124,6 +127,7 @@ class ModelRegistry:
         self._offline_demo = offline_demo
         self._plugin_providers: list[_Provider] = []
         self._plugin_apis: dict[str, tuple[str, ApiStreamFunction | str]] = {}
+        self._credential_sources: dict[str, tuple[str, CredentialSource]] = {}
         self._models_file: ModelsFile | None = None
         self.models_error: str | None = None
         self._providers: dict[str, _Provider] = {}
@@ -187,6 +191,12 @@ class ModelRegistry:
         whose ``api`` is its name go to its ``stream`` (before pi's own table)."""
         self._plugin_apis[definition.name] = (source, definition.stream)
 
+    def add_credential_source(self, definition: CredentialSource, source: str = "plugin") -> None:
+        """Add a :class:`~pi_hookspecs.CredentialSource` registered through
+        ``register_providers``: it lends the requests of its provider's models their
+        credentials (see :meth:`stream`)."""
+        self._credential_sources[definition.provider] = (source, definition)
+
     def api_names(self) -> list[str]:
         """Every API a request can use: pi's own and the plugins'."""
         return sorted({*known_apis(), *self._plugin_apis})
@@ -195,6 +205,9 @@ class ModelRegistry:
         """Forget the providers and APIs ``source`` registered (on plugin reload)."""
         self._plugin_providers = [p for p in self._plugin_providers if p.source != source]
         self._plugin_apis = {name: entry for name, entry in self._plugin_apis.items() if entry[0] != source}
+        self._credential_sources = {
+            name: entry for name, entry in self._credential_sources.items() if entry[0] != source
+        }
         self._rebuild()
 
     def _rebuild(self) -> None:
@@ -317,6 +330,11 @@ class ModelRegistry:
             return True
         if state is not None and any(k.lower() in ("authorization", "x-api-key") for k in state.headers):
             return True
+        lender = self._credential_sources.get(provider)
+        if lender is not None:
+            available = lender[1].available
+            if available is None or available(self.auth.env(provider)):
+                return True
         return bool(env_api_key(provider, self.auth.env(provider)) or env_bearer_token(provider))
 
     def available(self) -> list[Model]:
@@ -512,8 +530,32 @@ class ModelRegistry:
             stored if isinstance(stored, str) else "",
         ]
         if any(value.startswith("!") for value in values):
-            return await asyncio.to_thread(self._prepare_sync, model, options, state)
-        return self._prepare_sync(model, options, state)
+            prepared = await asyncio.to_thread(self._prepare_sync, model, options, state)
+        else:
+            prepared = self._prepare_sync(model, options, state)
+        lender = self._credential_sources.get(model.provider)
+        return prepared if lender is None else await self._borrow(lender[1], *prepared)
+
+    async def _borrow(
+        self, lender: CredentialSource, model: Model, options: StreamOptions
+    ) -> tuple[Model, StreamOptions]:
+        """Apply what the provider's credential source lends this request."""
+        request = CredentialRequest(
+            provider=model.provider, model=model, api_key=options.api_key, env=self.auth.env(model.provider)
+        )
+        lent = await maybe_await(lender.resolve(request))
+        if lent is None:
+            return model, options
+        if not isinstance(lent, RequestCredentials):
+            lent = RequestCredentials.model_validate(lent)
+        update: dict[str, Any] = {}
+        if lent.api_key:
+            update["api_key"] = lent.api_key
+        if lent.headers:
+            update["headers"] = {**options.headers, **lent.headers}
+        if lent.extra:
+            update["extra"] = {**options.extra, **lent.extra}
+        return model, options.model_copy(update=update) if update else options
 
     def _prepare_sync(self, model: Model, options: StreamOptions, state: _Provider | None) -> tuple[Model, StreamOptions]:
         env = self.auth.env(model.provider)

@@ -184,10 +184,62 @@ def _responses_id(call_id: str, model: Model, source: AssistantMessage) -> str:
     return sanitize_id(call_id.split("|", 1)[0], 64)
 
 
+_GEMINI_VERSION = re.compile(r"^gemini(?:-live)?-(\d+)")
+
+
+def _google_id(call_id: str, model: Model, source: AssistantMessage) -> str:
+    # only the models that are sent tool-call ids (Gemini 3+, Claude and gpt-oss on Vertex)
+    version = _GEMINI_VERSION.match(model.id.lower())
+    if model.id.startswith(("claude-", "gpt-oss-")) or (version is not None and int(version.group(1)) >= 3):
+        return sanitize_id(call_id, 64)
+    return call_id
+
+
+def short_hash(text: str) -> str:
+    """pi 1.6.0's short deterministic hash of ``text`` (two 32-bit halves, base 36)."""
+    h1, h2 = 0xDEADBEEF, 0x41C6CE57
+    units = text.encode("utf-16-le")
+    for position in range(0, len(units), 2):
+        unit = units[position] | units[position + 1] << 8
+        h1 = ((h1 ^ unit) * 2654435761) & 0xFFFFFFFF
+        h2 = ((h2 ^ unit) * 1597334677) & 0xFFFFFFFF
+    h1 = (((h1 ^ (h1 >> 16)) * 2246822507) & 0xFFFFFFFF) ^ (((h2 ^ (h2 >> 13)) * 3266489909) & 0xFFFFFFFF)
+    h2 = (((h2 ^ (h2 >> 16)) * 2246822507) & 0xFFFFFFFF) ^ (((h1 ^ (h1 >> 13)) * 3266489909) & 0xFFFFFFFF)
+    return _base36(h2) + _base36(h1)
+
+
+def _base36(value: int) -> str:
+    digits = ""
+    while True:
+        value, digit = divmod(value, 36)
+        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[digit] + digits
+        if not value:
+            return digits
+
+
+_NOT_ALPHANUMERIC = re.compile(r"[^a-zA-Z0-9]")
+
+
+def mistral_tool_call_id(call_id: str) -> str:
+    """The nine alphanumeric characters Mistral accepts as a tool-call id: ``call_id``
+    itself when it already is one, else derived from it by :func:`short_hash`."""
+    normalized = _NOT_ALPHANUMERIC.sub("", call_id)
+    if len(normalized) == 9:
+        return normalized
+    return _NOT_ALPHANUMERIC.sub("", short_hash(normalized or call_id))[:9]
+
+
+def _mistral_id(call_id: str, model: Model, source: AssistantMessage) -> str:
+    return mistral_tool_call_id(call_id)
+
+
 DEFAULT_ID_NORMALIZERS: dict[str, ToolCallIdNormalizer] = {
     "anthropic-messages": _anthropic_id,
     "openai-completions": _completions_id,
     "openai-responses": _responses_id,
+    "google-generative-ai": _google_id,
+    "google-vertex": _google_id,
+    "mistral-conversations": _mistral_id,
 }
 """How each API normalises the tool-call ids of messages recorded with another model."""
 

@@ -20,6 +20,7 @@ from pi_hookspecs import (
     ApiDefinition,
     CliCommandDefinition,
     CommandDefinition,
+    CredentialSource,
     FlagDefinition,
     ProviderDefinition,
     ToolDefinition,
@@ -29,7 +30,7 @@ from pi_hookspecs import (
 from .diagnostics import Diagnostic
 
 T = TypeVar("T")
-Kind = Literal["tool", "command", "flag", "provider", "api", "cli command"]
+Kind = Literal["tool", "command", "flag", "provider", "api", "cli command", "credential source"]
 
 
 @dataclass(slots=True)
@@ -62,6 +63,8 @@ class Registry:
     providers: dict[str, Registered[ProviderDefinition]] = field(default_factory=dict)
     apis: dict[str, Registered[ApiDefinition]] = field(default_factory=dict)
     cli_commands: dict[str, Registered[CliCommandDefinition]] = field(default_factory=dict)
+    credentials: dict[str, Registered[CredentialSource]] = field(default_factory=dict)
+    """Credential sources by provider name."""
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     def by_plugin(self, plugin: str) -> dict[str, list[str]]:
@@ -173,9 +176,14 @@ class Registry:
         self._add("cli command", self.cli_commands, definition.name, definition, plugin, source)
         return definition
 
-    def register_provider(self, value: Any, plugin: str, source: str) -> ProviderDefinition | ApiDefinition:
+    def register_provider(
+        self, value: Any, plugin: str, source: str
+    ) -> ProviderDefinition | ApiDefinition | CredentialSource:
         if isinstance(value, ApiDefinition):
             self._add("api", self.apis, value.name, value, plugin, source)
+            return value
+        if isinstance(value, CredentialSource):
+            self._add("credential source", self.credentials, value.provider, value, plugin, source)
             return value
         try:
             if isinstance(value, ProviderDefinition):
@@ -184,7 +192,7 @@ class Registry:
                 definition = ProviderDefinition.model_validate(value)
             else:
                 raise RegistrationError(
-                    "register() for providers takes a ProviderDefinition, an ApiDefinition or a dict, "
+                    "register() for providers takes a ProviderDefinition, an ApiDefinition, a CredentialSource or a dict, "
                     f"got {type(value).__name__}"
                 )
         except ValidationError as exc:

@@ -60,7 +60,14 @@ def known_apis() -> list[str]:
     return sorted(_APIS)
 
 
-_HTTP_APIS = frozenset({"anthropic-messages", "openai-responses", "openai-completions"})
+_HTTP_APIS = frozenset({
+    "anthropic-messages",
+    "openai-responses",
+    "openai-completions",
+    "google-generative-ai",
+    "google-vertex",
+    "mistral-conversations",
+})
 
 
 def preload(api: str) -> threading.Thread | None:

@@ -246,7 +246,7 @@ def _parse_body(raw: bytes) -> Any:
 
 SseHandler = Callable[[str, Any], Awaitable[None]]
 
-_LIST_KEYS = ("messages", "input")
+_LIST_KEYS = ("messages", "input", "contents")
 
 
 class _ListFragments:
