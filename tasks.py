@@ -74,6 +74,7 @@ PLUGIN_PACKAGES = [
     "plugins/mcp/pi_mcp",
     "plugins/codemode/pi_codemode",
     "plugins/vertex/pi_vertex",
+    "plugins/bedrock/pi_bedrock",
     "examples/pi-policy/pi_policy",
 ]
 

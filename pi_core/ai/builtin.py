@@ -26,9 +26,27 @@ BUILTIN_APIS: dict[str, str] = {
     "google-generative-ai": "pi_core.ai.apis.google:stream_google",
     "google-vertex": "pi_core.ai.apis.google_vertex:stream_google_vertex",
     "mistral-conversations": "pi_core.ai.apis.mistral:stream_mistral",
+    "azure-openai-responses": "pi_core.ai.apis.azure_openai_responses:stream_azure_openai_responses",
+    "openai-codex-responses": "pi_core.ai.apis.openai_codex_responses:stream_openai_codex_responses",
     "faux": "pi_core.ai.faux:stream_faux",
 }
 """Each built-in wire API and the function that speaks it."""
+
+PLUGIN_APIS: dict[str, str] = {
+    "bedrock-converse-stream": "pi-bedrock",
+}
+"""pi 1.6.0's wire APIs that pi leaves to a separately installed plugin package (their
+credentials need a heavy library), and the package that provides each: a request
+of such an API without its plugin fails with one line saying what to install."""
+
+
+def missing_plugin_message(model: Any) -> str | None:
+    """The one line for a request of ``model`` whose API a plugin package provides
+    (:data:`PLUGIN_APIS`) that is not installed; ``None`` for any other API."""
+    package = PLUGIN_APIS.get(model.api)
+    if package is None:
+        return None
+    return f"Model {model.ref} uses the {model.api} API of the {package} plugin: install it with pip install {package}"
 
 
 def provider_entries() -> list[dict[str, Any]]:

@@ -22,6 +22,8 @@ PROVIDER_LABELS = {
     "google": "Google",
     "google-vertex": "Google Vertex AI",
     "mistral": "Mistral",
+    "azure": "Azure OpenAI",
+    "openai-codex": "OpenAI Codex",
 }
 
 
@@ -45,7 +47,10 @@ async def run_api(model: Model, context: LlmContext, options: StreamOptions, out
     """Run the implementation of ``model.api`` (raises when there is none)."""
     implementation = get_api(model.api)
     if implementation is None:
-        raise ProviderError(f"No implementation for API {model.api!r} (model {model.ref})")
+        from .builtin import missing_plugin_message
+
+        message = missing_plugin_message(model) or f"No implementation for API {model.api!r} (model {model.ref})"
+        raise ProviderError(message)
     await implementation(model, context, options, out)
 
 

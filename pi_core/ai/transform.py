@@ -240,6 +240,8 @@ DEFAULT_ID_NORMALIZERS: dict[str, ToolCallIdNormalizer] = {
     "google-generative-ai": _google_id,
     "google-vertex": _google_id,
     "mistral-conversations": _mistral_id,
+    "azure-openai-responses": _responses_id,
+    "openai-codex-responses": _responses_id,
 }
 """How each API normalises the tool-call ids of messages recorded with another model."""
 

@@ -736,6 +736,12 @@ class AgentSession:
                 "No model is available: set ANTHROPIC_API_KEY or OPENAI_API_KEY, configure one in "
                 "models.json, or pick one with --model"
             )
+        if model.api != "faux" and model.api not in self.models.api_names():
+            from ..ai.builtin import missing_plugin_message
+
+            hint = missing_plugin_message(model)
+            if hint is not None:
+                raise NoModelError(hint)
         if model.api != "faux" and not self.api_key_override and not self.models.has_auth(model.provider):
             raise NoModelError(
                 f"No API key for provider {model.provider!r}: set its environment variable, add it to auth.json, "

@@ -36,6 +36,8 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: Any
+    raw: bytes = b""
+    """The body's bytes as received."""
 
 
 class WireServer:
@@ -63,7 +65,7 @@ class WireServer:
                 except ValueError:
                     body = raw.decode("utf-8", "replace")
                 server.requests.append(
-                    Recorded("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                    Recorded("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body, raw)
                 )
                 canned = server.queue.popleft() if server.queue else _no_response()
                 self._send(canned)
@@ -301,6 +303,42 @@ def responses_events(
     terminal = "response.incomplete" if status == "incomplete" else "response.completed"
     events.append({"type": terminal, "response": final})
     return events
+
+
+# --------------------------------------------------------------------------- AWS event streams
+
+
+def event_stream_frame(headers: dict[str, str], payload: bytes) -> bytes:
+    """One message of the AWS event-stream framing (application/vnd.amazon.eventstream):
+    total and header lengths, the prelude's CRC32, string-typed headers, the payload,
+    and the CRC32 of everything before it."""
+    import struct
+    import zlib
+
+    encoded = b""
+    for name, value in headers.items():
+        key, data = name.encode(), value.encode()
+        encoded += struct.pack(">B", len(key)) + key + struct.pack(">BH", 7, len(data)) + data
+    total = 12 + len(encoded) + len(payload) + 4
+    prelude = struct.pack(">II", total, len(encoded))
+    head = prelude + struct.pack(">I", zlib.crc32(prelude)) + encoded + payload
+    return head + struct.pack(">I", zlib.crc32(head))
+
+
+def aws_event(event_type: str, data: dict[str, Any]) -> bytes:
+    """An event frame (``:event-type``) with ``data`` as its JSON payload."""
+    headers = {":event-type": event_type, ":content-type": "application/json", ":message-type": "event"}
+    return event_stream_frame(headers, json.dumps(data).encode())
+
+
+def aws_exception(exception_type: str, message: str) -> bytes:
+    """An exception frame, as a service sends when a stream fails after it started."""
+    headers = {":exception-type": exception_type, ":content-type": "application/json", ":message-type": "exception"}
+    return event_stream_frame(headers, json.dumps({"message": message}).encode())
+
+
+def aws_event_stream(frames: list[bytes], **options: Any) -> Canned:
+    return Canned(body=frames, content_type="application/vnd.amazon.eventstream", **options)
 
 
 def _split(text: str, size: int = 5) -> list[str]:

@@ -67,6 +67,8 @@ _HTTP_APIS = frozenset({
     "google-generative-ai",
     "google-vertex",
     "mistral-conversations",
+    "azure-openai-responses",
+    "openai-codex-responses",
 })
 
 

@@ -432,11 +432,12 @@ async def stream_openai(
         options=options,
         out=out,
         on_event=on_event,
-        error_events=_openai_error_event,
+        error_events=openai_error_event,
     )
 
 
-def _openai_error_event(name: str, data: Any) -> BaseException | None:
+def openai_error_event(name: str, data: Any) -> BaseException | None:
+    """The error an OpenAI stream event reports in its ``error`` object, if any."""
     if not isinstance(data, dict):
         return None
     error = data.get("error")

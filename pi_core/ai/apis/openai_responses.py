@@ -189,8 +189,10 @@ def _message_items(message: Any, model: Model, position: int) -> list[dict[str, 
     return []
 
 
-def convert_tools(tools: list[ToolDeclaration], model: Model) -> list[dict[str, Any]]:
-    strict = (model.compat or {}).get("supportsStrictMode")
+def convert_tools(tools: list[ToolDeclaration], model: Model, *, strict: bool | None = False) -> list[dict[str, Any]]:
+    """Function tools; each carries ``strict`` (``None`` is sent as JSON null, as the
+    Codex backend expects) unless the model's ``supportsStrictMode`` is false."""
+    supports_strict = (model.compat or {}).get("supportsStrictMode")
     converted = []
     for tool in tools:
         entry: dict[str, Any] = {
@@ -199,8 +201,8 @@ def convert_tools(tools: list[ToolDeclaration], model: Model) -> list[dict[str, 
             "description": tool.description,
             "parameters": tool.parameters or {"type": "object", "properties": {}},
         }
-        if strict is not False:
-            entry["strict"] = False
+        if supports_strict is not False:
+            entry["strict"] = strict
         converted.append(entry)
     return converted
 
@@ -261,12 +263,37 @@ async def stream_openai_responses(
         else:
             extra["session_id"] = options.session_id
             extra["x-client-request-id"] = options.session_id
-    slots: dict[int, int] = {}  # output_index -> content index
-    terminal: list[bool] = []
+    decoder = ResponsesDecoder(out)
+    await _common.stream_openai(
+        model,
+        options,
+        out,
+        payload=payload,
+        extra_headers=extra,
+        base_url=model.base_url or DEFAULT_BASE_URL,
+        path="/responses",
+        on_event=decoder,
+    )
+    if not decoder.terminal:
+        raise ProviderError("OpenAI Responses stream ended before a terminal response event")
 
-    async def on_event(_name: str, event: Any) -> None:
+
+class ResponsesDecoder:
+    """The events of one Responses stream (OpenAI, Azure OpenAI, the Codex backend),
+    reported through ``out``; an instance is the ``on_event`` of :func:`_common.post_sse`.
+    :attr:`terminal` tells whether a terminal response event arrived."""
+
+    __slots__ = ("out", "slots", "terminal")
+
+    def __init__(self, out: MessageBuilder) -> None:
+        self.out = out
+        self.slots: dict[int, int] = {}  # output_index -> content index
+        self.terminal = False
+
+    async def __call__(self, _name: str, event: Any) -> None:
         if not isinstance(event, dict):
             return
+        out, slots = self.out, self.slots
         kind = event.get("type")
         if kind == "response.created":
             out.message.response_id = _common.field(event, "response", "id")
@@ -277,25 +304,12 @@ async def stream_openai_responses(
         elif kind in _DELTAS:
             _apply_delta(kind, event, slots, out)
         elif kind in ("response.completed", "response.incomplete"):
-            terminal.append(True)
+            self.terminal = True
             _finish_response(event.get("response") or {}, out)
         elif kind == "response.failed":
             _raise_failure(event.get("response") or {})
         elif kind == "error":
             raise ProviderError(f"Error Code {event.get('code')}: {event.get('message') or ''}")
-
-    await _common.stream_openai(
-        model,
-        options,
-        out,
-        payload=payload,
-        extra_headers=extra,
-        base_url=model.base_url or DEFAULT_BASE_URL,
-        path="/responses",
-        on_event=on_event,
-    )
-    if not terminal:
-        raise ProviderError("OpenAI Responses stream ended before a terminal response event")
 
 
 _DELTAS = {
@@ -377,11 +391,12 @@ def _finish_response(response: dict[str, Any], out: MessageBuilder) -> None:
     usage = response.get("usage")
     if isinstance(usage, dict):
         cached = _common.field(usage, "input_tokens_details", "cached_tokens") or 0
+        written = _common.field(usage, "input_tokens_details", "cache_write_tokens") or 0
         out.set_usage(
-            input=max(0, (usage.get("input_tokens") or 0) - cached),
+            input=max(0, (usage.get("input_tokens") or 0) - cached - written),
             output=usage.get("output_tokens") or 0,
             cache_read=cached,
-            cache_write=0,
+            cache_write=written,
             reasoning=_common.field(usage, "output_tokens_details", "reasoning_tokens"),
             total_tokens=usage.get("total_tokens"),
         )

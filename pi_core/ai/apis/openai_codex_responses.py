@@ -1,0 +1,214 @@
+"""The ``openai-codex-responses`` API: the Responses endpoint of the ChatGPT backend
+that a ChatGPT Plus/Pro subscription reaches through the Codex login
+(``pi auth login openai-codex``), over HTTP and SSE.
+
+The input items and the stream are OpenAI's (:mod:`.openai_responses`). What differs:
+
+* the endpoint is ``<base>/codex/responses`` (base ``https://chatgpt.com/backend-api``);
+* ``options.api_key`` is the login's OAuth access token, sent as a bearer token, and
+  the ChatGPT account id read from that token (a JWT) goes in ``chatgpt-account-id``;
+  ``originator: pi`` and ``OpenAI-Beta: responses=experimental`` go with every request;
+* the body is never stored (``store: false``), always asks for the encrypted
+  reasoning, lets the model call tools in parallel and keeps the system prompt in a
+  leading developer item rather than ``instructions`` (as pi 1.6.0 does, so that the
+  prompt cache keeps serving it); the session id is the ``prompt_cache_key``;
+* ``response.done`` ends a stream like ``response.completed``; an ``error`` event or
+  ``response.failed`` ends it with the backend's message; a usage limit is reported as
+  such.
+
+pi 1.6.0 tries a WebSocket transport first and falls back to this SSE transport; only
+the SSE transport is implemented here.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import time
+from typing import Any
+
+from pi_hookspecs import LlmContext, Model, StreamOptions
+
+from ..errors import ProviderError
+from ..models import clamp_thinking_level, provider_thinking_value
+from ..stream import MessageBuilder
+from ..transform import prepare_context, supports_mid_conversation_system
+from . import _common
+from .openai_responses import MIN_OUTPUT_TOKENS, ResponsesDecoder, convert_input, convert_tools
+
+DEFAULT_BASE_URL = "https://chatgpt.com/backend-api"
+JWT_CLAIM = "https://api.openai.com/auth"
+_STATUSES = frozenset({"completed", "incomplete", "failed", "cancelled", "queued", "in_progress"})
+
+
+def _compat(model: Model, name: str, default: Any) -> Any:
+    value = (model.compat or {}).get(name)
+    return default if value is None else value
+
+
+def resolve_url(base_url: str | None) -> str:
+    """The Codex responses endpoint under ``base_url``."""
+    raw = (base_url or "").strip() or DEFAULT_BASE_URL
+    normalized = raw.rstrip("/")
+    if normalized.endswith("/codex/responses"):
+        return normalized
+    if normalized.endswith("/codex"):
+        return normalized + "/responses"
+    return normalized + "/codex/responses"
+
+
+def account_id(token: str) -> str:
+    """The ChatGPT account id in the claims of an OAuth access token (a JWT)."""
+    try:
+        parts = token.split(".")
+        if len(parts) != 3:
+            raise ValueError("not a JWT")
+        segment = parts[1] + "=" * (-len(parts[1]) % 4)
+        claims = json.loads(base64.urlsafe_b64decode(segment.encode()))
+        found = claims[JWT_CLAIM]["chatgpt_account_id"]
+        if not isinstance(found, str) or not found:
+            raise ValueError("no account id")
+        return found
+    except (ValueError, KeyError, TypeError) as error:
+        raise ProviderError(
+            "Failed to extract the ChatGPT account id from the access token: log in again with "
+            "`pi auth login openai-codex`"
+        ) from error
+
+
+def cache_session_id(options: StreamOptions) -> str | None:
+    retention = options.extra.get("cache_retention") or os.environ.get("PI_CACHE_RETENTION") or "short"
+    if retention == "none" or not options.session_id:
+        return None
+    return options.session_id[:64]
+
+
+def build_codex_payload(model: Model, context: LlmContext, options: StreamOptions) -> dict[str, Any]:
+    prepared = prepare_context(model, context, mid_conversation_system=supports_mid_conversation_system(model, False))
+    payload: dict[str, Any] = {
+        "model": model.id,
+        "store": False,
+        "stream": True,
+        "input": convert_input(model, prepared.system_prompt, prepared.messages),
+        "text": {"verbosity": options.extra.get("text_verbosity") or "low"},
+        "include": ["reasoning.encrypted_content"],
+    }
+    session = cache_session_id(options)
+    if session:
+        payload["prompt_cache_key"] = session
+    payload["tool_choice"] = options.extra.get("tool_choice") or "auto"
+    payload["parallel_tool_calls"] = True
+    if _compat(model, "supportsMaxOutputTokens", True):
+        payload["max_output_tokens"] = max(options.max_tokens or model.max_tokens, MIN_OUTPUT_TOKENS)
+    if options.temperature is not None:
+        payload["temperature"] = options.temperature
+    service_tier = options.extra.get("service_tier")
+    if service_tier:
+        payload["service_tier"] = service_tier
+    if prepared.tools:
+        payload["tools"] = convert_tools(prepared.tools, model, strict=None)
+    level = clamp_thinking_level(model, options.thinking_level)
+    if level != "off":
+        effort = provider_thinking_value(model, level)
+        if effort is not None:
+            payload["reasoning"] = {"effort": effort, "summary": options.extra.get("reasoning_summary") or "auto"}
+    elif model.reasoning:
+        mapping = model.thinking_level_map or {}
+        off = mapping["off"] if "off" in mapping else "none"
+        if off is not None:
+            payload["reasoning"] = {"effort": off}
+    return payload
+
+
+def _force(headers: dict[str, str | None], name: str, value: str) -> None:
+    """Set ``name`` to ``value``, replacing any spelling of it already there."""
+    for key in [k for k in headers if k.lower() == name.lower()]:
+        del headers[key]
+    headers[name] = value
+
+
+def build_headers(model: Model, options: StreamOptions, token: str, session: str | None) -> dict[str, str | None]:
+    """pi's defaults, the model's and the request's headers, then the ones the backend
+    needs (they always win)."""
+    headers = _common.base_headers(model, options)
+    headers = {"originator": "pi", **headers} if not _common.has_header(headers, "originator") else headers
+    _force(headers, "Authorization", f"Bearer {token}")
+    _force(headers, "chatgpt-account-id", account_id(token))
+    _force(headers, "OpenAI-Beta", "responses=experimental")
+    _force(headers, "Accept", "text/event-stream")
+    _force(headers, "Content-Type", "application/json")
+    if session:
+        _force(headers, "session-id", session)
+        _force(headers, "x-client-request-id", session)
+    return headers
+
+
+def usage_limit_message(error: _common.HttpStatusError) -> str | None:
+    """The message for a usage limit (HTTP 429 or a usage/rate-limit code), else ``None``."""
+    body = error.body
+    details = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(details, dict):
+        return None
+    code = str(details.get("code") or details.get("type") or "")
+    if error.status_code != 429 and not any(
+        word in code.lower() for word in ("usage_limit_reached", "usage_not_included", "rate_limit_exceeded")
+    ):
+        return None
+    plan = details.get("plan_type")
+    text = "You have hit your ChatGPT usage limit" + (f" ({str(plan).lower()} plan)" if plan else "") + "."
+    resets = details.get("resets_at")
+    if isinstance(resets, int | float):
+        minutes = max(0, round((resets - time.time()) / 60))
+        text += f" Try again in ~{minutes} min."
+    return text
+
+
+async def stream_openai_codex_responses(
+    model: Model, context: LlmContext, options: StreamOptions, out: MessageBuilder
+) -> None:
+    token = options.api_key
+    if not token:
+        raise ProviderError(f"No API key for provider: {model.provider}. Log in with `pi auth login openai-codex`")
+    session = cache_session_id(options)
+    headers = build_headers(model, options, token, session)
+    payload = build_codex_payload(model, context, options)
+    headers = await _common.apply_headers_hook(options, headers)
+    body = await _common.apply_payload_hook(options, payload)
+    decoder = ResponsesDecoder(out)
+
+    async def on_event(name: str, event: Any) -> None:
+        if isinstance(event, dict):
+            kind = event.get("type")
+            if kind == "error":
+                nested = event["error"] if isinstance(event.get("error"), dict) else {}
+                message = event.get("message") or nested.get("message") or event.get("code") or nested.get("code")
+                raise ProviderError(f"Codex error: {message or json.dumps(event)}")
+            if kind == "response.failed":
+                failure = _common.field(event, "response", "error") or {}
+                raise ProviderError(str(failure.get("message") or "Codex response failed"))
+            if kind in ("response.done", "response.completed", "response.incomplete"):
+                response = dict(event.get("response") or {})
+                if isinstance(response.get("end_turn"), bool):
+                    out.message.end_turn = response["end_turn"]
+                status = response.get("status")
+                response["status"] = status if status in _STATUSES else None
+                event = {**event, "type": "response.completed", "response": response}
+        await decoder(name, event)
+
+    try:
+        await _common.post_sse(
+            resolve_url(model.base_url),
+            payload=body,
+            headers=headers,
+            options=options,
+            out=out,
+            on_event=on_event,
+        )
+    except _common.HttpStatusError as error:
+        friendly = usage_limit_message(error)
+        if friendly is None:
+            raise
+        raise ProviderError(friendly) from error
+    if not decoder.terminal:
+        raise ProviderError("Codex stream ended without a stop reason")
