@@ -23,39 +23,51 @@ from typing import Any
 
 from pi_core._paths import agent_dir
 
+# BEGIN ENV_API_KEYS (generated from pi 1.6.0 by tools/update_catalog.py)
 ENV_API_KEYS: dict[str, tuple[str, ...]] = {
-    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"),
-    "openai": ("OPENAI_API_KEY",),
     "ant-ling": ("ANT_LING_API_KEY",),
-    "deepseek": ("DEEPSEEK_API_KEY",),
-    "nvidia": ("NVIDIA_API_KEY",),
-    "google": ("GEMINI_API_KEY",),
-    "github-copilot": ("COPILOT_GITHUB_TOKEN",),
-    "mistral": ("MISTRAL_API_KEY",),
-    "groq": ("GROQ_API_KEY",),
-    "cerebras": ("CEREBRAS_API_KEY",),
-    "xai": ("XAI_API_KEY",),
-    "openrouter": ("OPENROUTER_API_KEY",),
-    "vercel-ai-gateway": ("AI_GATEWAY_API_KEY",),
-    "zai": ("ZAI_API_KEY",),
-    "zai-coding-cn": ("ZAI_CODING_CN_API_KEY",),
-    "opencode": ("OPENCODE_API_KEY",),
-    "opencode-go": ("OPENCODE_API_KEY",),
-    "radius": ("RADIUS_API_KEY",),
-    "typesafe": ("TYPESAFE_API_KEY",),
-    "huggingface": ("HF_TOKEN",),
-    "fireworks": ("FIREWORKS_API_KEY",),
-    "together": ("TOGETHER_API_KEY",),
+    "anthropic": ("ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"),
+    "azure": ("AZURE_OPENAI_API_KEY",),
     "baseten": ("BASETEN_API_KEY",),
+    "cerebras": ("CEREBRAS_API_KEY",),
+    "cloudflare-ai-gateway": ("CLOUDFLARE_API_KEY",),
+    "cloudflare-workers-ai": ("CLOUDFLARE_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "fireworks": ("FIREWORKS_API_KEY",),
+    "github-copilot": ("COPILOT_GITHUB_TOKEN",),
+    "google": ("GEMINI_API_KEY",),
+    "google-vertex": ("GOOGLE_CLOUD_API_KEY",),
+    "groq": ("GROQ_API_KEY",),
+    "huggingface": ("HF_TOKEN",),
     "kimi-coding": ("KIMI_API_KEY",),
     "meta": ("META_API_KEY",),
     "minimax": ("MINIMAX_API_KEY",),
     "minimax-cn": ("MINIMAX_CN_API_KEY",),
+    "mistral": ("MISTRAL_API_KEY",),
     "moonshotai": ("MOONSHOT_API_KEY",),
     "moonshotai-cn": ("MOONSHOT_API_KEY",),
-    "azure": ("AZURE_OPENAI_API_KEY",),
+    "nvidia": ("NVIDIA_API_KEY",),
+    "openai": ("OPENAI_API_KEY",),
+    "opencode": ("OPENCODE_API_KEY",),
+    "opencode-go": ("OPENCODE_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "qwen-token-plan": ("QWEN_TOKEN_PLAN_TEAM_API_KEY", "QWEN_TOKEN_PLAN_API_KEY"),
+    "qwen-token-plan-cn": ("QWEN_TOKEN_PLAN_TEAM_CN_API_KEY", "QWEN_TOKEN_PLAN_CN_API_KEY"),
+    "qwen-token-plan-individual": ("QWEN_TOKEN_PLAN_INDIVIDUAL_API_KEY", "QWEN_TOKEN_PLAN_API_KEY"),
+    "qwen-token-plan-individual-cn": ("QWEN_TOKEN_PLAN_INDIVIDUAL_CN_API_KEY", "QWEN_TOKEN_PLAN_CN_API_KEY"),
+    "radius": ("RADIUS_API_KEY",),
+    "together": ("TOGETHER_API_KEY",),
+    "typesafe": ("TYPESAFE_API_KEY",),
+    "vercel-ai-gateway": ("AI_GATEWAY_API_KEY",),
+    "xai": ("XAI_API_KEY",),
     "xiaomi": ("XIAOMI_API_KEY",),
+    "xiaomi-token-plan-ams": ("XIAOMI_TOKEN_PLAN_AMS_API_KEY",),
+    "xiaomi-token-plan-cn": ("XIAOMI_TOKEN_PLAN_CN_API_KEY",),
+    "xiaomi-token-plan-sgp": ("XIAOMI_TOKEN_PLAN_SGP_API_KEY",),
+    "zai": ("ZAI_API_KEY",),
+    "zai-coding-cn": ("ZAI_CODING_CN_API_KEY",),
 }
+# END ENV_API_KEYS
 """The environment variables holding each provider's API key, in order of preference."""
 
 BEARER_ENV: dict[str, str] = {"anthropic": "ANTHROPIC_AUTH_TOKEN"}
@@ -67,10 +79,10 @@ _INTERPOLATION = re.compile(r"\$\$|\$!|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z
 
 
 def env_api_key(provider: str, env: Mapping[str, str] | None = None) -> str | None:
-    """The provider's API key from its standard environment variable(s)."""
-    source = os.environ if env is None else {**os.environ, **env}
+    """The provider's API key from its standard environment variable(s) (``env``, e.g.
+    an ``auth.json`` entry's, before the process's)."""
     for name in ENV_API_KEYS.get(provider, ()):
-        value = source.get(name)
+        value = (env.get(name) if env else None) or os.environ.get(name)
         if value:
             return value
     return None

@@ -14,7 +14,7 @@ from typing import Any
 
 from pi_hookspecs import ApiDefinition, hookimpl
 
-from .catalog import BUILTIN_PROVIDERS
+from . import catalog
 
 NAME = "pi-providers"
 """The plugin's name in ``pi extensions list`` and in diagnostics."""
@@ -50,19 +50,18 @@ def missing_plugin_message(model: Any) -> str | None:
 
 
 def provider_entries() -> list[dict[str, Any]]:
-    """The catalogue's providers with their models, in the shape of a ``models.json``
-    provider plus its ``name`` (plain data: the registry builds a model object only
-    when one is asked for)."""
-    return [
-        {
-            "name": name,
-            "displayName": data.get("name"),
-            "baseUrl": data.get("baseUrl"),
-            "api": data.get("api"),
-            "models": data.get("models", []),
-        }
-        for name, data in BUILTIN_PROVIDERS.items()
-    ]
+    """The catalogue's providers, in the shape of a ``models.json`` provider plus its
+    ``name``; ``"catalogue": <id>`` stands for the catalogue's models of that provider,
+    which the registry reads only when one is asked for (see :mod:`pi_core.ai.catalog`)."""
+    entries = []
+    for name in catalog.provider_ids():
+        info = catalog.provider_info(name) or {}
+        entry = {"name": name, "displayName": info.get("name"), "baseUrl": info.get("baseUrl"),
+                 "api": info.get("api"), "catalogue": name}
+        if info.get("headers"):
+            entry["headers"] = info["headers"]
+        entries.append(entry)
+    return entries
 
 
 @hookimpl(trylast=True)

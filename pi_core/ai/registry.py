@@ -10,16 +10,13 @@ provider's environment variables.
 from __future__ import annotations
 
 import asyncio
-import fnmatch
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pi_core._paths import agent_dir
 from pi_hookspecs import (
-    THINKING_LEVELS,
     ApiDefinition,
     ApiStreamFunction,
     AssistantMessage,
@@ -33,19 +30,15 @@ from pi_hookspecs import (
     StreamOptions,
 )
 
-from . import builtin
+from . import builtin, catalog, selection
 from .apis import known_apis, resolve_target
 from .auth import AuthStore, CommandError, env_api_key, env_bearer_token, resolve_config_value
 from .catalog import DEFAULT_MODELS
-from .config import ModelConfig, ModelOverride, ModelsConfigError, ModelsFile, load_models_json
+from .config import ModelOverride, ModelsConfigError, ModelsFile, load_models_json
 from .dispatch import provider_label, run_api, run_stream_function
 from .faux import offline_demo_model
 from .stream import AssistantMessageStream, MessageBuilder, maybe_await
 
-_DATED = re.compile(r"-\d{8}$")
-_MODEL_FIELDS = {
-    "name", "reasoning", "thinking_level_map", "input", "context_window", "max_tokens", "headers", "compat",
-}
 _MERGED_FIELDS = {"thinking_level_map", "headers", "compat", "input_limits", "prompt_cache"}
 
 
@@ -77,12 +70,53 @@ class _Provider:
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     stream: StreamFunction | None = None
     needs_auth: bool = True
+    catalogue: str | None = None
+    """The catalogue provider whose data backs the placeholders in ``stubs``."""
+    stubs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The catalogue's shared ``{"id", "name"}`` placeholders: an entry of ``models``
+    that IS one of them is read from the catalogue when first needed."""
+    routed: bool = False
+    """``baseUrl`` set by a plugin or ``models.json``: it replaces the catalogue's own."""
 
 
-def _model_entry(data: dict[str, Any]) -> dict[str, Any]:
-    """A models.json / catalogue model (camelCase) as Model field values."""
-    entry = ModelConfig.model_validate(data).model_dump(exclude_none=True, exclude={"type"})
+class _Ref(NamedTuple):
+    """A model as model selection sees it (no ``Model`` object built)."""
+
+    provider: str
+    id: str
+    name: str
+
+
+_CAMEL = {
+    "baseUrl": "base_url", "contextWindow": "context_window", "maxTokens": "max_tokens",
+    "thinkingLevelMap": "thinking_level_map", "inputLimits": "input_limits", "promptCache": "prompt_cache",
+    "samplingParams": "sampling_params", "samplingParamsByThinkingLevel": "sampling_params_by_thinking_level",
+}
+_CAMEL_COST = {"cacheRead": "cache_read", "cacheWrite": "cache_write", "inputTokensAbove": "input_tokens_above"}
+
+
+def _normalise(data: dict[str, Any]) -> dict[str, Any]:
+    """A catalogue model (``models.json`` shape, camelCase) with the field names of the
+    registry's entries (a new dict; the catalogue's data is checked by its tests, not
+    validated at every run)."""
+    entry = {_CAMEL.get(k, k): v for k, v in data.items() if k != "type"}
+    cost = entry.get("cost")
+    if isinstance(cost, dict):
+        cost = {_CAMEL_COST.get(k, k): v for k, v in cost.items()}
+        if isinstance(cost.get("tiers"), list):
+            cost["tiers"] = [{_CAMEL_COST.get(k, k): v for k, v in tier.items()} for tier in cost["tiers"]]
+        entry["cost"] = cost
     return entry
+
+
+def _route(provider: _Provider, base_url: str) -> None:
+    """Send every model the provider has so far to ``base_url`` (pi 1.6.0: a provider's
+    ``baseUrl`` in ``models.json`` replaces its models' own)."""
+    provider.base_url = base_url
+    provider.routed = True
+    for model_id, entry in list(provider.models.items()):
+        if "base_url" in entry and provider.stubs.get(model_id) is not entry:
+            provider.models[model_id] = {k: v for k, v in entry.items() if k != "base_url"}
 
 
 def _merge_override(entry: dict[str, Any], override: ModelOverride) -> dict[str, Any]:
@@ -100,10 +134,6 @@ def _merge_override(entry: dict[str, Any], override: ModelOverride) -> dict[str,
         else:
             merged[key] = value
     return merged
-
-
-def _is_alias(model_id: str) -> bool:
-    return model_id.endswith("-latest") or not _DATED.search(model_id)
 
 
 class ModelRegistry:
@@ -131,7 +161,8 @@ class ModelRegistry:
         self._models_file: ModelsFile | None = None
         self.models_error: str | None = None
         self._providers: dict[str, _Provider] = {}
-        self._models: list[Model] = []
+        self._built: dict[tuple[str, str], Model] = {}
+        self._refs: list[_Ref] | None = None
         self.reload()
 
     # ------------------------------------------------------------------ loading
@@ -217,10 +248,14 @@ class ModelRegistry:
                 name = data["name"]
                 provider = _Provider(
                     name=name, source="builtin", display_name=data.get("displayName"), base_url=data.get("baseUrl"),
-                    api=data.get("api"),
+                    api=data.get("api"), headers=dict(data.get("headers") or {}),
                 )
+                if data.get("catalogue"):
+                    provider.catalogue = data["catalogue"]
+                    provider.stubs = catalog.stubs(data["catalogue"])
+                    provider.models = dict(provider.stubs)
                 for model in data.get("models", ()):
-                    provider.models[model["id"]] = _model_entry(model)
+                    provider.models[model["id"]] = _normalise(model)
                 providers[name] = provider
         if self._offline_demo:
             demo = offline_demo_model()
@@ -239,7 +274,8 @@ class ModelRegistry:
                 self._rebuild()
                 return
         self._providers = providers
-        self._models = [self._materialise(p, entry) for p in providers.values() for entry in p.models.values()]
+        self._built = {}
+        self._refs = None
 
     def _apply_plugin(self, providers: dict[str, _Provider], plugin: _Provider) -> None:
         existing = providers.get(plugin.name)
@@ -247,6 +283,8 @@ class ModelRegistry:
             providers[plugin.name] = _Provider(**{**plugin.__dict__, "models": dict(plugin.models)})
             return
         existing.source = plugin.source
+        if plugin.base_url is not None and not plugin.models:
+            _route(existing, plugin.base_url)
         for attribute in ("display_name", "base_url", "api", "api_key", "stream"):
             value = getattr(plugin, attribute)
             if value is not None:
@@ -270,6 +308,8 @@ class ModelRegistry:
                         "(on the provider or on each of its models)"
                     )
                 provider = providers[name] = _Provider(name=name, source="models.json")
+            if config.base_url is not None:
+                _route(provider, config.base_url)
             for attribute, value in (
                 ("display_name", config.name),
                 ("base_url", config.base_url),
@@ -285,9 +325,51 @@ class ModelRegistry:
             for model in config.models or []:
                 provider.models[model.id] = model.model_dump(exclude_none=True, exclude={"type"})
             for model_id, override in (config.model_overrides or {}).items():
-                if model_id in provider.models:
-                    provider.models[model_id] = _merge_override(provider.models[model_id], override)
+                entry = self._entry(provider, model_id)
+                if entry is not None:
+                    provider.models[model_id] = _merge_override(entry, override)
         return None
+
+    def _entry(self, provider: _Provider, model_id: str) -> dict[str, Any] | None:
+        """The provider's entry of ``model_id``, read from the catalogue on first use."""
+        entry = provider.models.get(model_id)
+        if entry is not None and provider.catalogue and provider.stubs.get(model_id) is entry:
+            data = catalog.model_entry(provider.catalogue, model_id)
+            if data is not None:
+                entry = _normalise(data)
+                if provider.routed:
+                    entry.pop("base_url", None)
+                provider.models[model_id] = entry
+        return entry
+
+    def _model(self, provider: _Provider, model_id: str) -> Model | None:
+        """The ``Model`` of one of the provider's entries, built on first use."""
+        key = (provider.name, model_id)
+        model = self._built.get(key)
+        if model is None:
+            entry = self._entry(provider, model_id)
+            if entry is None:
+                return None
+            model = self._built[key] = self._materialise(provider, entry)
+        return model
+
+    def _provider_models(self, provider: _Provider) -> list[Model]:
+        return [m for m in (self._model(provider, model_id) for model_id in list(provider.models)) if m is not None]
+
+    def _model_of(self, ref: _Ref) -> Model:
+        model = self._model(self._providers[ref.provider], ref.id)
+        assert model is not None
+        return model
+
+    def _references(self) -> list[_Ref]:
+        """Every model as ``(provider, id, name)``, without building ``Model`` objects."""
+        if self._refs is None:
+            self._refs = [
+                _Ref(p.name, model_id, entry.get("name") or model_id)
+                for p in self._providers.values()
+                for model_id, entry in p.models.items()
+            ]
+        return self._refs
 
     def _materialise(self, provider: _Provider, entry: dict[str, Any]) -> Model:
         data = dict(entry)
@@ -304,8 +386,13 @@ class ModelRegistry:
     # ------------------------------------------------------------------ queries
 
     def models(self) -> list[Model]:
-        """Every model, in provider order."""
-        return list(self._models)
+        """Every model, in provider order (builds every model: prefer :meth:`get`,
+        :meth:`available` or :meth:`resolve`)."""
+        return [m for p in self._providers.values() for m in self._provider_models(p)]
+
+    def model_refs(self) -> list[tuple[str, str, str]]:
+        """``(provider, id, name)`` of every model, in provider order (cheap)."""
+        return list(self._references())
 
     def providers(self) -> list[str]:
         return list(self._providers)
@@ -315,10 +402,8 @@ class ModelRegistry:
         return (state.display_name if state else None) or provider
 
     def get(self, provider: str, model_id: str) -> Model | None:
-        for model in self._models:
-            if model.provider == provider and model.id == model_id:
-                return model
-        return None
+        state = self._providers.get(provider)
+        return self._model(state, model_id) if state is not None else None
 
     def has_auth(self, provider: str) -> bool:
         """Whether a credential is configured for ``provider`` (without running
@@ -339,7 +424,7 @@ class ModelRegistry:
 
     def available(self) -> list[Model]:
         """The models whose provider has a credential."""
-        return [m for m in self._models if self.has_auth(m.provider)]
+        return [m for p in self._providers.values() if self.has_auth(p.name) for m in self._provider_models(p)]
 
     def api_key(self, provider: str) -> str | None:
         """The provider's key: ``auth.json``, then its ``apiKey``, then its environment
@@ -358,136 +443,85 @@ class ModelRegistry:
 
     def default_model(self) -> Model | None:
         """The default model of the first provider with a credential (the offline demo
-        model when there is none)."""
-        available = self.available()
+        model when there is none), as pi 1.6.0 picks it: the providers in the order of
+        its default models, then the first model with a credential. Builds only the
+        model it returns."""
+        usable = [state for state in self._providers.values() if self.has_auth(state.name)]
+        by_name = {state.name: state for state in usable}
         for provider, model_id in DEFAULT_MODELS.items():
-            for model in available:
-                if model.provider == provider and model.id == model_id and provider != "faux":
+            state = by_name.get(provider)
+            if provider != "faux" and state is not None and model_id in state.models:
+                return self._model(state, model_id)
+        fallback: tuple[_Provider, str] | None = None
+        for state in usable:
+            for model_id, entry in list(state.models.items()):
+                if (entry.get("api") or state.api) == "faux":
+                    fallback = fallback or (state, model_id)
+                    continue
+                model = self._model(state, model_id)
+                if model is not None:
                     return model
-        real = [m for m in available if m.api != "faux"]
-        if real:
-            return real[0]
-        return available[0] if available else None
+        return self._model(*fallback) if fallback else None
 
     # ------------------------------------------------------------------ selection
 
-    def resolve(self, pattern: str, *, provider: str | None = None, thinking: str | None = None) -> ModelSelection:
-        """The model ``--model pattern`` (and ``--provider``) selects.
-
-        Accepts ``provider/id``, a bare id, a fuzzy part of an id or name, with an
-        optional ``:<thinking>`` suffix. A bare id offered by several providers picks
-        the one with a credential. An unknown id on a known provider gives a custom
-        model of that provider (with a warning). Raises :class:`ModelResolutionError`.
+    def resolve(
+        self, pattern: str, *, provider: str | None = None, thinking: str | None = None, inline_api_key: bool = False
+    ) -> ModelSelection:
+        """The model ``--model pattern`` (and ``--provider``) selects, by pi 1.6.0's rules
+        (:mod:`pi_core.ai.selection`): ``provider/id``, a bare id, a part of an id or
+        name, with an optional ``:<thinking>`` suffix. Among several providers, the ones
+        with a credential are preferred (none is with ``inline_api_key``: ``--api-key``
+        does not choose a provider). An unknown id on a known provider gives a custom
+        model of that provider, with a warning. Raises :class:`ModelResolutionError`.
         """
-        models = self._models
-        if not models:
+        refs = self._references()
+        if not refs:
             raise ModelResolutionError("No models available. Check your installation or add models to models.json.")
-        canonical = {m.provider.lower(): m.provider for m in models}
-        chosen = canonical.get(provider.lower()) if provider else None
-        if provider and chosen is None:
-            raise ModelResolutionError(
-                f'Unknown provider "{provider}". Use --list-models to see available providers/models.'
-            )
-        text = pattern.strip()
-        inferred = False
-        if chosen is None and "/" in text:
-            prefix, rest = text.split("/", 1)
-            if prefix.lower() in canonical:
-                chosen, text, inferred = canonical[prefix.lower()], rest, True
-        if chosen is None:
-            lower = text.lower()
-            exact = [m for m in models if m.id.lower() == lower or m.ref.lower() == lower]
-            if len(exact) == 1:
-                return ModelSelection(exact[0])
-            if len(exact) > 1:
-                usable = [m for m in exact if self.has_auth(m.provider)]
-                if len(usable) == 1:
-                    return ModelSelection(usable[0])
-                refs = ", ".join(sorted(m.ref for m in exact))
-                hint = (
-                    "No matching provider is authenticated."
-                    if not usable
-                    else "More than one matching provider is authenticated."
-                )
+        chosen: str | None = None
+        if provider:
+            chosen = next((r.provider for r in refs if r.provider.lower() == provider.lower()), None)
+            if chosen is None:
                 raise ModelResolutionError(
-                    f'Model "{pattern}" is ambiguous across providers: {refs}. {hint} Use --provider or provider/model.'
+                    f'Unknown provider "{provider}". Use --list-models to see available providers/models.'
                 )
-        elif provider and text.lower().startswith(f"{chosen.lower()}/"):
-            text = text[len(chosen) + 1 :]
-        candidates = [m for m in models if chosen is None or m.provider == chosen]
-        found, level = _parse_pattern(text, candidates)
-        if found is not None:
-            return ModelSelection(found, level)
-        if inferred:
-            found, level = _parse_pattern(pattern.strip(), models)
-            if found is not None:
-                return ModelSelection(found, level)
-        if chosen is not None:
-            custom_id, level = text, None
-            head, sep, tail = text.rpartition(":")
-            if sep and tail in THINKING_LEVELS and thinking is None:
-                custom_id, level = head, tail
-            base = self._provider_base(chosen)
-            if base is not None:
-                update: dict[str, Any] = {"id": custom_id, "name": custom_id}
-                if (thinking or level) not in (None, "off"):
-                    update["reasoning"] = True
-                return ModelSelection(
-                    base.model_copy(update=update),
-                    level,
-                    f'Model "{custom_id}" not found for provider "{chosen}". Using custom model id.',
-                )
-        shown = f"{chosen}/{text}" if chosen else pattern
-        raise ModelResolutionError(f'Model "{shown}" not found. Use --list-models to see available models.')
-
-    def _provider_base(self, provider: str) -> Model | None:
-        own = [m for m in self._models if m.provider == provider]
-        default = DEFAULT_MODELS.get(provider)
-        for model in own:
-            if model.id == default:
-                return model
-        return own[0] if own else None
+        usable = (lambda _p: False) if inline_api_key else self.has_auth
+        result = selection.resolve_reference(pattern, refs, usable, provider=chosen)
+        if result.status == "resolved" and result.model is not None:
+            return ModelSelection(self._model_of(result.model), result.thinking_level, result.warning)
+        if result.status == "ambiguous":
+            matches = ", ".join(selection.sort_refs(f"{m.provider}/{m.id}" for m in result.candidates))
+            if inline_api_key:
+                hint = "--api-key does not choose a provider."
+            elif result.usable_count == 0:
+                hint = "No matching provider is authenticated."
+            else:
+                hint = "More than one matching provider is authenticated."
+            raise ModelResolutionError(
+                f'Model "{pattern}" is ambiguous across providers: {matches}. {hint} Use --provider or provider/model.'
+            )
+        target = result.target
+        if target is None:
+            raise ModelResolutionError(f'Model "{pattern}" not found. Use --list-models to see available models.')
+        model_id = target.model_text if thinking else target.model_id
+        level = None if thinking else target.thinking_level
+        default = DEFAULT_MODELS.get(target.provider)
+        base = next((r for r in target.provider_models if r.id == default), target.provider_models[0])
+        update: dict[str, Any] = {"id": model_id, "name": model_id}
+        if (thinking or level) not in (None, "off"):
+            update["reasoning"] = True
+        return ModelSelection(
+            self._model_of(base).model_copy(update=update),
+            level,
+            f'Model "{model_id}" not found for provider "{target.provider}". Using custom model id.',
+        )
 
     def resolve_scope(self, patterns: Iterable[str]) -> tuple[list[ModelSelection], list[str]]:
         """``--models``: every model a comma list of patterns selects (exact ids, fuzzy
         matches, case-insensitive globs, ``:<thinking>`` suffixes), and warnings for
-        patterns that match nothing."""
-        selected: list[ModelSelection] = []
-        warnings: list[str] = []
-        seen: set[str] = set()
-
-        def add(model: Model, level: str | None) -> None:
-            if model.ref not in seen:
-                seen.add(model.ref)
-                selected.append(ModelSelection(model, level))
-
-        for pattern in patterns:
-            pattern = pattern.strip()
-            if not pattern:
-                continue
-            if any(c in pattern for c in "*?["):
-                glob, level = pattern, None
-                head, sep, tail = pattern.rpartition(":")
-                if sep and tail in THINKING_LEVELS:
-                    glob, level = head, tail
-                glob = glob.lower()
-                matches = [
-                    m for m in self._models
-                    if fnmatch.fnmatchcase(m.ref.lower(), glob) or fnmatch.fnmatchcase(m.id.lower(), glob)
-                ]
-                if not matches:
-                    warnings.append(f'No models match pattern "{pattern}"')
-                for model in matches:
-                    add(model, level)
-                continue
-            found, level, warning = _parse_pattern_lenient(pattern, self._models)
-            if warning:
-                warnings.append(warning)
-            if found is None:
-                warnings.append(f'No models match pattern "{pattern}"')
-            else:
-                add(found, level)
-        return selected, warnings
+        patterns that match nothing or several providers."""
+        chosen, warnings = selection.resolve_scope([p.strip() for p in patterns if p.strip()], self._references())
+        return [ModelSelection(self._model_of(ref), level) for ref, level in chosen], warnings
 
     # ------------------------------------------------------------------ requests
 
@@ -592,49 +626,3 @@ class ModelRegistry:
         request_model = model.model_copy(update={"headers": headers or None})
         return request_model, request_options
 
-
-def _match(pattern: str, models: list[Model]) -> Model | None:
-    lower = pattern.lower()
-    for candidates in (
-        [m for m in models if m.ref.lower() == lower],
-        [m for m in models if m.id.lower() == lower],
-    ):
-        if len(candidates) == 1:
-            return candidates[0]
-        if len(candidates) > 1:
-            return None
-    partial = [m for m in models if lower in m.id.lower() or lower in (m.name or "").lower()]
-    if not partial:
-        return None
-    aliases = sorted((m for m in partial if _is_alias(m.id)), key=lambda m: m.id, reverse=True)
-    if aliases:
-        return aliases[0]
-    return sorted(partial, key=lambda m: m.id, reverse=True)[0]
-
-
-def _parse_pattern(pattern: str, models: list[Model]) -> tuple[Model | None, str | None]:
-    """Strict parsing (``--model``): the whole pattern, else ``prefix:<thinking>``."""
-    found = _match(pattern, models)
-    if found is not None:
-        return found, None
-    head, sep, tail = pattern.rpartition(":")
-    if sep and tail in THINKING_LEVELS:
-        found, _ = _parse_pattern(head, models)
-        return found, (tail if found is not None else None)
-    return None, None
-
-
-def _parse_pattern_lenient(pattern: str, models: list[Model]) -> tuple[Model | None, str | None, str | None]:
-    """Scope parsing (``--models``): an invalid ``:<thinking>`` suffix is ignored with a warning."""
-    found = _match(pattern, models)
-    if found is not None:
-        return found, None, None
-    head, sep, tail = pattern.rpartition(":")
-    if not sep:
-        return None, None, None
-    found, level, warning = _parse_pattern_lenient(head, models)
-    if found is None:
-        return None, None, warning
-    if tail in THINKING_LEVELS:
-        return found, (level if warning else tail), warning
-    return found, None, f'Invalid thinking level "{tail}" in pattern "{pattern}". Using default instead.'

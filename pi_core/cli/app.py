@@ -19,14 +19,14 @@ app.add_typer(extensions_app, name="extensions")
 
 @app.command("models")
 def models_command(
-    search: str = typer.Argument("", help="Fuzzy search over provider/id and name."),
+    search: str = typer.Argument("", help="Fuzzy search over provider and model id."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    available: bool = typer.Option(False, "--available", help="Only models whose provider has a key."),
+    all_models: bool = typer.Option(False, "--all", help="Also the models whose provider has no credential."),
 ) -> None:
-    """List the models pi knows and whether their provider has a key."""
+    """List the models you have credentials for (as `pi --list-models`)."""
     from .listing import print_models
 
-    raise typer.Exit(print_models(search, as_json=as_json, available_only=available))
+    raise typer.Exit(print_models(search, as_json=as_json, all_models=all_models))
 
 
 @app.command("sessions")

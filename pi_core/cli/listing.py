@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -19,35 +20,94 @@ async def _registry() -> Any:
     return services.models
 
 
-def _fuzzy(search: str, text: str) -> bool:
-    search = search.lower()
-    return all(part in text.lower() for part in search.split())
+def _fuzzy_token(token: str, text: str) -> bool:
+    """pi-tui's fuzzy match: the token's characters appear in order (a letters+digits
+    token also matches with the two parts swapped, ``gpt5`` ~ ``5gpt``)."""
+
+    def subsequence(query: str) -> bool:
+        position = 0
+        for char in query:
+            position = text.find(char, position) + 1
+            if position == 0:
+                return False
+        return True
+
+    token = token.lower()
+    if subsequence(token):
+        return True
+    swapped = re.fullmatch(r"([a-z]+)([0-9]+)|([0-9]+)([a-z]+)", token)
+    if swapped is None:
+        return False
+    letters_first = swapped.group(1) is not None
+    return subsequence(swapped.group(2) + swapped.group(1) if letters_first else swapped.group(4) + swapped.group(3))
 
 
-def print_models(search: str = "", *, as_json: bool = False, available_only: bool = False) -> int:
+def matches_search(search: str, provider: str, model_id: str) -> bool:
+    """pi 1.6.0's ``--list-models`` filter: every whitespace- or ``/``-separated token of
+    ``search`` fuzzy-matches ``"<provider> <id>"``."""
+    text = f"{provider} {model_id}".lower()
+    return all(_fuzzy_token(token, text) for token in re.split(r"[\s/]+", search.strip()) if token)
+
+
+def format_token_count(count: int) -> str:
+    """``200000`` -> ``200K``, ``1048576`` -> ``1.0M`` (as pi 1.6.0 prints them)."""
+    for size, unit in ((1_000_000, "M"), (1_000, "K")):
+        if count >= size:
+            value = count / size
+            return f"{int(value)}{unit}" if value == int(value) else f"{value:.1f}{unit}"
+    return str(count)
+
+
+def print_models(search: str = "", *, as_json: bool = False, all_models: bool = False) -> int:
+    """The models you have credentials for (every model with ``all_models``), filtered
+    by ``search``, sorted by provider and id: pi 1.6.0's ``--list-models`` table."""
+    from ..ai.selection import collation_key
+
     registry = asyncio.run(_registry())
-    rows = []
-    for model in registry.models():
-        if search and not _fuzzy(search, f"{model.provider}/{model.id} {model.name}"):
-            continue
-        has_key = model.api == "faux" or registry.has_auth(model.provider)
-        if available_only and not has_key:
-            continue
-        rows.append((model, has_key))
+    refs = registry.model_refs()
+    if search.strip():
+        refs = [r for r in refs if matches_search(search, r[0], r[1])]
+    with_key: dict[str, bool] = {}
+
+    def has_key(provider: str) -> bool:
+        if provider not in with_key:
+            with_key[provider] = registry.has_auth(provider)
+        return with_key[provider]
+
+    if not all_models:
+        usable = {(m.provider, m.id) for m in registry.available()}
+        refs = [r for r in refs if (r[0], r[1]) in usable]
+    models = [m for m in (registry.get(r[0], r[1]) for r in refs) if m is not None]
+    models.sort(key=lambda m: (collation_key(m.provider), collation_key(m.id)))
     if as_json:
-        print(json.dumps([{**m.to_json(), "available": ok} for m, ok in rows], indent=2))
+        print(json.dumps([{**m.to_json(), "available": has_key(m.provider)} for m in models], indent=2))
         return 0
-    if not rows:
-        print("No models match." if search else "No models.")
+    if not models:
+        if search.strip() and (all_models or registry.available()):
+            print(f'No models matching "{search}"')
+        else:
+            print(
+                "No models available. Set a provider's API key (see docs/providers.md), "
+                "or log in with `pi auth login <provider>`."
+            )
         return 0
-    width = max(len(m.ref) for m, _ in rows)
-    print(f"{'MODEL':<{width}}  {'CONTEXT':>8}  {'MAX OUT':>8}  THINK  IMAGES  KEY")
-    for model, has_key in rows:
-        print(
-            f"{model.ref:<{width}}  {model.context_window:>8}  {model.max_tokens:>8}  "
-            f"{'yes' if model.reasoning else 'no':<5}  {'yes' if 'image' in model.input else 'no':<6}  "
-            f"{'yes' if has_key else '-'}"
-        )
+    header = ["provider", "model", "context", "max-out", "thinking", "images"] + (["key"] if all_models else [])
+    rows = [
+        [
+            m.provider,
+            m.id,
+            format_token_count(m.context_window),
+            format_token_count(m.max_tokens),
+            "yes" if m.reasoning else "no",
+            "yes" if "image" in m.input else "no",
+            *(["yes" if has_key(m.provider) else "-"] if all_models else []),
+        ]
+        for m in models
+    ]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    out = sys.stdout
+    for row in [header, *rows]:
+        out.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) + "\n")
     return 0
 
 

@@ -10,7 +10,7 @@ import pytest
 from wire_server import WireServer, anthropic_message, anthropic_stream, chat_chunks, use_server
 
 from pi_core.ai import ModelRegistry, ModelResolutionError, resolve_config_value
-from pi_core.ai.auth import CommandError
+from pi_core.ai.auth import BEARER_ENV, ENV_API_KEYS, CommandError
 from pi_hookspecs import (
     AssistantMessage,
     DoneEvent,
@@ -23,7 +23,7 @@ from pi_hookspecs import (
     UserMessage,
 )
 
-KEY_VARS = ("ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "OPENROUTER_API_KEY")
+KEY_VARS = (*{name for names in ENV_API_KEYS.values() for name in names}, *BEARER_ENV.values())
 
 @pytest.fixture
 def wire() -> Iterator[WireServer]:
@@ -55,7 +55,8 @@ def test_builtins_and_auth_from_environment(monkeypatch: pytest.MonkeyPatch) -> 
     assert registry.default_model().ref == "faux/offline-demo"  # type: ignore[union-attr]
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-env")
     assert registry.has_auth("anthropic") and registry.api_key("anthropic") == "sk-env"
-    assert registry.default_model().ref == "anthropic/claude-opus-4-8"  # type: ignore[union-attr]
+    # pi 1.6.0's default model for anthropic (the old hand-written catalogue had claude-opus-4-8)
+    assert registry.default_model().ref == "anthropic/claude-opus-5-5"  # type: ignore[union-attr]
 
 
 def test_auth_json_wins_over_environment(agent_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -160,6 +161,10 @@ def test_reload_picks_up_changes(agent_dir: Path) -> None:
 
 
 def test_selection_patterns(monkeypatch: pytest.MonkeyPatch) -> None:
+    # pi 1.6.0's catalogue offers most of these ids on gateways too (opencode, cloudflare, …):
+    # a bare id resolves to the one provider with a credential (test_ai_catalog compares with pi 1.6.0)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
     registry = ModelRegistry()
     assert registry.resolve("anthropic/claude-opus-4-8").model.ref == "anthropic/claude-opus-4-8"
     assert registry.resolve("claude-opus-4-8").model.ref == "anthropic/claude-opus-4-8"
@@ -183,7 +188,8 @@ def test_bare_id_on_several_providers(agent_dir: Path, monkeypatch: pytest.Monke
     write_models(agent_dir, {"providers": {"proxy": {"baseUrl": "http://p/v1", "api": "openai-completions",
                                                      "models": [{"id": "gpt-5.5"}]}}})
     registry = ModelRegistry()
-    with pytest.raises(ModelResolutionError, match=r"ambiguous across providers: openai/gpt-5.5, proxy/gpt-5.5"):
+    with pytest.raises(ModelResolutionError, match=r"ambiguous across providers: azure/gpt-5.5, cloudflare-ai-gateway/"
+                       r"gpt-5.5, openai/gpt-5.5, opencode/gpt-5.5, proxy/gpt-5.5\. No matching provider is auth"):
         registry.resolve("gpt-5.5")
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     assert registry.resolve("gpt-5.5").model.ref == "openai/gpt-5.5"
@@ -193,8 +199,12 @@ def test_scope_globs() -> None:
     registry = ModelRegistry()
     selected, warnings = registry.resolve_scope(["anthropic/claude-opus-*:high", "gpt-5.5", "zzz*", "haiku:weird"])
     refs = [s.model.ref for s in selected]
-    assert "anthropic/claude-opus-4-8" in refs and "openai/gpt-5.5" in refs and "anthropic/claude-haiku-4-5" in refs
+    assert "anthropic/claude-opus-4-8" in refs and "openai/gpt-5.5" in refs and any("haiku" in r for r in refs)
     assert all(s.thinking_level == "high" for s in selected if "opus" in s.model.id)
+    # pi 1.6.0: an id on several providers adds each of them, with a warning
+    assert {"azure/gpt-5.5", "opencode/gpt-5.5"} <= set(refs)
+    assert 'Pattern "gpt-5.5" matches several providers: azure, cloudflare-ai-gateway, openai, opencode. ' \
+           "Use provider/id to choose one." in warnings
     assert 'No models match pattern "zzz*"' in warnings
     assert any("Invalid thinking level" in w for w in warnings)
 
@@ -260,7 +270,7 @@ async def test_registry_stream_auth_header_for_anthropic_endpoint(agent_dir: Pat
 
 async def test_registry_stream_missing_key_is_clear(agent_dir: Path) -> None:
     registry = ModelRegistry()
-    model = registry.resolve("claude-sonnet-4-6").model
+    model = registry.resolve("anthropic/claude-sonnet-4-6").model
     message = await registry.complete(model, LlmContext(messages=[UserMessage(content="hi")]))
     assert message.stop_reason == "error"
     assert message.error_message.startswith("No API key for provider: anthropic")

@@ -239,6 +239,8 @@ def check_other_program(argv: list[str], block: Block) -> None:
     name = program_name(argv)
     if name in ("python3", "python") and argv[1:2] == ["tasks.py"]:
         assert argv[2:3] and argv[2] in TASKS, f"{block.where}: unknown task in {quote(argv)}"
+    elif name in ("python3", "python") and argv[1:2] and argv[1].startswith("tools/"):
+        assert (REPO / argv[1]).is_file(), f"{block.where}: no such maintainer script: {quote(argv)}"
     elif name == "export":
         assert all(re.match(r"^[A-Za-z_]\w*=", a) for a in argv[1:]), f"{block.where}: {quote(argv)}"
     elif name == "cookiecutter":
