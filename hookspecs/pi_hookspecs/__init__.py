@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from . import events as _events
 from ._base import PiModel, StrictModel, camel_alias, now_ms
+from .auth import REFRESH_MARGIN_MS, LoginCallbacks, LoginError, LoginMethod, OAuthCredentials
 from .context import (
     CommandContext,
     ContextUsage,
@@ -148,6 +149,8 @@ __all__ = [
     # contexts
     "CommandContext", "ContextUsage", "DeliverAs", "ExtensionContext", "Mode",
     "ProjectTrustContext", "SessionView", "StaleContextError", "ToolContext", "UIContext",
+    # logins
+    "REFRESH_MARGIN_MS", "LoginCallbacks", "LoginError", "LoginMethod", "OAuthCredentials",
     # credentials lent by plugins
     "CredentialRequest", "CredentialResolver", "CredentialSource", "RequestCredentials",
     # cancellation

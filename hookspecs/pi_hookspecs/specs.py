@@ -81,6 +81,14 @@ def register_providers(register: Any) -> None:
     ``register(CredentialSource(provider=..., resolve=...))`` to lend the requests of
     a provider's models a credential pi cannot find itself (a token from a cloud SDK's
     credential chain): see :class:`~pi_hookspecs.credentials.CredentialSource`.
+    Call ``register(LoginMethod(provider=..., name=..., login=..., refresh=...))`` to
+    add a way to sign in to a provider (a subscription's OAuth, an organisation's own
+    single sign-on): ``pi auth login <provider>`` and ``/login`` run ``login(callbacks)``
+    and store the :class:`~pi_hookspecs.OAuthCredentials` it returns in ``auth.json``;
+    requests to the provider's models send them, refreshed through ``refresh`` under the
+    file's lock when they expire (see :class:`~pi_hookspecs.auth.LoginMethod`). pi's own
+    Claude Pro/Max, ChatGPT Plus/Pro and GitHub Copilot logins are registered this way;
+    a plugin's login method for the same provider replaces pi's.
 
     **Errors**: reported as a diagnostic naming the plugin.
     """

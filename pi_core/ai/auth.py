@@ -1,8 +1,8 @@
 """Credentials: environment variables, ``<agent dir>/auth.json`` and config values.
 
-``auth.json`` has the TypeScript pi's format::
+``auth.json`` has the TypeScript pi's format (see :class:`AuthStore`)::
 
-    {"anthropic": {"type": "api_key", "key": "sk-ant-..."},
+    {"anthropic": {"type": "oauth", "access": "sk-ant-oat...", "refresh": "...", "expires": 1767225600000},
      "work-proxy": {"type": "api_key", "key": "!pass show proxy", "env": {"REGION": "eu"}}}
 
 A ``key`` starting with ``!`` is a command whose output is the key (run on first use,
@@ -13,15 +13,20 @@ or a leading ``!command`` (run at every request).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import random
 import re
 import subprocess
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from pi_core._paths import agent_dir
+from pi_hookspecs import REFRESH_MARGIN_MS, OAuthCredentials
 
 # BEGIN ENV_API_KEYS (generated from pi 1.6.0 by tools/update_catalog.py)
 ENV_API_KEYS: dict[str, tuple[str, ...]] = {
@@ -141,17 +146,175 @@ def resolve_config_value(value: str | None, env: Mapping[str, str] | None = None
     return resolved or None
 
 
-class AuthStore:
-    """``auth.json`` credentials (re-read when the file changes).
+class AuthFileError(Exception):
+    """``auth.json`` cannot be read or is not valid: the message names the file. A file
+    in that state is never written (fix or delete it)."""
 
-    A malformed file is reported once in :attr:`error` and treated as empty.
+
+class LoginRequiredError(RuntimeError):
+    """A provider's stored login cannot be used (missing, expired and not refreshable,
+    logged out): one line naming the provider and the command that fixes it."""
+
+    def __init__(self, provider: str, problem: str) -> None:
+        self.provider = provider
+        self.problem = problem
+        super().__init__(f"Provider {provider!r} {problem}: run `pi auth login {provider}`")
+
+
+def refresh_margin(min_validity_ms: int | None = None) -> int:
+    """How close to its expiry a login is refreshed (milliseconds)."""
+    return max(REFRESH_MARGIN_MS, min_validity_ms or 0)
+
+
+class AuthLockError(AuthFileError):
+    """The lock of ``auth.json`` was not obtained in time."""
+
+
+LOCK_STALE_SECONDS = 30.0
+"""A lock whose directory was not touched for this long belongs to a dead process
+(the value pi 1.6.0's lock library uses)."""
+
+LOCK_TIMEOUT_SECONDS = 30.0
+"""How long a writer waits for another process's lock."""
+
+
+class AuthFileLock:
+    """The cross-process lock of ``auth.json``: the directory ``<auth.json>.lock`` next
+    to the (resolved) file, which pi 1.6.0 takes too, so the two programs exclude each
+    other. ``mkdir`` is atomic; the holder touches the directory while it holds the
+    lock, and a directory older than :data:`LOCK_STALE_SECONDS` is taken over.
+
+    Use ``with lock:`` in synchronous code and ``async with lock:`` in a coroutine
+    (waiting without blocking the event loop). Not re-entrant.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(os.path.realpath(path))
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        self._keeper: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def _try(self) -> bool:
+        try:
+            os.mkdir(self.lock_path)
+        except FileExistsError:
+            try:
+                age = time.time() - self.lock_path.stat().st_mtime
+            except OSError:
+                return False  # released meanwhile: try again
+            if age > LOCK_STALE_SECONDS:
+                try:
+                    os.rmdir(self.lock_path)
+                except OSError:
+                    pass
+            return False
+        self._start_keeper()
+        return True
+
+    def _start_keeper(self) -> None:
+        self._stop = threading.Event()
+        stop, lock_path = self._stop, self.lock_path
+
+        def keep() -> None:
+            while not stop.wait(LOCK_STALE_SECONDS / 3):
+                try:
+                    os.utime(lock_path)
+                except OSError:
+                    return
+
+        self._keeper = threading.Thread(target=keep, name="pi-auth-lock", daemon=True)
+        self._keeper.start()
+
+    def _delays(self, timeout: float) -> Iterator[float]:
+        deadline = time.monotonic() + timeout
+        attempt = 0
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AuthLockError(
+                    f"{self.path}: another process holds its lock ({self.lock_path}); "
+                    f"remove that directory if no pi is running"
+                )
+            attempt += 1
+            yield min(remaining, min(0.5, 0.005 * 2**attempt) * (1 + random.random()))
+
+    def acquire(self, timeout: float | None = None) -> None:
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if self._try():
+            return
+        for delay in self._delays(LOCK_TIMEOUT_SECONDS if timeout is None else timeout):
+            time.sleep(delay)
+            if self._try():
+                return
+
+    async def acquire_async(self, timeout: float | None = None) -> None:
+        import asyncio
+
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if self._try():
+            return
+        for delay in self._delays(LOCK_TIMEOUT_SECONDS if timeout is None else timeout):
+            await asyncio.sleep(delay)
+            if self._try():
+                return
+
+    def release(self) -> None:
+        self._stop.set()
+        try:
+            os.rmdir(self.lock_path)
+        except OSError:
+            pass
+
+    def __enter__(self) -> AuthFileLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    async def __aenter__(self) -> AuthFileLock:
+        await self.acquire_async()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _parse_auth(path: Path, text: str) -> dict[str, Any]:
+    """The providers of an ``auth.json`` text; raises :class:`AuthFileError`."""
+    text = text.removeprefix("\ufeff")
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        line = getattr(error, "lineno", None)
+        where = f" at line {line}" if line else ""
+        raise AuthFileError(f"{path}: invalid JSON{where}: {getattr(error, 'msg', error)}") from None
+    if not isinstance(data, dict):
+        raise AuthFileError(f"{path}: expected an object of providers, got {type(data).__name__}")
+    return data
+
+
+class AuthStore:
+    """``auth.json``: one credential per provider, in pi 1.6.0's format::
+
+        {"anthropic": {"type": "oauth", "access": "...", "refresh": "...", "expires": 1767225600000},
+         "openai": {"type": "api_key", "key": "sk-..."}}
+
+    Reads are cached until the file changes. Every write is a read-modify-write under
+    the cross-process :class:`AuthFileLock` and replaces the file atomically with mode
+    0600, keeping the other providers' entries (and fields pi does not know) as they
+    are. A malformed file is reported in :attr:`error` and read as empty; writing to
+    it raises :class:`AuthFileError` and leaves it untouched.
     """
 
     def __init__(self, path: Path | None = None) -> None:
         self._path = path
-        self._stamp: tuple[float, int] | None = None
+        self._stamp: tuple[int, int, int] | None = None
         self._data: dict[str, Any] = {}
         self._commands: dict[str, str | None] = {}
+        self._lock = threading.Lock()
         self.error: str | None = None
 
     @property
@@ -165,37 +328,58 @@ class AuthStore:
         except OSError:
             self._stamp, self._data, self.error = None, {}, None
             return self._data
-        stamp = (stat.st_mtime, stat.st_size)
+        stamp = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
         if stamp == self._stamp:
             return self._data
         self._stamp = stamp
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as error:
-            line = getattr(error, "lineno", None)
-            where = f" at line {line}" if line else ""
-            self.error = f"{path}: invalid JSON{where}: {getattr(error, 'msg', error)}"
-            self._data = {}
-            return self._data
-        except OSError as error:
-            self.error = f"{path}: cannot be read: {error}"
-            self._data = {}
-            return self._data
-        if not isinstance(data, dict):
-            self.error = f"{path}: expected an object of providers, got {type(data).__name__}"
-            self._data = {}
-            return self._data
-        self.error = None
-        self._data = data
-        return data
+            self._data = _parse_auth(path, path.read_text(encoding="utf-8"))
+            self.error = None
+        except AuthFileError as error:
+            self._data, self.error = {}, str(error)
+        except (OSError, UnicodeDecodeError) as error:
+            self._data, self.error = {}, f"{path}: cannot be read: {error}"
+        return self._data
+
+    def reload(self) -> None:
+        """Forget the cached contents (the next read re-reads the file)."""
+        self._stamp = None
+
+    def check(self) -> str | None:
+        """Read the file (if it changed); its problem, or ``None`` when it is fine."""
+        self._load()
+        return self.error
+
+    # ------------------------------------------------------------------ reading
+
+    def credentials(self) -> dict[str, dict[str, Any]]:
+        """Every stored credential by provider (a malformed file reads as empty)."""
+        return {k: v for k, v in self._load().items() if isinstance(v, dict)}
 
     def credential(self, provider: str) -> dict[str, Any] | None:
         entry = self._load().get(provider)
         return entry if isinstance(entry, dict) else None
 
     def has(self, provider: str) -> bool:
+        """Whether an API key is stored for ``provider``."""
         entry = self.credential(provider)
         return entry is not None and entry.get("type") == "api_key" and bool(entry.get("key"))
+
+    def has_oauth(self, provider: str) -> bool:
+        """Whether an OAuth login is stored for ``provider``."""
+        entry = self.credential(provider)
+        return entry is not None and entry.get("type") == "oauth" and isinstance(entry.get("access"), str)
+
+    def oauth(self, provider: str) -> OAuthCredentials | None:
+        """The stored OAuth login of ``provider`` (``None`` when there is none or the
+        entry is not a valid one)."""
+        entry = self.credential(provider)
+        if entry is None or entry.get("type") != "oauth":
+            return None
+        try:
+            return OAuthCredentials.model_validate(entry)
+        except ValueError:
+            return None
 
     def env(self, provider: str) -> dict[str, str]:
         """The credential's ``env`` values (they take priority over the process's)."""
@@ -221,26 +405,96 @@ class AuthStore:
                 self._commands[key] = None
         return self._commands[key]
 
+    # ------------------------------------------------------------------ writing
+
+    def lock(self) -> AuthFileLock:
+        """The cross-process lock of the file (see :class:`AuthFileLock`)."""
+        return AuthFileLock(self.path)
+
+    def _read_for_update(self) -> dict[str, Any]:
+        path = self.path
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        except (OSError, UnicodeDecodeError) as error:
+            raise AuthFileError(f"{path}: cannot be read: {error}") from None
+        return _parse_auth(path, text)
+
+    def modify(
+        self, provider: str, update: Callable[[dict[str, Any] | None], dict[str, Any] | None]
+    ) -> dict[str, Any] | None:
+        """Replace ``provider``'s entry by ``update(current entry)`` under the lock
+        (``None``: leave the file unchanged). Returns the entry stored afterwards.
+        Raises :class:`AuthFileError` when the file is malformed or locked too long."""
+        with self._lock, self.lock():
+            data = self._read_for_update()
+            current = data.get(provider)
+            new = update(current if isinstance(current, dict) else None)
+            if new is None:
+                self._remember(data)
+                return current if isinstance(current, dict) else None
+            data[provider] = new
+            self._write(data)
+            return new
+
+    async def modify_async(
+        self, provider: str, update: Callable[[dict[str, Any] | None], Awaitable[dict[str, Any] | None]]
+    ) -> dict[str, Any] | None:
+        """:meth:`modify` for a coroutine ``update`` (an OAuth refresh): the lock is
+        awaited without blocking the event loop and held while ``update`` runs, so a
+        refresh racing another process's sees that process's result."""
+        async with self.lock():
+            data = self._read_for_update()
+            current = data.get(provider)
+            new = await update(current if isinstance(current, dict) else None)
+            if new is None:
+                self._remember(data)
+                return current if isinstance(current, dict) else None
+            data[provider] = new
+            self._write(data)
+            return new
+
+    def set_credential(self, provider: str, entry: dict[str, Any]) -> None:
+        """Store ``entry`` (``{"type": "api_key", ...}`` or ``{"type": "oauth", ...}``)."""
+        self.modify(provider, lambda _current: entry)
+
     def set_api_key(self, provider: str, key: str) -> None:
         """Store ``key`` for ``provider`` (the file is written with mode 0600)."""
-        data = dict(self._load())
-        data[provider] = {"type": "api_key", "key": key}
-        self._write(data)
+        self.set_credential(provider, {"type": "api_key", "key": key})
+
+    def set_oauth(self, provider: str, credentials: OAuthCredentials) -> None:
+        """Store an OAuth login for ``provider``."""
+        self.set_credential(provider, credentials.to_json())
 
     def remove(self, provider: str) -> bool:
-        data = dict(self._load())
-        if data.pop(provider, None) is None:
-            return False
-        self._write(data)
-        return True
+        """Remove ``provider``'s credential; ``False`` when none was stored."""
+        with self._lock, self.lock():
+            data = self._read_for_update()
+            if data.pop(provider, None) is None:
+                self._remember(data)
+                return False
+            self._write(data)
+            return True
+
+    def _remember(self, data: dict[str, Any]) -> None:
+        self._stamp, self._data, self.error = None, data, None
 
     def _write(self, data: dict[str, Any]) -> None:
-        path = self.path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".json.tmp")
+        """Replace the file atomically (mode 0600), as pi 1.6.0 formats it."""
+        path = Path(os.path.realpath(self.path))
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2)
-            handle.write("\n")
-        os.replace(tmp, path)
-        self._stamp = None
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(json.dumps(data, indent=2, ensure_ascii=False))
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        self._remember(data)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pi_hookspecs import ApiDefinition, hookimpl
+from pi_hookspecs import ApiDefinition, LoginMethod, hookimpl
 
 from . import catalog
 
@@ -70,9 +70,14 @@ def register_providers(register: Callable[[Any], Any]) -> None:
         register(ApiDefinition(name=name, stream=target))
     for entry in provider_entries():
         register(entry)
+    from .oauth import login_methods
+
+    for method in login_methods():
+        register(method)
 
 
 _registered: tuple[dict[str, ApiDefinition], list[dict[str, Any]]] | None = None
+_logins: dict[str, LoginMethod] = {}
 
 
 def registrations() -> tuple[dict[str, ApiDefinition], list[dict[str, Any]]]:
@@ -91,6 +96,8 @@ def _collect() -> tuple[dict[str, ApiDefinition], list[dict[str, Any]]]:
     def collect(value: Any) -> None:
         if isinstance(value, ApiDefinition):
             apis[value.name] = value
+        elif isinstance(value, LoginMethod):
+            _logins.setdefault(value.provider, value)
         elif isinstance(value, dict):
             providers.append(value)
         else:
@@ -98,3 +105,9 @@ def _collect() -> tuple[dict[str, ApiDefinition], list[dict[str, Any]]]:
 
     register_providers(collect)
     return apis, providers
+
+
+def login_registrations() -> dict[str, LoginMethod]:
+    """The login methods :func:`register_providers` registers, by provider."""
+    registrations()
+    return _logins

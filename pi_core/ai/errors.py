@@ -24,7 +24,7 @@ class NoApiKeyError(ProviderError):
     def __init__(self, provider: str) -> None:
         self.provider = provider
         super().__init__(
-            f"No API key for provider: {provider}. Set its environment variable, add it to auth.json, "
+            f"No API key for provider: {provider}. Set its environment variable, run `pi auth login {provider}`, "
             "or give the provider an apiKey in models.json."
         )
 

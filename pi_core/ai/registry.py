@@ -23,7 +23,10 @@ from pi_hookspecs import (
     CredentialRequest,
     CredentialSource,
     LlmContext,
+    LoginCallbacks,
+    LoginMethod,
     Model,
+    OAuthCredentials,
     ProviderDefinition,
     RequestCredentials,
     StreamFunction,
@@ -32,13 +35,24 @@ from pi_hookspecs import (
 
 from . import builtin, catalog, selection
 from .apis import known_apis, resolve_target
-from .auth import AuthStore, CommandError, env_api_key, env_bearer_token, resolve_config_value
+from .auth import (
+    AuthFileError,
+    AuthStore,
+    CommandError,
+    LoginRequiredError,
+    env_api_key,
+    env_bearer_token,
+    refresh_margin,
+    resolve_config_value,
+)
 from .catalog import DEFAULT_MODELS
 from .config import ModelOverride, ModelsConfigError, ModelsFile, load_models_json
 from .dispatch import provider_label, run_api, run_stream_function
 from .faux import offline_demo_model
 from .stream import AssistantMessageStream, MessageBuilder, maybe_await
 
+REFRESH_TIMEOUT = 30.0
+"""Seconds a login method's refresh may take (it runs under the lock of auth.json)."""
 _MERGED_FIELDS = {"thinking_level_map", "headers", "compat", "input_limits", "prompt_cache"}
 
 
@@ -158,6 +172,7 @@ class ModelRegistry:
         self._plugin_providers: list[_Provider] = []
         self._plugin_apis: dict[str, tuple[str, ApiStreamFunction | str]] = {}
         self._credential_sources: dict[str, tuple[str, CredentialSource]] = {}
+        self._login_methods: dict[str, tuple[str, LoginMethod]] = {}
         self._models_file: ModelsFile | None = None
         self.models_error: str | None = None
         self._providers: dict[str, _Provider] = {}
@@ -173,7 +188,7 @@ class ModelRegistry:
 
     @property
     def errors(self) -> list[str]:
-        return [e for e in (self.models_error, self.auth.error) if e]
+        return [e for e in (self.models_error, self.auth.check()) if e]
 
     def reload(self) -> None:
         """Re-read ``models.json`` and rebuild the model list."""
@@ -228,6 +243,24 @@ class ModelRegistry:
         credentials (see :meth:`stream`)."""
         self._credential_sources[definition.provider] = (source, definition)
 
+    def add_login_method(self, method: LoginMethod, source: str = "plugin") -> None:
+        """Add a :class:`~pi_hookspecs.LoginMethod` registered through
+        ``register_providers`` (it replaces pi's own for the same provider)."""
+        self._login_methods[method.provider] = (source, method)
+
+    def login_method(self, provider: str) -> LoginMethod | None:
+        """How users sign in to ``provider``: a plugin's login method, else pi's own."""
+        entry = self._login_methods.get(provider)
+        if entry is not None:
+            return entry[1]
+        return builtin.login_registrations().get(provider) if self._builtins else None
+
+    def login_methods(self) -> dict[str, LoginMethod]:
+        """Every login method by provider (pi's own and the plugins')."""
+        methods = dict(builtin.login_registrations()) if self._builtins else {}
+        methods.update({name: entry[1] for name, entry in self._login_methods.items()})
+        return methods
+
     def api_names(self) -> list[str]:
         """Every API a request can use: pi's own and the plugins'."""
         return sorted({*known_apis(), *self._plugin_apis})
@@ -239,6 +272,7 @@ class ModelRegistry:
         self._credential_sources = {
             name: entry for name, entry in self._credential_sources.items() if entry[0] != source
         }
+        self._login_methods = {name: entry for name, entry in self._login_methods.items() if entry[0] != source}
         self._rebuild()
 
     def _rebuild(self) -> None:
@@ -411,6 +445,9 @@ class ModelRegistry:
         state = self._providers.get(provider)
         if state is not None and not state.needs_auth:
             return True
+        if self.auth.has_oauth(provider):
+            # a stored login owns the provider (as in pi 1.6.0): usable when its method is known
+            return self.login_method(provider) is not None
         if self.auth.has(provider) or (state is not None and state.api_key):
             return True
         if state is not None and any(k.lower() in ("authorization", "x-api-key") for k in state.headers):
@@ -423,8 +460,20 @@ class ModelRegistry:
         return bool(env_api_key(provider, self.auth.env(provider)) or env_bearer_token(provider))
 
     def available(self) -> list[Model]:
-        """The models whose provider has a credential."""
-        return [m for p in self._providers.values() if self.has_auth(p.name) for m in self._provider_models(p)]
+        """The models whose provider has a credential (for a login whose method narrows
+        the provider's models, the ones the account may use)."""
+        usable = [m for p in self._providers.values() if self.has_auth(p.name) for m in self._provider_models(p)]
+        narrowed: dict[str, set[str]] = {}
+        for provider in {m.provider for m in usable}:
+            method = self.login_method(provider) if self.auth.has_oauth(provider) else None
+            credentials = self.auth.oauth(provider) if method is not None and method.models else None
+            if method is not None and method.models is not None and credentials is not None:
+                own = [m for m in usable if m.provider == provider]
+                try:
+                    narrowed[provider] = {m.id for m in method.models(credentials, own)}
+                except Exception:
+                    continue
+        return [m for m in usable if m.provider not in narrowed or m.id in narrowed[m.provider]]
 
     def api_key(self, provider: str) -> str | None:
         """The provider's key: ``auth.json``, then its ``apiKey``, then its environment
@@ -553,9 +602,97 @@ class ModelRegistry:
     async def complete(self, model: Model, context: LlmContext, options: StreamOptions | None = None) -> AssistantMessage:
         return await self.stream(model, context, options).result()
 
+    async def oauth_credentials(
+        self, provider: str, *, refresh: bool = True, min_validity_ms: int | None = None
+    ) -> OAuthCredentials:
+        """The stored login of ``provider``, refreshed through its login method when it
+        expires within :data:`~pi_hookspecs.REFRESH_MARGIN_MS` (or ``min_validity_ms``).
+
+        The refresh runs under the lock of ``auth.json`` and re-reads the file there: when
+        another process refreshed meanwhile its tokens are used, and the new tokens are
+        stored before the lock is released (a cancelled caller does not cancel them).
+        Raises :class:`LoginRequiredError` (one line naming the provider and
+        ``pi auth login <provider>``) when there is no usable login.
+        """
+        method = self.login_method(provider)
+        stored = self.auth.oauth(provider)
+        if stored is None:
+            raise LoginRequiredError(provider, "has no stored login")
+        if method is None:
+            raise LoginRequiredError(provider, "has a stored login but no login method (is its plugin installed?)")
+        margin = refresh_margin(min_validity_ms)
+        if not refresh or not stored.expires_within(margin):
+            return stored
+        entry = await asyncio.shield(asyncio.ensure_future(self._refresh_locked(provider, method, margin)))
+        credentials = OAuthCredentials.model_validate(entry)
+        if min_validity_ms is not None and credentials.expires_within(margin):
+            raise LoginRequiredError(provider, "login was refreshed but its token still expires too soon")
+        return credentials
+
+    async def login(self, provider: str, callbacks: LoginCallbacks) -> OAuthCredentials:
+        """Run ``provider``'s login method with ``callbacks`` and store the credentials
+        it returns in ``auth.json`` (under the lock). Raises :class:`LoginRequiredError`
+        when the provider has no login method; the method's own errors propagate."""
+        method = self.login_method(provider)
+        if method is None:
+            raise LoginRequiredError(provider, "has no account sign-in")
+        credentials = await maybe_await(method.login(callbacks))
+        if not isinstance(credentials, OAuthCredentials):
+            credentials = OAuthCredentials.model_validate(credentials)
+        entry = credentials.to_json()
+
+        async def store(_current: dict[str, Any] | None) -> dict[str, Any]:
+            return entry
+
+        await self.auth.modify_async(provider, store)
+        return credentials
+
+    async def _refresh_locked(self, provider: str, method: LoginMethod, margin: int) -> dict[str, Any]:
+        async def update(current: dict[str, Any] | None) -> dict[str, Any] | None:
+            if current is None or current.get("type") != "oauth":
+                raise LoginRequiredError(provider, "was logged out")
+            try:
+                credentials = OAuthCredentials.model_validate(current)
+            except ValueError:
+                raise LoginRequiredError(provider, "has an invalid login in auth.json") from None
+            if not credentials.expires_within(margin):
+                return None  # another process refreshed it meanwhile
+            try:
+                refreshed = await asyncio.wait_for(maybe_await(method.refresh(credentials)), REFRESH_TIMEOUT)
+                if not isinstance(refreshed, OAuthCredentials):
+                    refreshed = OAuthCredentials.model_validate(refreshed)
+            except Exception as error:
+                detail = str(error) or type(error).__name__
+                raise LoginRequiredError(provider, f"login has expired and could not be refreshed ({detail})") from None
+            return refreshed.to_json()
+
+        try:
+            entry = await self.auth.modify_async(provider, update)
+        except AuthFileError as error:
+            raise LoginRequiredError(provider, f"login cannot be refreshed: {error}") from None
+        if entry is None:
+            raise LoginRequiredError(provider, "was logged out")
+        return entry
+
+    async def _login_auth(self, model: Model) -> tuple[str, dict[str, str], str | None]:
+        """``(key, headers, base URL)`` a request sends with the provider's login."""
+        credentials = await self.oauth_credentials(model.provider)
+        method = self.login_method(model.provider)
+        assert method is not None
+        try:
+            key = method.api_key(credentials) if method.api_key else credentials.access
+            headers = dict(method.headers(credentials, model) or {}) if method.headers else {}
+            base_url = method.base_url(credentials, model) if method.base_url else None
+        except Exception as error:
+            raise LoginRequiredError(model.provider, f"login cannot be used ({error})") from None
+        return str(key), {str(k): str(v) for k, v in headers.items()}, base_url
+
     async def _prepare(
         self, model: Model, options: StreamOptions, state: _Provider | None
     ) -> tuple[Model, StreamOptions]:
+        login = None
+        if not options.api_key and self.auth.has_oauth(model.provider):
+            login = await self._login_auth(model)
         stored = (self.auth.credential(model.provider) or {}).get("key")
         values = [
             options.api_key or "",
@@ -564,9 +701,9 @@ class ModelRegistry:
             stored if isinstance(stored, str) else "",
         ]
         if any(value.startswith("!") for value in values):
-            prepared = await asyncio.to_thread(self._prepare_sync, model, options, state)
+            prepared = await asyncio.to_thread(self._prepare_sync, model, options, state, login)
         else:
-            prepared = self._prepare_sync(model, options, state)
+            prepared = self._prepare_sync(model, options, state, login)
         lender = self._credential_sources.get(model.provider)
         return prepared if lender is None else await self._borrow(lender[1], *prepared)
 
@@ -591,7 +728,13 @@ class ModelRegistry:
             update["extra"] = {**options.extra, **lent.extra}
         return model, options.model_copy(update=update) if update else options
 
-    def _prepare_sync(self, model: Model, options: StreamOptions, state: _Provider | None) -> tuple[Model, StreamOptions]:
+    def _prepare_sync(
+        self,
+        model: Model,
+        options: StreamOptions,
+        state: _Provider | None,
+        login: tuple[str, dict[str, str], str | None] | None = None,
+    ) -> tuple[Model, StreamOptions]:
         env = self.auth.env(model.provider)
         headers: dict[str, str] = {}
         for name, value in (model.headers or {}).items():
@@ -604,6 +747,12 @@ class ModelRegistry:
         update: dict[str, Any] = {}
         extra = dict(options.extra)
         key = options.api_key
+        model_update: dict[str, Any] = {}
+        if login is not None and not key:
+            key = login[0]
+            headers.update(login[1])
+            if login[2]:
+                model_update["base_url"] = login[2]
         if not key:
             try:
                 key = self.api_key(model.provider)
@@ -623,6 +772,6 @@ class ModelRegistry:
         if extra != options.extra:
             update["extra"] = extra
         request_options = options.model_copy(update=update) if update else options
-        request_model = model.model_copy(update={"headers": headers or None})
+        request_model = model.model_copy(update={**model_update, "headers": headers or None})
         return request_model, request_options
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-SUBCOMMANDS = ("extensions", "models", "sessions")
+SUBCOMMANDS = ("extensions", "models", "sessions", "auth", "config")
 PACKAGE_COMMANDS = ("install", "remove", "uninstall", "update", "list")
 
 

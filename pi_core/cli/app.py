@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from .auth_cmd import auth_app
+from .config_cmd import config_command
 from .extensions_cmd import extensions_app
 
 app = typer.Typer(
@@ -15,6 +17,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(extensions_app, name="extensions")
+app.add_typer(auth_app, name="auth")
+app.command("config")(config_command)
 
 
 @app.command("models")

@@ -22,6 +22,7 @@ from pi_hookspecs import (
     CommandDefinition,
     CredentialSource,
     FlagDefinition,
+    LoginMethod,
     ProviderDefinition,
     ToolDefinition,
     tool,
@@ -30,7 +31,7 @@ from pi_hookspecs import (
 from .diagnostics import Diagnostic
 
 T = TypeVar("T")
-Kind = Literal["tool", "command", "flag", "provider", "api", "cli command", "credential source"]
+Kind = Literal["tool", "command", "flag", "provider", "api", "login method", "cli command", "credential source"]
 
 
 @dataclass(slots=True)
@@ -62,6 +63,8 @@ class Registry:
     flags: dict[str, Registered[FlagDefinition]] = field(default_factory=dict)
     providers: dict[str, Registered[ProviderDefinition]] = field(default_factory=dict)
     apis: dict[str, Registered[ApiDefinition]] = field(default_factory=dict)
+    logins: dict[str, Registered[LoginMethod]] = field(default_factory=dict)
+    """Login methods by provider."""
     cli_commands: dict[str, Registered[CliCommandDefinition]] = field(default_factory=dict)
     credentials: dict[str, Registered[CredentialSource]] = field(default_factory=dict)
     """Credential sources by provider name."""
@@ -76,6 +79,7 @@ class Registry:
             ("flags", self.flags),
             ("providers", self.providers),
             ("apis", self.apis),
+            ("logins", self.logins),
             ("cli_commands", self.cli_commands),
         ):
             out[kind] = [name for name, reg in table.items() if reg.plugin == plugin]
@@ -178,9 +182,12 @@ class Registry:
 
     def register_provider(
         self, value: Any, plugin: str, source: str
-    ) -> ProviderDefinition | ApiDefinition | CredentialSource:
+    ) -> ProviderDefinition | ApiDefinition | CredentialSource | LoginMethod:
         if isinstance(value, ApiDefinition):
             self._add("api", self.apis, value.name, value, plugin, source)
+            return value
+        if isinstance(value, LoginMethod):
+            self._add("login method", self.logins, value.provider, value, plugin, source)
             return value
         if isinstance(value, CredentialSource):
             self._add("credential source", self.credentials, value.provider, value, plugin, source)
@@ -192,7 +199,8 @@ class Registry:
                 definition = ProviderDefinition.model_validate(value)
             else:
                 raise RegistrationError(
-                    "register() for providers takes a ProviderDefinition, an ApiDefinition, a CredentialSource or a dict, "
+                    "register() for providers takes a ProviderDefinition, an ApiDefinition, a CredentialSource, "
+                    "a LoginMethod or a dict, "
                     f"got {type(value).__name__}"
                 )
         except ValidationError as exc:

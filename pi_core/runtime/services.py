@@ -132,6 +132,8 @@ async def create_services(cwd: str | os.PathLike[str], options: ServiceOptions |
     models.remove_providers("plugin")
     for api in plugins.registry.apis.values():
         models.add_api(api.value, source="plugin")
+    for login in plugins.registry.logins.values():
+        models.add_login_method(login.value, source="plugin")
     for credentials in plugins.registry.credentials.values():
         models.add_credential_source(credentials.value, source="plugin")
     for name, registered in plugins.registry.providers.items():

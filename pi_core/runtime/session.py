@@ -744,8 +744,8 @@ class AgentSession:
                 raise NoModelError(hint)
         if model.api != "faux" and not self.api_key_override and not self.models.has_auth(model.provider):
             raise NoModelError(
-                f"No API key for provider {model.provider!r}: set its environment variable, add it to auth.json, "
-                "or configure apiKey in models.json"
+                f"No API key for provider {model.provider!r}: set its environment variable, run "
+                f"`pi auth login {model.provider}`, or configure apiKey in models.json"
             )
         return model
 

@@ -32,6 +32,25 @@ API_VERSION = "2023-06-01"
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14"
 OAUTH_BETA = "oauth-2025-04-20"
+CLAUDE_CODE_BETA = "claude-code-20250219"
+CLAUDE_CODE_VERSION = "2.1.322"
+CLAUDE_CODE_IDENTITY = "You are Claude Code, Anthropic's official CLI for Claude."
+CLAUDE_CODE_HEADERS = {
+    "accept": "application/json",
+    "anthropic-dangerous-direct-browser-access": "true",
+    "user-agent": f"claude-cli/{CLAUDE_CODE_VERSION}",
+    "x-app": "cli",
+}
+"""What a Claude Pro/Max login's requests (``sk-ant-oat`` tokens) must carry, as pi 1.6.0
+sends them: Claude Code's identity headers, its system prompt line first and its tool
+names (see :func:`claude_code_identity`)."""
+CLAUDE_CODE_TOOLS = {
+    name.lower(): name
+    for name in (
+        "Read", "Write", "Edit", "Bash", "Grep", "Glob", "AskUserQuestion", "EnterPlanMode", "ExitPlanMode",
+        "KillShell", "NotebookEdit", "Skill", "Task", "TaskOutput", "TodoWrite", "WebFetch", "WebSearch",
+    )
+}
 
 _STOP_REASONS = {
     "end_turn": "stop",
@@ -263,6 +282,62 @@ def build_request(model: Model, context: LlmContext, options: StreamOptions) -> 
     return payload, betas
 
 
+def claude_code_identity(payload: dict[str, Any], cache: dict[str, Any] | None) -> dict[str, str]:
+    """Dress a request as Claude Code's (a subscription login's requests must be): its
+    identity line first in ``system``, its spelling of the tools it shares with pi
+    (``read`` → ``Read``) in ``tools`` and in earlier ``tool_use`` blocks. Returns the
+    renamed tools (lowercase Claude Code name -> pi's name) to map the reply back.
+    Converted messages are shared between requests, so changed ones are copies."""
+    block: dict[str, Any] = {"type": "text", "text": CLAUDE_CODE_IDENTITY}
+    if cache:
+        block["cache_control"] = cache
+    payload["system"] = [block, *(payload.get("system") or [])]
+    renamed: dict[str, str] = {}
+    tools = payload.get("tools")
+    if tools:
+        converted = []
+        for tool in tools:
+            name = CLAUDE_CODE_TOOLS.get(str(tool.get("name", "")).lower())
+            if name and name != tool["name"]:
+                renamed[name.lower()] = tool["name"]
+                tool = {**tool, "name": name}
+            converted.append(tool)
+        payload["tools"] = converted
+    messages = []
+    for message in payload.get("messages") or []:
+        content = message.get("content")
+        if message.get("role") == "assistant" and isinstance(content, list) and any(
+            b.get("type") == "tool_use" and b.get("name", "").lower() in CLAUDE_CODE_TOOLS for b in content
+        ):
+            message = _renamed_message(message)
+        messages.append(message)
+    payload["messages"] = messages
+    return renamed
+
+
+_RENAMED: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+"""Renamed copies of converted assistant messages by the original's id (the original is
+kept alive with it): the same copy each request, so the encoder's reuse of the
+previous request's JSON keeps working."""
+
+
+def _renamed_message(message: dict[str, Any]) -> dict[str, Any]:
+    known = _RENAMED.get(id(message))
+    if known is not None and known[0] is message:
+        return known[1]
+    content = [
+        {**b, "name": CLAUDE_CODE_TOOLS[b["name"].lower()]}
+        if b.get("type") == "tool_use" and b.get("name", "").lower() in CLAUDE_CODE_TOOLS
+        else b
+        for b in message["content"]
+    ]
+    copy = {**message, "content": content}
+    if len(_RENAMED) > 20_000:
+        _RENAMED.clear()
+    _RENAMED[id(message)] = (message, copy)
+    return copy
+
+
 # --------------------------------------------------------------------------- streaming
 
 
@@ -282,8 +357,14 @@ async def stream_anthropic(model: Model, context: LlmContext, options: StreamOpt
     api_key = _common.require_api_key(model, options, headers, "authorization", "x-api-key")
     oauth = "sk-ant-oat" in api_key
     bearer = bool(options.extra.get("auth_header")) or oauth
+    tool_names: dict[str, str] = {}
     if oauth:
-        betas.append(OAUTH_BETA)
+        betas[:0] = [CLAUDE_CODE_BETA, OAUTH_BETA]
+        tool_names = claude_code_identity(payload, cache_control(model, options))
+        if headers.get("User-Agent") == _common.USER_AGENT:
+            del headers["User-Agent"]  # pi's own agent gives way to Claude Code's
+        for name, value in CLAUDE_CODE_HEADERS.items():
+            _common.set_default_header(headers, name, value)
     existing = next((k for k in headers if k.lower() == "anthropic-beta"), None)
     if betas and existing is None:
         headers["anthropic-beta"] = ",".join(dict.fromkeys(betas))
@@ -297,7 +378,7 @@ async def stream_anthropic(model: Model, context: LlmContext, options: StreamOpt
     payload = await _common.apply_payload_hook(options, payload)
     if isinstance(payload, dict):
         payload["stream"] = True
-    state = _StreamState(model, out)
+    state = _StreamState(model, out, tool_names)
     await _common.post_sse(
         _common.join_url(model.base_url or DEFAULT_BASE_URL, "/v1/messages"),
         payload=payload,
@@ -321,9 +402,10 @@ def _error_event(name: str, data: Any) -> BaseException | None:
 class _StreamState:
     """Turns the Messages events into builder calls."""
 
-    def __init__(self, model: Model, out: MessageBuilder) -> None:
+    def __init__(self, model: Model, out: MessageBuilder, tool_names: dict[str, str] | None = None) -> None:
         self.model = model
         self.out = out
+        self.tool_names = tool_names or {}  # Claude Code's tool names -> ours
         self.blocks: dict[int, int] = {}  # Anthropic block index -> content index
         self.saw_start = False
         self.saw_stop = False
@@ -356,7 +438,8 @@ class _StreamState:
                     "[Reasoning redacted]", signature=block.get("data") or "", redacted=True
                 )
             elif btype == "tool_use":
-                started = out.tool_start(block.get("id") or "", block.get("name") or "")
+                name = block.get("name") or ""
+                started = out.tool_start(block.get("id") or "", self.tool_names.get(name.lower(), name))
                 self.blocks[position] = started
                 initial = block.get("input")
                 if isinstance(initial, dict) and initial:

@@ -443,6 +443,149 @@ async def cmd_quit(app: InteractiveApp, args: str) -> None:
     app.request_exit()
 
 
+# --------------------------------------------------------------------------- login / logout
+
+
+class DialogLogin:
+    """:class:`~pi_hookspecs.LoginCallbacks` in the interactive UI (``/login``)."""
+
+    def __init__(self, app: InteractiveApp) -> None:
+        from pi_hookspecs import AbortController
+
+        self.app = app
+        self.controller = AbortController()
+        self.signal = self.controller.signal
+
+    def open_url(self, url: str, instructions: str | None = None) -> None:
+        self.app.out.line(f"Open this URL to sign in: {url}", "cyan")
+        if instructions:
+            self.app.out.line(instructions, "dim")
+        _open_browser(url)
+
+    async def prompt(self, message: str, *, placeholder: str | None = None, secret: bool = False) -> str:
+        from pi_hookspecs import AbortError
+
+        answer = await self.app.dialogs.text(message, placeholder=placeholder or "", password=secret)
+        if answer is None:
+            raise AbortError("Login cancelled")
+        return answer
+
+    async def select(self, message: str, options: Any) -> str:
+        from pi_hookspecs import AbortError
+
+        picked = await self.app.dialogs.choose(message, [Option(value, label) for value, label in options])
+        if picked is None:
+            raise AbortError("Login cancelled")
+        return str(picked)
+
+    def progress(self, message: str) -> None:
+        self.app.out.line(message, "dim")
+
+    def device_code(self, user_code: str, verification_uri: str, *, expires_in: float | None = None) -> None:
+        self.app.out.line(f"Open {verification_uri} and enter code: {user_code}", "cyan")
+        _open_browser(verification_uri)
+        self.app.out.line("Waiting for authentication... (Ctrl+C cancels)", "dim")
+
+
+def _open_browser(url: str) -> None:
+    import threading
+    import webbrowser
+
+    def launch() -> None:
+        try:
+            webbrowser.open(url)
+        except Exception:
+            pass
+
+    if url.startswith(("http://", "https://")):
+        threading.Thread(target=launch, name="pi-browser", daemon=True).start()
+
+
+def _login_options(app: InteractiveApp) -> list[Option[str]]:
+    from ...ai.auth import ENV_API_KEYS
+
+    models = app.session.models
+    methods = models.login_methods()
+    options = [Option(p, m.name, "sign in with your account") for p, m in sorted(methods.items())]
+    for provider in models.providers():
+        if provider not in methods and provider != "faux":
+            variables = ", ".join(ENV_API_KEYS.get(provider, ()))
+            options.append(Option(provider, models.provider_name(provider), f"API key {variables}".strip()))
+    return options
+
+
+async def cmd_login(app: InteractiveApp, args: str) -> None:
+    import asyncio
+
+    from ...ai.auth import AuthFileError
+
+    models = app.session.models
+    provider = args.strip() or await app.dialogs.choose("Log in to which provider?", _login_options(app), filterable=True)
+    if not provider:
+        return
+    method = models.login_method(provider)
+    name = models.provider_name(provider)
+    if method is None and provider not in models.providers():
+        app.out.line(f"✖ Unknown provider {provider!r} (see /login for the list)", "red")
+        return
+    problem = models.auth.check()
+    if problem:
+        app.out.line(f"✖ {problem} (fix or delete it; it was not changed)", "red")
+        return
+    if method is not None:
+        try:
+            await models.login(provider, DialogLogin(app))
+        except Exception as error:
+            detail = str(error) or type(error).__name__
+            if "cancelled" in detail.lower():
+                app.out.line("Login cancelled.", "yellow")
+            else:
+                app.out.line(f"✖ Failed to log in to {name}: {detail}", "red")
+            return
+        app.out.line(f"✓ Logged in to {name}. Credentials saved to {models.auth.path}", "green")
+        return
+    key = await app.dialogs.text(f"Enter {name} API key", password=True)
+    if not key or not key.strip():
+        app.out.line("Login cancelled.", "yellow")
+        return
+    try:
+        await asyncio.to_thread(models.auth.set_api_key, provider, key.strip())
+    except AuthFileError as error:
+        app.out.line(f"✖ {error}", "red")
+        return
+    app.out.line(f"✓ Saved API key for {name}. Credentials saved to {models.auth.path}", "green")
+
+
+async def cmd_logout(app: InteractiveApp, args: str) -> None:
+    import asyncio
+
+    from ...ai.auth import AuthFileError
+
+    models = app.session.models
+    stored = models.auth.credentials()
+    provider = args.strip()
+    if not provider:
+        if not stored:
+            app.out.line("No stored credentials. Environment variables and models.json are unchanged.", "dim")
+            return
+        options = [Option(p, models.provider_name(p), "login" if e.get("type") == "oauth" else "API key")
+                   for p, e in sorted(stored.items())]
+        provider = await app.dialogs.choose("Log out of which provider?", options) or ""
+        if not provider:
+            return
+    name = models.provider_name(provider)
+    if provider not in stored:
+        app.out.line(f"No stored credentials for {name}. Environment variables and models.json are unchanged.", "dim")
+        return
+    try:
+        await asyncio.to_thread(models.auth.remove, provider)
+    except AuthFileError as error:
+        app.out.line(f"✖ {error}", "red")
+        return
+    what = "Logged out of" if stored[provider].get("type") == "oauth" else "Removed the stored API key of"
+    app.out.line(f"✓ {what} {name}.", "green")
+
+
 BUILTINS: dict[str, Builtin] = {
     b.name: b
     for b in (
@@ -458,6 +601,8 @@ BUILTINS: dict[str, Builtin] = {
         Builtin("tools", "List tools (✓ active)", cmd_tools, while_busy=True),
         Builtin("name", "Set or show the session name", cmd_name, while_busy=True, argument_hint="[name]"),
         Builtin("session", "Session file, id, messages, tokens and cost", cmd_session, while_busy=True),
+        Builtin("login", "Log in to a provider (account or API key)", cmd_login, job=True, argument_hint="[provider]"),
+        Builtin("logout", "Remove a provider's stored credentials", cmd_logout, argument_hint="[provider]"),
         Builtin("quit", "Quit pi", cmd_quit, while_busy=True),
         Builtin("exit", "Quit pi", cmd_quit, while_busy=True),
     )
@@ -471,6 +616,10 @@ def builtin_infos() -> list[CommandInfo]:
 def builtin_argument_values(app: InteractiveApp, name: str, prefix: str) -> list[tuple[str, str]]:
     if name == "model":
         return [(m.ref, m.name) for m in app.session.models.available()]
+    if name == "login":
+        return [(o.value, o.label) for o in _login_options(app)]
+    if name == "logout":
+        return [(p, "") for p in app.session.models.auth.credentials()]
     if name == "thinking":
         from ...ai import supported_thinking_levels
 

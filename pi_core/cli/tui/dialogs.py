@@ -279,9 +279,16 @@ class Dialogs:
         return bool(answer)
 
     async def text(
-        self, title: str, *, placeholder: str = "", default: str = "", timeout: float | None = None
+        self,
+        title: str,
+        *,
+        placeholder: str = "",
+        default: str = "",
+        timeout: float | None = None,
+        password: bool = False,
     ) -> str | None:
-        """One line of text; ``None`` when cancelled (Esc, Ctrl+C) or timed out."""
+        """One line of text; ``None`` when cancelled (Esc, Ctrl+C) or timed out.
+        ``password``: shown as ``*`` and not recorded in the transcript."""
 
         async def run() -> str | None:
             kb = KeyBindings()
@@ -298,6 +305,7 @@ class Dialogs:
                 erase_when_done=True,
                 output=self.output,
                 placeholder=[("class:dim", placeholder)] if placeholder else None,
+                is_password=password,
             )
 
             def expire() -> None:
@@ -314,7 +322,8 @@ class Dialogs:
                     handle.cancel()
 
         answer = await self.exclusive(run)
-        self._record(title, answer if answer is not None else "(cancelled)")
+        shown = "(hidden)" if password and answer else answer
+        self._record(title, shown if shown is not None else "(cancelled)")
         return answer
 
     async def editor(self, title: str, prefill: str = "") -> str | None:

@@ -1,0 +1,373 @@
+"""What pi's login flows share: PKCE, the loopback callback server, the race between
+the browser's redirect and a pasted code, device-code polling, JSON/form requests.
+
+Endpoints are module constants of each flow; :func:`endpoint` lets an environment
+variable ``PI_OAUTH_<PROVIDER>_<NAME>`` replace one (tests point the flows at a local
+authorization server that way; an organisation can point them at a proxy).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hashlib
+import html
+import inspect
+import json
+import os
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from pi_hookspecs import AbortError, LoginCallbacks, LoginError
+
+CALLBACK_HOST_ENV = "PI_OAUTH_CALLBACK_HOST"
+"""Where the callback servers listen (pi 1.6.0's variable; default ``127.0.0.1``)."""
+
+HTTP_TIMEOUT = 30.0
+MIN_POLL_INTERVAL = 1.0
+"""Device-code polling never asks more often than this (seconds)."""
+DEFAULT_POLL_INTERVAL = 5.0
+"""RFC 8628 §3.2: the interval when the server names none."""
+SLOW_DOWN_STEP = 5.0
+"""RFC 8628 §3.5: ``slow_down`` adds this much to the interval."""
+
+
+def endpoint(provider: str, name: str, default: str) -> str:
+    """``$PI_OAUTH_<PROVIDER>_<NAME>`` or ``default``."""
+    variable = f"PI_OAUTH_{provider.upper().replace('-', '_')}_{name}"
+    return os.environ.get(variable) or default
+
+
+def callback_host() -> str:
+    return os.environ.get(CALLBACK_HOST_ENV) or "127.0.0.1"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+# --------------------------------------------------------------------------- PKCE
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def pkce_pair() -> tuple[str, str]:
+    """``(verifier, challenge)`` of RFC 7636 with the S256 method."""
+    verifier = _b64url(secrets.token_bytes(32))
+    return verifier, pkce_challenge(verifier)
+
+
+def pkce_challenge(verifier: str) -> str:
+    return _b64url(hashlib.sha256(verifier.encode("ascii")).digest())
+
+
+def parse_authorization_input(text: str) -> tuple[str | None, str | None]:
+    """``(code, state)`` from what a user pasted: the redirect URL, ``code#state``,
+    a query string, or the bare code."""
+    value = text.strip()
+    if not value:
+        return None, None
+    parts = urlsplit(value)
+    if parts.scheme and parts.netloc:
+        return _code_and_state(parts.query)
+    if "#" in value:
+        code, state = value.split("#", 1)
+        return code or None, state or None
+    if "code=" in value:
+        return _code_and_state(value.lstrip("?"))
+    return value, None
+
+
+def _code_and_state(query: str) -> tuple[str | None, str | None]:
+    values = parse_qs(query)
+    code, state = values.get("code"), values.get("state")
+    return (code[0] if code else None), (state[0] if state else None)
+
+
+# --------------------------------------------------------------------------- callbacks
+
+
+async def call(function: Callable[..., Any], *args: Any) -> Any:
+    """Call a sync or async function."""
+    result = function(*args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+async def until_aborted(callbacks: LoginCallbacks, awaitable: Awaitable[Any]) -> Any:
+    """Await ``awaitable`` unless the login's signal aborts first (then raise
+    :class:`AbortError` with "Login cancelled")."""
+    task = asyncio.ensure_future(awaitable)
+    signal = getattr(callbacks, "signal", None)
+    if signal is None:
+        return await task
+    if signal.aborted:
+        task.cancel()
+        raise AbortError("Login cancelled")
+    aborted = asyncio.ensure_future(signal.wait())
+    try:
+        done, _ = await asyncio.wait({task, aborted}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        task.cancel()
+        raise
+    finally:
+        aborted.cancel()
+    if task not in done:
+        task.cancel()
+        raise AbortError("Login cancelled")
+    return task.result()
+
+
+async def sleep(callbacks: LoginCallbacks, seconds: float) -> None:
+    await until_aborted(callbacks, asyncio.sleep(max(0.0, seconds)))
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
+def _client() -> Any:
+    import httpx2
+
+    return httpx2.AsyncClient(timeout=HTTP_TIMEOUT, follow_redirects=False)
+
+
+def _describe(response: Any) -> str:
+    text = response.text.strip()
+    return f"HTTP {response.status_code}" + (f": {text[:500]}" if text else "")
+
+
+async def request_json(
+    method: str,
+    url: str,
+    *,
+    json_body: Any = None,
+    form: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
+    what: str,
+    accept_status: tuple[int, ...] = (),
+) -> tuple[int, Any]:
+    """Send a request; ``(status, parsed JSON body)``. A status outside 2xx and
+    ``accept_status`` raises :class:`LoginError` naming ``what`` failed."""
+    sent = {"Accept": "application/json", **(headers or {})}
+    try:
+        async with _client() as client:
+            response = await client.request(method, url, json=json_body, data=form, headers=sent)
+    except Exception as error:
+        raise LoginError(f"{what} failed: cannot reach {url}: {error}") from None
+    if not (200 <= response.status_code < 300) and response.status_code not in accept_status:
+        raise LoginError(f"{what} failed ({_describe(response)})")
+    try:
+        body = response.json() if response.content else None
+    except ValueError:
+        if response.status_code in accept_status:
+            body = None
+        else:
+            raise LoginError(f"{what} returned invalid JSON: {response.text[:200]}") from None
+    return response.status_code, body
+
+
+# --------------------------------------------------------------------------- callback server
+
+_PAGE = (
+    "<!doctype html><html><head><meta charset='utf-8'><title>pi</title></head>"
+    "<body style='font-family: sans-serif; margin: 4em'><h2>{title}</h2><p>{detail}</p></body></html>"
+)
+
+
+@dataclass
+class CallbackResult:
+    code: str | None
+    error: str | None = None
+
+
+class CallbackServer:
+    """A loopback HTTP server that receives the authorization server's redirect
+    (``GET <path>?code=...&state=...``) once."""
+
+    def __init__(self, provider_name: str, path: str, state: str) -> None:
+        self.provider_name = provider_name
+        self.path = path
+        self.state = state
+        self.port = 0
+        self.host = ""
+        self._server: asyncio.AbstractServer | None = None
+        self._result: asyncio.Future[CallbackResult] | None = None
+
+    async def start(self, host: str, port: int) -> CallbackServer:
+        loop = asyncio.get_running_loop()
+        self._result = loop.create_future()
+        self._server = await asyncio.start_server(self._handle, host, port)
+        self.host = host
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    def redirect_uri(self, host: str = "localhost") -> str:
+        return f"http://{host}:{self.port}{self.path}"
+
+    async def wait(self) -> CallbackResult:
+        assert self._result is not None
+        return await asyncio.shield(self._result)
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        if self._result is not None and not self._result.done():
+            self._result.cancel()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = await asyncio.wait_for(reader.readline(), 10)
+            while (await asyncio.wait_for(reader.readline(), 10)).strip():
+                pass
+            method, _, rest = request.decode("latin-1").partition(" ")
+            target = rest.split(" ", 1)[0]
+            status, title, detail = self._answer(method, target)
+            body = _PAGE.format(title=html.escape(title), detail=html.escape(detail)).encode()
+            writer.write(
+                f"HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nCache-Control: no-store\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
+            )
+            await writer.drain()
+        except (OSError, TimeoutError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    def _answer(self, method: str, target: str) -> tuple[str, str, str]:
+        parts = urlsplit(target)
+        if method != "GET" or parts.path != self.path:
+            return "404 Not Found", "Not found", "This is pi's sign-in callback."
+        query = parse_qs(parts.query)
+        first = {key: values[0] for key, values in query.items() if values}
+        if first.get("state") != self.state:
+            return "400 Bad Request", "Sign-in failed", "The state does not match this sign-in."
+        result = self._result
+        if result is None or result.done():
+            return "409 Conflict", "Already handled", "This sign-in has already been handled."
+        if "error" in first:
+            detail = first.get("error_description") or first["error"]
+            result.set_result(CallbackResult(None, detail))
+            return "400 Bad Request", f"{self.provider_name} sign-in failed", detail
+        code = first.get("code")
+        if not code:
+            return "400 Bad Request", "Sign-in failed", "The redirect carries no authorization code."
+        result.set_result(CallbackResult(code))
+        return "200 OK", f"Signed in to {self.provider_name}", "You may close this page and return to pi."
+
+
+async def start_callback_server(
+    provider_name: str, path: str, state: str, ports: tuple[int, ...]
+) -> CallbackServer | None:
+    """A started :class:`CallbackServer` on the first port that binds (0: any free
+    port), or ``None`` when none does (the user pastes the redirect instead)."""
+    host = callback_host()
+    for port in ports:
+        try:
+            return await CallbackServer(provider_name, path, state).start(host, port)
+        except OSError:
+            continue
+    return None
+
+
+async def wait_for_code(
+    callbacks: LoginCallbacks,
+    server: CallbackServer | None,
+    *,
+    state: str,
+    message: str,
+    placeholder: str | None,
+) -> str:
+    """The authorization code from the browser's redirect to ``server`` or from what
+    the user pastes, whichever comes first (the other is cancelled)."""
+    manual = asyncio.ensure_future(callbacks.prompt(message, placeholder=placeholder))
+    waiting: set[asyncio.Future[Any]] = {manual}
+    redirect = asyncio.ensure_future(server.wait()) if server is not None else None
+    if redirect is not None:
+        waiting.add(redirect)
+    try:
+        done, _ = await until_aborted(callbacks, asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED))
+    finally:
+        for task in waiting:
+            if not task.done():
+                task.cancel()
+    if redirect is not None and redirect in done and not redirect.cancelled():
+        result = redirect.result()
+        if result.error:
+            raise LoginError(f"authorization failed: {result.error}")
+        if result.code:
+            return result.code
+    code, pasted_state = parse_authorization_input(manual.result())
+    if pasted_state and pasted_state != state:
+        raise LoginError("the pasted redirect belongs to another sign-in (state mismatch)")
+    if not code:
+        raise LoginError("no authorization code was given")
+    return code
+
+
+# --------------------------------------------------------------------------- device codes
+
+
+@dataclass
+class Poll:
+    """One answer of a device-code token endpoint."""
+
+    status: str  # "complete" | "pending" | "slow_down" | "failed"
+    value: Any = None
+    message: str = ""
+    interval: float | None = None
+
+
+async def poll_device_code(
+    callbacks: LoginCallbacks,
+    poll: Callable[[], Awaitable[Poll]],
+    *,
+    interval: float | None,
+    expires_in: float | None,
+    wait_first: bool = False,
+) -> Any:
+    """Poll until the user has entered the code (RFC 8628): ``pending`` waits the
+    interval, ``slow_down`` lengthens it, ``failed`` raises, expiry raises."""
+    deadline = time.monotonic() + expires_in if expires_in else float("inf")
+    delay = max(MIN_POLL_INTERVAL, DEFAULT_POLL_INTERVAL if interval is None else interval)
+    slowed = False
+    if wait_first:
+        await sleep(callbacks, min(delay, max(0.0, deadline - time.monotonic())))
+    while time.monotonic() < deadline:
+        answer = await until_aborted(callbacks, poll())
+        if answer.status == "complete":
+            return answer.value
+        if answer.status == "failed":
+            raise LoginError(answer.message)
+        if answer.status == "slow_down":
+            slowed = True
+            delay = max(MIN_POLL_INTERVAL, answer.interval if answer.interval else delay + SLOW_DOWN_STEP)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        await sleep(callbacks, min(delay, remaining))
+    raise LoginError(
+        "the device code expired before the sign-in finished"
+        + (" (the server asked to slow down: check this machine's clock)" if slowed else "")
+    )
+
+
+def decode_jwt_payload(token: str) -> dict[str, Any] | None:
+    """The claims of a JWT (not verified: only read for the account id)."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        payload = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except ValueError:
+        return None
+    return payload if isinstance(payload, dict) else None
