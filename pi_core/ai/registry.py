@@ -494,8 +494,17 @@ class ModelRegistry:
         """The default model of the first provider with a credential (the offline demo
         model when there is none), as pi 1.6.0 picks it: the providers in the order of
         its default models, then the first model with a credential. Builds only the
-        model it returns."""
+        model it returns (unless a login narrows a provider's models)."""
         usable = [state for state in self._providers.values() if self.has_auth(state.name)]
+        narrowing = any(self.auth.has_oauth(s.name) and self.login_method(s.name) is not None for s in usable)
+        if narrowing:
+            available = self.available()  # a login may narrow its provider's models
+            for provider, model_id in DEFAULT_MODELS.items():
+                found = [m for m in available if m.provider == provider and m.id == model_id and provider != "faux"]
+                if found:
+                    return found[0]
+            real = [m for m in available if m.api != "faux"]
+            return real[0] if real else (available[0] if available else None)
         by_name = {state.name: state for state in usable}
         for provider, model_id in DEFAULT_MODELS.items():
             state = by_name.get(provider)
