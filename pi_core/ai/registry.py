@@ -445,9 +445,8 @@ class ModelRegistry:
         state = self._providers.get(provider)
         if state is not None and not state.needs_auth:
             return True
-        if self.auth.has_oauth(provider):
-            # a stored login owns the provider (as in pi 1.6.0): usable when its method is known
-            return self.login_method(provider) is not None
+        if self.auth.has_oauth(provider) and self.login_method(provider) is not None:
+            return True  # a stored login (without its login method, the other sources count)
         if self.auth.has(provider) or (state is not None and state.api_key):
             return True
         if state is not None and any(k.lower() in ("authorization", "x-api-key") for k in state.headers):
@@ -700,7 +699,7 @@ class ModelRegistry:
         self, model: Model, options: StreamOptions, state: _Provider | None
     ) -> tuple[Model, StreamOptions]:
         login = None
-        if not options.api_key and self.auth.has_oauth(model.provider):
+        if not options.api_key and self.auth.has_oauth(model.provider) and self.login_method(model.provider):
             login = await self._login_auth(model)
         stored = (self.auth.credential(model.provider) or {}).get("key")
         values = [

@@ -317,6 +317,16 @@ def test_copilot_base_url_from_the_token(monkeypatch: pytest.MonkeyPatch) -> Non
     assert github_copilot.base_url_for("opaque") == "https://api.individual.githubcopilot.com"
 
 
+def test_login_without_its_method_leaves_the_other_sources(agent_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pi 1.6.0 has logins pi lacks (xAI, OpenRouter …): such an entry does not hide a key."""
+    _store_login(agent_dir, "xai", "xai-oauth", "r", _now() + 3600_000)
+    monkeypatch.setenv("XAI_API_KEY", "xai-key")
+    registry = ModelRegistry()
+    assert registry.has_auth("xai") and registry.api_key("xai") == "xai-key"
+    monkeypatch.delenv("XAI_API_KEY")
+    assert not registry.has_auth("xai")
+
+
 def test_builtin_login_methods() -> None:
     methods = {m.provider: m for m in login_methods()}
     assert set(methods) == {"anthropic", "openai-codex", "github-copilot"}
@@ -459,6 +469,8 @@ async def test_plugin_login_method_replaces_and_refreshes(agent_dir: Path) -> No
     _store_login(agent_dir, "acme", "old", "old-refresh", _now() - 1, tenant="t1")
     registry = ModelRegistry()
     assert not registry.has_auth("acme")
+    with pytest.raises(LoginRequiredError, match="no login method"):
+        await registry.oauth_credentials("acme")
     registry.add_login_method(LoginMethod(provider="acme", name="ACME SSO", login=lambda cb: None, refresh=refresh,
                                           api_key=lambda c: f"key:{c.access}"))
     assert registry.has_auth("acme")
