@@ -20,10 +20,11 @@ import codemode
 import dispatch
 import mcp  # bench/mcp.py: measures in a subprocess (the name shadows the SDK package here)
 import runtime
+import sandbox  # bench/sandbox.py: pi-sandbox's cost per bash call
 import session
 import tool_search
 
-SUITES = [dispatch, ai, session, runtime, cli, tool_search, codemode, mcp]
+SUITES = [dispatch, ai, session, runtime, cli, tool_search, codemode, mcp, sandbox]
 
 
 def main() -> None:

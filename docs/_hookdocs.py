@@ -37,7 +37,8 @@ GROUPS = [
          "turn_start", "turn_end"],
     ),
     ("Messages", ["message_start", "message_update", "message_end"]),
-    ("Tools", ["tool_execution_start", "tool_execution_update", "tool_execution_end", "tool_call", "tool_result"]),
+    ("Tools", ["tool_execution_start", "tool_execution_update", "tool_execution_end", "tool_call", "tool_result",
+               "bash_spawn"]),
     (
         "Model requests",
         ["context", "context_with_system", "before_provider_headers", "before_provider_request",

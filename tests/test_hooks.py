@@ -642,6 +642,68 @@ async def test_hook_user_bash() -> None:
     assert isinstance(out, Blocked) and out.plugin == "Broken"
 
 
+async def test_hook_bash_spawn(tmp_path: Any) -> None:
+    from pi_core.testing import PiHarness, call
+
+    exits: list[str] = []
+
+    class Wrap:
+        @hookimpl(tryfirst=True)
+        def bash_spawn(self, event: Any) -> None:
+            event.env["WRAPPED_BY"] = "Wrap"
+            event.argv[-1] = "echo wrapped $WRAPPED_BY; " + event.argv[-1]
+            event.on_exit.append(lambda: exits.append(f"{event.source}:{event.command}"))
+
+    class Gate:
+        @hookimpl
+        async def bash_spawn(self, event: Any) -> Any:
+            if "forbidden" in event.command:
+                return {"block": True, "reason": "gate: not here"}
+            return None
+
+    class Broken:
+        @hookimpl(trylast=True)
+        def bash_spawn(self, event: Any) -> Any:
+            if "crash" in event.command:
+                raise OSError("no launcher")
+
+    host = await load_host(Wrap, Gate, Broken)
+    event = h.BashSpawnEvent(command="ls", argv=["sh", "-c", "ls"], cwd="/", env={})
+    assert await host.runner.emit("bash_spawn", event) is None
+    assert event.argv == ["sh", "-c", "echo wrapped $WRAPPED_BY; ls"] and event.env == {"WRAPPED_BY": "Wrap"}
+    blocked = await host.runner.emit("bash_spawn", h.BashSpawnEvent(command="forbidden", argv=["sh", "-c", "x"], cwd="/", env={}))
+    assert isinstance(blocked, Blocked) and blocked.plugin == "Gate" and blocked.reason == "gate: not here"
+    # A raising handler fails closed: the command does not start.
+    failed = await host.runner.emit("bash_spawn", h.BashSpawnEvent(command="crash", argv=["sh", "-c", "x"], cwd="/", env={}))
+    assert isinstance(failed, Blocked) and failed.plugin == "Broken" and "no launcher" in failed.reason
+
+    # In a session: the bash tool and the user's !command start what the handlers left.
+    agent, project = tmp_path / "agent", tmp_path / "project"
+    agent.mkdir()
+    project.mkdir()
+    pi = PiHarness(agent, project)
+    try:
+        pi.use(Wrap, Gate, Broken)
+        pi.script(call("bash", command="echo tool"), call("bash", command="echo forbidden"),
+                  call("bash", command="crash"), "done")
+        run = await pi.aprompt("go")
+        ok, gated, crashed = run.tool_results
+        assert ok.text.rstrip() == "wrapped Wrap\ntool"
+        assert gated.is_error and gated.text == "Blocked: gate: not here"
+        assert crashed.is_error and "'Broken'" in crashed.text and "no launcher" in crashed.text
+        user = await pi.session.execute_bash("echo mine")
+        assert user.output == "wrapped Wrap\nmine\n" and user.exit_code == 0
+        refused = await pi.session.execute_bash("echo forbidden")
+        assert refused.output == "Blocked: gate: not here" and refused.cancelled
+        # on_exit ran once per command, also for the blocked ones
+        assert exits == ["tool:echo tool", "tool:echo forbidden", "tool:crash", "user:echo mine", "user:echo forbidden"]
+    finally:
+        if pi._runtime is not None:  # the harness's own loop is not the one running here
+            await pi._runtime.dispose()
+            pi._runtime = None
+        pi.close()
+
+
 async def test_hook_input() -> None:
     def suffix(n: int) -> type:
         return type(f"P{n}", (), {"input": hookimpl(lambda self, event: {"action": "transform",

@@ -502,6 +502,36 @@ class UserBashResult(StrictModel):
     result: BashResult | None = None
 
 
+class BashSpawnEvent(Event):
+    """A shell command pi is about to start. ``argv``, ``env`` and ``pass_fds`` are
+    mutable: change them in place (e.g. wrap ``argv`` in a sandbox launcher, filter
+    ``env``); the process starts with what the last handler left. ``on_exit`` collects
+    zero-argument callables (sync or async) that pi calls once the process has exited,
+    or when it never started."""
+
+    type: Literal["bash_spawn"] = "bash_spawn"
+    command: str
+    """The command as given (by the model, the user or a nested call), without the
+    ``shellCommandPrefix`` that ``argv`` may carry."""
+    argv: list[str]
+    """What pi will execute: ``[shell, "-c", command]`` unless a handler changed it."""
+    cwd: str
+    env: dict[str, str]
+    """The complete environment of the process."""
+    source: Literal["tool", "user"] = "tool"
+    """``"tool"``: the ``bash`` tool (also nested calls through ``ctx.execute_tool``);
+    ``"user"``: a ``!command`` / ``!!command`` the user typed (or an RPC ``bash``)."""
+    tool_call_id: str | None = None
+    pass_fds: list[int] = Field(default_factory=list)
+    """File descriptors of pi's process to keep open in the child."""
+    on_exit: list[Any] = Field(default_factory=list)
+
+
+class BashSpawnResult(StrictModel):
+    block: bool = False
+    reason: str | None = None
+
+
 class InputEvent(Event):
     type: Literal["input"] = "input"
     text: str
@@ -522,6 +552,8 @@ __all__ = [
     "AgentSettledEvent",
     "AgentStartEvent",
     "BashResult",
+    "BashSpawnEvent",
+    "BashSpawnResult",
     "BeforeAgentStartEvent",
     "BeforeAgentStartResult",
     "BeforeProviderHeadersEvent",

@@ -28,7 +28,7 @@ class Rule(StrEnum):
     ``None``. An exception is reported and the next handler runs."""
     GATE = "gate"
     """The first decisive result stops the walk. What an exception does depends on
-    the event (``tool_call`` and ``user_bash`` fail closed)."""
+    the event (``tool_call``, ``user_bash`` and ``bash_spawn`` fail closed)."""
     CANCELLABLE = "cancellable"
     """The first ``cancel: True`` stops the walk and cancels the operation; otherwise
     the last non-empty result replaces the whole result. An exception is reported."""
@@ -110,6 +110,7 @@ EVENTS: dict[str, EventSpec] = {
         _spec(ev.ModelSelectEvent, N),
         _spec(ev.ThinkingLevelSelectEvent, N),
         _spec(ev.UserBashEvent, G, ev.UserBashResult, fail_closed=True),
+        _spec(ev.BashSpawnEvent, G, ev.BashSpawnResult, fail_closed=True),
     )
 }
 """Every event pi emits, with its event model, result model and composition rule."""

@@ -659,6 +659,34 @@ def user_bash(event: Any, ctx: Any) -> Any:
 
 
 @hookspec
+def bash_spawn(event: Any, ctx: Any) -> Any:
+    """A shell command is about to start as a local process: change how it starts.
+
+    **Fires** for every command pi's own shell runner starts: each ``bash`` tool call
+    (``event.source == "tool"``, with ``event.tool_call_id``; also nested calls made
+    through ``ctx.execute_tool``, e.g. by codemode scripts), and each ``!command`` /
+    ``!!command`` of the user (``"user"``) that no ``user_bash`` handler took over.
+    ``event.command`` is the command as given; ``event.argv`` (``[shell, "-c", ...]``),
+    ``event.env`` (the whole environment), ``event.cwd`` and ``event.pass_fds`` are what
+    pi will start. It does not fire when no plugin implements it.
+
+    **Mutate** ``event.argv``, ``event.env`` and ``event.pass_fds`` in place (wrap the
+    command in a sandbox launcher, filter the environment, hand the child a file
+    descriptor); later handlers see the changes and the process starts with what the
+    last handler left. Append zero-argument callables (sync or async) to
+    ``event.on_exit``: pi calls each once the process has exited, or when it never
+    started (blocked, failed to start). **Returns** :class:`BashSpawnResult` with
+    ``block=True`` and a ``reason`` to refuse the command, or ``None``.
+
+    **Combination** (gate): the first ``block`` stops the walk; a ``bash`` tool call
+    then fails with ``Blocked: <reason>``, a user command is recorded as blocked.
+
+    **Errors** fail **closed**: an exception (or an invalid result) is reported and the
+    command does not start, so a wrapper that breaks never lets a command run unwrapped.
+    """
+
+
+@hookspec
 def input(event: Any, ctx: Any) -> Any:
     """User input arrived (``event.text``, ``event.images``, ``event.source``,
     ``event.streaming_behavior``), after extension commands were checked and before

@@ -34,6 +34,12 @@ def collect(
     host = PluginHost(LoadOptions(cwd=cwd, cli_extensions=extensions, no_extensions=no_extensions))
     asyncio.run(host.load(project_trusted=approve))
     plugins = [record.to_json(host.registry) for record in host.records]
+    for plugin in plugins:  # what each command says it does (a plugin may state its mode there)
+        plugin["commandDescriptions"] = {
+            name: reg.value.description
+            for name, reg in host.registry.commands.items()
+            if reg.plugin == plugin["name"] and getattr(reg.value, "description", "")
+        }
     return {
         "plugins": plugins,
         "diagnostics": [d.to_json() for d in host.diagnostics],
@@ -50,9 +56,13 @@ def _render(data: dict[str, Any]) -> str:
         where = where or plugin.get("path") or plugin.get("origin")
         lines.append(f"{plugin['name']}  [{SOURCE_LABELS.get(plugin['source'], plugin['source'])}]  {plugin['status']}")
         lines.append(f"    from: {where}")
+        described = plugin.get("commandDescriptions") or {}
         for key in ("hooks", "tools", "commands", "flags", "providers", "apis"):
             if plugin.get(key):
-                lines.append(f"    {key}: {', '.join(plugin[key])}")
+                names = plugin[key] if key != "commands" else [
+                    f"{name} ({described[name]})" if described.get(name) else name for name in plugin[key]
+                ]
+                lines.append(f"    {key}: {', '.join(names)}")
         if plugin.get("error"):
             lines.append(f"    {plugin['error']}")
     unattached = [

@@ -320,6 +320,11 @@ class ToolContextImpl(ExtensionContextImpl):
     def tools(self) -> list[str]:
         return list(self._h().call("callable_tools"))
 
+    async def _bash_spawn(self, make_event: Any) -> Any:
+        """For pi's ``bash`` tool (not part of the ToolContext protocol): the
+        ``bash_spawn`` hook of this runtime, with this context."""
+        return await self._h().call("bash_spawn", make_event, self)
+
     def update(self, partial: Any) -> None:
         from pi_hookspecs import ToolResult
 

@@ -19,6 +19,7 @@ notification, mutation   ``None``
 ``tool_result``          the event, patched field by field
 ``tool_call``            :class:`ToolCallResult` when blocked, else ``None``
 ``user_bash``            :class:`UserBashResult`, :class:`Blocked`, or ``None``
+``bash_spawn``           :class:`Blocked` (blocked, or a handler failed), or ``None``
 ``project_trust``        the first yes/no :class:`ProjectTrustResult`, or ``None``
 cancellable              the first cancelling result, else the last result, or ``None``
 aggregate                the list of results
@@ -62,7 +63,8 @@ class HookError:
 
 @dataclass(frozen=True, slots=True)
 class Blocked:
-    """A fail-closed gate (``user_bash``) whose handler failed: do not proceed."""
+    """A fail-closed gate (``user_bash``, ``bash_spawn``) whose handler failed or
+    blocked: do not proceed."""
 
     plugin: str
     reason: str
@@ -476,6 +478,21 @@ async def _compose_user_bash(
     return None if outcome is _CONTINUE else outcome
 
 
+async def _compose_bash_spawn(
+    r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
+) -> Any:
+    def apply(impl: _Impl, result: Any) -> Any:
+        if not result.block:
+            return _CONTINUE
+        return Blocked(impl.plugin, result.reason or f"blocked by plugin {impl.plugin!r}")
+
+    def fail_closed(impl: _Impl, error: HookError) -> Any:
+        return Blocked(impl.plugin, f"the bash_spawn handler of plugin {impl.plugin!r} failed ({error.message})")
+
+    outcome = await _walk(r, name, expected, impls, event, ctx, apply, fail_closed)
+    return None if outcome is _CONTINUE else outcome
+
+
 async def _compose_project_trust(
     r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
 ) -> Any:
@@ -530,6 +547,7 @@ _COMPOSERS: dict[str, Composer] = {
     "tool_result": _compose_tool_result,
     "tool_call": _compose_tool_call,
     "user_bash": _compose_user_bash,
+    "bash_spawn": _compose_bash_spawn,
     "project_trust": _compose_project_trust,
 }
 _RULE_COMPOSERS: dict[Rule, Composer] = {

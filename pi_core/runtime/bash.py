@@ -2,6 +2,7 @@
 
 The ``user_bash`` hook may run the command elsewhere (``operations``) or answer it
 (``result``); a failing handler blocks the command (no fallback to local execution).
+A command run locally passes the ``bash_spawn`` hook first, like the ``bash`` tool's.
 The result becomes a ``bashExecution`` message, stored after the current run when one
 is active so it never lands between a tool call and its result.
 """
@@ -9,24 +10,41 @@ is active so it never lands between a tool call and its result.
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pi_hookspecs import BashExecutionMessage, BashResult, UserBashEvent
+from pi_hookspecs import BashExecutionMessage, BashResult, BashSpawnEvent, UserBashEvent
 
 from ..extensions import Blocked
 from ..tools.output import OutputAccumulator
-from ..tools.shell import ShellNotFoundError, resolve_shell, run_in_process_group
+from ..tools.shell import PreparedSpawn, ShellNotFoundError, resolve_shell, run_in_process_group
 
 if TYPE_CHECKING:
     from .session import AgentSession
 
 
-class LocalBashOperations:
-    """Runs a command with the configured shell in the session's working directory."""
+async def prepare_bash_spawn(runner: Any, make_event: Callable[[], BashSpawnEvent], ctx: Any = None) -> PreparedSpawn | None:
+    """Ask the ``bash_spawn`` handlers how a command starts (``None`` when there are
+    none: start it as it is). A failing handler blocks it (fail closed)."""
+    if not runner.has_handlers("bash_spawn"):
+        return None
+    event = make_event()
+    outcome = await runner.emit("bash_spawn", event, ctx)
+    return PreparedSpawn(
+        event,
+        outcome.reason if isinstance(outcome, Blocked) else None,
+        lambda plugin, message: runner.report(plugin, "bash_spawn", message),
+    )
 
-    def __init__(self, settings: dict[str, Any]) -> None:
+
+class LocalBashOperations:
+    """Runs a command with the configured shell in the session's working directory
+    (through the ``bash_spawn`` handlers of ``runner``, when given)."""
+
+    def __init__(self, settings: dict[str, Any], runner: Any = None) -> None:
         self.settings = settings
+        self.runner = runner
 
     async def exec(
         self,
@@ -43,6 +61,18 @@ class LocalBashOperations:
             return BashResult(output=str(exc), exit_code=127)
         prefix = self.settings.get("shellCommandPrefix")
         full = f"{prefix}\n{command}" if isinstance(prefix, str) and prefix else command
+        argv, env, pass_fds = [*shell, full], None, []
+        spawn = None
+        if self.runner is not None:
+            spawn = await prepare_bash_spawn(
+                self.runner,
+                lambda: BashSpawnEvent(command=command, argv=argv, cwd=cwd, env=dict(os.environ), source="user"),
+            )
+        if spawn is not None:
+            if spawn.blocked is not None:
+                await spawn.finish()
+                return BashResult(output=f"Blocked: {spawn.blocked}", exit_code=None, cancelled=True)
+            argv, env, pass_fds = spawn.event.argv, spawn.event.env, spawn.event.pass_fds
         output = OutputAccumulator(temp_prefix="pi-user-bash")
 
         def data(chunk: bytes) -> None:
@@ -51,9 +81,13 @@ class LocalBashOperations:
                 on_data(chunk.decode("utf-8", errors="replace"))
 
         try:
-            outcome = await run_in_process_group([*shell, full], cwd=cwd, env=None, on_data=data, signal=signal, timeout=timeout)
+            outcome = await run_in_process_group(
+                argv, cwd=cwd, env=env, on_data=data, signal=signal, timeout=timeout, pass_fds=pass_fds
+            )
         finally:
             output.finish()
+            if spawn is not None:
+                await spawn.finish()
         snapshot = output.snapshot()
         output.close()
         return BashResult(
@@ -74,7 +108,7 @@ async def run_user_bash(
     signal: Any = None,
 ) -> BashExecutionMessage:
     runner = session.runner
-    operations: Any = LocalBashOperations(session.settings.merged)
+    operations: Any = LocalBashOperations(session.settings.merged, runner)
     result: BashResult | None = None
     if runner.has_handlers("user_bash"):
         outcome = await runner.emit(

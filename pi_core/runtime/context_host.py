@@ -156,6 +156,11 @@ class SessionContextHost(ContextHost):
     async def action_execute_tool(self, name: str, args: dict[str, Any], **options: Any) -> Any:
         return await self.session.execute_tool(name, args, **options)
 
+    async def action_bash_spawn(self, make_event: Any, ctx: Any = None) -> Any:
+        from .bash import prepare_bash_spawn
+
+        return await prepare_bash_spawn(self.session.runner, make_event, ctx)
+
     # ---- CommandContext
     async def action_wait_for_idle(self) -> None:
         await self.session.wait_for_idle()

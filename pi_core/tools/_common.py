@@ -4,7 +4,8 @@ argument model.
 
 The tools rely on four things of the tool context only: ``ctx.cwd``, ``ctx.signal``
 (an :class:`~pi_hookspecs.AbortSignal` or ``None``), ``ctx.update(partial)`` and
-``ctx.get_settings()``. ``ctx.model`` and ``ctx.session_manager`` are read when the
+``ctx.get_settings()`` (plus, for ``bash``, the runtime's ``bash_spawn`` hook when the
+context has one). ``ctx.model`` and ``ctx.session_manager`` are read when the
 context has them (for the read tool's non-vision note and the bash tool's ``PI_*``
 variables) and skipped otherwise.
 """
@@ -82,6 +83,17 @@ def ctx_optional(ctx: Any, name: str) -> Any:
         return getattr(ctx, name, None)
     except Exception:
         return None
+
+
+async def ctx_bash_spawn(ctx: Any, make_event: Callable[[], Any]) -> Any:
+    """The ``bash_spawn`` hook of the runtime the tool runs in: a
+    :class:`~pi_core.tools.shell.PreparedSpawn`, or ``None`` when no plugin handles it
+    (or the context belongs to no runtime). ``make_event`` builds the event only when
+    it is needed."""
+    spawn = getattr(ctx, "_bash_spawn", None)
+    if spawn is None:
+        return None
+    return await spawn(make_event)
 
 
 def ctx_update(ctx: Any, partial: ToolResult) -> None:

@@ -10,11 +10,12 @@ from typing import Any
 
 from pydantic import Field
 
-from pi_hookspecs import TextContent, ToolDefinition, ToolResult
+from pi_hookspecs import BashSpawnEvent, TextContent, ToolDefinition, ToolResult
 
 from ._common import (
     ToolArgs,
     ToolError,
+    ctx_bash_spawn,
     ctx_cwd,
     ctx_optional,
     ctx_settings,
@@ -174,6 +175,18 @@ async def run_bash(args: BashArgs, ctx: Any) -> ToolResult:
         raise ToolError(f"Working directory does not exist: {cwd}\nCannot execute bash commands.")
     prefix = settings.get("shellCommandPrefix")
     command = f"{prefix}\n{args.command}" if isinstance(prefix, str) and prefix else args.command
+    argv, env, pass_fds = [*shell, command], build_env(ctx), []
+    spawn = await ctx_bash_spawn(
+        ctx,
+        lambda: BashSpawnEvent(
+            command=args.command, argv=argv, cwd=cwd, env=env, source="tool", tool_call_id=ctx_optional(ctx, "tool_call_id")
+        ),
+    )
+    if spawn is not None:
+        if spawn.blocked is not None:
+            await spawn.finish()
+            raise ToolError(f"Blocked: {spawn.blocked}")
+        argv, env, pass_fds = spawn.event.argv, spawn.event.env, spawn.event.pass_fds
 
     output = OutputAccumulator(temp_prefix="pi-bash")
     progress = _Progress(ctx, output)
@@ -185,11 +198,13 @@ async def run_bash(args: BashArgs, ctx: Any) -> ToolResult:
 
     try:
         outcome = await run_in_process_group(
-            [*shell, command], cwd=cwd, env=build_env(ctx), on_data=on_data, signal=signal, timeout=timeout
+            argv, cwd=cwd, env=env, on_data=on_data, signal=signal, timeout=timeout, pass_fds=pass_fds
         )
     except OSError as exc:
-        raise ToolError(f"Could not start {shell[0]}: {exc.strerror or exc}") from None
+        raise ToolError(f"Could not start {argv[0]}: {exc.strerror or exc}") from None
     finally:
+        if spawn is not None:
+            await spawn.finish()
         progress.cancel()
         output.finish()
         if progress.dirty:

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import os
 import shutil
 import signal as signals
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -133,6 +134,41 @@ class ProcessOutcome:
     stopped: StopReason | None = None
 
 
+@dataclass
+class PreparedSpawn:
+    """A ``bash_spawn`` event as its handlers left it: start ``event.argv`` with
+    ``event.env`` and ``event.pass_fds`` unless ``blocked`` (the reason), then await
+    :meth:`finish` once the process is over (or never started)."""
+
+    event: Any
+    blocked: str | None = None
+    report: Callable[[str, str], Any] | None = None
+
+    async def finish(self) -> None:
+        callbacks, self.event.on_exit = list(self.event.on_exit), []
+        await call_exit_callbacks(callbacks, self.report)
+
+
+async def call_exit_callbacks(
+    callbacks: Sequence[Any], report: Callable[[str, str], Any] | None = None
+) -> None:
+    """Call the ``on_exit`` callbacks a ``bash_spawn`` handler left on its event, each
+    once (awaited when it returns an awaitable). A failing callback is reported as
+    ``report(plugin, message)`` (the plugin guessed from its module), or on stderr."""
+    for callback in callbacks:
+        try:
+            result = callback()
+            if inspect.isawaitable(result):
+                await result
+        except Exception as exc:
+            owner = (getattr(callback, "__module__", None) or "?").split(".")[0]
+            message = f"an on_exit callback failed: {type(exc).__name__}: {exc}"
+            if report is not None:
+                report(owner, message)
+            else:
+                print(f"pi: plugin {owner!r}, hook bash_spawn: {message}", file=sys.stderr)
+
+
 def kill_group(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
@@ -180,8 +216,10 @@ async def run_in_process_group(
     on_data: Callable[[bytes], Any],
     signal: AbortSignal | None = None,
     timeout: float | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ProcessOutcome:
-    """Run ``argv``; every chunk of output goes to ``on_data`` as it arrives."""
+    """Run ``argv``; every chunk of output goes to ``on_data`` as it arrives.
+    ``pass_fds`` stay open in the child (a ``bash_spawn`` handler's)."""
     loop = asyncio.get_running_loop()
     use_pidfd_child_watcher()
     transport, protocol = await loop.subprocess_exec(
@@ -193,6 +231,7 @@ async def run_in_process_group(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        **({"pass_fds": tuple(pass_fds)} if pass_fds else {}),
     )
     pgid = transport.get_pid()
     stop: asyncio.Future[StopReason] = loop.create_future()
