@@ -58,9 +58,10 @@ CASES = [
         A, "max_tokens_mid_tool", (T, U),
         divergence="max_tokens inside a string of a tool_use input (partial_json ends '\"content\": \"- buy "
         "milk\\\\n- call the pl'): pi's tool call keeps the unfinished string, arguments == {'path': "
-        "'notes/todo.md', 'content': '- buy milk\\n- call the pl'} (pi_core.ai._json.parse_streaming_json closes "
-        "open strings); the SDK's accumulator (jiter from_json, partial_mode=True) drops the unfinished member: "
-        "input == {'path': 'notes/todo.md'}. Everything else agrees.",
+        "'notes/todo.md', 'content': '- buy milk\\n- call the pl'} (parse_streaming_json reads with jiter's "
+        "partial_mode='trailing-strings', keeping unfinished strings as pi 1.6.0's partial-json parser does); the "
+        "SDK's accumulator (jiter partial_mode=True) drops the unfinished member: input == {'path': "
+        "'notes/todo.md'}. Everything else agrees; pi follows pi 1.6.0 here on purpose.",
     ),
     Case(A, "error_overloaded", (T,), error=True),
     Case(A, "cut_mid_tool", (T, U), error=True, cut=True),
