@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from pi_hookspecs import THINKING_LEVELS
 
@@ -289,48 +289,13 @@ def best_fuzzy_match(matches: Sequence[M]) -> M | None:
 
 
 @functools.lru_cache(maxsize=64)
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A case-insensitive regex for a glob as ``minimatch`` reads it: ``*`` and ``?``
-    stay within one ``/`` segment, ``**`` as a whole segment crosses them, ``[...]``
-    is a character class, ``{a,b}`` an alternative."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    depth = 0
-    while i < n:
-        char = pattern[i]
-        if char == "*":
-            if pattern.startswith("**", i) and (i == 0 or pattern[i - 1] == "/") and (i + 2 == n or pattern[i + 2] == "/"):
-                out.append(".*")
-                i += 2
-                continue
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif char == "[":
-            end = pattern.find("]", i + 2 if pattern.startswith("[!", i) or pattern.startswith("[^", i) else i + 1)
-            if end == -1:
-                out.append(re.escape(char))
-            else:
-                body = pattern[i + 1 : end]
-                if body[:1] in ("!", "^"):
-                    body = "^" + body[1:].replace("\\", "\\\\")
-                else:
-                    body = body.replace("\\", "\\\\")
-                out.append(f"[{body}]")
-                i = end + 1
-                continue
-        elif char == "{" and "}" in pattern[i:] and "," in pattern[i : pattern.index("}", i)]:
-            out.append("(?:")
-            depth += 1
-        elif char == "," and depth:
-            out.append("|")
-        elif char == "}" and depth:
-            out.append(")")
-            depth -= 1
-        else:
-            out.append(re.escape(char))
-        i += 1
-    return re.compile("".join(out) + r"\Z", re.IGNORECASE | re.DOTALL)
+def glob_regex(pattern: str) -> Any:
+    """A case-insensitive matcher (``.match(text) -> bool``) for a glob as ``minimatch``
+    reads it, from wcmatch: ``*`` and ``?`` stay within one ``/`` segment, ``**`` as a
+    whole segment crosses them, ``[...]`` is a character class, ``{a,b}`` an alternative."""
+    from wcmatch import glob
+
+    return glob.compile(pattern, flags=glob.GLOBSTAR | glob.BRACE | glob.DOTGLOB | glob.IGNORECASE | glob.FORCEUNIX)
 
 
 def sort_refs(refs: Iterable[str]) -> list[str]:

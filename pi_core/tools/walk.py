@@ -12,9 +12,8 @@ listed but not followed.
 from __future__ import annotations
 
 import os
-import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -158,53 +157,13 @@ def _walk_dir(root: str, directory: str, rules: _Rules, stop: threading.Event | 
 
 
 @lru_cache(maxsize=256)
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A glob as a regular expression over ``/``-separated paths: ``**`` spans
-    directories, ``*`` and ``?`` stay within one, ``[...]`` and ``{a,b}`` work."""
-    i, n = 0, len(pattern)
-    out: list[str] = []
-    depth = 0
-    while i < n:
-        c = pattern[i]
-        if c == "*":
-            if pattern.startswith("**", i):
-                j = i + 2
-                if j < n and pattern[j] == "/":
-                    out.append("(?:.*/)?")
-                    i = j + 1
-                else:
-                    out.append(".*")
-                    i = j
-                continue
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            end = pattern.find("]", i + 2 if pattern.startswith(("[!", "[^"), i) else i + 1)
-            if end == -1:
-                out.append(re.escape(c))
-            else:
-                body = pattern[i + 1 : end]
-                if body.startswith(("!", "^")):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = end
-        elif c == "{":
-            out.append("(?:")
-            depth += 1
-        elif c == "}" and depth:
-            out.append(")")
-            depth -= 1
-        elif c == "," and depth:
-            out.append("|")
-        elif c == "\\" and i + 1 < n:
-            i += 1
-            out.append(re.escape(pattern[i]))
-        else:
-            out.append(re.escape(c))
-        i += 1
-    out.extend(")" * depth)
-    return re.compile("".join(out) + r"\Z", re.DOTALL)
+def glob_matcher(pattern: str) -> Callable[[str], bool]:
+    """A glob as a test of ``/``-separated paths (wcmatch): ``**`` spans directories,
+    ``*`` and ``?`` stay within one and match dot files too, ``[...]`` and ``{a,b}``
+    work, ``\\`` escapes."""
+    from wcmatch import glob
+
+    return glob.compile(pattern, flags=glob.GLOBSTAR | glob.BRACE | glob.DOTGLOB | glob.FORCEUNIX).match
 
 
 def glob_matches(pattern: str, rel: str, *, anchored: bool) -> bool:
@@ -215,9 +174,9 @@ def glob_matches(pattern: str, rel: str, *, anchored: bool) -> bool:
     """
     pattern = pattern.rstrip("/") or pattern
     if "/" not in pattern:
-        return glob_regex(pattern).match(rel.rsplit("/", 1)[-1]) is not None
+        return glob_matcher(pattern)(rel.rsplit("/", 1)[-1])
     if pattern.startswith("/"):
         pattern = pattern.lstrip("/")
     elif not anchored and not pattern.startswith("**"):
         pattern = "**/" + pattern
-    return glob_regex(pattern).match(rel) is not None
+    return glob_matcher(pattern)(rel)
