@@ -73,6 +73,7 @@ PLUGIN_PACKAGES = [
     "plugins/tool_search/pi_tool_search",
     "plugins/mcp/pi_mcp",
     "plugins/codemode/pi_codemode",
+    "plugins/otel/pi_otel",
     "plugins/sandbox/pi_sandbox",
     "plugins/vertex/pi_vertex",
     "plugins/bedrock/pi_bedrock",

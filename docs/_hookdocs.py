@@ -45,6 +45,7 @@ GROUPS = [
          "after_provider_response", "provider_stream_event", "model_select", "thinking_level_select"],
     ),
     ("User input", ["user_bash", "input"]),
+    ("Observing plugins", ["hook_outcome"]),
 ]
 
 

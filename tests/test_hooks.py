@@ -728,6 +728,89 @@ async def test_hook_input() -> None:
     assert (await host.runner.emit("input", h.InputEvent(text="pong"))).action == "continue"
 
 
+# =============================================================================== observing plugins
+
+
+async def test_hook_hook_outcome() -> None:
+    seen: list[tuple[str, str, str, str | None, str | None]] = []
+
+    class Audit:
+        @hookimpl
+        def hook_outcome(self, event: Any, ctx: Any) -> None:
+            assert isinstance(ctx, ExtensionContextImpl)
+            seen.append((event.hook, event.plugin, event.outcome, event.message, event.tool_call_id))
+            raise RuntimeError("audit broke")  # reported, and never reported to itself
+
+    class Gate:
+        @hookimpl
+        def tool_call(self, event: Any) -> Any:
+            return {"block": True, "reason": "no rm"} if "rm" in event.input["command"] else None
+
+    class Crashes:
+        @hookimpl
+        def turn_start(self) -> None:
+            raise ValueError("oops")
+
+    class Redact:
+        @hookimpl
+        def tool_result(self, event: Any) -> Any:
+            return {"content": [{"type": "text", "text": "***"}]} if event.tool_name == "read" else None
+
+    class Cancel:
+        @hookimpl
+        def session_before_switch(self) -> Any:
+            return {"cancel": True}
+
+    class Handle:
+        @hookimpl
+        def input(self, event: Any) -> Any:
+            return {"action": "handled"} if event.text == "/x" else {"action": "continue"}
+
+    class NoCurl:
+        @hookimpl
+        def bash_spawn(self, event: Any) -> Any:
+            return {"block": True, "reason": "no curl"} if "curl" in event.command else None
+
+    host = await load_host(Audit, Gate, Crashes, Redact, Cancel, Handle, NoCurl)
+    runner = host.runner
+    assert await runner.emit("tool_call", h.ToolCallEvent(tool_name="bash", tool_call_id="c1", input={"command": "ls"})) is None
+    await runner.emit("tool_call", h.ToolCallEvent(tool_name="bash", tool_call_id="c2", input={"command": "rm x"}))
+    await runner.emit("turn_start", h.TurnStartEvent())
+    await runner.emit("tool_result", h.ToolResultEvent(tool_name="bash", tool_call_id="c3"))  # None: not reported
+    await runner.emit("tool_result", h.ToolResultEvent(tool_name="read", tool_call_id="c4"))
+    await runner.emit("session_before_switch", h.SessionBeforeSwitchEvent(reason="new"))
+    await runner.emit("input", h.InputEvent(text="hello"))  # "continue": not reported
+    await runner.emit("input", h.InputEvent(text="/x"))
+    await runner.emit("bash_spawn", h.BashSpawnEvent(command="curl x", argv=["sh", "-c", "curl x"], cwd="/", env={},
+                                                     tool_call_id="c6"))
+    assert seen[1][3] is not None and seen[1][3].startswith("handler raised ValueError: oops")
+    assert seen == [
+        ("tool_call", "Gate", "blocked", "no rm", "c2"),
+        ("turn_start", "Crashes", "failed", seen[1][3], None),
+        ("tool_result", "Redact", "transformed", None, "c4"),
+        ("session_before_switch", "Cancel", "cancelled", None, None),
+        ("input", "Handle", "handled", None, None),
+        ("bash_spawn", "NoCurl", "blocked", "no curl", "c6"),
+    ]
+    # Each failure of the audit handler is an extension error, and none fired hook_outcome again.
+    assert [e.plugin for e in runner.errors].count("Audit") == len(seen)
+    # A fail-closed gate: the failure is the outcome (the call is blocked as well).
+    seen.clear()
+
+    class Broken:
+        @hookimpl
+        def tool_call(self) -> Any:
+            return 42
+
+    host = await load_host(Audit, Broken)
+    blocked = await host.runner.emit("tool_call", h.ToolCallEvent(tool_name="read", tool_call_id="c5"))
+    assert blocked.block
+    assert seen == [("tool_call", "Broken", "failed", seen[0][3], "c5")] and "returned int" in (seen[0][3] or "")
+    # Without a hook_outcome handler nothing is built.
+    host = await load_host(Gate)
+    assert not host.runner.has_handlers("hook_outcome")
+
+
 @pytest.mark.parametrize("name", sorted(h.EVENTS))
 async def test_every_event_with_no_handlers_is_a_no_op(name: str) -> None:
     host = await load_host()

@@ -24,8 +24,9 @@ turn_start turn_end message_start message_update message_end tool_execution_star
 tool_execution_update tool_execution_end before_provider_headers before_provider_request
 after_provider_response provider_stream_event model_select thinking_level_select user_bash""".split()
 # Added since: bash_spawn (issue 21), so a plugin (pi-sandbox) decides how every shell
-# command starts.
-ADDED_EVENTS = ["bash_spawn"]
+# command starts; hook_outcome (issue 22), so audit and telemetry plugins see what other
+# plugins' handlers did.
+ADDED_EVENTS = ["bash_spawn", "hook_outcome"]
 
 
 def _load_docs_module():

@@ -483,6 +483,26 @@ class ThinkingLevelSelectEvent(Event):
     previous_level: str | None = None
 
 
+# --------------------------------------------------------------------------- observing plugins
+
+HookOutcome = Literal["blocked", "transformed", "handled", "cancelled", "failed"]
+
+
+class HookOutcomeEvent(Event):
+    """A handler of another event blocked, transformed, handled or cancelled it, or failed."""
+
+    type: Literal["hook_outcome"] = "hook_outcome"
+    hook: str
+    """The event whose handler acted (``"tool_call"`` …)."""
+    plugin: str
+    """The plugin whose handler acted."""
+    outcome: HookOutcome
+    message: str | None = None
+    """The block reason, or the error, when there is one."""
+    tool_call_id: str | None = None
+    """The tool call the event concerns (``tool_call``, ``tool_result``, ``tool_execution_*``)."""
+
+
 # --------------------------------------------------------------------------- user input
 
 
@@ -571,6 +591,8 @@ __all__ = [
     "ContextWithSystemResult",
     "Event",
     "FileOperations",
+    "HookOutcome",
+    "HookOutcomeEvent",
     "InputEvent",
     "InputResult",
     "MessageEndEvent",

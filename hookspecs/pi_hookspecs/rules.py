@@ -111,6 +111,7 @@ EVENTS: dict[str, EventSpec] = {
         _spec(ev.ThinkingLevelSelectEvent, N),
         _spec(ev.UserBashEvent, G, ev.UserBashResult, fail_closed=True),
         _spec(ev.BashSpawnEvent, G, ev.BashSpawnResult, fail_closed=True),
+        _spec(ev.HookOutcomeEvent, N),
     )
 }
 """Every event pi emits, with its event model, result model and composition rule."""

@@ -701,3 +701,42 @@ def input(event: Any, ctx: Any) -> Any:
 
     **Errors**: reported; the text as transformed so far is kept and the chain goes on.
     """
+
+
+# =============================================================================== observing plugins
+
+
+@hookspec
+def hook_outcome(event: Any, ctx: Any) -> None:
+    """A handler of another event changed its course: it blocked, transformed, handled
+    or cancelled it, or it failed. For audit and telemetry plugins (pi-otel records each
+    one as a span event naming the plugin).
+
+    **Fires** right after that handler returned (or raised), before the next handler of
+    the event runs, with ``event.hook`` (the event's name), ``event.plugin`` (whose
+    handler acted), ``event.outcome``, ``event.message`` (the block reason or the error)
+    and ``event.tool_call_id`` when the event concerns a tool call. ``event.outcome`` is:
+
+    * ``"blocked"``: a ``tool_call`` handler blocked the call, or a ``bash_spawn``
+      handler the command;
+    * ``"handled"``: an ``input`` handler consumed the input, or a ``user_bash``
+      handler took over the command;
+    * ``"cancelled"``: a ``session_before_*`` handler cancelled the operation;
+    * ``"transformed"``: a handler returned a replacement or a patch (``input`` with
+      ``action="transform"``, ``context``, ``context_with_system``, ``message_end``,
+      ``tool_result``, ``before_provider_request``, ``before_agent_start``, a
+      ``session_before_*`` result that does not cancel, a ``turn_end`` or
+      ``agent_before_settle`` proposal);
+    * ``"failed"``: a handler of any event raised or returned something invalid (it is
+      reported as an extension error too; a fail-closed gate also blocked the operation).
+
+    Handlers that return ``None``, changes made in place (``tool_call``'s
+    ``event.input``, provider headers), ``project_trust`` decisions and
+    ``resources_discover`` paths are not reported. When no plugin implements this hook
+    nothing is built.
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs. A failing ``hook_outcome`` handler
+    never fires ``hook_outcome`` again.
+    """

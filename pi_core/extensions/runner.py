@@ -5,7 +5,9 @@ Handlers run one at a time in pluggy's call order (``reversed(hook.get_hookimpls
 last; wrappers are skipped). A handler may be sync or async and may take any subset
 of ``(event, ctx)``. What a handler returns is validated against the event's result
 model (a dict with the same fields is accepted); a wrong type is a handler error that
-names the plugin, the hook and the expected type.
+names the plugin, the hook and the expected type. When a handler blocks, transforms,
+handles or cancels an event, or fails, the ``hook_outcome`` handlers are told (only
+when there are any, and never about a ``hook_outcome`` handler itself).
 
 How results combine is the event's :class:`~pi_hookspecs.Rule` (``pi_hookspecs.EVENTS``).
 What :meth:`EventRunner.emit` returns, by event:
@@ -42,7 +44,7 @@ from typing import Any
 import pluggy
 from pydantic import BaseModel, ValidationError
 
-from pi_hookspecs import EVENTS, BoundaryResult, InputResult, Rule, ToolCallResult, UserBashResult
+from pi_hookspecs import EVENTS, BoundaryResult, HookOutcomeEvent, InputResult, Rule, ToolCallResult, UserBashResult
 from pi_hookspecs.events import Event
 
 from .diagnostics import describe_exception
@@ -185,6 +187,19 @@ class EventRunner:
             return self.report(impl.plugin, hook, str(exc), exc)
         return self.report(impl.plugin, hook, f"handler raised {describe_exception(exc)}", exc)
 
+    async def _outcome(self, plugin: str, hook: str, outcome: Any, message: str | None, event: Any, ctx: Any) -> None:
+        """Tell ``hook_outcome`` handlers that a handler of ``hook`` acted. Never for
+        ``hook_outcome`` itself (no recursion); nothing is built without handlers."""
+        if hook == "hook_outcome" or not self.has_handlers("hook_outcome"):
+            return
+        tool_call_id = getattr(event, "tool_call_id", None)
+        await self.emit(
+            "hook_outcome",
+            HookOutcomeEvent(hook=hook, plugin=plugin, outcome=outcome, message=message,
+                             tool_call_id=tool_call_id if isinstance(tool_call_id, str) else None),
+            ctx,
+        )
+
     def _coerce(self, impl: _Impl, hook: str, expected: type[BaseModel], result: Any) -> Any:
         if isinstance(result, expected):
             return result
@@ -250,7 +265,8 @@ class EventRunner:
                         if result is not None and inspect.isawaitable(result):
                             await result
                     except Exception as exc:
-                        self._report_exc(impl, name, exc)
+                        error = self._report_exc(impl, name, exc)
+                        await self._outcome(impl.plugin, name, "failed", error.message, event, ctx)
             finally:
                 CURRENT_PLUGIN.reset(token)
             return None
@@ -310,7 +326,11 @@ class EventRunner:
                     event.context = context
                 entries, cont = new_entries, new_cont
             except Exception as exc:
-                self._report_exc(impl, name, exc)
+                error = self._report_exc(impl, name, exc)
+                await self._outcome(impl.plugin, name, "failed", error.message, event, ctx)
+                continue
+            if result.entries is not None or result.continue_ is not None:
+                await self._outcome(impl.plugin, name, "transformed", None, event, ctx)
         event.entries = entries
         event.continue_ = cont
         return BoundaryResult(entries=entries, continue_=cont)
@@ -360,13 +380,40 @@ async def _walk(
             result = await r._call(impl, name, event, ctx)
             if result is None:
                 continue
-            outcome = apply(impl, r._coerce(impl, name, expected, result))
+            result = r._coerce(impl, name, expected, result)
+            outcome = apply(impl, result)
         except Exception as exc:
             error = r._report_exc(impl, name, exc)
             outcome = on_error(impl, error) if on_error is not None else _CONTINUE
+            await r._outcome(impl.plugin, name, "failed", error.message, event, ctx)
+        else:
+            kind = _outcome_kind(name, result, outcome is not _CONTINUE)
+            if kind is not None:
+                await r._outcome(impl.plugin, name, kind, getattr(outcome, "reason", None), event, ctx)
         if outcome is not _CONTINUE:
             return outcome
     return _CONTINUE
+
+
+_TRANSFORMING = frozenset(
+    {"context", "context_with_system", "before_provider_request", "message_end", "tool_result"}
+)
+
+
+def _outcome_kind(name: str, result: Any, stopped: bool) -> str | None:
+    """What a handler's (valid, non-None) result did, for ``hook_outcome``."""
+    rule = EVENTS[name].rule
+    if stopped:
+        if name in ("input", "user_bash"):
+            return "handled"
+        if name == "project_trust":
+            return None
+        return "cancelled" if rule is Rule.CANCELLABLE else "blocked" if rule is Rule.GATE else None
+    if name == "input":
+        return "transformed" if result.action == "transform" else None
+    if name == "before_agent_start":
+        return "transformed" if result.message is not None or result.system_prompt is not None else None
+    return "transformed" if name in _TRANSFORMING or rule is Rule.CANCELLABLE else None
 
 
 async def _compose_input(r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any) -> Any:
