@@ -1,11 +1,13 @@
 """Landlock (and a small seccomp filter) through ``ctypes``: the fallback where
 bubblewrap cannot create user namespaces.
 
-This file is also the *launcher*: pi runs ::
+This file is also the *launcher* (:func:`launcher`): pi runs ::
 
-    python -I -S landlock.py [--network off|proxy|on] [--port N] [--deny PATH]...
+    python -I -S -c BOOT DIR [--network off|proxy|on] [--port N] [--deny PATH]...
                              [--write PATH]... [--keep PATH]... -- COMMAND [ARGS...]
 
+(``BOOT`` imports this module from ``DIR`` and calls :func:`main`; running the file as
+a script, ``python -I -S landlock.py ...``, works the same)
 which restricts itself (Landlock rules, ``no_new_privs``, seccomp) and then
 ``exec``\\ s the command, so the restrictions hold for the command and everything it
 starts, and nothing of the command ever runs unrestricted: any failure exits with
@@ -308,6 +310,17 @@ def install_seccomp(*, allow_tcp: bool) -> None:
 
 
 # --------------------------------------------------------------------------- launcher
+
+
+_BOOT = "import sys;sys.path.insert(0,sys.argv[1]);import landlock;sys.exit(landlock.main(sys.argv[1:]))"
+
+
+def launcher() -> list[str]:
+    """The command line that starts the launcher: the base interpreter (no virtual
+    environment to set up), isolated, without ``site``, importing this module from its
+    folder (its compiled ``.pyc`` is reused; a script would be compiled every time)."""
+    python = getattr(sys, "_base_executable", None) or sys.executable
+    return [python, "-I", "-S", "-c", _BOOT, os.path.dirname(os.path.abspath(__file__))]
 
 
 def arguments(spec: dict[str, Any]) -> list[str]:

@@ -198,7 +198,7 @@ class Sandbox:
                     "network": the_plan.network,
                     "proxy_port": port,
                 }
-                argv = [sys.executable, "-I", "-S", landlock.__file__, *landlock.arguments(spec), *inner]
+                argv = [*landlock.launcher(), *landlock.arguments(spec), *inner]
             else:
                 argv = seatbelt.build_argv(the_plan, inner, proxy_port=port)
         if proxy is not None:
