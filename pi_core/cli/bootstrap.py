@@ -183,7 +183,7 @@ async def _open_runtime(
             print(f"pi: {selection.warning}", file=sys.stderr)
         session.agent.state.model = selection.model
         if selection.thinking_level and not args.thinking:
-            session.agent.state.thinking_level = session._clamp(selection.thinking_level)
+            session.agent.state.thinking_level = session.clamp_thinking_level(selection.thinking_level)
     elif args.provider:
         raise CliError("--provider needs --model")
     if args.api_key:
@@ -191,7 +191,7 @@ async def _open_runtime(
             raise CliError("--api-key needs a model selected with --model")
         session.api_key_override = args.api_key
     if args.thinking:
-        session.agent.state.thinking_level = session._clamp(args.thinking)
+        session.agent.state.thinking_level = session.clamp_thinking_level(args.thinking)
     return runtime
 
 

@@ -12,19 +12,16 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pi_hookspecs import BashExecutionMessage, BashResult, BashSpawnEvent, UserBashEvent
+from pi_hookspecs import AgentMessage, BashExecutionMessage, BashResult, BashSpawnEvent, UserBashEvent
 
-from ..extensions import Blocked
+from ..extensions import Blocked, EventRunner
 from ..tools.output import OutputAccumulator
 from ..tools.shell import PreparedSpawn, ShellNotFoundError, resolve_shell, run_in_process_group
 
-if TYPE_CHECKING:
-    from .session import AgentSession
 
-
-async def prepare_bash_spawn(runner: Any, make_event: Callable[[], BashSpawnEvent], ctx: Any = None) -> PreparedSpawn | None:
+async def prepare_bash_spawn(runner: EventRunner, make_event: Callable[[], BashSpawnEvent], ctx: Any = None) -> PreparedSpawn | None:
     """Ask the ``bash_spawn`` handlers how a command starts (``None`` when there are
     none: start it as it is). A failing handler blocks it (fail closed)."""
     if not runner.has_handlers("bash_spawn"):
@@ -42,7 +39,7 @@ class LocalBashOperations:
     """Runs a command with the configured shell in the session's working directory
     (through the ``bash_spawn`` handlers of ``runner``, when given)."""
 
-    def __init__(self, settings: dict[str, Any], runner: Any = None) -> None:
+    def __init__(self, settings: dict[str, Any], runner: EventRunner | None = None) -> None:
         self.settings = settings
         self.runner = runner
 
@@ -99,40 +96,64 @@ class LocalBashOperations:
         )
 
 
-async def run_user_bash(
-    session: AgentSession,
-    command: str,
-    *,
-    exclude_from_context: bool = False,
-    on_data: Callable[[str], Any] | None = None,
-    signal: Any = None,
-) -> BashExecutionMessage:
-    runner = session.runner
-    operations: Any = LocalBashOperations(session.settings.merged, runner)
-    result: BashResult | None = None
-    if runner.has_handlers("user_bash"):
-        outcome = await runner.emit(
-            "user_bash", UserBashEvent(command=command, exclude_from_context=exclude_from_context, cwd=session.cwd)
+class UserBash:
+    """Runs the user's ``!`` commands.
+
+    * ``cwd`` - where they run;
+    * ``shell_settings()`` - the merged settings (``shellPath``, ``shellCommandPrefix``);
+    * ``record(message)`` - store the ``bashExecution`` message (now, or after the run).
+    """
+
+    def __init__(
+        self,
+        runner: EventRunner,
+        *,
+        cwd: str,
+        shell_settings: Callable[[], dict[str, Any]],
+        record: Callable[[AgentMessage], None],
+    ) -> None:
+        self.runner = runner
+        self.cwd = cwd
+        self._shell_settings = shell_settings
+        self._record = record
+
+    async def run(
+        self,
+        command: str,
+        *,
+        exclude_from_context: bool = False,
+        on_data: Callable[[str], Any] | None = None,
+        signal: Any = None,
+    ) -> BashExecutionMessage:
+        runner = self.runner
+        operations: Any = LocalBashOperations(self._shell_settings(), runner)
+        result: BashResult | None = None
+        if runner.has_handlers("user_bash"):
+            outcome = await runner.emit(
+                "user_bash", UserBashEvent(command=command, exclude_from_context=exclude_from_context, cwd=self.cwd)
+            )
+            if isinstance(outcome, Blocked):
+                result = BashResult(output=f"Blocked: {outcome.reason}", exit_code=None, cancelled=True)
+            elif outcome is not None and outcome.result is not None:
+                result = outcome.result
+            elif outcome is not None:
+                operations = outcome.operations
+        if result is None:
+            ran = operations.exec(command, self.cwd, on_data=on_data, signal=signal)
+            result = await ran if inspect.isawaitable(ran) else ran
+            if isinstance(result, dict):
+                result = BashResult.model_validate(result)
+        message = BashExecutionMessage(
+            command=command,
+            output=result.output,
+            exit_code=result.exit_code,
+            cancelled=result.cancelled,
+            truncated=result.truncated,
+            full_output_path=result.full_output_path,
+            exclude_from_context=exclude_from_context or None,
         )
-        if isinstance(outcome, Blocked):
-            result = BashResult(output=f"Blocked: {outcome.reason}", exit_code=None, cancelled=True)
-        elif outcome is not None and outcome.result is not None:
-            result = outcome.result
-        elif outcome is not None:
-            operations = outcome.operations
-    if result is None:
-        ran = operations.exec(command, session.cwd, on_data=on_data, signal=signal)
-        result = await ran if inspect.isawaitable(ran) else ran
-        if isinstance(result, dict):
-            result = BashResult.model_validate(result)
-    message = BashExecutionMessage(
-        command=command,
-        output=result.output,
-        exit_code=result.exit_code,
-        cancelled=result.cancelled,
-        truncated=result.truncated,
-        full_output_path=result.full_output_path,
-        exclude_from_context=exclude_from_context or None,
-    )
-    session.record_bash(message)
-    return message
+        self._record(message)
+        return message
+
+
+__all__ = ["LocalBashOperations", "UserBash", "prepare_bash_spawn"]

@@ -1,16 +1,93 @@
-"""The plugins' view of a running session: what every ``ctx`` reads and does."""
+"""The plugins' view of a running session: what every ``ctx`` reads and does.
+
+:class:`SessionContextHost` serves the contexts of one session; it reads the session
+through :class:`HostedSession`, the part of
+:class:`~pi_core.runtime.session.AgentSession` that plugins can reach.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal, Protocol, cast
 
-from pi_hookspecs import CustomMessage, ToolDefinition
+from pi_hookspecs import CompactionEntry, CustomMessage, Model, SystemPromptOptions, ToolDefinition, ToolResult
 
-from ..extensions import CommandContextImpl, ContextHost
+from ..agent import Agent
+from ..compaction import estimate_context_tokens
+from ..extensions import CommandContextImpl, ContextHost, EventRunner, PluginHost, Registry, ToolContextImpl
+from ..extensions.runner import current_plugin
+from ..resources.settings import Settings
+from ..session import SessionManager
+from .bash import prepare_bash_spawn
+from .services import SessionServices
+from .tool_registry import ToolRegistry
 
-if TYPE_CHECKING:
-    from .session import AgentSession
+
+class HostedSession(Protocol):
+    """What the contexts of a session read and call (``AgentSession`` implements it)."""
+
+    @property
+    def services(self) -> SessionServices: ...
+    @property
+    def cwd(self) -> str: ...
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def plugins(self) -> PluginHost: ...
+    @property
+    def runner(self) -> EventRunner: ...
+    @property
+    def sm(self) -> SessionManager: ...
+    @property
+    def agent(self) -> Agent: ...
+    @property
+    def tools(self) -> ToolRegistry: ...
+    @property
+    def model(self) -> Model | None: ...
+    @property
+    def thinking_level(self) -> str: ...
+    @property
+    def is_busy(self) -> bool: ...
+    @property
+    def system_prompt(self) -> str: ...
+    @property
+    def runtime(self) -> Any: ...
+
+    def abort(self) -> None: ...
+    def request_shutdown(self) -> None: ...
+    def spawn(self, coroutine: Any) -> asyncio.Task[Any]: ...
+    def system_prompt_options(self) -> SystemPromptOptions: ...
+    def set_active_tools(self, names: Sequence[str]) -> list[str]: ...
+    def register_tool(self, definition: ToolDefinition, plugin: str | None = None) -> bool: ...
+    async def wait_for_idle(self) -> None: ...
+    async def send_custom_message(
+        self, message: CustomMessage, *, deliver_as: str = ..., trigger_turn: bool = ...
+    ) -> None: ...
+    async def prompt(
+        self,
+        text: str,
+        *,
+        source: Literal["interactive", "rpc", "extension", "sdk"] = ...,
+        streaming_behavior: Literal["steer", "follow_up"] | None = ...,
+        expand: bool = ...,
+    ) -> str: ...
+    async def set_session_name(self, name: str | None) -> None: ...
+    async def set_model(self, model: Model, *, source: Literal["set", "cycle"] = ...) -> bool: ...
+    async def set_thinking_level(self, level: str) -> str: ...
+    async def compact(self, custom_instructions: str | None = None) -> CompactionEntry | None: ...
+    async def execute_tool(
+        self, name: str, args: dict[str, Any], *, parent_tool_call_id: str, signal: Any = ..., on_update: Any = ...
+    ) -> ToolResult: ...
+    async def navigate_tree(
+        self,
+        target_id: str,
+        *,
+        summarize: bool = ...,
+        custom_instructions: str | None = ...,
+        replace_instructions: bool = ...,
+        label: str | None = ...,
+    ) -> dict[str, Any]: ...
 
 
 class ContextUsageInfo:
@@ -24,7 +101,7 @@ class ContextUsageInfo:
 
 
 class SessionContextHost(ContextHost):
-    def __init__(self, session: AgentSession) -> None:
+    def __init__(self, session: HostedSession) -> None:
         options = session.services.options
         super().__init__(
             cwd=session.cwd,
@@ -43,20 +120,34 @@ class SessionContextHost(ContextHost):
     def session_manager(self) -> Any:
         return self.session.sm
 
-    @property  # type: ignore[override]
+    @property
     def model(self) -> Any:
         return self.session.model
 
-    @property  # type: ignore[override]
-    def thinking_level(self) -> str:
+    @property
+    def thinking_level(self) -> str:  # type: ignore[override]
         return self.session.thinking_level
 
-    @property  # type: ignore[override]
+    @property
     def signal(self) -> Any:
         return self.session.agent.signal
 
     def command_context(self) -> CommandContextImpl:
         return CommandContextImpl(self, self.session.plugins.liveness)
+
+    def tool_context(
+        self, tool_call_id: str, signal: Any, on_update: Any, *, owner: str | None, parent_tool_call_id: str | None = None
+    ) -> ToolContextImpl:
+        """The ``ctx`` of one tool call (``parent_tool_call_id``: a nested call)."""
+        return ToolContextImpl(
+            self,
+            self.session.plugins.liveness,
+            tool_call_id=tool_call_id,
+            signal=signal,
+            on_update=on_update,
+            parent_tool_call_id=parent_tool_call_id,
+            owner=owner,
+        )
 
     # ---- ExtensionContext actions
     def action_is_idle(self) -> bool:
@@ -72,8 +163,6 @@ class SessionContextHost(ContextHost):
         self.session.request_shutdown()
 
     def action_get_context_usage(self) -> ContextUsageInfo | None:
-        from ..compaction import estimate_context_tokens
-
         model = self.session.model
         if model is None:
             return None
@@ -90,7 +179,8 @@ class SessionContextHost(ContextHost):
 
     async def action_send_user_message(self, content: Any, *, deliver_as: str | None = None) -> None:
         text = content if isinstance(content, str) else "".join(getattr(b, "text", "") for b in content)
-        await self.session.prompt(text, source="extension", streaming_behavior=deliver_as, expand=False)
+        behavior = cast(Literal["steer", "follow_up"] | None, deliver_as)
+        await self.session.prompt(text, source="extension", streaming_behavior=behavior, expand=False)
 
     def action_append_entry(self, custom_type: str, data: Any = None) -> str:
         return str(self.session.sm.append_custom_entry(custom_type, data))
@@ -99,7 +189,7 @@ class SessionContextHost(ContextHost):
         self.session.spawn(self.session.set_session_name(name))
 
     def action_get_session_name(self) -> str | None:
-        return self.session.sm.get_session_name()  # type: ignore[no-any-return]
+        return self.session.sm.get_session_name()
 
     def action_set_label(self, entry_id: str, label: str | None) -> None:
         self.session.sm.set_label(entry_id, label)
@@ -114,9 +204,6 @@ class SessionContextHost(ContextHost):
         self.session.set_active_tools(names)
 
     def action_register_tool(self, definition: Any, owner: str | None = None) -> None:
-        from ..extensions.registry import Registry
-        from ..extensions.runner import current_plugin
-
         owner = owner or current_plugin()
         checked = Registry().register_tool(definition, owner or "runtime", "extension")
         if not self.session.register_tool(checked, plugin=owner):
@@ -157,8 +244,6 @@ class SessionContextHost(ContextHost):
         return await self.session.execute_tool(name, args, **options)
 
     async def action_bash_spawn(self, make_event: Any, ctx: Any = None) -> Any:
-        from .bash import prepare_bash_spawn
-
         return await prepare_bash_spawn(self.session.runner, make_event, ctx)
 
     # ---- CommandContext
@@ -184,7 +269,7 @@ class SessionContextHost(ContextHost):
         return await self._runtime().switch_session(session_path, **options)  # type: ignore[no-any-return]
 
     async def action_navigate_tree(self, target_id: str, **options: Any) -> dict[str, Any]:
-        return await self.session.navigate_tree(target_id, **options)  # type: ignore[no-any-return]
+        return await self.session.navigate_tree(target_id, **options)
 
     async def action_reload(self) -> None:
         await self._runtime().reload()

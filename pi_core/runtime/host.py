@@ -20,9 +20,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pi_hookspecs import Model, SessionBeforeForkEvent, SessionBeforeSwitchEvent
+from pi_hookspecs import Model, SessionBeforeForkEvent, SessionBeforeSwitchEvent, UserMessage
 
 from ..session import SessionManager
+from .navigation import message_text
 from .services import ServiceOptions, create_services
 from .session import AgentSession
 
@@ -112,7 +113,7 @@ class SessionRuntime:
         old.dispose(f"the session was replaced ({reason})") if reason != "reload" else old.plugins.invalidate("reload")
         session = AgentSession(services, manager, model=model, thinking_level=thinking_level, stream_fn=self.stream_fn)
         if keep_active_tools is not None:
-            session._rebuild_tools(keep_active=keep_active_tools)
+            session.rebuild_tools(keep_active=keep_active_tools)
         session.runtime = self
         self.session = session
         self._attach(session)
@@ -166,9 +167,8 @@ class SessionRuntime:
         editor_text = None
         entry = old.sm.get_entry(entry_id)
         message = getattr(entry, "message", None)
-        if position == "before" and getattr(message, "role", None) == "user":
-            content = message.content
-            editor_text = content if isinstance(content, str) else "".join(getattr(b, "text", "") for b in content)
+        if position == "before" and isinstance(message, UserMessage):
+            editor_text = message_text(message.content)
         manager = old.sm.fork(entry_id, position, session_dir=self.session_dir)
         await self._replace(manager, reason="fork", model=old.model, thinking_level=old.thinking_level, with_session=with_session)
         return {"cancelled": False, "editor_text": editor_text}

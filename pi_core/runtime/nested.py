@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pi_hookspecs import (
     NestedToolCallRecord,
@@ -28,16 +28,15 @@ from pi_hookspecs import (
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
     ToolResult,
-    ToolResultEvent,
     Usage,
 )
 
 from ..agent import ToolArgumentsError, validate_tool_arguments
 from ..ai import combine_usage
-from ..extensions import ToolContextImpl
-
-if TYPE_CHECKING:
-    from .session import AgentSession
+from ..extensions import EventRunner
+from .agent_hooks import tool_result_hook
+from .ports import Emit, ToolContextFactory
+from .tool_registry import ToolRegistry
 
 MAX_RECORDED_CALLS = 256
 """Nested calls recorded per top-level tool result at most."""
@@ -129,94 +128,114 @@ class NestedLedger:
         return NestedToolCalls(calls=calls.calls, complete=calls.complete)
 
 
-async def execute_nested_tool(
-    session: AgentSession,
-    name: str,
-    args: dict[str, Any],
-    *,
-    parent_tool_call_id: str,
-    signal: Any = None,
-    on_update: Any = None,
-) -> ToolResult:
-    runner = session.runner
-    call_id = session.nested.next_id(parent_tool_call_id)
-    args = dict(args or {})
+class NestedCalls:
+    """Runs the nested calls of the session's tools.
 
-    async def emit(event: Any) -> None:
-        if runner.has_handlers(event.type):
-            await runner.emit(event.type, event)
-        session._emit(event)
+    * ``tools`` - which tools exist and which other tools may call;
+    * ``ledger`` - the records and usage of nested calls;
+    * ``emit`` - the session's listeners (``tool_execution_*`` with ``parent_tool_call_id``);
+    * ``tool_context`` - the ``ctx`` a nested call's tool receives.
+    """
 
-    ledger = session.nested
-    record = ledger.start(call_id, parent_tool_call_id, name, args)
-    await emit(ToolExecutionStartEvent(tool_call_id=call_id, tool_name=name, args=args, parent_tool_call_id=parent_tool_call_id))
-    duration: float | None = None
-    tool = session.tools.get(name)
-    if tool is None or name not in session.tools.callable_names():
-        result = ToolResult.error(f"Tool {name} is not available to other tools" if tool else f"Tool {name} not found")
-    else:
-        try:
-            args = validate_tool_arguments(tool, ToolCall(id=call_id, name=name, arguments=args))
-            blocked = None
-            if runner.has_handlers("tool_call"):
-                event = ToolCallEvent(tool_name=name, tool_call_id=call_id, input=args, parent_tool_call_id=parent_tool_call_id)
-                blocked = await runner.emit("tool_call", event)
-                args = event.input
-            if blocked is not None and blocked.block:
-                result = ToolResult.error(blocked.reason or "Tool execution was blocked")
-            else:
-                updates: list[asyncio.Future[Any]] = []
+    def __init__(
+        self,
+        runner: EventRunner,
+        tools: ToolRegistry,
+        ledger: NestedLedger,
+        *,
+        emit: Emit,
+        tool_context: ToolContextFactory,
+    ) -> None:
+        self.runner = runner
+        self.tools = tools
+        self.ledger = ledger
+        self._emit = emit
+        self._tool_context = tool_context
 
-                def update(partial: ToolResult) -> None:
-                    if on_update is not None:
-                        on_update(partial)
-                    updates.append(asyncio.ensure_future(
-                        emit(
-                            ToolExecutionUpdateEvent(
-                                tool_call_id=call_id, tool_name=name, args=args, partial_result=partial,
-                                parent_tool_call_id=parent_tool_call_id,
+    async def _event(self, event: Any) -> None:
+        if self.runner.has_handlers(event.type):
+            await self.runner.emit(event.type, event)
+        self._emit(event)
+
+    async def execute(
+        self,
+        name: str,
+        args: dict[str, Any],
+        *,
+        parent_tool_call_id: str,
+        signal: Any = None,
+        on_update: Any = None,
+    ) -> ToolResult:
+        """Call tool ``name`` for the tool call ``parent_tool_call_id``. Never raises for
+        a failing tool: the failure comes back as a result with ``is_error``."""
+        runner = self.runner
+        ledger = self.ledger
+        emit = self._event
+        call_id = ledger.next_id(parent_tool_call_id)
+        args = dict(args or {})
+        record = ledger.start(call_id, parent_tool_call_id, name, args)
+        await emit(ToolExecutionStartEvent(tool_call_id=call_id, tool_name=name, args=args, parent_tool_call_id=parent_tool_call_id))
+        duration: float | None = None
+        tool = self.tools.get(name)
+        if tool is None or name not in self.tools.callable_names():
+            result = ToolResult.error(f"Tool {name} is not available to other tools" if tool else f"Tool {name} not found")
+        else:
+            try:
+                args = validate_tool_arguments(tool, ToolCall(id=call_id, name=name, arguments=args))
+                blocked = None
+                if runner.has_handlers("tool_call"):
+                    event = ToolCallEvent(tool_name=name, tool_call_id=call_id, input=args, parent_tool_call_id=parent_tool_call_id)
+                    blocked = await runner.emit("tool_call", event)
+                    args = event.input
+                if blocked is not None and blocked.block:
+                    result = ToolResult.error(blocked.reason or "Tool execution was blocked")
+                else:
+                    updates: list[asyncio.Future[Any]] = []
+
+                    def update(partial: ToolResult) -> None:
+                        if on_update is not None:
+                            on_update(partial)
+                        updates.append(asyncio.ensure_future(
+                            emit(
+                                ToolExecutionUpdateEvent(
+                                    tool_call_id=call_id, tool_name=name, args=args, partial_result=partial,
+                                    parent_tool_call_id=parent_tool_call_id,
+                                )
                             )
-                        )
-                    ))
+                        ))
 
-                ctx = ToolContextImpl(
-                    session.context_host, session.plugins.liveness, tool_call_id=call_id, signal=signal,
-                    on_update=update, parent_tool_call_id=parent_tool_call_id, owner=session.tools.owner(name),
-                )
-                start = time.perf_counter()
-                try:
-                    result = await tool.run(args, ctx)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    result = ToolResult.error(str(exc) or type(exc).__name__)
-                duration = (time.perf_counter() - start) * 1000
-                if updates:
-                    await asyncio.gather(*updates)
-                usage = ledger.with_nested_usage(call_id, result.usage)
-                if usage is not result.usage:
-                    result = result.model_copy(update={"usage": usage})
-                if runner.has_handlers("tool_result"):
-                    patched = await runner.emit(
-                        "tool_result",
-                        ToolResultEvent(
-                            tool_name=name, tool_call_id=call_id, input=args, parent_tool_call_id=parent_tool_call_id,
-                            content=list(result.content), details=result.details,
-                            structured_content=result.structured_content, is_error=result.is_error, usage=result.usage,
-                        ),
+                    ctx = self._tool_context(
+                        call_id, signal, update, owner=self.tools.owner(name), parent_tool_call_id=parent_tool_call_id
                     )
-                    result = ToolResult(
-                        content=patched.content, details=patched.details, structured_content=patched.structured_content,
-                        is_error=patched.is_error, usage=patched.usage, terminate=result.terminate,
-                    )
-        except ToolArgumentsError as exc:
-            result = ToolResult.error(str(exc))
-    ledger.finish(record, result, duration)
-    ledger.add_usage(parent_tool_call_id, result.usage)
-    await emit(
-        ToolExecutionEndEvent(
-            tool_call_id=call_id, tool_name=name, result=result, is_error=result.is_error, duration_ms=duration,
-            parent_tool_call_id=parent_tool_call_id,
+                    start = time.perf_counter()
+                    try:
+                        result = await tool.run(args, ctx)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as exc:
+                        result = ToolResult.error(str(exc) or type(exc).__name__)
+                    duration = (time.perf_counter() - start) * 1000
+                    if updates:
+                        await asyncio.gather(*updates)
+                    usage = ledger.with_nested_usage(call_id, result.usage)
+                    if usage is not result.usage:
+                        result = result.model_copy(update={"usage": usage})
+                    if runner.has_handlers("tool_result"):
+                        result = await tool_result_hook(
+                            runner, tool_name=name, tool_call_id=call_id, args=args, result=result,
+                            is_error=result.is_error, parent_tool_call_id=parent_tool_call_id,
+                        )
+            except ToolArgumentsError as exc:
+                result = ToolResult.error(str(exc))
+        ledger.finish(record, result, duration)
+        ledger.add_usage(parent_tool_call_id, result.usage)
+        await emit(
+            ToolExecutionEndEvent(
+                tool_call_id=call_id, tool_name=name, result=result, is_error=result.is_error, duration_ms=duration,
+                parent_tool_call_id=parent_tool_call_id,
+            )
         )
-    )
-    return result
+        return result
+
+
+__all__ = ["MAX_CALL_ARGUMENT_BYTES", "MAX_RECORDED_CALLS", "MAX_RESULT_ARGUMENT_BYTES", "NestedCalls", "NestedLedger"]

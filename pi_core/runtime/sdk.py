@@ -91,6 +91,6 @@ async def create_agent_session(
         selection = runtime.session.models.resolve(model)
         runtime.session.agent.state.model = selection.model
         if selection.thinking_level and thinking_level is None:
-            runtime.session.agent.state.thinking_level = runtime.session._clamp(selection.thinking_level)
+            runtime.session.agent.state.thinking_level = runtime.session.clamp_thinking_level(selection.thinking_level)
     await runtime.session.start("startup")
     return runtime

@@ -124,9 +124,9 @@ async def create_services(cwd: str | os.PathLike[str], options: ServiceOptions |
     if trust.trusted and resources.settings.project.get("packages"):
         from ..resources.packages import missing_message, missing_packages
 
-        missing = missing_packages(resources.settings.project)
-        if missing:
-            diagnostics.append("warning: " + missing_message(cwd, missing))
+        packages = missing_packages(resources.settings.project)
+        if packages:
+            diagnostics.append("warning: " + missing_message(cwd, packages))
     plugins.context_host.use_settings(resources.settings)
     models = options.model_registry or ModelRegistry(models_path=adir / "models.json")
     models.remove_providers("plugin")

@@ -24,7 +24,7 @@ from .errors import (
     SessionReadOnlyError,
 )
 from .listing import SessionInfo, session_info
-from .manager import SessionManager, SessionTreeNode
+from .manager import SessionManager
 from .messages import (
     BRANCH_SUMMARY_PREFIX,
     BRANCH_SUMMARY_SUFFIX,
@@ -37,6 +37,7 @@ from .messages import (
     current_system_message,
 )
 from .paths import SESSION_DIR_ENV, default_session_dir, encode_cwd, resolve_session_dir, sessions_root
+from .tree import SessionTreeNode
 
 __all__ = [
     "BRANCH_SUMMARY_PREFIX",

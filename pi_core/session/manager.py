@@ -8,6 +8,12 @@ session header; entries follow one per line (see ``docs/sessions.md``).
 A new session is kept in memory until its first assistant message exists; then the
 header and everything so far are written at once and every later entry is appended
 immediately. Opening a file locks it (see :mod:`pi_core.session.storage`).
+
+The manager is the public face of three parts: :class:`~pi_core.session.tree.EntryTree`
+(the entries in memory, tree and branch queries, the context cache),
+:class:`~pi_core.session.persistence.SessionWriter` (the file: deferred creation,
+appends, closing) and :func:`~pi_core.session.persistence.read_session` (opening with
+repair and migration).
 """
 
 from __future__ import annotations
@@ -17,7 +23,6 @@ import functools
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import TypeAdapter
@@ -54,14 +59,8 @@ from pi_hookspecs import (
     UserContent,
 )
 
-from .context import ContextCache, MessageSnapshot, ModelRef, SessionContext, SessionProjection
-from .errors import (
-    EntryNotFoundError,
-    InvalidSessionError,
-    SessionClosedError,
-    SessionDiagnostic,
-    SessionReadOnlyError,
-)
+from .context import MessageSnapshot, ModelRef, SessionContext, SessionProjection
+from .errors import EntryNotFoundError, SessionDiagnostic
 from .listing import (
     SessionInfo,
     find_most_recent,
@@ -82,8 +81,10 @@ from .paths import (
     resolve_session_dir,
     session_file_name,
 )
-from .records import Record, no_gc, validate_entry
-from .storage import SessionFile, dump_line, parse_lines
+from .persistence import SessionWriter, read_session
+from .records import Record, no_gc
+from .storage import SessionFile, dump_line
+from .tree import EntryTree, SessionTreeNode
 
 
 @functools.cache
@@ -100,17 +101,6 @@ _EDITABLE_ROLES = frozenset({"user", "assistant", "toolResult"})
 _BLOCK_CONTENT_ROLES = frozenset({"assistant", "toolResult"})
 
 
-@dataclass(slots=True)
-class SessionTreeNode:
-    """A node of :meth:`SessionManager.get_tree`: an entry, its children (oldest first)
-    and its label."""
-
-    entry: SessionEntry
-    children: list[SessionTreeNode] = field(default_factory=list)
-    label: str | None = None
-    label_timestamp: str | None = None
-
-
 class SessionManager:
     """A session: its header, its entry tree, the leaf and the model context.
 
@@ -124,22 +114,12 @@ class SessionManager:
         """Low level: an empty manager. Use the class-method constructors instead."""
         self._cwd = resolve_cwd(cwd)
         self._session_dir = session_dir
-        self._persist = persist
-        self._read_only = read_only
-        self._file: SessionFile | None = None
-        self._file_path: str | None = None
-        self._closed = False
         self._header: dict[str, Any] = {}
         self._header_model: SessionHeader | None = None
-        self._records: list[Record] = []
-        self._by_id: dict[str, Record] = {}
-        self._labels: dict[str, tuple[str, str]] = {}
-        self._name: str | None = None
-        self._has_assistant = False
-        self._leaf_id: str | None = None
-        self._cache = ContextCache(self._model_of)
         #: Problems found while reading the file (skipped lines, repairs, invalid entries).
         self.diagnostics: list[SessionDiagnostic] = []
+        self._writer = SessionWriter(persist=persist, read_only=read_only)
+        self._tree = EntryTree(self.diagnostics, lambda: self._writer.path or "<memory>")
 
     # =================================================================== constructors
 
@@ -181,11 +161,11 @@ class SessionManager:
         if raws and raws[0].get("type") == "session":
             migrate(raws)
             manager._header = raws[0]
-            manager._load_records(raws[1:], [0] * (len(raws) - 1), path="<memory>")
+            manager._tree.load(raws[1:], [0] * (len(raws) - 1), path="<memory>")
         else:
             manager._start(session_id, parent_session)
             if raws:
-                manager._load_records(raws, [0] * len(raws), path="<memory>")
+                manager._tree.load(raws, [0] * len(raws), path="<memory>")
         return manager
 
     @classmethod
@@ -210,7 +190,7 @@ class SessionManager:
         if not os.path.exists(file_path):
             manager = cls(os.fspath(cwd) if cwd is not None else os.getcwd(), session_dir=directory, persist=True)
             manager._start(None, None, file_path=file_path)
-            manager._read_only = read_only
+            manager._writer.read_only = read_only
             return manager
         if read_only:
             with builtins.open(file_path, "rb") as handle:
@@ -239,34 +219,20 @@ class SessionManager:
         if not data:
             manager = cls(os.fspath(cwd) if cwd is not None else os.getcwd(), session_dir=directory, persist=True)
             manager._start(None, None, file_path=file_path)
-            manager._read_only = read_only
+            manager._writer.read_only = read_only
             if file is not None:
                 file.replace([dump_line(manager._header)])
-                manager._file = file
+                manager._writer.file = file
             return manager
-        parsed = parse_lines(data, file_path)
-        records = parsed.records
-        header = records[0] if records else None
-        if header is None or header.get("type") != "session" or not isinstance(header.get("id"), str):
-            raise InvalidSessionError(f"Not a pi session file (its first line is no session header): {file_path}")
-        header_cwd = header.get("cwd")
+        stored = read_session(file_path, data, file)
+        header_cwd = stored.header.get("cwd")
         chosen_cwd = os.fspath(cwd) if cwd is not None else header_cwd if isinstance(header_cwd, str) else os.getcwd()
         manager = cls(chosen_cwd or os.getcwd(), session_dir=directory, persist=True, read_only=read_only)
-        manager._file_path = file_path
-        manager.diagnostics.extend(parsed.diagnostics)
-        if file is not None:
-            if parsed.complete_size < len(data) and not parsed.missing_newline:
-                file.truncate(parsed.complete_size)
-            elif parsed.missing_newline:
-                file.append(b"\n")
-                manager.diagnostics.append(
-                    SessionDiagnostic(file_path, parsed.line_numbers[-1], "the last line had no newline; one was added")
-                )
-        if migrate(records) and file is not None:
-            file.replace(dump_line(record) for record in records)
-        manager._header = header
-        manager._file = file
-        manager._load_records(records[1:], parsed.line_numbers[1:], path=file_path)
+        manager._writer.path = file_path
+        manager._writer.file = file
+        manager.diagnostics.extend(stored.diagnostics)
+        manager._header = stored.header
+        manager._tree.load(stored.entries, stored.line_numbers, path=file_path)
         return manager
 
     @classmethod
@@ -295,7 +261,7 @@ class SessionManager:
         directory = resolve_session_dir(target_cwd, session_dir)
         manager = cls(os.fspath(target_cwd), session_dir=str(directory), persist=True)
         manager._start(None, source.get_session_file())
-        manager._adopt([dict(record.to_json()) for record in source._records])
+        manager._adopt([dict(record.to_json()) for record in source._tree.records])
         manager.diagnostics.extend(source.diagnostics)
         manager.flush()
         return manager
@@ -342,78 +308,14 @@ class SessionManager:
             header["parentSession"] = parent_session
         self._header = header
         self._header_model = None
-        if self._persist:
-            self._file_path = file_path or os.path.join(
+        if self._writer.persist:
+            self._writer.path = file_path or os.path.join(
                 self._session_dir or ".", session_file_name(timestamp, header["id"])
             )
 
-    def _load_records(self, raws: Sequence[dict[str, Any]], lines: Sequence[int], *, path: str) -> None:
-        records = self._records
-        by_id = self._by_id
-        diagnostics = self.diagnostics
-        for raw, line in zip(raws, lines, strict=True):
-            entry_id = raw.get("id")
-            kind = raw.get("type")
-            if type(entry_id) is not str or type(kind) is not str or kind == "session":
-                diagnostics.append(SessionDiagnostic(path, line, "entry without a string id and type; skipped"))
-                continue
-            parent = raw.get("parentId")
-            record = Record(entry_id, parent if type(parent) is str else None, kind, raw, None, line)
-            if entry_id in by_id:
-                diagnostics.append(SessionDiagnostic(path, line, f"duplicate entry id {entry_id}"))
-            records.append(record)
-            by_id[entry_id] = record
-            self._note_record(record, raw)
-        self._leaf_id = records[-1].id if records else None
-
     def _adopt(self, raws: builtins.list[dict[str, Any]]) -> None:
         """Take over entries (already v3) copied from another session."""
-        self._load_records(raws, [0] * len(raws), path=self._file_path or "<memory>")
-
-    def _note_record(self, record: Record, raw: Mapping[str, Any]) -> None:
-        """Keep what is derived from the entries (an assistant message seen, labels, the
-        session name) up to date with a new ``record``."""
-        kind = record.type
-        if kind == "message":
-            if record.role == "assistant":
-                self._has_assistant = True
-        elif kind == "label":
-            self._note_label(raw)
-        elif kind == "session_info":
-            self._note_name(raw)
-
-    def _note_label(self, raw: Mapping[str, Any]) -> None:
-        target = raw.get("targetId")
-        if not isinstance(target, str):
-            return
-        label = raw.get("label")
-        if isinstance(label, str) and label:
-            self._labels[target] = (label, str(raw.get("timestamp", "")))
-        else:
-            self._labels.pop(target, None)
-
-    def _note_name(self, raw: Mapping[str, Any]) -> None:
-        name = raw.get("name")
-        self._name = (name.strip() or None) if isinstance(name, str) else None
-
-    def _model_of(self, record: Record) -> SessionEntry:
-        model = record.model
-        if model is None:
-            assert record.raw is not None
-            model, error = validate_entry(record.raw)
-            if error is not None:
-                self.diagnostics.append(
-                    SessionDiagnostic(
-                        self._file_path or "<memory>",
-                        record.line,
-                        f"entry {record.id} ({record.type}) does not match the session format ({error}); "
-                        "it is kept but left out of the context",
-                    )
-                )
-            record.model = model
-            if error is None:
-                record.raw = None  # the model round-trips every field: keep one copy
-        return model
+        self._tree.load(raws, [0] * len(raws), path=self._writer.path or "<memory>")
 
     # =================================================================== SessionView (read)
 
@@ -425,13 +327,13 @@ class SessionManager:
 
     def get_session_file(self) -> str | None:
         """The file path (also before the file is first written); ``None`` in memory."""
-        return self._file_path
+        return self._writer.path
 
     def get_session_dir(self) -> str | None:
         return self._session_dir
 
     def get_session_name(self) -> str | None:
-        return self._name
+        return self._tree.name
 
     def get_header(self) -> SessionHeader | None:
         if self._header_model is None and self._header:
@@ -440,110 +342,63 @@ class SessionManager:
 
     def get_entries(self) -> builtins.list[SessionEntry]:
         """Every entry in file order (the header excluded)."""
+        tree = self._tree
         with no_gc():
-            return [self._model_of(record) for record in self._records]
+            return [tree.model_of(record) for record in tree.records]
 
     def get_entry(self, entry_id: str) -> SessionEntry | None:
-        record = self._by_id.get(entry_id)
-        return self._model_of(record) if record is not None else None
+        return self._tree.get(entry_id)
 
     def get_leaf_id(self) -> str | None:
-        return self._leaf_id
+        return self._tree.leaf_id
 
     def get_leaf_entry(self) -> SessionEntry | None:
-        return self.get_entry(self._leaf_id) if self._leaf_id is not None else None
+        leaf = self._tree.leaf_id
+        return self._tree.get(leaf) if leaf is not None else None
 
     def get_label(self, entry_id: str) -> str | None:
-        label = self._labels.get(entry_id)
-        return label[0] if label else None
+        return self._tree.label(entry_id)
 
     def get_branch(self, from_id: str | None = None) -> builtins.list[SessionEntry]:
         """The entries from the root to ``from_id`` (default: the leaf), all types."""
+        tree = self._tree
         with no_gc():
-            return [self._model_of(record) for record in self._branch_records(from_id)]
+            return [tree.model_of(record) for record in tree.branch(from_id)]
 
     def get_children(self, parent_id: str) -> builtins.list[SessionEntry]:
-        return [self._model_of(record) for record in self._records if record.parent_id == parent_id]
+        tree = self._tree
+        return [tree.model_of(record) for record in tree.records if record.parent_id == parent_id]
 
     def get_entry_count(self) -> int:
-        return len(self._records)
+        return len(self._tree.records)
 
     def get_tree(self) -> builtins.list[SessionTreeNode]:
         """The entries as a tree: roots (normally one) with children sorted oldest first.
         An entry whose parent is missing is a root; a repeated id keeps its first entry."""
-        nodes: dict[str, SessionTreeNode] = {}
-        order: builtins.list[tuple[Record, SessionTreeNode]] = []
-        for record in self._records:
-            if record.id in nodes:
-                continue
-            label = self._labels.get(record.id)
-            node = SessionTreeNode(self._model_of(record), [], label[0] if label else None, label[1] if label else None)
-            nodes[record.id] = node
-            order.append((record, node))
-        roots: builtins.list[SessionTreeNode] = []
-        for record, node in order:
-            parent = nodes.get(record.parent_id) if record.parent_id and record.parent_id != record.id else None
-            (parent.children if parent is not None else roots).append(node)
-        stack = builtins.list(roots)
-        while stack:
-            node = stack.pop()
-            node.children.sort(key=lambda child: iso_to_ms(child.entry.timestamp))
-            stack.extend(node.children)
-        return roots
+        return self._tree.tree()
 
     def build_context_entries(self) -> builtins.list[SessionEntry]:
         """The compaction-aware entries of the active branch (the latest compaction
         first, then the kept entries and everything after it)."""
-        cache = self._context()
-        return [self._model_of(record) for record in cache.selected]
+        tree = self._tree
+        return [tree.model_of(record) for record in tree.context().selected]
 
     def build_session_projection(self) -> SessionProjection:
         """The context messages together with the entries they come from."""
-        return self._context().projection()
+        return self._tree.context().projection()
 
     def build_session_context(self) -> SessionContext:
         """The messages for the next model request plus the model and thinking level
         restored from the active branch. O(1) per appended entry (see :mod:`.context`);
         ``messages`` is an immutable snapshot (``list(...)`` it to get a mutable copy)."""
-        cache = self._context()
+        cache = self._tree.context()
         return SessionContext(MessageSnapshot(cache.messages), cache.thinking_level, cache.model)
 
     def get_model(self) -> ModelRef | None:
-        return self._context().model
+        return self._tree.context().model
 
     def get_thinking_level(self) -> str:
-        return self._context().thinking_level
-
-    def _context(self) -> ContextCache:
-        cache = self._cache
-        if not cache.valid or cache.leaf_id != self._leaf_id:
-            with no_gc():
-                cache.rebuild(self._branch_records(None), self._leaf_id)
-        return cache
-
-    def _branch_records(self, from_id: str | None) -> builtins.list[Record]:
-        start = self._leaf_id if from_id is None else from_id
-        cache = self._cache
-        if cache.valid and cache.leaf_id == start and start is not None:
-            return builtins.list(cache.path)
-        by_id = self._by_id
-        record = by_id.get(start) if start is not None else None
-        path: builtins.list[Record] = []
-        limit = len(self._records)
-        while record is not None and len(path) <= limit:
-            path.append(record)
-            record = by_id.get(record.parent_id) if record.parent_id is not None else None
-        if len(path) > limit:  # a parent cycle (a repeated id): stop at the first revisit
-            seen: set[int] = set()
-            unique = []
-            for item in path:
-                if id(item) in seen:
-                    break
-                seen.add(id(item))
-                unique.append(item)
-            path = unique
-        path.reverse()
-        return path
+        return self._tree.context().thinking_level
 
     # =================================================================== appending
 
@@ -618,7 +473,7 @@ class SessionManager:
         context (the complete prompt and tools at this boundary). The file is fsynced."""
         entry_id, parent_id, timestamp = self._next()
         if system_message is None:
-            checkpoint = current_system_message(self._context().messages)
+            checkpoint = current_system_message(self._tree.context().messages)
             if checkpoint is not None:
                 system_message = checkpoint.model_copy(update={"timestamp": iso_to_ms(timestamp)})
         entry = CompactionEntry(
@@ -634,8 +489,7 @@ class SessionManager:
             system_message=system_message,
         )
         result = self._append(entry)
-        if self._file is not None:
-            self._file.sync()
+        self._writer.sync()
         return result
 
     def append_context_edit(
@@ -646,10 +500,10 @@ class SessionManager:
         """Change what an earlier user/assistant/toolResult/custom-message entry of the
         active branch contributes to future context: ``None`` omits it, anything else
         replaces its content (raw history is untouched). The latest edit wins."""
-        target = self._by_id.get(target_id)
+        target = self._tree.by_id.get(target_id)
         if target is None:
             raise EntryNotFoundError(target_id)
-        if not self._on_active_branch(target_id):
+        if not self._tree.on_active_branch(target_id):
             raise EntryNotFoundError(target_id, "is not on the active branch")
         role = target.role if target.type == "message" else "custom" if target.type == "custom_message" else None
         if role not in _EDITABLE_ROLES and role != "custom":
@@ -723,7 +577,7 @@ class SessionManager:
     def set_label(self, entry_id: str, label: str | None) -> str:
         """Label an entry (the latest label wins; ``None`` or ``""`` clears it).
         Raises :class:`EntryNotFoundError` for an unknown id."""
-        if entry_id not in self._by_id:
+        if entry_id not in self._tree.by_id:
             raise EntryNotFoundError(entry_id)
         new_id, parent_id, timestamp = self._next()
         return self._append(
@@ -758,67 +612,33 @@ class SessionManager:
 
     def _next(self) -> tuple[str, str | None, str]:
         self._check_writable()
-        return new_entry_id(self._by_id), self._leaf_id, iso_now()
+        return new_entry_id(self._tree.by_id), self._tree.leaf_id, iso_now()
 
     def _check_writable(self) -> None:
-        if self._closed:
-            raise SessionClosedError(f"Session {self._file_path or self.get_session_id()} is closed")
-        if self._read_only:
-            raise SessionReadOnlyError(f"Session {self._file_path} was opened read-only")
+        self._writer.check_writable(self.get_session_id())
 
     def _append(self, entry: SessionEntry) -> str:
         raw = entry.to_json()
         record = Record(entry.id, entry.parent_id, entry.type, None, entry)
-        self._write(record, raw)
-        self._commit(record, raw)
+        tree = self._tree
+        # persisted before it is committed to memory: a failed write leaves both unchanged
+        self._writer.write(
+            raw, start_file=tree.has_assistant or record.role == "assistant", header=self._header, earlier=tree.records
+        )
+        tree.add(record, raw)
         return entry.id
-
-    def _write(self, record: Record, raw: dict[str, Any]) -> None:
-        """Persist before committing to memory: a failed write leaves both unchanged."""
-        if not self._persist:
-            return
-        line = dump_line(raw)
-        if self._file is not None:
-            self._file.append(line)
-            return
-        if self._has_assistant or record.role == "assistant":
-            self._create_file(extra=line)
-
-    def _create_file(self, extra: bytes = b"") -> None:
-        assert self._file_path is not None
-        lines = [dump_line(self._header)]
-        lines.extend(dump_line(record.to_json()) for record in self._records)
-        if extra:
-            lines.append(extra)
-        self._file = SessionFile.create(self._file_path, lines)
-
-    def _commit(self, record: Record, raw: dict[str, Any]) -> None:
-        self._records.append(record)
-        self._by_id[record.id] = record
-        self._note_record(record, raw)
-        cache = self._cache
-        if cache.valid and cache.leaf_id == record.parent_id:
-            if not cache.extend(record):
-                cache.rebuild([*cache.path, record], record.id)
-        self._leaf_id = record.id
-
-    def _on_active_branch(self, entry_id: str) -> bool:
-        cache = self._cache
-        if cache.valid and cache.leaf_id == self._leaf_id:
-            return any(record.id == entry_id for record in cache.path)
-        return any(record.id == entry_id for record in self._branch_records(None))
 
     # =================================================================== branching
 
     def branch(self, entry_id: str) -> None:
         """Move the leaf to ``entry_id``: the next entry continues from there."""
-        if entry_id not in self._by_id:
+        if entry_id not in self._tree.by_id:
             raise EntryNotFoundError(entry_id)
-        self._leaf_id = entry_id
+        self._tree.leaf_id = entry_id
 
     def reset_leaf(self) -> None:
         """Move the leaf before the first entry: the next entry is a new root."""
-        self._leaf_id = None
+        self._tree.leaf_id = None
 
     def branch_with_summary(
         self,
@@ -831,11 +651,11 @@ class SessionManager:
     ) -> str:
         """Branch to ``branch_from_id`` (``None``: a new root) and append a summary of the
         branch being left (its ``fromId`` is the previous leaf, ``"root"`` if none)."""
-        if branch_from_id is not None and branch_from_id not in self._by_id:
+        if branch_from_id is not None and branch_from_id not in self._tree.by_id:
             raise EntryNotFoundError(branch_from_id)
         self._check_writable()
-        from_id = self._leaf_id
-        self._leaf_id = branch_from_id
+        from_id = self._tree.leaf_id
+        self._tree.leaf_id = branch_from_id
         return self.append_branch_summary(summary, from_id, details=details, from_hook=from_hook, usage=usage)
 
     def fork(
@@ -849,7 +669,7 @@ class SessionManager:
         ``"before"``: up to the user message ``entry_id``, which the caller typically puts
         back into the editor). Its header names this session as ``parentSession``; this
         manager is unchanged (close it when switching)."""
-        record = self._by_id.get(entry_id)
+        record = self._tree.by_id.get(entry_id)
         if record is None:
             raise EntryNotFoundError(entry_id)
         if position == "at":
@@ -864,85 +684,46 @@ class SessionManager:
 
     def clone(self, *, session_dir: str | os.PathLike[str] | None = None) -> SessionManager:
         """A NEW session holding the active branch (``/clone``)."""
-        return self._branched(self._leaf_id, session_dir)
+        return self._branched(self._tree.leaf_id, session_dir)
 
     def _branched(self, leaf_id: str | None, session_dir: str | os.PathLike[str] | None) -> SessionManager:
         directory = os.fspath(session_dir) if session_dir is not None else self._session_dir
-        manager = SessionManager(self._cwd, session_dir=directory, persist=self._persist)
-        manager._start(None, self._file_path if self._persist else None)
+        persist = self._writer.persist
+        manager = SessionManager(self._cwd, session_dir=directory, persist=persist)
+        manager._start(None, self._writer.path if persist else None)
         if leaf_id is not None:
-            manager._adopt(self._path_copy(leaf_id))
-            if manager._persist and manager._has_assistant:
+            manager._adopt(self._tree.path_copy(leaf_id))
+            if persist and manager._tree.has_assistant:
                 manager._create_file()
         return manager
-
-    def _path_copy(self, leaf_id: str) -> builtins.list[dict[str, Any]]:
-        """The path to ``leaf_id`` without label entries (re-chained), followed by one
-        label entry per label still set on a copied entry."""
-        out: builtins.list[dict[str, Any]] = []
-        label_successor: dict[str, str] = {}
-        pending: builtins.list[str] = []
-        parent: str | None = None
-        for record in self._branch_records(leaf_id):
-            if record.type == "label":
-                pending.append(record.id)
-                continue
-            for label_id in pending:
-                label_successor[label_id] = record.id
-            pending.clear()
-            raw = dict(record.to_json())
-            raw["parentId"] = parent
-            if record.type == "compaction":
-                kept = raw.get("firstKeptEntryId")
-                if isinstance(kept, str) and kept != record.id:
-                    raw["firstKeptEntryId"] = label_successor.get(kept, kept)
-            out.append(raw)
-            parent = record.id
-        ids = {raw["id"] for raw in out}
-        for target, (label, timestamp) in self._labels.items():
-            if target not in ids:
-                continue
-            label_id = new_entry_id(ids)
-            ids.add(label_id)
-            out.append(
-                {
-                    "type": "label",
-                    "id": label_id,
-                    "parentId": parent,
-                    "timestamp": timestamp,
-                    "targetId": target,
-                    "label": label,
-                }
-            )
-            parent = label_id
-        return out
 
     # =================================================================== file life cycle
 
     def is_persisted(self) -> bool:
-        return self._persist
+        return self._writer.persist
 
     @property
     def is_flushed(self) -> bool:
         """Whether the file exists and receives every append."""
-        return self._file is not None
+        return self._writer.file is not None
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._writer.closed
 
     def flush(self) -> None:
         """Write the header (and anything buffered) now, without waiting for the first
         assistant message: for sessions whose id is handed to someone else early."""
         self._check_writable()
-        if self._persist and self._file is None:
+        if self._writer.persist and self._writer.file is None:
             self._create_file()
+
+    def _create_file(self) -> None:
+        self._writer.create(self._header, self._tree.records)
 
     def close(self) -> None:
         """fsync and close the file, releasing its lock. Appends then raise."""
-        self._closed = True
-        if self._file is not None:
-            self._file.close()
+        self._writer.close()
 
     def __enter__(self) -> SessionManager:
         return self
@@ -951,11 +732,14 @@ class SessionManager:
         self.close()
 
     def __repr__(self) -> str:
-        where = self._file_path or "in memory"
-        return f"<SessionManager {self.get_session_id()} {where} entries={len(self._records)}>"
+        where = self._writer.path or "in memory"
+        return f"<SessionManager {self.get_session_id()} {where} entries={len(self._tree.records)}>"
 
 
 if TYPE_CHECKING:
 
     def _implements_session_view(manager: SessionManager) -> SessionView:
         return manager
+
+
+__all__ = ["SessionManager", "SessionTreeNode"]

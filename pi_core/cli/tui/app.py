@@ -30,7 +30,7 @@ from rich.text import Text
 
 from ... import __version__
 from ..._paths import agent_dir
-from .commands import BUILTINS, builtin_argument_values, builtin_infos, replay
+from .commands import BUILTINS, JobKind, ago, builtin_argument_values, builtin_infos, replay
 from .completion import CommandInfo, PiCompleter, plugin_argument_values, wants_completion_while_typing
 from .dialogs import Dialogs, Option, TerminalUI, trust_asker
 from .output import StreamToTranscript, Transcript, plain, terminal_width
@@ -55,9 +55,6 @@ Mode = Literal["steer", "follow_up"]
 
 class _Suspended(Exception):
     """The input line was taken off the screen (a dialog, or exiting)."""
-
-
-JobKind = Literal["prompt", "bash", "command"]
 
 
 @dataclass
@@ -503,7 +500,6 @@ class InteractiveApp:
 
     async def _pick_startup_session(self) -> bool:
         from ...session import SessionManager
-        from .commands import _ago
 
         infos = SessionManager.list(os.getcwd(), self.args.session_dir)
         if not infos:
@@ -511,7 +507,7 @@ class InteractiveApp:
             self.args.resume = False
             return True
         options = [
-            Option(i.path, i.name or plain(i.first_message or "(no messages)")[:70], f"{_ago(i.modified)} · {i.message_count} msgs")
+            Option(i.path, i.name or plain(i.first_message or "(no messages)")[:70], f"{ago(i.modified)} · {i.message_count} msgs")
             for i in infos
         ]
         path = await self.dialogs.choose("Resume which session?", options, filterable=len(options) > 6)

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Literal, Protocol
 
 from rich.markdown import Markdown
 from rich.table import Table
@@ -25,13 +25,39 @@ from pi_hookspecs import (
 )
 
 from .completion import CommandInfo
-from .dialogs import Option
+from .dialogs import Dialogs, Option
+from .output import Transcript
 from .render import compact_args, content_text, context_usage, human_tokens, one_line, preview
 
-if TYPE_CHECKING:
-    from .app import InteractiveApp
+JobKind = Literal["prompt", "bash", "command"]
 
-Handler = Callable[["InteractiveApp", str], Coroutine[Any, Any, None]]
+
+class CommandHost(Protocol):
+    """What the built-in commands use of the interactive app."""
+
+    @property
+    def out(self) -> Transcript: ...
+    @property
+    def dialogs(self) -> Dialogs: ...
+    @property
+    def runtime(self) -> Any: ...
+    @property
+    def session(self) -> Any: ...
+
+    def set_draft(self, text: str) -> None: ...
+    def request_exit(self) -> None: ...
+    def command_infos(self) -> list[CommandInfo]: ...
+    def start_job(
+        self,
+        coroutine: Coroutine[Any, Any, Any],
+        *,
+        kind: JobKind,
+        status: str | None = None,
+        abort: Callable[[], None] | None = None,
+    ) -> None: ...
+
+
+Handler = Callable[[CommandHost, str], Coroutine[Any, Any, None]]
 
 
 @dataclass(frozen=True)
@@ -49,7 +75,7 @@ class Builtin:
 # --------------------------------------------------------------------------- session
 
 
-async def cmd_new(app: InteractiveApp, args: str) -> None:
+async def cmd_new(app: CommandHost, args: str) -> None:
     result = await app.runtime.new_session()
     if result.get("cancelled"):
         app.out.line("New session cancelled by a plugin", "yellow")
@@ -57,7 +83,7 @@ async def cmd_new(app: InteractiveApp, args: str) -> None:
     app.out.line(f"New session {app.session.sm.get_session_id()}", "green")
 
 
-def _ago(moment: datetime) -> str:
+def ago(moment: datetime) -> str:
     seconds = (datetime.now(UTC) - moment).total_seconds()
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
@@ -65,7 +91,7 @@ def _ago(moment: datetime) -> str:
     return "just now"
 
 
-async def cmd_resume(app: InteractiveApp, args: str) -> None:
+async def cmd_resume(app: CommandHost, args: str) -> None:
     from ...session import SessionManager
 
     session = app.session
@@ -74,7 +100,7 @@ async def cmd_resume(app: InteractiveApp, args: str) -> None:
     options: list[Option[str]] = []
     for info in infos:
         title = info.name or one_line(info.first_message or "(no messages)", 70)
-        detail = f"{_ago(info.modified)} · {info.message_count} msgs · {info.id[:8]}" + (
+        detail = f"{ago(info.modified)} · {info.message_count} msgs · {info.id[:8]}" + (
             " · current" if info.path == current else ""
         )
         options.append(Option(info.path, title, detail))
@@ -83,7 +109,7 @@ async def cmd_resume(app: InteractiveApp, args: str) -> None:
     if path == "*all*":
         infos = SessionManager.list_all(app.runtime.session_dir)
         options = [
-            Option(i.path, i.name or one_line(i.first_message or "(no messages)", 60), f"{i.cwd} · {_ago(i.modified)}")
+            Option(i.path, i.name or one_line(i.first_message or "(no messages)", 60), f"{i.cwd} · {ago(i.modified)}")
             for i in infos
         ]
         if not options:
@@ -107,7 +133,7 @@ async def cmd_resume(app: InteractiveApp, args: str) -> None:
     replay(app)
 
 
-async def cmd_fork(app: InteractiveApp, args: str) -> None:
+async def cmd_fork(app: CommandHost, args: str) -> None:
     session = app.session
     options: list[Option[str]] = []
     for entry in reversed(session.sm.get_branch()):
@@ -159,7 +185,7 @@ def _entry_label(entry: Any) -> str | None:
     return None
 
 
-def tree_options(app: InteractiveApp) -> tuple[list[Option[str]], int]:
+def tree_options(app: CommandHost) -> tuple[list[Option[str]], int]:
     sm = app.session.sm
     leaf = sm.get_leaf_id()
     active = {e.id for e in sm.get_branch()}
@@ -184,7 +210,7 @@ def tree_options(app: InteractiveApp) -> tuple[list[Option[str]], int]:
     return options, default
 
 
-async def cmd_tree(app: InteractiveApp, args: str) -> None:
+async def cmd_tree(app: CommandHost, args: str) -> None:
     session = app.session
     options, default = tree_options(app)
     if not options:
@@ -227,14 +253,14 @@ async def cmd_tree(app: InteractiveApp, args: str) -> None:
         app.start_job(navigate(), kind="command", status="Summarising the branch")
 
 
-async def cmd_compact(app: InteractiveApp, args: str) -> None:
+async def cmd_compact(app: CommandHost, args: str) -> None:
     try:
         await app.session.compact(args.strip() or None)
     except Exception:
         pass  # reported by the compaction_end event
 
 
-async def cmd_reload(app: InteractiveApp, args: str) -> None:
+async def cmd_reload(app: CommandHost, args: str) -> None:
     from ..bootstrap import diagnostics_of
 
     started = time.monotonic()
@@ -256,7 +282,7 @@ async def cmd_reload(app: InteractiveApp, args: str) -> None:
 # --------------------------------------------------------------------------- model
 
 
-async def cmd_model(app: InteractiveApp, args: str) -> None:
+async def cmd_model(app: CommandHost, args: str) -> None:
     session = app.session
     models = session.models
     pattern = args.strip()
@@ -288,7 +314,7 @@ async def cmd_model(app: InteractiveApp, args: str) -> None:
     app.out.line(f"Model: {model.ref} (thinking {session.thinking_level})", "green")
 
 
-async def _pick_model(app: InteractiveApp, candidates: list[Any]) -> Any:
+async def _pick_model(app: CommandHost, candidates: list[Any]) -> Any:
     if not candidates:
         app.out.line("✖ No model is available: configure a provider key first", "red")
         return None
@@ -301,7 +327,7 @@ async def _pick_model(app: InteractiveApp, candidates: list[Any]) -> Any:
     return await app.dialogs.choose("Which model?", options, default=default)
 
 
-async def cmd_thinking(app: InteractiveApp, args: str) -> None:
+async def cmd_thinking(app: CommandHost, args: str) -> None:
     from ...ai import supported_thinking_levels
 
     session = app.session
@@ -328,7 +354,7 @@ async def cmd_thinking(app: InteractiveApp, args: str) -> None:
 # --------------------------------------------------------------------------- information
 
 
-async def cmd_tools(app: InteractiveApp, args: str) -> None:
+async def cmd_tools(app: CommandHost, args: str) -> None:
     table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
     for column in ("", "tool", "from", "exposure", "description"):
         table.add_column(column, overflow="ellipsis", no_wrap=True, max_width=60 if column == "description" else None)
@@ -348,7 +374,7 @@ async def cmd_tools(app: InteractiveApp, args: str) -> None:
     app.out.line(f"{active} of {len(rows)} tools active", "dim")
 
 
-async def cmd_name(app: InteractiveApp, args: str) -> None:
+async def cmd_name(app: CommandHost, args: str) -> None:
     name = args.strip()
     if not name:
         current = app.session.sm.get_session_name()
@@ -383,7 +409,7 @@ def session_stats(session: Any) -> dict[str, Any]:
     return {"counts": counts, "tokens": tokens, "cost": cost}
 
 
-async def cmd_session(app: InteractiveApp, args: str) -> None:
+async def cmd_session(app: CommandHost, args: str) -> None:
     session = app.session
     sm = session.sm
     stats = session_stats(session)
@@ -420,7 +446,7 @@ async def cmd_session(app: InteractiveApp, args: str) -> None:
     app.out.print(table)
 
 
-async def cmd_help(app: InteractiveApp, args: str) -> None:
+async def cmd_help(app: CommandHost, args: str) -> None:
     table = Table(box=None, show_header=False, pad_edge=False)
     table.add_column(style="bold cyan", no_wrap=True)
     table.add_column()
@@ -439,7 +465,7 @@ While pi works: Enter steers · Alt+Enter queues a follow-up · Ctrl+C or Esc ab
 @path completes a file name · Ctrl+C clears the line, twice exits · Ctrl+D exits"""
 
 
-async def cmd_quit(app: InteractiveApp, args: str) -> None:
+async def cmd_quit(app: CommandHost, args: str) -> None:
     app.request_exit()
 
 
@@ -449,7 +475,7 @@ async def cmd_quit(app: InteractiveApp, args: str) -> None:
 class DialogLogin:
     """:class:`~pi_hookspecs.LoginCallbacks` in the interactive UI (``/login``)."""
 
-    def __init__(self, app: InteractiveApp) -> None:
+    def __init__(self, app: CommandHost) -> None:
         from pi_hookspecs import AbortController
 
         self.app = app
@@ -501,7 +527,7 @@ def _open_browser(url: str) -> None:
         threading.Thread(target=launch, name="pi-browser", daemon=True).start()
 
 
-def _login_options(app: InteractiveApp) -> list[Option[str]]:
+def _login_options(app: CommandHost) -> list[Option[str]]:
     from ...ai.auth import ENV_API_KEYS
 
     models = app.session.models
@@ -514,7 +540,7 @@ def _login_options(app: InteractiveApp) -> list[Option[str]]:
     return options
 
 
-async def cmd_login(app: InteractiveApp, args: str) -> None:
+async def cmd_login(app: CommandHost, args: str) -> None:
     import asyncio
 
     from ...ai.auth import AuthFileError
@@ -556,7 +582,7 @@ async def cmd_login(app: InteractiveApp, args: str) -> None:
     app.out.line(f"✓ Saved API key for {name}. Credentials saved to {models.auth.path}", "green")
 
 
-async def cmd_logout(app: InteractiveApp, args: str) -> None:
+async def cmd_logout(app: CommandHost, args: str) -> None:
     import asyncio
 
     from ...ai.auth import AuthFileError
@@ -613,7 +639,7 @@ def builtin_infos() -> list[CommandInfo]:
     return [CommandInfo(b.name, b.description) for b in BUILTINS.values()]
 
 
-def builtin_argument_values(app: InteractiveApp, name: str, prefix: str) -> list[tuple[str, str]]:
+def builtin_argument_values(app: CommandHost, name: str, prefix: str) -> list[tuple[str, str]]:
     if name == "model":
         return [(m.ref, m.name) for m in app.session.models.available()]
     if name == "login":
@@ -631,7 +657,7 @@ def builtin_argument_values(app: InteractiveApp, name: str, prefix: str) -> list
 # --------------------------------------------------------------------------- replay
 
 
-def replay(app: InteractiveApp, limit: int = 20) -> None:
+def replay(app: CommandHost, limit: int = 20) -> None:
     """Print the end of the active branch (after ``/resume``, ``-c``, ``--session``)."""
     messages = [m for m in app.session.messages if getattr(m, "role", "") != "system"]
     if not messages:

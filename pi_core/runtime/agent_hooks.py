@@ -1,0 +1,300 @@
+"""The plugin hooks on the agent loop's path to the model and through its tool calls.
+
+* :class:`ContextHooks` - ``context`` / ``context_with_system`` before each request, a
+  system prompt forced by ``before_agent_start``, and the conversion of the session's
+  messages into provider roles (``images.blockImages``);
+* :class:`ProviderHooks` - the request's :class:`~pi_hookspecs.StreamOptions`:
+  ``before_provider_headers``, ``before_provider_request``, ``after_provider_response``,
+  ``provider_stream_event`` and the transport settings;
+* :class:`ToolHooks` - the ``tool_call`` gate and the ``tool_result`` transform of the
+  model's tool calls (:func:`tool_result_hook` is shared with nested calls).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+from pydantic import BaseModel
+
+from pi_hookspecs import (
+    AfterProviderResponseEvent,
+    AgentMessage,
+    BeforeProviderHeadersEvent,
+    BeforeProviderRequestEvent,
+    ContextEvent,
+    ContextWithSystemEvent,
+    ImageContent,
+    Model,
+    ProviderStreamEvent,
+    StreamOptions,
+    SystemMessage,
+    TextContent,
+    ToolCallEvent,
+    ToolResult,
+    ToolResultEvent,
+    Usage,
+)
+
+from ..agent import AfterToolCall, BeforeToolCall, ToolOutcome
+from ..extensions import EventRunner
+from ..resources.settings import Settings
+from ..session import convert_to_llm, current_system_message
+
+# ---------------------------------------------------------------------------- context
+
+
+class ContextHooks:
+    """``transform_context`` and ``convert_to_llm`` of the agent.
+
+    * ``current_head(messages)`` - the transcript's prompt and tools as one system message;
+    * ``forced_prompt()`` - the prompt a ``before_agent_start`` handler forced (or ``None``);
+    * ``block_images()`` - the ``images.blockImages`` setting.
+    """
+
+    def __init__(
+        self,
+        runner: EventRunner,
+        *,
+        current_head: Callable[[Sequence[AgentMessage]], SystemMessage | None],
+        forced_prompt: Callable[[], str | None],
+        block_images: Callable[[], bool],
+    ) -> None:
+        self.runner = runner
+        self._current_head = current_head
+        self._forced_prompt = forced_prompt
+        self._block_images = block_images
+        self._llm_cache: tuple[int, AgentMessage, bool, list[AgentMessage]] | None = None
+
+    async def transform_context(self, messages: list[AgentMessage], signal: Any) -> list[AgentMessage]:
+        runner = self.runner
+        if runner.has_handlers("context"):
+            conversation = [clone(m) for m in messages if not isinstance(m, SystemMessage)]
+            event = ContextEvent.model_construct(type="context", messages=conversation)
+            passed = event.messages
+            result = await runner.emit("context", event)
+            if result is not passed:
+                head = self._current_head(messages)
+                messages = [head, *result] if head is not None else list(result)
+        if runner.has_handlers("context_with_system"):
+            event2 = ContextWithSystemEvent.model_construct(type="context_with_system", messages=[clone(m) for m in messages])
+            messages = await runner.emit("context_with_system", event2)
+            if not messages or not isinstance(messages[0], SystemMessage):
+                runner.report("context_with_system", "context_with_system", "a handler dropped the leading system message")
+        forced_prompt = self._forced_prompt()
+        if forced_prompt is not None:
+            head = current_system_message(messages)
+            tools = head.tools_added if head is not None else None
+            forced = SystemMessage(content=forced_prompt, tools_added=tools)
+            messages = [forced, *(m for m in messages if not isinstance(m, SystemMessage))]
+        return messages
+
+    def convert_to_llm(self, messages: list[AgentMessage]) -> list[AgentMessage]:
+        """The session's messages in provider roles (images replaced when
+        ``images.blockImages``). The transcript grows by appending, so only the messages
+        added since the previous request are converted."""
+        block = bool(self._block_images())
+        cached = self._llm_cache
+        if cached is not None:
+            count, last, was_blocked, converted = cached
+            if was_blocked == block and count and len(messages) >= count and messages[count - 1] is last:
+                tail = cast(list[AgentMessage], convert_to_llm(messages[count:]))
+                out = converted + ([block_images(m) for m in tail] if block else tail)
+                self._llm_cache = (len(messages), messages[-1], block, out)
+                return list(out)
+        out = cast(list[AgentMessage], convert_to_llm(messages))
+        if block:
+            out = [block_images(m) for m in out]
+        self._llm_cache = (len(messages), messages[-1], block, out) if messages else None
+        return list(out)
+
+
+def clone(obj: Any) -> Any:
+    """A deep copy of a message for plugins that may change it (``context`` hooks):
+    models, lists and dicts are copied, immutable leaves shared. About twice as fast as
+    ``copy.deepcopy`` on pydantic models."""
+    if isinstance(obj, BaseModel):
+        new = object.__new__(type(obj))
+        object.__setattr__(new, "__dict__", {k: clone(v) for k, v in obj.__dict__.items()})
+        object.__setattr__(new, "__pydantic_fields_set__", set(obj.__pydantic_fields_set__))
+        extra = obj.__pydantic_extra__
+        object.__setattr__(new, "__pydantic_extra__", None if extra is None else {k: clone(v) for k, v in extra.items()})
+        object.__setattr__(new, "__pydantic_private__", obj.__pydantic_private__)
+        return new
+    kind = type(obj)
+    if kind is list:
+        return [clone(item) for item in obj]
+    if kind is dict:
+        return {key: clone(value) for key, value in obj.items()}
+    return obj
+
+
+def block_images(message: AgentMessage) -> AgentMessage:
+    """``message`` with its image blocks replaced by a note (``images.blockImages``)."""
+    content = getattr(message, "content", None)
+    if not isinstance(content, list) or not any(isinstance(b, ImageContent) for b in content):
+        return message
+    copy_ = message.model_copy()
+    copy_.content = [TextContent(text="Image reading is disabled.") if isinstance(b, ImageContent) else b for b in content]  # type: ignore[union-attr]
+    return copy_
+
+
+# ---------------------------------------------------------------------------- provider
+
+
+class ProviderHooks:
+    """``stream_options`` of the agent.
+
+    * ``settings()`` - the current settings (``retry.provider.*``, ``httpIdleTimeoutMs``);
+    * ``session_id()`` - sent to providers that cache by session;
+    * ``api_key()`` - ``--api-key`` (``None``: the registry's credentials).
+    """
+
+    def __init__(
+        self,
+        runner: EventRunner,
+        *,
+        settings: Callable[[], Settings],
+        session_id: Callable[[], str],
+        api_key: Callable[[], str | None],
+    ) -> None:
+        self.runner = runner
+        self._settings = settings
+        self._session_id = session_id
+        self._api_key = api_key
+
+    def transport_options(self) -> dict[str, Any]:
+        """``retry.provider.*`` and ``httpIdleTimeoutMs`` as the wire APIs read them
+        from ``StreamOptions.extra``: the idle timeout in seconds (``None``: none),
+        the provider-level retries and the longest server-requested delay accepted."""
+        settings = self._settings()
+        provider = settings.retry_settings().provider
+        timeout_ms = provider.timeout_ms if provider.timeout_ms is not None else settings.http_idle_timeout_ms
+        return {
+            "timeout": timeout_ms / 1000 if timeout_ms else None,
+            "max_retries": provider.max_retries,
+            "max_retry_delay": provider.max_retry_delay_ms / 1000 if provider.max_retry_delay_ms else None,
+        }
+
+    async def stream_options(self, model: Model) -> StreamOptions:
+        runner = self.runner
+        options = StreamOptions(session_id=self._session_id(), api_key=self._api_key(), extra=self.transport_options())
+        names = dict(provider=model.provider, api=model.api, model=model.id)
+        if runner.has_handlers("before_provider_headers"):
+
+            async def on_headers(headers: dict[str, Any]) -> None:
+                event = BeforeProviderHeadersEvent(headers=headers, **names)
+                await runner.emit("before_provider_headers", event)
+                if event.headers is not headers:
+                    headers.clear()
+                    headers.update(event.headers)
+
+            options.on_headers = on_headers
+        if runner.has_handlers("before_provider_request"):
+
+            async def on_payload(payload: Any) -> Any:
+                return await runner.emit("before_provider_request", BeforeProviderRequestEvent(payload=payload, **names))
+
+            options.on_payload = on_payload
+        if runner.has_handlers("after_provider_response"):
+
+            async def on_response(status: int, headers: dict[str, str]) -> None:
+                await runner.emit("after_provider_response", AfterProviderResponseEvent(status=status, headers=headers, **names))
+
+            options.on_response = on_response
+        if runner.has_handlers("provider_stream_event"):
+
+            async def on_raw(data: Any) -> None:
+                await runner.emit("provider_stream_event", ProviderStreamEvent(data=data, **names))
+
+            options.on_raw_event = on_raw
+        return options
+
+
+# ---------------------------------------------------------------------------- tools
+
+
+async def tool_result_hook(
+    runner: EventRunner,
+    *,
+    tool_name: str,
+    tool_call_id: str,
+    args: dict[str, Any],
+    result: ToolResult,
+    is_error: bool,
+    parent_tool_call_id: str | None = None,
+) -> ToolResult:
+    """``result`` through the ``tool_result`` transform (``terminate`` is kept)."""
+    nesting = {"parent_tool_call_id": parent_tool_call_id} if parent_tool_call_id is not None else {}
+    out = await runner.emit(
+        "tool_result",
+        ToolResultEvent(
+            tool_name=tool_name,
+            tool_call_id=tool_call_id,
+            input=args,
+            **nesting,
+            content=list(result.content),
+            details=result.details,
+            structured_content=result.structured_content,
+            is_error=is_error,
+            usage=result.usage,
+        ),
+    )
+    return ToolResult(
+        content=out.content,
+        details=out.details,
+        structured_content=out.structured_content,
+        is_error=out.is_error,
+        usage=out.usage,
+        terminate=result.terminate,
+    )
+
+
+class ToolHooks:
+    """``before_tool_call`` / ``after_tool_call`` of the agent.
+
+    ``nested_usage(call_id, usage)`` adds the usage of the nested calls a tool made to
+    its own (see :class:`~pi_core.runtime.nested.NestedLedger`).
+    """
+
+    def __init__(self, runner: EventRunner, *, nested_usage: Callable[[str, Usage | None], Usage | None]) -> None:
+        self.runner = runner
+        self._nested_usage = nested_usage
+
+    async def before_tool_call(self, call: BeforeToolCall) -> Any:
+        if not self.runner.has_handlers("tool_call"):
+            return None
+        event = ToolCallEvent(tool_name=call.tool_call.name, tool_call_id=call.tool_call.id, input=call.args)
+        result = await self.runner.emit("tool_call", event)
+        if event.input is not call.args:
+            call.args.clear()
+            call.args.update(event.input)
+        return result
+
+    async def after_tool_call(self, after: AfterToolCall) -> ToolOutcome | None:
+        outcome = after.outcome
+        usage = self._nested_usage(after.tool_call.id, outcome.result.usage)
+        changed = usage is not outcome.result.usage  # the usage of nested calls counts for the caller
+        if changed:
+            outcome = ToolOutcome(outcome.result.model_copy(update={"usage": usage}), outcome.is_error)
+        if not self.runner.has_handlers("tool_result"):
+            return outcome if changed else None
+        patched = await tool_result_hook(
+            self.runner,
+            tool_name=after.tool_call.name,
+            tool_call_id=after.tool_call.id,
+            args=after.args,
+            result=outcome.result,
+            is_error=outcome.is_error,
+        )
+        return ToolOutcome(patched, patched.is_error)
+
+
+__all__ = [
+    "ContextHooks",
+    "ProviderHooks",
+    "ToolHooks",
+    "block_images",
+    "clone",
+    "tool_result_hook",
+]

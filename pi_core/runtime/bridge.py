@@ -1,0 +1,169 @@
+"""The event bridge: every agent event goes to the plugins, then to the host's
+listeners, then (at ``message_end``) into the session file — all awaited before the
+loop moves on, so a tool call's assistant message is stored before the tool runs.
+
+It also runs the two actionable boundaries, ``turn_end`` and ``agent_before_settle``,
+whose handlers may propose entries (drafts) that are validated as a whole and appended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pi_hookspecs import (
+    AgentBeforeSettleEvent,
+    AgentMessage,
+    CustomMessage,
+    NestedToolCalls,
+    ToolResultMessage,
+    TurnEndEvent,
+    UserMessage,
+)
+
+from ..agent import FinishTurn, TurnInfo
+from ..extensions import EventRunner
+from ..session import SessionManager
+from .ports import Emit, Sync
+
+
+def replace_in_place(target: Any, replacement: Any) -> None:
+    """Make ``target`` hold ``replacement``'s fields (same object: state, host and file agree)."""
+    for name in type(target).model_fields:
+        setattr(target, name, getattr(replacement, name))
+    extra = getattr(replacement, "__pydantic_extra__", None)
+    if extra is not None:
+        target.__pydantic_extra__ = dict(extra)
+
+
+class EventBridge:
+    """Connects the agent's events to the plugins, the listeners and the session file.
+
+    * ``cwd`` - for the in-memory previews of proposed entries;
+    * ``emit`` - the host's listeners;
+    * ``take_nested(call_id)`` - the record of a finished tool call's nested calls;
+    * ``will_retry()`` - whether a failed run is retried (``agent_end.will_retry``);
+    * ``on_user_message(message)`` - a user message starts (it leaves the queue display);
+    * ``sync`` - rebuild the agent's messages from the file after drafts were appended.
+    """
+
+    def __init__(
+        self,
+        runner: EventRunner,
+        sm: SessionManager,
+        *,
+        cwd: str,
+        emit: Emit,
+        take_nested: Callable[[str], NestedToolCalls | None],
+        will_retry: Callable[[], bool],
+        on_user_message: Callable[[UserMessage], None],
+        sync: Sync,
+    ) -> None:
+        self.runner = runner
+        self.sm = sm
+        self.cwd = cwd
+        self._emit = emit
+        self._take_nested = take_nested
+        self._will_retry = will_retry
+        self._on_user_message = on_user_message
+        self._sync = sync
+        self._entry_ids: dict[int, str] = {}
+
+    # ------------------------------------------------------------------ events
+
+    async def on_agent_event(self, event: Any) -> None:
+        kind = event.type
+        runner = self.runner
+        if kind == "message_start" and isinstance(event.message, UserMessage):
+            self._on_user_message(event.message)
+        if kind == "message_end":
+            if isinstance(event.message, ToolResultMessage):
+                nested = self._take_nested(event.message.tool_call_id)
+                if nested is not None:
+                    event.message.nested_calls = nested
+            if runner.has_handlers("message_end"):
+                final = await runner.emit("message_end", event)
+                if final is not event.message:
+                    replace_in_place(event.message, final)
+        elif kind == "agent_end":
+            event.will_retry = self._will_retry()
+            if runner.has_handlers(kind):
+                await runner.emit(kind, event)
+        elif kind != "turn_end" and runner.has_handlers(kind):
+            await runner.emit(kind, event)
+        self._emit(event)
+        if kind == "message_end":
+            self.persist(event.message)
+
+    # ------------------------------------------------------------------ persistence
+
+    def persist(self, message: AgentMessage) -> None:
+        """Append ``message`` to the session file (a custom message as its own entry type)."""
+        if isinstance(message, CustomMessage):
+            entry_id = self.sm.append_custom_message_entry(
+                message.custom_type, message.content, display=message.display, details=message.details
+            )
+        else:
+            entry_id = self.sm.append_message(message)
+        self._entry_ids[id(message)] = entry_id
+
+    def entry_id_of(self, message: AgentMessage) -> str | None:
+        """The entry a message of this process was stored as."""
+        return self._entry_ids.get(id(message))
+
+    def projection(self) -> list[AgentMessage]:
+        return list(self.sm.build_session_context().messages)
+
+    # ------------------------------------------------------------------ boundaries
+
+    async def finish_turn(self, info: TurnInfo) -> FinishTurn | None:
+        """``turn_end``: handlers may append entries and ask for another turn."""
+        if not self.runner.has_handlers("turn_end"):
+            return None
+        event = TurnEndEvent(
+            turn_index=info.turn_index,
+            message=info.message,
+            tool_results=list(info.tool_results),
+            message_entry_id=self.entry_id_of(info.message),
+            tool_result_entry_ids=[i for i in (self.entry_id_of(m) for m in info.tool_results) if i],
+            outcome=info.outcome,
+        )
+        event.context = self.projection()  # assigned, not re-validated: no O(history) work
+        outcome = await self.runner.emit_boundary("turn_end", event, build_context=self.preview)
+        self.commit_drafts("turn_end", outcome.entries or [])
+        if info.outcome != "completed":
+            return None
+        return FinishTurn(continue_=bool(outcome.continue_))
+
+    async def before_settle(self) -> bool:
+        """``agent_before_settle``: handlers may append entries; returns whether they
+        asked to continue the run."""
+        if not self.runner.has_handlers("agent_before_settle"):
+            return False
+        event = AgentBeforeSettleEvent()
+        event.context = self.projection()
+        outcome = await self.runner.emit_boundary("agent_before_settle", event, build_context=self.preview)
+        self.commit_drafts("agent_before_settle", outcome.entries or [])
+        return bool(outcome.continue_)
+
+    def preview(self, entries: list[Any]) -> list[AgentMessage]:
+        """The context as it would be with ``entries`` appended (nothing is written)."""
+        preview = SessionManager.in_memory(self.cwd, entries=list(self.sm.get_branch()))
+        for draft in entries:
+            preview.append_draft(draft)
+        return list(preview.build_session_context().messages)
+
+    def commit_drafts(self, hook: str, drafts: list[Any]) -> None:
+        if not drafts:
+            return
+        try:
+            self.preview(drafts)  # validate the whole proposal before appending any of it
+        except Exception as exc:
+            self.runner.report(hook, hook, f"the proposed entries are invalid and were dropped: {exc}")
+            return
+        for draft in drafts:
+            self.sm.append_draft(draft)
+        self._sync()
+
+
+__all__ = ["EventBridge", "replace_in_place"]

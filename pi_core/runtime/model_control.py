@@ -1,0 +1,117 @@
+"""The session's model and thinking level: the initial choice, the check before a run,
+and changes (stored in the session file, announced through ``model_select`` /
+``thinking_level_select``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+from pi_hookspecs import Model, ModelSelectEvent, ThinkingLevelSelectEvent
+
+from ..agent import AgentState
+from ..ai import ModelRegistry, clamp_thinking_level
+from ..ai.builtin import missing_plugin_message
+from ..extensions import EventRunner
+from ..resources.settings import Settings
+from ..session import SessionContext, SessionManager
+from .errors import NoModelError
+from .events import NoticeEvent, ThinkingLevelChangedEvent
+from .ports import Emit
+
+
+class ModelControl:
+    """Sets ``state.model`` and ``state.thinking_level``.
+
+    * ``models`` - the model registry (lookups, credentials);
+    * ``emit`` - the session's listeners (``thinking_level_changed``, notices);
+    * ``api_key()`` - ``--api-key`` (it stands in for missing credentials).
+    """
+
+    def __init__(
+        self,
+        state: AgentState,
+        sm: SessionManager,
+        runner: EventRunner,
+        *,
+        models: ModelRegistry,
+        emit: Emit,
+        api_key: Callable[[], str | None],
+    ) -> None:
+        self.state = state
+        self.sm = sm
+        self.runner = runner
+        self.models = models
+        self._emit = emit
+        self._api_key = api_key
+
+    def initial(self, model: Model | None, context: SessionContext, settings: Settings) -> Model | None:
+        """The model to start with: the one asked for, else the session's, else the
+        settings' default, else the registry's first usable one."""
+        if model is not None:
+            return model
+        if context.model is not None:
+            found = self.models.get(context.model.provider, context.model.model_id)
+            if found is not None:
+                return found
+        if settings.default_model:
+            try:
+                return self.models.resolve(settings.default_model, provider=settings.default_provider).model
+            except Exception as exc:
+                self._emit(NoticeEvent(level="warning", message=f"settings defaultModel {settings.default_model!r}: {exc}"))
+        return self.models.default_model()
+
+    def clamp(self, level: str) -> str:
+        """``level`` as the current model supports it (unchanged without a model)."""
+        model = self.state.model
+        if model is None:
+            return level
+        return clamp_thinking_level(model, level)
+
+    def check(self) -> Model:
+        """The model a run uses; raises :class:`NoModelError` when there is none, its
+        API's plugin is missing or it has no credentials."""
+        model = self.state.model
+        if model is None:
+            raise NoModelError(
+                "No model is available: set ANTHROPIC_API_KEY or OPENAI_API_KEY, configure one in "
+                "models.json, or pick one with --model"
+            )
+        if model.api != "faux" and model.api not in self.models.api_names():
+            hint = missing_plugin_message(model)
+            if hint is not None:
+                raise NoModelError(hint)
+        if model.api != "faux" and not self._api_key() and not self.models.has_auth(model.provider):
+            raise NoModelError(
+                f"No API key for provider {model.provider!r}: set its environment variable, run "
+                f"`pi auth login {model.provider}`, or configure apiKey in models.json"
+            )
+        return model
+
+    async def set_model(self, model: Model, *, source: Literal["set", "cycle"] = "set") -> bool:
+        if model.api != "faux" and not self.models.has_auth(model.provider):
+            return False
+        previous = self.state.model
+        self.state.model = model
+        self.sm.append_model_change(model.provider, model.id)
+        clamped = self.clamp(self.state.thinking_level)
+        if clamped != self.state.thinking_level:
+            await self.set_thinking_level(clamped)
+        if self.runner.has_handlers("model_select"):
+            await self.runner.emit("model_select", ModelSelectEvent(model=model, previous_model=previous, source=source))
+        return True
+
+    async def set_thinking_level(self, level: str) -> str:
+        previous = self.state.thinking_level
+        level = self.clamp(level)
+        if level == previous:
+            return level
+        self.state.thinking_level = level
+        self.sm.append_thinking_level_change(level)
+        self._emit(ThinkingLevelChangedEvent(level=level))
+        if self.runner.has_handlers("thinking_level_select"):
+            await self.runner.emit("thinking_level_select", ThinkingLevelSelectEvent(level=level, previous_level=previous))
+        return level
+
+
+__all__ = ["ModelControl"]

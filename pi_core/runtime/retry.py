@@ -1,0 +1,124 @@
+"""Automatic retry of transient provider errors, and the one overflow recovery per prompt.
+
+A run that ends with a retryable error (rate limit, overload, a dropped connection …)
+is retried after an exponential backoff (``retry.baseDelayMs`` doubling per attempt, at
+most ``retry.maxAgentDelayMs``), up to ``retry.maxRetries`` times. The failed attempt
+stays in the session file but leaves the model's context (a ``context_edit``). A
+context-window overflow is not retried here: the prompt pipeline compacts once and
+continues (:meth:`AutoRetry.take_overflow_recovery`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from pi_hookspecs import AbortController, AssistantMessage
+
+from ..ai import is_context_overflow, is_retryable_error
+from ..resources.settings import RetrySettings
+from .events import AutoRetryEndEvent, AutoRetryStartEvent
+from .ports import Emit
+
+
+class AutoRetry:
+    """The retry state of one prompt.
+
+    * ``settings()`` - the current ``retry.*`` settings;
+    * ``enabled()`` - whether retries are on (the session's override, else the setting);
+    * ``context_window()`` - the current model's window (``None``: no model);
+    * ``emit`` - the session's listeners (``auto_retry_start`` / ``auto_retry_end``);
+    * ``omit(message)`` - leave a failed attempt out of the model's context.
+    """
+
+    def __init__(
+        self,
+        *,
+        settings: Callable[[], RetrySettings],
+        enabled: Callable[[], bool],
+        context_window: Callable[[], int | None],
+        emit: Emit,
+        omit: Callable[[AssistantMessage], None],
+    ) -> None:
+        self._settings = settings
+        self._enabled = enabled
+        self._context_window = context_window
+        self._emit = emit
+        self._omit = omit
+        self.attempt = 0
+        """Retries made for the current prompt so far."""
+        self.overflow_recovered = False
+        """The current prompt already compacted once after a context overflow."""
+        self._controller: AbortController | None = None
+
+    def begin(self) -> None:
+        """A new prompt: no attempts made, the overflow recovery available again."""
+        self.attempt = 0
+        self.overflow_recovered = False
+
+    def is_overflow(self, message: AssistantMessage) -> bool:
+        return bool(is_context_overflow(message, self._context_window()))
+
+    def will_retry(self, last: AssistantMessage | None) -> bool:
+        """Whether a run that ended with ``last`` is followed by another (``agent_end``'s
+        ``will_retry``): a retry, or the overflow recovery."""
+        if last is None or last.stop_reason != "error":
+            return False
+        if self._enabled() and is_retryable_error(last) and not self.is_overflow(last):
+            return self.attempt < self._settings().max_retries
+        return not self.overflow_recovered and self.is_overflow(last)
+
+    async def prepare(self, message: AssistantMessage) -> bool:
+        """After a failed run: emit ``auto_retry_start``, leave ``message`` out of the
+        context and wait for the backoff. Returns whether to continue the run (false when
+        retries are off or used up, the error is not transient, or the wait was cancelled)."""
+        retry = self._settings()
+        if not self._enabled() or self.is_overflow(message) or not is_retryable_error(message):
+            return False
+        if self.attempt >= retry.max_retries:
+            self._emit(AutoRetryEndEvent(success=False, attempt=self.attempt, final_error=message.error_message))
+            return False
+        self.attempt += 1
+        delay = min(retry.base_delay_ms * 2 ** (self.attempt - 1), retry.max_agent_delay_ms)
+        self._emit(
+            AutoRetryStartEvent(
+                attempt=self.attempt,
+                max_attempts=retry.max_retries,
+                delay_ms=delay,
+                error_message=message.error_message or "",
+            )
+        )
+        self._omit(message)
+        self._controller = AbortController()
+        try:
+            waiter = asyncio.ensure_future(self._controller.signal.wait())
+            done, _ = await asyncio.wait([waiter], timeout=delay / 1000)
+            waiter.cancel()
+            if done:
+                self._emit(AutoRetryEndEvent(success=False, attempt=self.attempt, final_error="cancelled"))
+                return False
+        finally:
+            self._controller = None
+        return True
+
+    def succeeded(self) -> None:
+        """A run ended well: close a retry sequence with ``auto_retry_end`` (success)."""
+        if self.attempt:
+            self._emit(AutoRetryEndEvent(success=True, attempt=self.attempt))
+            self.attempt = 0
+
+    def take_overflow_recovery(self, message: AssistantMessage) -> bool:
+        """Whether ``message`` overflowed the context and this prompt has not recovered
+        from an overflow yet (then it now has: the caller compacts and continues)."""
+        if self.overflow_recovered or not self.is_overflow(message):
+            return False
+        self.overflow_recovered = True
+        return True
+
+    def cancel(self) -> None:
+        """Cancel a pending backoff (the retry then ends as cancelled)."""
+        if self._controller is not None:
+            self._controller.abort()
+
+
+__all__ = ["AutoRetry"]

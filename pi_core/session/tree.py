@@ -1,0 +1,242 @@
+"""The entries of a session in memory: the tree, the leaf, and what is derived from
+them (labels, the session name, the context of the active branch).
+
+:class:`EntryTree` holds one :class:`~pi_core.session.records.Record` per entry and
+answers the tree and branch queries of :class:`~pi_core.session.manager.SessionManager`;
+writing is the manager's job (:mod:`pi_core.session.writer`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pi_hookspecs import SessionEntry
+
+from .context import ContextCache
+from .errors import SessionDiagnostic
+from .paths import iso_to_ms, new_entry_id
+from .records import Record, no_gc, validate_entry
+
+
+@dataclass(slots=True)
+class SessionTreeNode:
+    """A node of :meth:`SessionManager.get_tree`: an entry, its children (oldest first)
+    and its label."""
+
+    entry: SessionEntry
+    children: list[SessionTreeNode] = field(default_factory=list)
+    label: str | None = None
+    label_timestamp: str | None = None
+
+
+class EntryTree:
+    """Every entry of a session, by id and in file order, and the leaf.
+
+    ``diagnostics`` receives the entries that do not match the session format (found
+    when they are first validated); ``source()`` names where they came from.
+    """
+
+    def __init__(self, diagnostics: list[SessionDiagnostic], source: Callable[[], str]) -> None:
+        self.records: list[Record] = []
+        self.by_id: dict[str, Record] = {}
+        self.labels: dict[str, tuple[str, str]] = {}
+        """Entry id -> (label, timestamp of the label entry)."""
+        self.name: str | None = None
+        self.has_assistant = False
+        self.leaf_id: str | None = None
+        self.cache = ContextCache(self.model_of)
+        self._diagnostics = diagnostics
+        self._source = source
+
+    # ------------------------------------------------------------------ building
+
+    def load(self, raws: Sequence[dict[str, Any]], lines: Sequence[int], *, path: str) -> None:
+        """Add raw entries read from ``path`` (their ``lines``); the leaf moves to the last."""
+        records = self.records
+        by_id = self.by_id
+        diagnostics = self._diagnostics
+        for raw, line in zip(raws, lines, strict=True):
+            entry_id = raw.get("id")
+            kind = raw.get("type")
+            if type(entry_id) is not str or type(kind) is not str or kind == "session":
+                diagnostics.append(SessionDiagnostic(path, line, "entry without a string id and type; skipped"))
+                continue
+            parent = raw.get("parentId")
+            record = Record(entry_id, parent if type(parent) is str else None, kind, raw, None, line)
+            if entry_id in by_id:
+                diagnostics.append(SessionDiagnostic(path, line, f"duplicate entry id {entry_id}"))
+            records.append(record)
+            by_id[entry_id] = record
+            self._note(record, raw)
+        self.leaf_id = records[-1].id if records else None
+
+    def add(self, record: Record, raw: Mapping[str, Any]) -> None:
+        """Append a new child of the leaf; the leaf moves to it."""
+        self.records.append(record)
+        self.by_id[record.id] = record
+        self._note(record, raw)
+        cache = self.cache
+        if cache.valid and cache.leaf_id == record.parent_id:
+            if not cache.extend(record):
+                cache.rebuild([*cache.path, record], record.id)
+        self.leaf_id = record.id
+
+    def _note(self, record: Record, raw: Mapping[str, Any]) -> None:
+        """Keep what is derived from the entries (an assistant message seen, labels, the
+        session name) up to date with a new ``record``."""
+        kind = record.type
+        if kind == "message":
+            if record.role == "assistant":
+                self.has_assistant = True
+        elif kind == "label":
+            target = raw.get("targetId")
+            if not isinstance(target, str):
+                return
+            label = raw.get("label")
+            if isinstance(label, str) and label:
+                self.labels[target] = (label, str(raw.get("timestamp", "")))
+            else:
+                self.labels.pop(target, None)
+        elif kind == "session_info":
+            name = raw.get("name")
+            self.name = (name.strip() or None) if isinstance(name, str) else None
+
+    # ------------------------------------------------------------------ reading
+
+    def model_of(self, record: Record) -> SessionEntry:
+        """The entry's model, validated on first use (a mismatch is kept as an unknown
+        entry and reported in the diagnostics)."""
+        model = record.model
+        if model is None:
+            assert record.raw is not None
+            model, error = validate_entry(record.raw)
+            if error is not None:
+                self._diagnostics.append(
+                    SessionDiagnostic(
+                        self._source(),
+                        record.line,
+                        f"entry {record.id} ({record.type}) does not match the session format ({error}); "
+                        "it is kept but left out of the context",
+                    )
+                )
+            record.model = model
+            if error is None:
+                record.raw = None  # the model round-trips every field: keep one copy
+        return model
+
+    def get(self, entry_id: str) -> SessionEntry | None:
+        record = self.by_id.get(entry_id)
+        return self.model_of(record) if record is not None else None
+
+    def label(self, entry_id: str) -> str | None:
+        label = self.labels.get(entry_id)
+        return label[0] if label else None
+
+    def context(self) -> ContextCache:
+        """The context of the active branch (rebuilt when the leaf moved)."""
+        cache = self.cache
+        if not cache.valid or cache.leaf_id != self.leaf_id:
+            with no_gc():
+                cache.rebuild(self.branch(None), self.leaf_id)
+        return cache
+
+    def branch(self, from_id: str | None) -> list[Record]:
+        """The records from the root to ``from_id`` (``None``: the leaf)."""
+        start = self.leaf_id if from_id is None else from_id
+        cache = self.cache
+        if cache.valid and cache.leaf_id == start and start is not None:
+            return list(cache.path)
+        by_id = self.by_id
+        record = by_id.get(start) if start is not None else None
+        path: list[Record] = []
+        limit = len(self.records)
+        while record is not None and len(path) <= limit:
+            path.append(record)
+            record = by_id.get(record.parent_id) if record.parent_id is not None else None
+        if len(path) > limit:  # a parent cycle (a repeated id): stop at the first revisit
+            seen: set[int] = set()
+            unique = []
+            for item in path:
+                if id(item) in seen:
+                    break
+                seen.add(id(item))
+                unique.append(item)
+            path = unique
+        path.reverse()
+        return path
+
+    def on_active_branch(self, entry_id: str) -> bool:
+        cache = self.cache
+        if cache.valid and cache.leaf_id == self.leaf_id:
+            return any(record.id == entry_id for record in cache.path)
+        return any(record.id == entry_id for record in self.branch(None))
+
+    def tree(self) -> list[SessionTreeNode]:
+        """The entries as a tree: roots (normally one) with children sorted oldest first.
+        An entry whose parent is missing is a root; a repeated id keeps its first entry."""
+        nodes: dict[str, SessionTreeNode] = {}
+        order: list[tuple[Record, SessionTreeNode]] = []
+        for record in self.records:
+            if record.id in nodes:
+                continue
+            label = self.labels.get(record.id)
+            node = SessionTreeNode(self.model_of(record), [], label[0] if label else None, label[1] if label else None)
+            nodes[record.id] = node
+            order.append((record, node))
+        roots: list[SessionTreeNode] = []
+        for record, node in order:
+            parent = nodes.get(record.parent_id) if record.parent_id and record.parent_id != record.id else None
+            (parent.children if parent is not None else roots).append(node)
+        stack = list(roots)
+        while stack:
+            node = stack.pop()
+            node.children.sort(key=lambda child: iso_to_ms(child.entry.timestamp))
+            stack.extend(node.children)
+        return roots
+
+    def path_copy(self, leaf_id: str) -> list[dict[str, Any]]:
+        """The path to ``leaf_id`` as raw entries for a new session: label entries left
+        out (the path re-chained), followed by one label entry per label still set on a
+        copied entry."""
+        out: list[dict[str, Any]] = []
+        label_successor: dict[str, str] = {}
+        pending: list[str] = []
+        parent: str | None = None
+        for record in self.branch(leaf_id):
+            if record.type == "label":
+                pending.append(record.id)
+                continue
+            for label_id in pending:
+                label_successor[label_id] = record.id
+            pending.clear()
+            raw = dict(record.to_json())
+            raw["parentId"] = parent
+            if record.type == "compaction":
+                kept = raw.get("firstKeptEntryId")
+                if isinstance(kept, str) and kept != record.id:
+                    raw["firstKeptEntryId"] = label_successor.get(kept, kept)
+            out.append(raw)
+            parent = record.id
+        ids = {raw["id"] for raw in out}
+        for target, (label, timestamp) in self.labels.items():
+            if target not in ids:
+                continue
+            label_id = new_entry_id(ids)
+            ids.add(label_id)
+            out.append(
+                {
+                    "type": "label",
+                    "id": label_id,
+                    "parentId": parent,
+                    "timestamp": timestamp,
+                    "targetId": target,
+                    "label": label,
+                }
+            )
+            parent = label_id
+        return out
+
+
+__all__ = ["EntryTree", "SessionTreeNode"]
