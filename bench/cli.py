@@ -259,12 +259,20 @@ def _models_json(agent: Path, url: str) -> None:
     )
 
 
+PI_PLUGINS = "mcp,codemode,tool_search"
+"""The installed plugins our pi loads in these runs (``PI_EXTENSIONS``)."""
+
+
 def _env(agent: Path, cache: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.pop("PYTHONPATH", None)
     env["PYTHONPYCACHEPREFIX"] = str(cache)
     env["PI_CODING_AGENT_DIR"] = str(agent)
+    # Like for like with pi 1.6.0, which ships MCP, codemode and tool_search: the
+    # organisation plugins of the workspace (pi-sandbox confines every bash call,
+    # pi-otel exports telemetry) stay off here; bench/sandbox.py measures the sandbox.
+    env["PI_EXTENSIONS"] = PI_PLUGINS
     for name in list(env):
         if name.endswith(("_API_KEY", "_AUTH_TOKEN")) or name in ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
             del env[name]
@@ -564,7 +572,10 @@ def _pi_ts() -> tuple[list[str] | None, str]:
 def report() -> list[str]:
     n = runs()
     theirs_cmd, missing = _pi_ts()
-    out = [f"pi command vs pi 1.6.0 (median of {n} interleaved runs each; ratio = pi / pi 1.6.0)"]
+    out = [
+        f"pi command vs pi 1.6.0 (median of {n} interleaved runs each; ratio = pi / pi 1.6.0)",
+        f"  our pi loads the plugins pi 1.6.0 ships built in: PI_EXTENSIONS={PI_PLUGINS}",
+    ]
     with tempfile.TemporaryDirectory(prefix="pi-bench-cli-") as tmp:
         base = Path(tmp)
         cwd = base / "project"
