@@ -27,6 +27,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from pydantic_core import from_json
+
 from .errors import SessionDiagnostic, SessionError, SessionLockedError
 
 try:  # pragma: no cover - platform dependent
@@ -62,6 +64,14 @@ _raw_decode = json.JSONDecoder().raw_decode
 
 
 def _loads(line: str | bytes) -> Any:
+    """One line's JSON. pydantic-core's parser reads a line in about half the time of
+    the standard library's (a 20,000-entry resume parses every line); what it refuses
+    (lone surrogate escapes, say) gets a second chance with ``json``, which also words
+    the error."""
+    try:
+        return from_json(line)
+    except ValueError:
+        pass
     if isinstance(line, bytes):
         return json.loads(line)
     obj, end = _raw_decode(line)
