@@ -1,4 +1,5 @@
-"""Render ``docs/hooks.md`` from the hookspec docstrings and the event table.
+"""Render ``docs/hooks.md`` from the hookspecs: their sections (``HOOK_GROUPS``), typed
+signatures, rules and docstrings, all declared in ``pi_hookspecs/specs.py``.
 
     uv run python docs/_hookdocs.py          # rewrite docs/hooks.md
     uv run python docs/_hookdocs.py --check  # exit 1 when it is out of date
@@ -16,47 +17,27 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from pi_hookspecs import EVENTS, REGISTRATION_HOOKS, specs
+from pi_hookspecs import EVENTS, HOOK_GROUPS, REGISTRATIONS, Rule, specs
 
 TARGET = Path(__file__).with_name("hooks.md")
 
-GROUPS = [
-    ("Registration", list(REGISTRATION_HOOKS)),
-    ("Startup and resources", ["project_trust", "resources_discover"]),
-    (
-        "Session",
-        [
-            "session_start", "session_shutdown", "session_info_changed", "session_before_switch",
-            "session_before_fork", "session_before_compact", "session_compact", "session_compact_failed",
-            "session_before_tree", "session_tree",
-        ],
-    ),
-    (
-        "Agent runs",
-        ["before_agent_start", "agent_start", "agent_end", "agent_before_settle", "agent_settled",
-         "turn_start", "turn_end"],
-    ),
-    ("Messages", ["message_start", "message_update", "message_end"]),
-    ("Tools", ["tool_execution_start", "tool_execution_update", "tool_execution_end", "tool_call", "tool_result",
-               "bash_spawn"]),
-    (
-        "Model requests",
-        ["context", "context_with_system", "before_provider_headers", "before_provider_request",
-         "after_provider_response", "provider_stream_event", "model_select", "thinking_level_select"],
-    ),
-    ("User input", ["user_bash", "input"]),
-    ("Observing plugins", ["hook_outcome"]),
-]
-
 
 def hook_names() -> list[str]:
+    """Every hookspec of pi_hookspecs.specs (pluggy's marker), in definition order."""
     return [name for name, value in vars(specs).items() if callable(value) and hasattr(value, "pi_spec")]
 
 
 def signature(name: str) -> str:
-    func = getattr(specs, name)
-    params = ", ".join(inspect.signature(func).parameters)
+    """``name(event, ctx)``: the heading (and the anchor other pages link to)."""
+    params = ", ".join(inspect.signature(getattr(specs, name)).parameters)
     return f"{name}({params})"
+
+
+def typed_signature(name: str) -> str:
+    """``name(event: ToolCallEvent, ctx: ExtensionContext) -> ToolCallResult | None``."""
+    sig = inspect.signature(getattr(specs, name))
+    params = ", ".join(f"{p.name}: {_type_name(p.annotation)}" for p in sig.parameters.values())
+    return f"{name}({params}) -> {_type_name(sig.return_annotation)}"
 
 
 def _clean(text: str) -> str:
@@ -64,6 +45,8 @@ def _clean(text: str) -> str:
 
 
 def _type_name(annotation: object) -> str:
+    if annotation is None or annotation is type(None):
+        return "None"
     text = str(annotation) if not isinstance(annotation, type) else annotation.__name__
     text = text.replace("typing.", "").replace("pi_hookspecs.", "")
     text = re.sub(r"\b(?:[a-z_]+\.)+([A-Z]\w*)", r"\1", text)
@@ -90,32 +73,33 @@ def render() -> str:
         "Every hook is a pluggy hookspec of the project `pi` in `pi_hookspecs`. Implement one with",
         "`@hookimpl` on a module-level function or a plugin class method. Event hooks take `(event, ctx)`;",
         "an implementation may name any subset (`def tool_call(self, event)`). Handlers may be sync or",
-        "`async`. A handler may return the result model or a plain dict with its fields.",
+        "`async`. A handler may return the result model or a plain dict with its fields. Under each",
+        "heading: the hookspec's typed signature (annotate an implementation the same way and an editor",
+        "completes `event.`) and the rule that combines the results of several handlers.",
         "",
         "Handlers of one event run one at a time in pluggy's call order: `tryfirst` implementations,",
         "then the most recently loaded plugin first, then `trylast` ones. Plugins load in the order",
         "built-in, installed (entry points), user files, settings `extensions`, project files, `-e`, SDK.",
+        "pluggy wrappers (`wrapper=True`, `hookwrapper=True`) of these hooks are refused when a plugin",
+        "loads, with a diagnostic naming it (see [plugins.md](plugins.md#wrappers)).",
         "",
         "| rule | meaning |",
         "|---|---|",
     ]
-    from pi_hookspecs import Rule
-
     for rule in Rule:
-        out.append(f"| {rule.value} | {_RULE_TEXT[rule.value]} |")
+        out.append(f"| {rule.value} | {rule_text(rule)} |")
     out.append("")
-    seen = set()
-    for title, names in GROUPS:
+    for title, names in HOOK_GROUPS.items():
         out += [f"## {title}", ""]
         for name in names:
-            seen.add(name)
             func = getattr(specs, name)
             out += [f"### `{signature(name)}`", ""]
             spec = EVENTS.get(name)
             if spec is not None:
-                result = f"`{spec.result.__name__}`" if spec.result else "nothing"
                 closed = " · fails closed" if spec.fail_closed else ""
-                out += [f"*Event* `{spec.event.__name__}` · *returns* {result} · *rule* {spec.rule.value}{closed}", ""]
+                out += [f"`{typed_signature(name)}` · *rule* {spec.rule.value}{closed}", ""]
+            elif name in REGISTRATIONS:
+                out += [f"`{typed_signature(name)}` · each plugin's implementation in load order", ""]
             out += [_clean(inspect.cleandoc(func.__doc__ or "")), ""]
             if spec is not None:
                 table = fields_table(spec.event)
@@ -125,9 +109,6 @@ def render() -> str:
                     table = fields_table(spec.result)
                     if table:
                         out += [f"`{spec.result.__name__}` fields:", "", *table, ""]
-    missing = sorted(set(hook_names()) - seen)
-    if missing:
-        raise SystemExit(f"hooks missing from docs/_hookdocs.py GROUPS: {missing}")
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -135,11 +116,17 @@ _RULE_TEXT = {
     "notification": "return values are ignored; an exception is reported and the next handler runs",
     "chained": "each handler receives the previous handler's output; an exception is reported and the previous value kept",
     "mutation": "handlers change the event in place and later handlers see it; an exception is reported",
-    "gate": "the first decisive result stops the walk; `tool_call` and `user_bash` fail closed on an exception",
+    "gate": "the first decisive result stops the walk; {fail_closed} fail closed on an exception",
     "cancellable": "the first `cancel` wins; otherwise the last non-empty result replaces the whole result",
     "aggregate": "results are collected in call order; an exception is reported",
     "boundary": "each handler sees the entries and continuation proposed so far; a failing handler's draft is dropped",
 }
+
+
+def rule_text(rule: Rule) -> str:
+    closed = [f"`{spec.name}`" for spec in EVENTS.values() if spec.fail_closed]
+    fail_closed = ", ".join(closed[:-1]) + f" and {closed[-1]}" if len(closed) > 1 else "".join(closed)
+    return _RULE_TEXT[rule.value].format(fail_closed=fail_closed)
 
 
 if __name__ == "__main__":

@@ -67,5 +67,5 @@ async def test_a_bound_host_supplies_the_actions() -> None:
     await host.runner.emit("session_start", h.SessionStartEvent())
     ctx = next(r.plugin for r in host.records if r.name == "Keeper").kept
     assert ctx.append_entry("todo", {"n": 1}) == "e1" and session.entries == [("todo", {"n": 1})]
-    assert ctx.hook is host.pm.hook
+    assert ctx.hook is host.hooks and ctx.hook.agent_start.get_hookimpls() == host.pm.hook.agent_start.get_hookimpls()
     assert ctx.get_settings() == {} and ctx.get_settings() is not ctx.get_settings()

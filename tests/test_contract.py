@@ -7,8 +7,10 @@ import json
 import subprocess
 import sys
 import threading
+import typing
 from typing import Annotated, Any
 
+import pluggy
 import pytest
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
@@ -199,3 +201,55 @@ async def test_abort_signal_wakes_waiters_callbacks_and_other_threads() -> None:
     late: list[Any] = []
     controller.signal.add_callback(late.append)  # already aborted: called at once
     assert late == ["user pressed Esc"]
+
+
+# --------------------------------------------------------------------------- hookspecs
+
+
+def test_a_hookspec_is_typed_with_the_contracts_own_models() -> None:
+    from pi_hookspecs import specs
+
+    hints = typing.get_type_hints(specs.tool_call)
+    assert hints == {"event": h.ToolCallEvent, "ctx": h.ExtensionContext, "return": h.ToolCallResult | None}
+    assert h.EVENTS["tool_call"] == h.EventSpec(
+        "tool_call", h.ToolCallEvent, h.ToolCallResult, h.Rule.GATE, fail_closed=True, group="Tools"
+    )
+    assert typing.get_type_hints(specs.register_tools) == {"register": h.RegisterTool, "return": type(None)}
+    assert h.REGISTRATIONS["add_hookspecs"] == h.RegistrationSpec("add_hookspecs", "add", h.AddHookspecs)
+    # still pluggy's marker: pluggy reads the spec from it
+    pm = pluggy.PluginManager(h.PROJECT_NAME)
+    pm.add_hookspecs(specs)
+    assert pm.hook.tool_call.spec is not None and pm.hook.tool_call.spec.argnames == ("event", "ctx")
+    for name, spec in h.EVENTS.items():
+        assert Any not in typing.get_type_hints(getattr(specs, name)).values(), name
+        assert spec.event.model_fields["type"].default == name
+
+
+def test_the_hookspec_decorators_refuse_a_signature_that_contradicts_the_contract() -> None:
+    from pi_hookspecs.rules import event_spec, registration_spec
+
+    def check(problem: str, rule: h.Rule, function: Any) -> None:
+        with pytest.raises(TypeError, match=problem):
+            event_spec(rule, group="Tests")(function)
+
+    def tool_call(event: h.InputEvent, ctx: h.ExtensionContext) -> h.ToolCallResult | None: ...
+    check(r"InputEvent.type is not 'tool_call'", h.Rule.GATE, tool_call)
+
+    def agent_start(event: h.AgentStartEvent, ctx: h.ExtensionContext) -> h.ToolCallResult | None: ...
+    check("a notification hook is declared -> None", h.Rule.NOTIFICATION, agent_start)
+
+    def input(event: h.InputEvent, ctx: h.ExtensionContext) -> None: ...
+    check("a chained hook is declared -> Model | None", h.Rule.CHAINED, input)
+
+    def context(event: h.ContextEvent) -> None: ...
+    check(r"takes \(event, ctx\)", h.Rule.CHAINED, context)
+
+    def turn_start(event: Any, ctx: h.ExtensionContext) -> None: ...
+    check("must be annotated with an Event model", h.Rule.NOTIFICATION, turn_start)
+
+    def message_end(event: h.MessageEndEvent, ctx: h.ExtensionContext) -> h.MessageEndResult: ...
+    check("return annotation must be", h.Rule.CHAINED, message_end)
+
+    def register_things(register: Any, other: Any) -> None: ...
+    with pytest.raises(TypeError, match="one annotated callback argument"):
+        registration_spec()(register_things)

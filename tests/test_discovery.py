@@ -382,3 +382,63 @@ async def test_phase_one_only_then_phase_two(project: Path) -> None:
     assert host.records == [] and host.project_needs_trust()
     await host.load_phase_two(project_trusted=True)
     assert [r.name for r in host.loaded] == ["proj"]
+
+
+async def test_run_registration_without_a_session() -> None:
+    """The command line reads flags, subcommands and providers through the host's one
+    registration API after phase one (no session, no private calls)."""
+
+    class Flags:
+        @hookimpl
+        async def register_flags(self, register: Any) -> None:
+            register("plan", description="Start in plan mode")
+            register("Bad Flag!")
+
+    class Crashes:
+        @hookimpl
+        def register_flags(self, register: Any) -> None:
+            raise OSError("no config")
+
+    class Commands:
+        @hookimpl
+        def register_cli_commands(self, register: Any) -> None:
+            register("greet", lambda args: 0, help="Say hi")
+
+    host = PluginHost(LoadOptions(sdk_plugins=[Flags, Crashes, Commands], entry_points=False, builtins=[]))
+    host.load_phase_one()
+    added = await host.run_registration("register_flags")
+    assert list(host.registry.flags) == ["plan"] and host.registry.flags["plan"].plugin == "Flags"
+    assert [(d.plugin, d.level) for d in added] == [("Flags", "error"), ("Crashes", "error")]
+    assert added[0].message.startswith("register_flags: invalid flag: name")
+    assert "register_flags failed: OSError: no config" in added[1].message
+    assert not host.registry.cli_commands  # only the hook asked for ran
+    assert await host.run_registration("register_cli_commands") == []
+    assert host.registry.cli_commands["greet"].plugin == "Commands"
+    with pytest.raises(ValueError, match="'session_start' is not a registration hook"):
+        await host.run_registration("session_start")
+
+
+def test_the_command_line_collects_plugin_flags_and_subcommands_through_the_host(
+    agent_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from pi_core.cli.main import plugin_flag_definitions
+    from pi_core.cli.plugin_commands import load_cli_commands
+
+    write(agent_dir / "extensions" / "cli_plugin.py", """
+        from pi_hookspecs import hookimpl
+
+        @hookimpl
+        def register_flags(register):
+            register("tour", description="A flag")
+            register("Bad Flag!")
+
+        @hookimpl
+        def register_cli_commands(register):
+            register("tour-cli", lambda args: 0, help="A subcommand")
+    """)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PI_EXTENSIONS", "cli_plugin")
+    pre = types.SimpleNamespace(extension=[], no_extensions=False)
+    assert [flag.value.name for flag in plugin_flag_definitions(pre)] == ["tour"]
+    assert "pi: error: plugin 'cli_plugin'" in capsys.readouterr().err
+    assert list(load_cli_commands()) == ["tour-cli"]

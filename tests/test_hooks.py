@@ -1,7 +1,9 @@
 """One test per hook (``test_hook_<name>``), enforced by ``test_hookspec_docs.py``.
 
 Each test loads real plugins through :class:`PluginHost` and dispatches the hook the
-way pi does, checking the hook's composition rule and its error policy.
+way pi does, checking the hook's composition rule and its error policy. The helpers
+take the rule, the event model and the result model from the hookspec
+(``pi_hookspecs.EVENTS``), so a test cannot drift from the contract it checks.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ def assistant(text: str = "done") -> h.AssistantMessage:
 async def check_notification(name: str, event: h.Event) -> list[Any]:
     """A notification hook: every handler sees the event and ctx, results are ignored,
     a raising handler is reported and the next one still runs."""
+    spec = h.EVENTS[name]
+    assert spec.rule is h.Rule.NOTIFICATION and isinstance(event, spec.event) and spec.result is None
     seen: list[Any] = []
 
     def make(label: str, fail: bool = False) -> Any:
@@ -241,7 +245,11 @@ async def test_hook_session_info_changed() -> None:
     assert seen[0][1].to_json() == {"type": "session_info_changed", "name": "auth refactor"}
 
 
-async def cancellable_case(name: str, event: h.Event, result_type: type) -> None:
+async def cancellable_case(name: str, event: h.Event) -> None:
+    spec = h.EVENTS[name]
+    assert spec.rule is h.Rule.CANCELLABLE and isinstance(event, spec.event) and spec.result is not None
+    result_type = spec.result
+
     def plugin(label: str, result: Any) -> type:
         return type(label, (), {name: hookimpl(lambda self, event: result)})
 
@@ -257,12 +265,11 @@ async def test_hook_session_before_switch() -> None:
     await cancellable_case(
         "session_before_switch",
         h.SessionBeforeSwitchEvent(reason="resume", target_session_file="/s.jsonl"),
-        h.SessionBeforeSwitchResult,
     )
 
 
 async def test_hook_session_before_fork() -> None:
-    await cancellable_case("session_before_fork", h.SessionBeforeForkEvent(entry_id="ab12cd34"), h.SessionBeforeForkResult)
+    await cancellable_case("session_before_fork", h.SessionBeforeForkEvent(entry_id="ab12cd34"))
 
 
 async def test_hook_session_before_compact() -> None:
@@ -305,7 +312,6 @@ async def test_hook_session_before_tree() -> None:
     await cancellable_case(
         "session_before_tree",
         h.SessionBeforeTreeEvent(preparation=h.TreePreparation(target_id="t1", user_wants_summary=True)),
-        h.SessionBeforeTreeResult,
     )
 
     class Summary:

@@ -1,5 +1,8 @@
-"""The contract documents itself: every hookspec has a docstring, the exact signature,
-a ``test_hook_<name>`` test, and docs/hooks.md is generated from those docstrings."""
+"""The contract documents itself: every hookspec carries its contract (event model,
+result model, rule, section), has a docstring and a ``test_hook_<name>`` test, and
+docs/hooks.md is generated from them. Every list of hooks here is derived from the
+hookspecs (``pi_hookspecs.specs``): adding a hook means writing its hookspec, its test
+and regenerating the docs, nothing else."""
 
 from __future__ import annotations
 
@@ -10,23 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
-from pi_hookspecs import EVENTS, REGISTRATION_HOOKS, specs
+from pi_hookspecs import EVENTS, HOOK_GROUPS, REGISTRATIONS, events, specs
+from pi_hookspecs.rules import EventSpec, RegistrationSpec, Rule, contract_of
 
 REPO = Path(__file__).resolve().parents[1]
-
-# DESIGN.md §2: one hookspec per event, named exactly as the event.
-DESIGN_EVENTS = """input context context_with_system tool_call tool_result session_before_compact
-resources_discover project_trust session_start session_shutdown session_before_switch
-session_before_fork session_before_tree session_tree session_compact session_compact_failed
-session_info_changed before_agent_start agent_start agent_end agent_before_settle agent_settled
-turn_start turn_end message_start message_update message_end tool_execution_start
-tool_execution_update tool_execution_end before_provider_headers before_provider_request
-after_provider_response provider_stream_event model_select thinking_level_select user_bash""".split()
-# Added since: bash_spawn (issue 21), so a plugin (pi-sandbox) decides how every shell
-# command starts; hook_outcome (issue 22), so audit and telemetry plugins see what other
-# plugins' handlers did.
-ADDED_EVENTS = ["bash_spawn", "hook_outcome"]
 
 
 def _load_docs_module():
@@ -41,24 +33,51 @@ hookdocs = _load_docs_module()
 HOOKS = hookdocs.hook_names()
 
 
-def test_the_hookspecs_are_exactly_the_designed_events_and_registration_hooks() -> None:
-    assert sorted(HOOKS) == sorted(DESIGN_EVENTS + ADDED_EVENTS + list(REGISTRATION_HOOKS))
-    assert sorted(EVENTS) == sorted(DESIGN_EVENTS + ADDED_EVENTS)
+def test_every_hookspec_carries_its_contract_and_everything_is_derived_from_them() -> None:
+    contracts = {name: contract_of(getattr(specs, name)) for name in HOOKS}
+    assert all(isinstance(c, EventSpec | RegistrationSpec) for c in contracts.values()), contracts
+    assert list(EVENTS) == [n for n, c in contracts.items() if isinstance(c, EventSpec)]
+    assert list(REGISTRATIONS) == [n for n, c in contracts.items() if isinstance(c, RegistrationSpec)]
+    assert [n for names in HOOK_GROUPS.values() for n in names] == HOOKS  # each hook in one section, in order
+    assert all(EVENTS[n] is contracts[n] for n in EVENTS)
+
+
+def test_every_event_model_has_its_hookspec() -> None:
+    models = {
+        cls.model_fields["type"].default: cls
+        for cls in vars(events).values()
+        if isinstance(cls, type) and issubclass(cls, events.Event) and isinstance(cls.model_fields["type"].default, str)
+    }
+    assert {name: spec.event for name, spec in EVENTS.items()} == models
 
 
 @pytest.mark.parametrize("name", HOOKS)
 def test_hookspec_signature_and_docstring(name: str) -> None:
     func = getattr(specs, name)
-    params = list(inspect.signature(func).parameters)
-    expected = {"register_tools": ["register"], "register_commands": ["register"], "register_flags": ["register"],
-                "register_providers": ["register"], "register_cli_commands": ["register"],
-                "add_hookspecs": ["add"]}.get(name, ["event", "ctx"])
-    assert params == expected
+    sig = inspect.signature(func)
+    contract = contract_of(func)
+    if isinstance(contract, RegistrationSpec):
+        assert list(sig.parameters) == [contract.argument]
+        assert sig.parameters[contract.argument].annotation is contract.callback
+        assert sig.return_annotation is None
+    else:
+        assert isinstance(contract, EventSpec)
+        assert list(sig.parameters) == ["event", "ctx"]
+        assert sig.parameters["event"].annotation is contract.event
+        assert sig.parameters["ctx"].annotation.__name__ in ("ExtensionContext", "ProjectTrustContext")
+        if contract.result is None:
+            assert sig.return_annotation is None
+            assert contract.rule in (Rule.NOTIFICATION, Rule.MUTATION)
+        else:
+            assert sig.return_annotation == contract.result | None
+            assert issubclass(contract.result, BaseModel)
     doc = inspect.getdoc(func) or ""
     assert len(doc) > 80, f"{name} needs a real docstring"
     assert "**Errors**" in doc, f"{name}: say what an exception does"
     if name in EVENTS:
         assert re.search(r"\*\*(Returns|Mutate)\*\*", doc), f"{name}: say what a handler may return"
+    if name in EVENTS and EVENTS[name].fail_closed:
+        assert "fail **closed**" in doc, f"{name}: say that it fails closed"
 
 
 def test_every_hook_has_a_test() -> None:
@@ -67,12 +86,6 @@ def test_every_hook_has_a_test() -> None:
     names = {a or b for a, b in tested}
     missing = sorted(set(HOOKS) - names)
     assert not missing, f"add test_hook_<name> tests for: {missing}"
-
-
-def test_every_event_model_names_its_event() -> None:
-    for name, spec in EVENTS.items():
-        assert spec.event.model_fields["type"].default == name
-        assert spec.rule in spec.rule.__class__
 
 
 def test_docs_hooks_md_matches_the_docstrings() -> None:

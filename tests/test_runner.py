@@ -230,16 +230,176 @@ async def test_trace_prints_every_call(capsys: pytest.CaptureFixture[str], monke
     assert "pi trace: input <- Traced: {'action': 'transform', 'text': 'y'}" in err
 
 
-async def test_wrappers_are_skipped() -> None:
-    class Wrapper:
-        @hookimpl(wrapper=True)
+# --------------------------------------------------------------------------- pluggy wrappers
+
+
+@pytest.mark.parametrize("style", ["wrapper", "hookwrapper"])
+async def test_a_wrapper_of_a_pi_hook_refuses_its_plugin_at_load(style: str) -> None:
+    class Timing:
+        @hookimpl(**{style: True})
         def agent_start(self, event: Any) -> Any:
-            raise AssertionError("wrappers are not event handlers")
+            raise AssertionError("never called")
             yield  # pragma: no cover
 
-    host = await load_host(Wrapper)
-    assert not host.runner.has_handlers("agent_start")
+        @hookimpl
+        def tool_call(self, event: Any) -> Any:
+            return {"block": True}
+
+    host = await load_host(Timing, recorder("Fine", []))
+    record = next(r for r in host.records if r.name == "Timing")
+    assert record.status == "error"
+    assert record.error is not None and record.error.startswith("refused: implements agent_start as a wrapper")
+    (diagnostic,) = host.diagnostics
+    assert diagnostic.plugin == "Timing" and "tryfirst / trylast" in diagnostic.message
+    # nothing of the refused plugin runs, the others load
+    assert not host.runner.has_handlers("tool_call")
+    assert [i.plugin for i in host.runner.handlers("agent_start")] == ["Fine"]
+
+
+async def test_a_refused_wrapper_raises_in_strict_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pi_core.extensions import ExtensionLoadError
+
+    class Wraps:
+        @hookimpl(wrapper=True)
+        def register_tools(self, register: Any) -> Any:
+            return (yield)
+
+    monkeypatch.setenv("PI_EXTENSIONS_STRICT", "1")
+    with pytest.raises(ExtensionLoadError, match=r"plugin 'Wraps'.*refused: implements register_tools as a wrapper"):
+        await load_host(Wraps)
+
+
+async def test_wrappers_of_published_hooks_run_through_pluggy() -> None:
+    class Specs:
+        @h.hookspec
+        def audit_line(self, text: str) -> Any:
+            """A hook a plugin publishes."""
+
+    class Publisher:
+        @hookimpl
+        def add_hookspecs(self, add: Any) -> None:
+            add(Specs)
+
+    class Writer:
+        @hookimpl
+        def audit_line(self, text: str) -> str:
+            return text
+
+    class Upper:
+        @hookimpl(wrapper=True)
+        def audit_line(self, text: str) -> Any:
+            results = yield
+            return [r.upper() for r in results]
+
+    host = await load_host(Publisher, Writer, Upper)
+    assert all(r.status == "loaded" for r in host.records)
+    assert host.make_context().hook.audit_line(text="ok") == ["OK"]
+
+
+async def test_a_wrapper_registered_around_the_host_is_reported_not_skipped_in_silence() -> None:
+    class Sneaky:
+        @hookimpl(wrapper=True)
+        def agent_start(self, event: Any) -> Any:
+            return (yield)
+
+    host = await load_host()
+    host.pm.register(Sneaky(), name="Sneaky")
+    host.runner.invalidate()
     await host.runner.emit("agent_start", h.AgentStartEvent())
+    await host.runner.emit("agent_start", h.AgentStartEvent())
+    (error,) = host.runner.errors  # once, not per event
+    assert error.plugin == "Sneaky" and error.hook == "agent_start" and error.message.startswith("not called:")
+
+
+# --------------------------------------------------------------------------- ctx.hook
+
+
+async def test_ctx_hook_calls_pis_events_through_the_runner() -> None:
+    class Block:
+        @hookimpl
+        async def tool_call(self, event: Any) -> Any:
+            return {"block": True, "reason": "no"} if event.tool_name == "bash" else None
+
+    class Broken:
+        @hookimpl(tryfirst=True)
+        def tool_call(self, event: Any) -> Any:
+            if event.tool_name == "write":
+                raise RuntimeError("policy crashed")
+
+    class Suffix:
+        @hookimpl
+        def input(self, event: Any) -> Any:
+            return {"action": "transform", "text": event.text + "!"}
+
+    class Proposes:
+        @hookimpl
+        def agent_before_settle(self, event: Any) -> Any:
+            return {"continue": True}
+
+    host = await load_host(Block, Broken, Suffix, Proposes)
+    hook = host.make_context().hook
+    # the gate's rule: awaited, first block wins, a failing handler fails closed
+    blocked = await hook.tool_call(h.ToolCallEvent(tool_name="bash", tool_call_id="1"))
+    assert isinstance(blocked, h.ToolCallResult) and blocked.reason == "no"
+    assert await hook.tool_call(event=h.ToolCallEvent(tool_name="read", tool_call_id="2")) is None
+    failed = await hook.tool_call({"toolName": "write", "toolCallId": "3"})  # a dict of the event's fields
+    assert failed.block and "policy crashed" in failed.reason
+    assert host.runner.errors[-1].plugin == "Broken"
+    # a chained transform and a boundary
+    assert (await hook.input(h.InputEvent(text="hi"))).text == "hi!"
+    assert await hook.agent_before_settle(h.AgentBeforeSettleEvent()) == h.BoundaryResult(entries=[], continue_=True)
+    # the caller names the event's model
+    with pytest.raises(TypeError, match="tool_call takes a ToolCallEvent"):
+        await hook.tool_call(h.InputEvent(text="x"))
+    assert [i.plugin_name for i in hook.tool_call.get_hookimpls()] == ["Block", "Broken"]
+
+
+async def test_ctx_hook_gives_published_hooks_as_pluggy_hook_callers() -> None:
+    import pluggy
+
+    class Specs:
+        @h.hookspec
+        def register_things(self, register: Any) -> None:
+            """Published."""
+
+    class Publisher:
+        @hookimpl
+        def add_hookspecs(self, add: Any) -> None:
+            add(Specs)
+
+    host = await load_host(Publisher)
+    hook = host.make_context().hook
+    assert isinstance(hook.register_things, pluggy.HookCaller)
+    assert isinstance(hook.register_tools, pluggy.HookCaller)  # registration hooks too: pluggy's way
+    with pytest.raises(AttributeError):
+        _ = hook.no_such_hook
+
+
+async def test_trace_covers_registrations_and_published_hooks(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PI_TRACE_HOOKS", "1")
+
+    class Specs:
+        @h.hookspec
+        def audit_line(self, text: str) -> Any:
+            """Published."""
+
+    class Publisher:
+        @hookimpl
+        def add_hookspecs(self, add: Any) -> None:
+            add(Specs)
+
+        @hookimpl
+        def audit_line(self, text: str) -> str:
+            return text * 2
+
+    host = await load_host(Publisher)
+    assert host.make_context().hook.audit_line(text="ab") == ["abab"]
+    err = capsys.readouterr().err
+    assert "pi trace: add_hookspecs <- Publisher: done (" in err
+    assert "pi trace: audit_line -> ['Publisher'] (pluggy)" in err
+    assert "pi trace: audit_line <- ['abab'] (pluggy)" in err
 
 
 async def test_handler_lists_are_cached_until_invalidated() -> None:

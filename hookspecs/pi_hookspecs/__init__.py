@@ -121,8 +121,9 @@ from .registration import (
     RegisterProvider,
     RegisterTool,
 )
-from .rules import EVENTS, REGISTRATION_HOOKS, EventSpec, Rule
+from .rules import EventSpec, RegistrationSpec, Rule
 from .signals import AbortController, AbortError, AbortSignal
+from .specs import EVENTS, HOOK_GROUPS, REGISTRATION_HOOKS, REGISTRATIONS
 from .tools import (
     EXPOSURES,
     ExecutionMode,
@@ -143,7 +144,7 @@ __version__ = "0.1.0"
 __all__ = [
     # markers & contract metadata
     "hookimpl", "hookspec", "PROJECT_NAME", "ENTRY_POINT_GROUP", "EVENTS", "EventSpec", "Rule",
-    "REGISTRATION_HOOKS",
+    "REGISTRATION_HOOKS", "REGISTRATIONS", "RegistrationSpec", "HOOK_GROUPS",
     # base
     "PiModel", "StrictModel", "camel_alias", "now_ms",
     # contexts

@@ -104,8 +104,13 @@ class ExtensionContext(Protocol):
         ...
     @property
     def hook(self) -> Any:
-        """pluggy's hook relay of this runtime: call hooks that plugins published with
-        ``add_hookspecs`` (``ctx.hook.register_mcp_servers(register=...)``)."""
+        """The hooks of this runtime. pi's events go through pi's runner, with their
+        composition rule, and return an awaitable: ``await ctx.hook.tool_call(event)``
+        (the event model or a dict of its fields; the result is the combined outcome,
+        e.g. the blocking :class:`ToolCallResult` or ``None``). Hooks that plugins
+        publish with ``add_hookspecs`` are pluggy's own hook callers, called pluggy's way
+        (keyword arguments, a list of results, wrappers honoured):
+        ``ctx.hook.register_mcp_servers(register=...)``."""
         ...
 
     def is_project_trusted(self) -> bool: ...

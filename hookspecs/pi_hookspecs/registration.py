@@ -16,7 +16,9 @@ from typing import Any, Literal, Protocol
 from pydantic import ConfigDict, Field, field_validator
 
 from ._base import PiModel
-from .llm import ProviderDefinition
+from .auth import LoginMethod
+from .credentials import CredentialSource
+from .llm import ApiDefinition, ProviderDefinition
 from .tools import ToolDefinition
 
 COMMAND_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_:.-]*$")
@@ -115,7 +117,11 @@ class RegisterFlag(Protocol):
 
 
 class RegisterProvider(Protocol):
-    def __call__(self, definition: ProviderDefinition | dict[str, Any], /) -> None: ...
+    def __call__(
+        self,
+        definition: ProviderDefinition | ApiDefinition | CredentialSource | LoginMethod | dict[str, Any],
+        /,
+    ) -> None: ...
 
 
 class AddHookspecs(Protocol):

@@ -1,4 +1,19 @@
-"""How the results of several handlers of one event combine: declared once, here.
+"""How the results of several handlers of one event combine, and the decorators that
+declare it, once, on each hookspec.
+
+A hookspec in :mod:`pi_hookspecs.specs` is the single source of everything pi knows about
+its hook: the signature names the event model and the result model, the decorator the
+composition rule and the section of the hook reference::
+
+    @event_spec(Rule.GATE, group="Tools", fail_closed=True)
+    def tool_call(event: ToolCallEvent, ctx: ExtensionContext) -> ToolCallResult | None:
+        \"\"\"A tool is about to run: the policy gate. ...\"\"\"
+
+The decorator checks the signature at import (the event model's ``type`` is the hook's
+name, the result is ``Model | None`` or ``None`` as the rule requires), records an
+:class:`EventSpec` on the function (:func:`contract_of`) and applies pluggy's
+``hookspec`` marker. ``EVENTS``, ``REGISTRATION_HOOKS``, the hook reference's sections
+and the tests' list of hooks are derived from these records.
 
 Handlers run one at a time, in pluggy's call order: ``tryfirst`` implementations
 first, then the others from the most recently loaded plugin to the earliest, then
@@ -8,12 +23,31 @@ settings, project files, ``-e``, SDK). Built-in behaviour is ``trylast``.
 
 from __future__ import annotations
 
+import types
+import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
 from . import events as ev
+from .markers import hookspec
+
+if TYPE_CHECKING:
+    from .specs import EVENTS, REGISTRATION_HOOKS
+
+__all__ = [
+    "EVENTS",
+    "REGISTRATION_HOOKS",
+    "EventSpec",
+    "RegistrationSpec",
+    "Rule",
+    "contract_of",
+    "event_spec",
+    "registration_spec",
+]
 
 
 class Rule(StrEnum):
@@ -28,7 +62,8 @@ class Rule(StrEnum):
     ``None``. An exception is reported and the next handler runs."""
     GATE = "gate"
     """The first decisive result stops the walk. What an exception does depends on
-    the event (``tool_call``, ``user_bash`` and ``bash_spawn`` fail closed)."""
+    the event (those declared ``fail_closed``: ``tool_call``, ``user_bash`` and
+    ``bash_spawn``, block the operation)."""
     CANCELLABLE = "cancellable"
     """The first ``cancel: True`` stops the walk and cancels the operation; otherwise
     the last non-empty result replaces the whole result. An exception is reported."""
@@ -39,88 +74,126 @@ class Rule(StrEnum):
     replace either. An exception is reported and that handler's draft is dropped."""
 
 
+_RESULTLESS = frozenset({Rule.NOTIFICATION, Rule.MUTATION})
+"""Rules whose handlers return nothing."""
+
+
 @dataclass(frozen=True, slots=True)
 class EventSpec:
+    """What the hookspec of one event declares (recorded by :func:`event_spec`)."""
+
     name: str
     event: type[ev.Event]
     result: type[BaseModel] | None
     rule: Rule
     fail_closed: bool = False
     """An exception in a handler blocks the operation instead of being skipped."""
+    group: str = ""
+    """The section of the hook reference (``docs/hooks.md``) it is listed in."""
 
 
-def _spec(
-    event: type[ev.Event],
-    rule: Rule,
-    result: type[BaseModel] | None = None,
-    *,
-    fail_closed: bool = False,
-) -> EventSpec:
-    name = event.model_fields["type"].default
-    return EventSpec(name=name, event=event, result=result, rule=rule, fail_closed=fail_closed)
+@dataclass(frozen=True, slots=True)
+class RegistrationSpec:
+    """What a registration hookspec declares (recorded by :func:`registration_spec`):
+    the hook is called once per plugin, in load order, with one callback."""
+
+    name: str
+    argument: str
+    """The name of the callback argument (``register`` or ``add``)."""
+    callback: Any
+    """The callback's protocol (:class:`~pi_hookspecs.RegisterTool` …)."""
+    group: str = "Registration"
 
 
-N, C, M, G, X, A, B = (
-    Rule.NOTIFICATION,
-    Rule.CHAINED,
-    Rule.MUTATION,
-    Rule.GATE,
-    Rule.CANCELLABLE,
-    Rule.AGGREGATE,
-    Rule.BOUNDARY,
-)
+Contract = EventSpec | RegistrationSpec
+_ATTRIBUTE = "pi_contract"
+F = TypeVar("F", bound=Callable[..., Any])
 
-EVENTS: dict[str, EventSpec] = {
-    spec.name: spec
-    for spec in (
-        _spec(ev.InputEvent, C, ev.InputResult),
-        _spec(ev.ContextEvent, C, ev.ContextResult),
-        _spec(ev.ContextWithSystemEvent, C, ev.ContextWithSystemResult),
-        _spec(ev.ToolCallEvent, G, ev.ToolCallResult, fail_closed=True),
-        _spec(ev.ToolResultEvent, C, ev.ToolResultPatch),
-        _spec(ev.SessionBeforeCompactEvent, X, ev.SessionBeforeCompactResult),
-        _spec(ev.ResourcesDiscoverEvent, A, ev.ResourcesDiscoverResult),
-        _spec(ev.ProjectTrustEvent, G, ev.ProjectTrustResult),
-        _spec(ev.SessionStartEvent, N),
-        _spec(ev.SessionShutdownEvent, N),
-        _spec(ev.SessionBeforeSwitchEvent, X, ev.SessionBeforeSwitchResult),
-        _spec(ev.SessionBeforeForkEvent, X, ev.SessionBeforeForkResult),
-        _spec(ev.SessionBeforeTreeEvent, X, ev.SessionBeforeTreeResult),
-        _spec(ev.SessionTreeEvent, N),
-        _spec(ev.SessionCompactEvent, N),
-        _spec(ev.SessionCompactFailedEvent, N),
-        _spec(ev.SessionInfoChangedEvent, N),
-        _spec(ev.BeforeAgentStartEvent, A, ev.BeforeAgentStartResult),
-        _spec(ev.AgentStartEvent, N),
-        _spec(ev.AgentEndEvent, N),
-        _spec(ev.AgentBeforeSettleEvent, B, ev.BoundaryResult),
-        _spec(ev.AgentSettledEvent, N),
-        _spec(ev.TurnStartEvent, N),
-        _spec(ev.TurnEndEvent, B, ev.BoundaryResult),
-        _spec(ev.MessageStartEvent, N),
-        _spec(ev.MessageUpdateEvent, N),
-        _spec(ev.MessageEndEvent, C, ev.MessageEndResult),
-        _spec(ev.ToolExecutionStartEvent, N),
-        _spec(ev.ToolExecutionUpdateEvent, N),
-        _spec(ev.ToolExecutionEndEvent, N),
-        _spec(ev.BeforeProviderHeadersEvent, M),
-        _spec(ev.BeforeProviderRequestEvent, C, ev.BeforeProviderRequestResult),
-        _spec(ev.AfterProviderResponseEvent, N),
-        _spec(ev.ProviderStreamEvent, N),
-        _spec(ev.ModelSelectEvent, N),
-        _spec(ev.ThinkingLevelSelectEvent, N),
-        _spec(ev.UserBashEvent, G, ev.UserBashResult, fail_closed=True),
-        _spec(ev.BashSpawnEvent, G, ev.BashSpawnResult, fail_closed=True),
-        _spec(ev.HookOutcomeEvent, N),
-    )
-}
-"""Every event pi emits, with its event model, result model and composition rule."""
 
-REGISTRATION_HOOKS: tuple[str, ...] = (
-    "register_tools",
-    "register_commands",
-    "register_flags",
-    "register_providers",
-    "register_cli_commands",
-    "add_hookspecs",
-)
+def contract_of(function: object) -> EventSpec | RegistrationSpec | None:
+    """The contract recorded on a hookspec function, or ``None`` (not one of pi's own)."""
+    found = getattr(function, _ATTRIBUTE, None)
+    return found if isinstance(found, EventSpec | RegistrationSpec) else None
+
+
+def _bad(function: Callable[..., Any], problem: str) -> TypeError:
+    return TypeError(f"hookspec {function.__name__}: {problem}")
+
+
+def _signature(function: Callable[..., Any]) -> tuple[list[str], dict[str, Any]]:
+    """The parameter names and the evaluated annotations (cheaper than ``inspect``:
+    this runs for every hookspec when pi_hookspecs is imported)."""
+    code = function.__code__
+    params = list(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
+    hints = dict(function.__annotations__)
+    if any(isinstance(hint, str) for hint in hints.values()):  # `from __future__ import annotations`
+        hints = typing.get_type_hints(function)
+    elif hints.get("return", ...) is None:
+        hints["return"] = type(None)
+    return params, hints
+
+
+def _result_model(function: Callable[..., Any], hint: Any) -> type[BaseModel] | None:
+    """``None`` for ``-> None``; ``Model`` for ``-> Model | None``."""
+    if hint is type(None):
+        return None
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (types.UnionType, typing.Union) and len(args) == 2 and type(None) in args:
+        model = args[0] if args[1] is type(None) else args[1]
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            return model
+    raise _bad(function, f"return annotation must be `Model | None` or `None`, not {hint!r}")
+
+
+def event_spec(rule: Rule, *, group: str, fail_closed: bool = False) -> Callable[[F], F]:
+    """Declare the hookspec of an event: ``(event: XEvent, ctx: ...) -> XResult | None``
+    (``-> None`` for notification and mutation rules), its composition ``rule``, whether
+    a failing handler blocks the operation (``fail_closed``) and its ``group`` in the
+    hook reference. Records an :class:`EventSpec` and applies pluggy's marker."""
+
+    def mark(function: F) -> F:
+        params, hints = _signature(function)
+        if params != ["event", "ctx"]:
+            raise _bad(function, "an event hookspec takes (event, ctx)")
+        event = hints.get("event")
+        if not (isinstance(event, type) and issubclass(event, ev.Event)):
+            raise _bad(function, f"`event` must be annotated with an Event model, not {event!r}")
+        if event.model_fields["type"].default != function.__name__:
+            raise _bad(function, f"{event.__name__}.type is not {function.__name__!r}")
+        result = _result_model(function, hints.get("return"))
+        if (result is None) != (rule in _RESULTLESS):
+            expected = "-> None" if rule in _RESULTLESS else "-> Model | None"
+            raise _bad(function, f"a {rule.value} hook is declared {expected}")
+        spec = EventSpec(function.__name__, event, result, rule, fail_closed=fail_closed, group=group)
+        setattr(function, _ATTRIBUTE, spec)
+        return hookspec(function)
+
+    return mark
+
+
+def registration_spec(*, group: str = "Registration") -> Callable[[F], F]:
+    """Declare a registration hookspec: ``(register: RegisterX) -> None`` (one callback
+    argument, annotated with its protocol). Records a :class:`RegistrationSpec` and
+    applies pluggy's marker."""
+
+    def mark(function: F) -> F:
+        params, hints = _signature(function)
+        if len(params) != 1 or params[0] not in hints:
+            raise _bad(function, "a registration hookspec takes one annotated callback argument")
+        if hints.get("return") is not type(None):
+            raise _bad(function, "a registration hookspec returns None")
+        spec = RegistrationSpec(function.__name__, params[0], hints[params[0]], group=group)
+        setattr(function, _ATTRIBUTE, spec)
+        return hookspec(function)
+
+    return mark
+
+
+def __getattr__(name: str) -> Any:
+    # ``EVENTS`` and ``REGISTRATION_HOOKS`` used to be written out here; they are derived
+    # from the hookspecs now (pi_hookspecs.specs) and still importable from this module.
+    if name in ("EVENTS", "REGISTRATION_HOOKS"):
+        from . import specs
+
+        return getattr(specs, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,23 +1,100 @@
 """The hook specifications: one per event, plus the registration hooks.
 
-Each docstring is the reference for its hook (``docs/hooks.md`` is generated from
-them): when it fires, what an implementation may return, how the results of several
-plugins combine and what an exception does. Event hooks take ``(event, ctx)``; an
-implementation may take a subset of the names, e.g. only ``event``. Implementations may
-be plain functions or coroutines.
+Each hookspec is the single source of its hook. Its signature names the event model, the
+context and the result model (``def tool_call(event: ToolCallEvent, ctx: ExtensionContext)
+-> ToolCallResult | None``); its decorator (:func:`~pi_hookspecs.rules.event_spec`,
+:func:`~pi_hookspecs.rules.registration_spec`) the composition rule, whether a failing
+handler blocks the operation and the section of the hook reference; its docstring is the
+reference (``docs/hooks.md`` is generated from it): when it fires, what an
+implementation may return, how the results of several plugins combine and what an
+exception does. :data:`EVENTS`, :data:`REGISTRATION_HOOKS` and :data:`HOOK_GROUPS`,
+at the end of this module, are derived from the hookspecs.
+
+Event hooks take ``(event, ctx)``; an implementation may take a subset of the names, e.g.
+only ``event``, and may return the result model, a dict with its fields, or ``None``.
+Implementations may be plain functions or coroutines. Annotate an implementation with
+the same types to have an editor complete ``event.``::
+
+    from pi_hookspecs import ExtensionContext, ToolCallEvent, ToolCallResult, hookimpl
+
+    @hookimpl
+    def tool_call(event: ToolCallEvent, ctx: ExtensionContext) -> ToolCallResult | None: ...
 """
 
-from __future__ import annotations
-
-from typing import Any
-
-from .markers import hookspec
+from .context import ExtensionContext, ProjectTrustContext
+from .events import (
+    AfterProviderResponseEvent,
+    AgentBeforeSettleEvent,
+    AgentEndEvent,
+    AgentSettledEvent,
+    AgentStartEvent,
+    BashSpawnEvent,
+    BashSpawnResult,
+    BeforeAgentStartEvent,
+    BeforeAgentStartResult,
+    BeforeProviderHeadersEvent,
+    BeforeProviderRequestEvent,
+    BeforeProviderRequestResult,
+    BoundaryResult,
+    ContextEvent,
+    ContextResult,
+    ContextWithSystemEvent,
+    ContextWithSystemResult,
+    HookOutcomeEvent,
+    InputEvent,
+    InputResult,
+    MessageEndEvent,
+    MessageEndResult,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    ModelSelectEvent,
+    ProjectTrustEvent,
+    ProjectTrustResult,
+    ProviderStreamEvent,
+    ResourcesDiscoverEvent,
+    ResourcesDiscoverResult,
+    SessionBeforeCompactEvent,
+    SessionBeforeCompactResult,
+    SessionBeforeForkEvent,
+    SessionBeforeForkResult,
+    SessionBeforeSwitchEvent,
+    SessionBeforeSwitchResult,
+    SessionBeforeTreeEvent,
+    SessionBeforeTreeResult,
+    SessionCompactEvent,
+    SessionCompactFailedEvent,
+    SessionInfoChangedEvent,
+    SessionShutdownEvent,
+    SessionStartEvent,
+    SessionTreeEvent,
+    ThinkingLevelSelectEvent,
+    ToolCallEvent,
+    ToolCallResult,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+    ToolResultEvent,
+    ToolResultPatch,
+    TurnEndEvent,
+    TurnStartEvent,
+    UserBashEvent,
+    UserBashResult,
+)
+from .registration import (
+    AddHookspecs,
+    RegisterCliCommand,
+    RegisterCommand,
+    RegisterFlag,
+    RegisterProvider,
+    RegisterTool,
+)
+from .rules import EventSpec, RegistrationSpec, Rule, contract_of, event_spec, registration_spec
 
 # =============================================================================== registration
 
 
-@hookspec
-def register_tools(register: Any) -> None:
+@registration_spec()
+def register_tools(register: RegisterTool) -> None:
     """Register tools.
 
     **Fires** once per session runtime (startup, ``/reload``, new / resume / fork), in
@@ -33,8 +110,8 @@ def register_tools(register: Any) -> None:
     """
 
 
-@hookspec
-def register_commands(register: Any) -> None:
+@registration_spec()
+def register_commands(register: RegisterCommand) -> None:
     """Register slash commands.
 
     **Fires** once per session runtime, in plugin load order.
@@ -48,8 +125,8 @@ def register_commands(register: Any) -> None:
     """
 
 
-@hookspec
-def register_flags(register: Any) -> None:
+@registration_spec()
+def register_flags(register: RegisterFlag) -> None:
     """Register command-line flags.
 
     **Fires** when pi builds its command line and once per session runtime.
@@ -62,8 +139,8 @@ def register_flags(register: Any) -> None:
     """
 
 
-@hookspec
-def register_providers(register: Any) -> None:
+@registration_spec()
+def register_providers(register: RegisterProvider) -> None:
     """Register model providers.
 
     **Fires** once per session runtime, before the model is chosen, so the models it
@@ -94,8 +171,8 @@ def register_providers(register: Any) -> None:
     """
 
 
-@hookspec
-def register_cli_commands(register: Any) -> None:
+@registration_spec()
+def register_cli_commands(register: RegisterCliCommand) -> None:
     """Register subcommands of the ``pi`` command line (``pi mcp list`` …).
 
     **Fires** when ``pi`` is started with a first argument that is not one of its own
@@ -112,16 +189,18 @@ def register_cli_commands(register: Any) -> None:
     """
 
 
-@hookspec
-def add_hookspecs(add: Any) -> None:
+@registration_spec()
+def add_hookspecs(add: AddHookspecs) -> None:
     """Publish hook specifications of a plugin's own.
 
     **Fires** right after all plugins are registered, before anything is called.
 
     **Call** ``add(module_or_class)`` holding functions marked with
     ``pi_hookspecs.hookspec``. Other plugins then implement them, and the publishing
-    plugin calls them through ``ctx.hook.<name>(...)`` (pluggy's own calling
-    convention and result list). pi-mcp publishes ``register_mcp_servers`` this way.
+    plugin calls them through ``ctx.hook.<name>(...)``: pluggy's own calling convention
+    (keyword arguments), result list and wrappers, unlike pi's events, which
+    ``ctx.hook`` calls through pi's runner. pi-mcp publishes ``register_mcp_servers``
+    this way.
 
     **Errors**: reported as a diagnostic naming the plugin.
     """
@@ -130,8 +209,8 @@ def add_hookspecs(add: Any) -> None:
 # =============================================================================== startup
 
 
-@hookspec
-def project_trust(event: Any, ctx: Any) -> Any:
+@event_spec(Rule.GATE, group="Startup and resources")
+def project_trust(event: ProjectTrustEvent, ctx: ProjectTrustContext) -> ProjectTrustResult | None:
     """Decide whether the project in ``event.cwd`` is trusted.
 
     **Fires** at startup (and when a session replacement enters a new working
@@ -151,8 +230,8 @@ def project_trust(event: Any, ctx: Any) -> Any:
     """
 
 
-@hookspec
-def resources_discover(event: Any, ctx: Any) -> Any:
+@event_spec(Rule.AGGREGATE, group="Startup and resources")
+def resources_discover(event: ResourcesDiscoverEvent, ctx: ExtensionContext) -> ResourcesDiscoverResult | None:
     """Contribute skill, prompt-template and theme paths.
 
     **Fires** after ``session_start`` (``event.reason`` ``"startup"``) and after a
@@ -171,8 +250,8 @@ def resources_discover(event: Any, ctx: Any) -> Any:
 # =============================================================================== session
 
 
-@hookspec
-def session_start(event: Any, ctx: Any) -> None:
+@event_spec(Rule.NOTIFICATION, group="Session")
+def session_start(event: SessionStartEvent, ctx: ExtensionContext) -> None:
     """A session runtime started.
 
     **Fires** when a session is started, loaded or reloaded; ``event.reason`` is
@@ -186,8 +265,8 @@ def session_start(event: Any, ctx: Any) -> None:
     """
 
 
-@hookspec
-def session_shutdown(event: Any, ctx: Any) -> None:
+@event_spec(Rule.NOTIFICATION, group="Session")
+def session_shutdown(event: SessionShutdownEvent, ctx: ExtensionContext) -> None:
     """A session runtime is about to be torn down.
 
     **Fires** before quit, reload, new, resume and fork (``event.reason``);
@@ -200,8 +279,8 @@ def session_shutdown(event: Any, ctx: Any) -> None:
     """
 
 
-@hookspec
-def session_info_changed(event: Any, ctx: Any) -> None:
+@event_spec(Rule.NOTIFICATION, group="Session")
+def session_info_changed(event: SessionInfoChangedEvent, ctx: ExtensionContext) -> None:
     """The session's display name changed (``event.name``; ``None`` when cleared).
 
     **Fires** after ``/name``, RPC ``set_session_name`` or ``ctx.set_session_name()``.
@@ -212,8 +291,8 @@ def session_info_changed(event: Any, ctx: Any) -> None:
     """
 
 
-@hookspec
-def session_before_switch(event: Any, ctx: Any) -> Any:
+@event_spec(Rule.CANCELLABLE, group="Session")
+def session_before_switch(event: SessionBeforeSwitchEvent, ctx: ExtensionContext) -> SessionBeforeSwitchResult | None:
     """A new session (``/new``) or another session (``/resume``) is about to replace
     the current one.
 
@@ -230,8 +309,8 @@ def session_before_switch(event: Any, ctx: Any) -> Any:
     """
 
 
-@hookspec
-def session_before_fork(event: Any, ctx: Any) -> Any:
+@event_spec(Rule.CANCELLABLE, group="Session")
+def session_before_fork(event: SessionBeforeForkEvent, ctx: ExtensionContext) -> SessionBeforeForkResult | None:
     """A fork (``/fork``, ``position="before"``) or clone (``position="at"``) of
     ``event.entry_id`` into a new session file is about to happen.
 
@@ -245,8 +324,8 @@ def session_before_fork(event: Any, ctx: Any) -> Any:
     """
 
 
-@hookspec
-def session_before_compact(event: Any, ctx: Any) -> Any:
+@event_spec(Rule.CANCELLABLE, group="Session")
+def session_before_compact(event: SessionBeforeCompactEvent, ctx: ExtensionContext) -> SessionBeforeCompactResult | None:
     """Compaction is about to summarise the older part of the context.
 
     **Fires** before ``/compact``, threshold compaction and overflow recovery
@@ -266,8 +345,8 @@ def session_before_compact(event: Any, ctx: Any) -> Any:
     """
 
 
-@hookspec
-def session_compact(event: Any, ctx: Any) -> None:
+@event_spec(Rule.NOTIFICATION, group="Session")
+def session_compact(event: SessionCompactEvent, ctx: ExtensionContext) -> None:
     """A compaction was saved (``event.compaction_entry``; ``event.from_extension``
     tells whether a plugin supplied it).
 
@@ -277,8 +356,8 @@ def session_compact(event: Any, ctx: Any) -> None:
     """
 
 
-@hookspec
-def session_compact_failed(event: Any, ctx: Any) -> None:
+@event_spec(Rule.NOTIFICATION, group="Session")
+def session_compact_failed(event: SessionCompactFailedEvent, ctx: ExtensionContext) -> None:
     """A compaction failed (``event.error_message``) or was aborted (``event.aborted``).
 
     **Returns** nothing (notification).
@@ -287,8 +366,8 @@ def session_compact_failed(event: Any, ctx: Any) -> None:
     """
 
 
-@hookspec
-def session_before_tree(event: Any, ctx: Any) -> Any:
+@event_spec(Rule.CANCELLABLE, group="Session")
+def session_before_tree(event: SessionBeforeTreeEvent, ctx: ExtensionContext) -> SessionBeforeTreeResult | None:
     """Tree navigation (``/tree``) is about to move the session's leaf.
 
     **Fires** with ``event.preparation`` (target, old leaf, common ancestor, the entries
@@ -305,8 +384,8 @@ def session_before_tree(event: Any, ctx: Any) -> Any:
     """
 
 
-@hookspec
-def session_tree(event: Any, ctx: Any) -> None:
+@event_spec(Rule.NOTIFICATION, group="Session")
+def session_tree(event: SessionTreeEvent, ctx: ExtensionContext) -> None:
     """The leaf moved (``event.new_leaf_id``, ``event.old_leaf_id``,
     ``event.summary_entry``). Rebuild branch-dependent state from
     ``ctx.session_manager.get_branch()``.
@@ -320,8 +399,8 @@ def session_tree(event: Any, ctx: Any) -> None:
 # =============================================================================== agent runs
 
 
-@hookspec
-def before_agent_start(event: Any, ctx: Any) -> Any:
+@event_spec(Rule.AGGREGATE, group="Agent runs")
+def before_agent_start(event: BeforeAgentStartEvent, ctx: ExtensionContext) -> BeforeAgentStartResult | None:
     """A run is about to start, after input handling and template expansion.
 
     **Fires** once per prompt (``event.message_type`` ``"user"`` with ``prompt`` and
@@ -342,8 +421,8 @@ def before_agent_start(event: Any, ctx: Any) -> Any:
     """
 
 
-@hookspec
-def agent_start(event: Any, ctx: Any) -> None:
+@event_spec(Rule.NOTIFICATION, group="Agent runs")
+def agent_start(event: AgentStartEvent, ctx: ExtensionContext) -> None:
     """A low-level agent run began.
 
     **Returns** nothing (notification).
@@ -352,8 +431,8 @@ def agent_start(event: Any, ctx: Any) -> None:
     """
 
 
-@hookspec
-def agent_end(event: Any, ctx: Any) -> None:
+@event_spec(Rule.NOTIFICATION, group="Agent runs")
+def agent_end(event: AgentEndEvent, ctx: ExtensionContext) -> None:
     """A low-level agent run ended (``event.messages`` are the messages it produced).
     pi may still retry, compact and retry, or continue with queued messages; wait for
     ``agent_settled`` for the final idle point.
@@ -364,8 +443,8 @@ def agent_end(event: Any, ctx: Any) -> None:
     """
 
 
-@hookspec
-def agent_before_settle(event: Any, ctx: Any) -> Any:
+@event_spec(Rule.BOUNDARY, group="Agent runs")
+def agent_before_settle(event: AgentBeforeSettleEvent, ctx: ExtensionContext) -> BoundaryResult | None:
     """The last actionable point before pi settles.
 
     **Fires** after retries, recovery and queued work are done (not after an abort).
@@ -384,8 +463,8 @@ def agent_before_settle(event: Any, ctx: Any) -> Any:
     """
 
 
-@hookspec
-def agent_settled(event: Any, ctx: Any) -> None:
+@event_spec(Rule.NOTIFICATION, group="Agent runs")
+def agent_settled(event: AgentSettledEvent, ctx: ExtensionContext) -> None:
     """pi will not continue on its own (``event.aborted`` when the run was aborted).
     Fires once per prompt, also after errors and aborts; ``ctx.is_idle()`` is true.
 
@@ -395,8 +474,8 @@ def agent_settled(event: Any, ctx: Any) -> None:
     """
 
 
-@hookspec
-def turn_start(event: Any, ctx: Any) -> None:
+@event_spec(Rule.NOTIFICATION, group="Agent runs")
+def turn_start(event: TurnStartEvent, ctx: ExtensionContext) -> None:
     """A turn (one model response and its tool calls) began (``event.turn_index``).
 
     **Returns** nothing (notification).
@@ -405,8 +484,8 @@ def turn_start(event: Any, ctx: Any) -> None:
     """
 
 
-@hookspec
-def turn_end(event: Any, ctx: Any) -> Any:
+@event_spec(Rule.BOUNDARY, group="Agent runs")
+def turn_end(event: TurnEndEvent, ctx: ExtensionContext) -> BoundaryResult | None:
     """A turn finished; its assistant message and tool results are already persisted.
 
     **Fires** with ``event.message``, ``event.tool_results``, their entry ids,
@@ -426,8 +505,8 @@ def turn_end(event: Any, ctx: Any) -> Any:
 # =============================================================================== messages
 
 
-@hookspec
-def message_start(event: Any, ctx: Any) -> None:
+@event_spec(Rule.NOTIFICATION, group="Messages")
+def message_start(event: MessageStartEvent, ctx: ExtensionContext) -> None:
     """A message started (user, assistant, tool result, custom …); ``event.message``.
 
     **Returns** nothing (notification).
@@ -436,8 +515,8 @@ def message_start(event: Any, ctx: Any) -> None:
     """
 
 
-@hookspec
-def message_update(event: Any, ctx: Any) -> None:
+@event_spec(Rule.NOTIFICATION, group="Messages")
+def message_update(event: MessageUpdateEvent, ctx: ExtensionContext) -> None:
     """An assistant message streamed an update: ``event.message`` is the partial
     message, ``event.assistant_message_event`` the stream event (text / thinking /
     tool-call delta). Keep handlers fast: they are awaited in stream order.
@@ -448,8 +527,8 @@ def message_update(event: Any, ctx: Any) -> None:
     """
 
 
-@hookspec
-def message_end(event: Any, ctx: Any) -> Any:
+@event_spec(Rule.CHAINED, group="Messages")
+def message_end(event: MessageEndEvent, ctx: ExtensionContext) -> MessageEndResult | None:
     """A message is final and about to be persisted (``event.message``).
 
     **Returns** :class:`MessageEndResult` (``message``: a replacement with the same
@@ -466,8 +545,8 @@ def message_end(event: Any, ctx: Any) -> Any:
 # =============================================================================== tools
 
 
-@hookspec
-def tool_execution_start(event: Any, ctx: Any) -> None:
+@event_spec(Rule.NOTIFICATION, group="Tools")
+def tool_execution_start(event: ToolExecutionStartEvent, ctx: ExtensionContext) -> None:
     """A tool call is about to be processed (``event.tool_call_id``, ``tool_name``,
     ``args``, ``parent_tool_call_id`` for nested calls). With parallel tools these fire
     in the assistant message's order.
@@ -478,8 +557,8 @@ def tool_execution_start(event: Any, ctx: Any) -> None:
     """
 
 
-@hookspec
-def tool_execution_update(event: Any, ctx: Any) -> None:
+@event_spec(Rule.NOTIFICATION, group="Tools")
+def tool_execution_update(event: ToolExecutionUpdateEvent, ctx: ExtensionContext) -> None:
     """A running tool reported progress (``event.partial_result``).
 
     **Returns** nothing (notification).
@@ -488,8 +567,8 @@ def tool_execution_update(event: Any, ctx: Any) -> None:
     """
 
 
-@hookspec
-def tool_execution_end(event: Any, ctx: Any) -> None:
+@event_spec(Rule.NOTIFICATION, group="Tools")
+def tool_execution_end(event: ToolExecutionEndEvent, ctx: ExtensionContext) -> None:
     """A tool call is final (``event.result``, ``event.is_error``,
     ``event.duration_ms`` when the tool ran). Fires for every call, also unknown,
     invalid, blocked and aborted ones; in completion order with parallel tools.
@@ -500,8 +579,8 @@ def tool_execution_end(event: Any, ctx: Any) -> None:
     """
 
 
-@hookspec
-def tool_call(event: Any, ctx: Any) -> Any:
+@event_spec(Rule.GATE, group="Tools", fail_closed=True)
+def tool_call(event: ToolCallEvent, ctx: ExtensionContext) -> ToolCallResult | None:
     """A tool is about to run: the policy gate.
 
     **Fires** after argument validation, before execution (also for nested calls made
@@ -520,8 +599,8 @@ def tool_call(event: Any, ctx: Any) -> Any:
     """
 
 
-@hookspec
-def tool_result(event: Any, ctx: Any) -> Any:
+@event_spec(Rule.CHAINED, group="Tools")
+def tool_result(event: ToolResultEvent, ctx: ExtensionContext) -> ToolResultPatch | None:
     """A tool finished; its result may be changed before the model sees it.
 
     **Fires** after a tool ran (successfully, with ``is_error``, or raising), with the
@@ -539,127 +618,8 @@ def tool_result(event: Any, ctx: Any) -> Any:
     """
 
 
-# =============================================================================== model requests
-
-
-@hookspec
-def context(event: Any, ctx: Any) -> Any:
-    """The conversation of the next model request, without system messages
-    (``event.messages``, a copy that is safe to change).
-
-    **Returns** :class:`ContextResult` (``messages``) or ``None``. pi puts the current
-    prompt and tool declarations back in front of a changed list.
-
-    **Combination** (chained): each handler gets the previous handler's messages.
-
-    **Errors**: reported; the previous messages are kept.
-    """
-
-
-@hookspec
-def context_with_system(event: Any, ctx: Any) -> Any:
-    """The full transcript of the next request, system messages included.
-
-    **Fires** after every ``context`` handler. Keep a system message at index 0.
-
-    **Returns** :class:`ContextWithSystemResult` (``messages``, sent as they are) or
-    ``None``.
-
-    **Combination** (chained).
-
-    **Errors**: reported; the previous messages are kept.
-    """
-
-
-@hookspec
-def before_provider_headers(event: Any, ctx: Any) -> None:
-    """The HTTP headers of a provider request are assembled.
-
-    **Mutate** ``event.headers`` in place: set a key to add or override a header, set
-    it to ``None`` to remove it. Fires once per request (retries reuse the headers).
-
-    **Returns** nothing (in-place mutation: later handlers see the changes).
-
-    **Errors**: reported; the next handler runs.
-    """
-
-
-@hookspec
-def before_provider_request(event: Any, ctx: Any) -> Any:
-    """The provider payload is built and about to be sent (``event.payload``).
-
-    **Returns** :class:`BeforeProviderRequestResult` (``payload``, replacing it) or
-    ``None`` to keep it.
-
-    **Combination** (chained): later handlers and the request see the replacement.
-
-    **Errors**: reported; the previous payload is kept.
-    """
-
-
-@hookspec
-def after_provider_response(event: Any, ctx: Any) -> None:
-    """A provider answered (``event.status``, ``event.headers``), before the body
-    stream is consumed.
-
-    **Returns** nothing (notification).
-
-    **Errors**: reported; the next handler runs.
-    """
-
-
-@hookspec
-def provider_stream_event(event: Any, ctx: Any) -> None:
-    """One parsed provider stream event (``event.data``, read-only), before pi
-    normalises it. Handlers are awaited in stream order: slow ones delay the stream.
-
-    **Returns** nothing (notification).
-
-    **Errors**: reported; the stream goes on.
-    """
-
-
-@hookspec
-def model_select(event: Any, ctx: Any) -> None:
-    """The model changed (``event.model``, ``event.previous_model``, ``event.source``
-    ``"set"`` or ``"cycle"``). Restoring a session does not fire it.
-
-    **Returns** nothing (notification).
-
-    **Errors**: reported; the next handler runs.
-    """
-
-
-@hookspec
-def thinking_level_select(event: Any, ctx: Any) -> None:
-    """The thinking level changed (``event.level``, ``event.previous_level``).
-
-    **Returns** nothing (notification).
-
-    **Errors**: reported; the next handler runs.
-    """
-
-
-# =============================================================================== user input
-
-
-@hookspec
-def user_bash(event: Any, ctx: Any) -> Any:
-    """The user ran ``!command`` (or ``!!command``, ``event.exclude_from_context``).
-
-    **Returns** :class:`UserBashResult` with either ``operations`` (run the command
-    through that backend, e.g. over SSH) or ``result`` (record this outcome without
-    running anything); or ``None`` to let the next handler, then local execution, run it.
-
-    **Combination** (gate): the first valid result stops the walk.
-
-    **Errors** fail **closed**: an exception or an invalid result is reported and the
-    command is not run (no fallback to local execution).
-    """
-
-
-@hookspec
-def bash_spawn(event: Any, ctx: Any) -> Any:
+@event_spec(Rule.GATE, group="Tools", fail_closed=True)
+def bash_spawn(event: BashSpawnEvent, ctx: ExtensionContext) -> BashSpawnResult | None:
     """A shell command is about to start as a local process: change how it starts.
 
     **Fires** for every command pi's own shell runner starts: each ``bash`` tool call
@@ -686,8 +646,127 @@ def bash_spawn(event: Any, ctx: Any) -> Any:
     """
 
 
-@hookspec
-def input(event: Any, ctx: Any) -> Any:
+# =============================================================================== model requests
+
+
+@event_spec(Rule.CHAINED, group="Model requests")
+def context(event: ContextEvent, ctx: ExtensionContext) -> ContextResult | None:
+    """The conversation of the next model request, without system messages
+    (``event.messages``, a copy that is safe to change).
+
+    **Returns** :class:`ContextResult` (``messages``) or ``None``. pi puts the current
+    prompt and tool declarations back in front of a changed list.
+
+    **Combination** (chained): each handler gets the previous handler's messages.
+
+    **Errors**: reported; the previous messages are kept.
+    """
+
+
+@event_spec(Rule.CHAINED, group="Model requests")
+def context_with_system(event: ContextWithSystemEvent, ctx: ExtensionContext) -> ContextWithSystemResult | None:
+    """The full transcript of the next request, system messages included.
+
+    **Fires** after every ``context`` handler. Keep a system message at index 0.
+
+    **Returns** :class:`ContextWithSystemResult` (``messages``, sent as they are) or
+    ``None``.
+
+    **Combination** (chained).
+
+    **Errors**: reported; the previous messages are kept.
+    """
+
+
+@event_spec(Rule.MUTATION, group="Model requests")
+def before_provider_headers(event: BeforeProviderHeadersEvent, ctx: ExtensionContext) -> None:
+    """The HTTP headers of a provider request are assembled.
+
+    **Mutate** ``event.headers`` in place: set a key to add or override a header, set
+    it to ``None`` to remove it. Fires once per request (retries reuse the headers).
+
+    **Returns** nothing (in-place mutation: later handlers see the changes).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@event_spec(Rule.CHAINED, group="Model requests")
+def before_provider_request(event: BeforeProviderRequestEvent, ctx: ExtensionContext) -> BeforeProviderRequestResult | None:
+    """The provider payload is built and about to be sent (``event.payload``).
+
+    **Returns** :class:`BeforeProviderRequestResult` (``payload``, replacing it) or
+    ``None`` to keep it.
+
+    **Combination** (chained): later handlers and the request see the replacement.
+
+    **Errors**: reported; the previous payload is kept.
+    """
+
+
+@event_spec(Rule.NOTIFICATION, group="Model requests")
+def after_provider_response(event: AfterProviderResponseEvent, ctx: ExtensionContext) -> None:
+    """A provider answered (``event.status``, ``event.headers``), before the body
+    stream is consumed.
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@event_spec(Rule.NOTIFICATION, group="Model requests")
+def provider_stream_event(event: ProviderStreamEvent, ctx: ExtensionContext) -> None:
+    """One parsed provider stream event (``event.data``, read-only), before pi
+    normalises it. Handlers are awaited in stream order: slow ones delay the stream.
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the stream goes on.
+    """
+
+
+@event_spec(Rule.NOTIFICATION, group="Model requests")
+def model_select(event: ModelSelectEvent, ctx: ExtensionContext) -> None:
+    """The model changed (``event.model``, ``event.previous_model``, ``event.source``
+    ``"set"`` or ``"cycle"``). Restoring a session does not fire it.
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@event_spec(Rule.NOTIFICATION, group="Model requests")
+def thinking_level_select(event: ThinkingLevelSelectEvent, ctx: ExtensionContext) -> None:
+    """The thinking level changed (``event.level``, ``event.previous_level``).
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+# =============================================================================== user input
+
+
+@event_spec(Rule.GATE, group="User input", fail_closed=True)
+def user_bash(event: UserBashEvent, ctx: ExtensionContext) -> UserBashResult | None:
+    """The user ran ``!command`` (or ``!!command``, ``event.exclude_from_context``).
+
+    **Returns** :class:`UserBashResult` with either ``operations`` (run the command
+    through that backend, e.g. over SSH) or ``result`` (record this outcome without
+    running anything); or ``None`` to let the next handler, then local execution, run it.
+
+    **Combination** (gate): the first valid result stops the walk.
+
+    **Errors** fail **closed**: an exception or an invalid result is reported and the
+    command is not run (no fallback to local execution).
+    """
+
+
+@event_spec(Rule.CHAINED, group="User input")
+def input(event: InputEvent, ctx: ExtensionContext) -> InputResult | None:
     """User input arrived (``event.text``, ``event.images``, ``event.source``,
     ``event.streaming_behavior``), after extension commands were checked and before
     ``/skill:`` and template expansion.
@@ -706,8 +785,8 @@ def input(event: Any, ctx: Any) -> Any:
 # =============================================================================== observing plugins
 
 
-@hookspec
-def hook_outcome(event: Any, ctx: Any) -> None:
+@event_spec(Rule.NOTIFICATION, group="Observing plugins")
+def hook_outcome(event: HookOutcomeEvent, ctx: ExtensionContext) -> None:
     """A handler of another event changed its course: it blocked, transformed, handled
     or cancelled it, or it failed. For audit and telemetry plugins (pi-otel records each
     one as a span event naming the plugin).
@@ -740,3 +819,27 @@ def hook_outcome(event: Any, ctx: Any) -> None:
     **Errors**: reported; the next handler runs. A failing ``hook_outcome`` handler
     never fires ``hook_outcome`` again.
     """
+
+
+# =============================================================================== derived
+
+_CONTRACTS = [
+    found for value in list(globals().values()) if callable(value) and (found := contract_of(value)) is not None
+]
+
+EVENTS: dict[str, EventSpec] = {spec.name: spec for spec in _CONTRACTS if isinstance(spec, EventSpec)}
+"""Every event pi emits, with its event model, result model and composition rule, in the
+order of the hookspecs above."""
+
+REGISTRATIONS: dict[str, RegistrationSpec] = {
+    spec.name: spec for spec in _CONTRACTS if isinstance(spec, RegistrationSpec)
+}
+"""The registration hooks, with the name and protocol of their callback argument."""
+
+REGISTRATION_HOOKS: tuple[str, ...] = tuple(REGISTRATIONS)
+
+HOOK_GROUPS: dict[str, list[str]] = {}
+"""The sections of the hook reference and their hooks, in the order of the hookspecs."""
+for _spec in _CONTRACTS:
+    HOOK_GROUPS.setdefault(_spec.group, []).append(_spec.name)
+del _spec

@@ -60,24 +60,9 @@ def load_registry() -> ModelRegistry:
     registry = ModelRegistry()
     host = PluginHost(LoadOptions(cwd=os.getcwd()))
     host.load_phase_one()
-
-    async def collect() -> None:
-        impls = host._impls_by_plugin("register_providers")
-        for record in host.loaded:
-            impl = impls.get(record.name)
-            if impl is None:
-                continue
-
-            def register(value: Any, _record: Any = record) -> Any:
-                try:
-                    return host.registry.register_provider(value, _record.name, _record.kind)
-                except Exception as exc:
-                    print(f"pi: plugin {_record.name!r}: {exc}", file=sys.stderr)
-                    return None
-
-            await host._call_registration(record, impl, "register_providers", {"register": register})
-
-    asyncio.run(collect())
+    for diagnostic in asyncio.run(host.run_registration("register_providers")):
+        if diagnostic.level == "error":
+            print(f"pi: {diagnostic.format()}", file=sys.stderr)
     tables = host.registry
     for api in tables.apis.values():
         registry.add_api(api.value, source="plugin")

@@ -27,23 +27,10 @@ def plugin_flag_definitions(pre: argparse.Namespace) -> list[Any]:
         LoadOptions(cwd=os.getcwd(), cli_extensions=list(pre.extension), no_extensions=pre.no_extensions)
     )
     host.load_phase_one()
-
-    async def collect() -> list[Any]:
-        impls = host._impls_by_plugin("register_flags")
-        for record in host.loaded:
-            impl = impls.get(record.name)
-            if impl is not None:
-
-                def register(name: Any, _r: Any = record, **kw: Any) -> None:
-                    try:
-                        host.registry.register_flag(name, _r.name, _r.kind, **kw)
-                    except Exception as exc:
-                        print(f"pi: plugin {_r.name!r}: invalid flag: {exc}", file=sys.stderr)
-
-                await host._call_registration(record, impl, "register_flags", {"register": register})
-        return list(host.registry.flags.values())
-
-    return asyncio.run(collect())
+    for diagnostic in asyncio.run(host.run_registration("register_flags")):
+        if diagnostic.level == "error":
+            print(f"pi: {diagnostic.format()}", file=sys.stderr)
+    return list(host.registry.flags.values())
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

@@ -15,24 +15,10 @@ def load_cli_commands() -> dict[str, Any]:
 
     host = PluginHost(LoadOptions(cwd=os.getcwd()))
     host.load_phase_one()
-
-    async def collect() -> dict[str, Any]:
-        impls = host._impls_by_plugin("register_cli_commands")
-        for record in host.loaded:
-            impl = impls.get(record.name)
-            if impl is None:
-                continue
-
-            def register(name: Any, main: Any = None, _r: Any = record, **kw: Any) -> None:
-                try:
-                    host.registry.register_cli_command(name, main, _r.name, _r.kind, **kw)
-                except Exception as exc:
-                    print(f"pi: plugin {_r.name!r}: {exc}", file=sys.stderr)
-
-            await host._call_registration(record, impl, "register_cli_commands", {"register": register})
-        return {name: reg.value for name, reg in host.registry.cli_commands.items()}
-
-    return asyncio.run(collect())
+    for diagnostic in asyncio.run(host.run_registration("register_cli_commands")):
+        if diagnostic.level == "error":
+            print(f"pi: {diagnostic.format()}", file=sys.stderr)
+    return {name: reg.value for name, reg in host.registry.cli_commands.items()}
 
 
 def run_cli_command(command: Any, args: list[str]) -> int:

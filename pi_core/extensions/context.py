@@ -57,6 +57,8 @@ class ContextHost:
         self.settings = settings or {}
         self.scoped_settings: dict[str, dict[str, Any]] = {}
         self.hook = hook
+        """``ctx.hook``: the plugin host's :class:`~pi_core.extensions.runner.PluginHooks`
+        (set by :meth:`PluginHost.bind <pi_core.extensions.PluginHost.bind>`)."""
         self.flags = flags or {}
         self.project_trusted = project_trusted
 

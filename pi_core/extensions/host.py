@@ -8,7 +8,14 @@ Loading is two-phase so that a project can never run code before it is trusted:
 3. :meth:`PluginHost.load_phase_two` adds the project sources when trusted, builds the
    final plugin manager in load order (reusing the objects of phase one: nothing is
    imported or instantiated twice), publishes plugin hookspecs, reports misspelled
-   hooks and runs the registration hooks.
+   hooks and runs the registration hooks (:meth:`PluginHost.run_registration`, also
+   what the command line calls to collect flags, subcommands and providers without a
+   session).
+
+A plugin that implements one of pi's hooks as a pluggy wrapper (``wrapper=True`` /
+``hookwrapper=True``) is refused when it registers, with a diagnostic naming it: pi's
+runner calls implementations itself (async, composing results between handlers) and
+cannot run wrappers. Wrappers of hooks that plugins publish work as in pluggy.
 
 Failures never propagate: each becomes a :class:`Diagnostic` naming the plugin (unless
 ``PI_EXTENSIONS_STRICT=1``, which raises :class:`ExtensionLoadError` for plugin
@@ -20,7 +27,8 @@ from __future__ import annotations
 import difflib
 import inspect
 import os
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -28,7 +36,7 @@ from typing import Any, Literal
 import pluggy
 
 import pi_hookspecs
-from pi_hookspecs import EVENTS, PROJECT_NAME, REGISTRATION_HOOKS, ProjectTrustEvent
+from pi_hookspecs import EVENTS, PROJECT_NAME, REGISTRATIONS, ProjectTrustEvent
 from pi_hookspecs import specs as core_specs
 
 from .._paths import agent_dir as default_agent_dir
@@ -43,7 +51,7 @@ from .context import (
 )
 from .diagnostics import Diagnostic, ExtensionLoadError, describe_exception
 from .registry import RegistrationError, Registry
-from .runner import EventRunner
+from .runner import WRAPPERS_REFUSED, EventRunner, PluginHooks
 from .sources import (
     PluginLoadError,
     PluginSource,
@@ -56,7 +64,8 @@ from .sources import (
 )
 
 Status = Literal["loaded", "error", "disabled", "skipped"]
-KNOWN_HOOKS = frozenset(EVENTS) | frozenset(REGISTRATION_HOOKS)
+KNOWN_HOOKS = frozenset(EVENTS) | frozenset(REGISTRATIONS)
+"""pi's own hooks: events and registration hooks (derived from the hookspecs)."""
 
 
 @dataclass
@@ -143,6 +152,9 @@ class PluginHost:
         self.context_host.use_settings(self.settings)
         self.pm = self._new_pm()
         self.runner = EventRunner(self.pm, ctx=self.make_context())
+        self.hooks = PluginHooks(self.runner)
+        """``ctx.hook`` of every context of this runtime."""
+        self.context_host.hook = self.hooks
         self._phase = 0
 
     # ------------------------------------------------------------------ helpers
@@ -175,7 +187,7 @@ class PluginHost:
 
     def bind(self, context_host: ContextHost) -> None:
         """Give the contexts a new host (the session runtime, once it exists)."""
-        context_host.hook = self.pm.hook
+        context_host.hook = self.hooks
         self.context_host = context_host
         self.runner.ctx = self.make_context()
 
@@ -365,13 +377,15 @@ class PluginHost:
         self.records = early + project_records + tail
         # The final manager, in load order, with the objects loaded above.
         self.pm = self._new_pm()
-        self.runner.pm = self.pm
-        self.runner.invalidate()
-        self.context_host.hook = self.pm.hook
+        self.runner.attach(self.pm)
         self._register_all(self.pm)
-        await self._publish_hookspecs()
+        await self.run_registration("add_hookspecs")
         self._check_pending()
-        await self._run_registrations()
+        for hook in REGISTRATIONS:  # in the order of the hookspecs: tools, commands, flags, providers, cli
+            if hook != "add_hookspecs":
+                await self.run_registration(hook)
+        for name, reg in self.registry.flags.items():
+            self.context_host.flags.setdefault(name, reg.value.default)
         self.runner.invalidate()
         return self
 
@@ -416,6 +430,12 @@ class PluginHost:
                 record.status = "error"
                 other = pm.get_name(record.plugin) if pm.is_registered(record.plugin) else None
                 record.error = f"already loaded as plugin {other!r}" if other else f"cannot register: {exc}"
+            else:
+                wrapped = self._wrapped_core_hooks(pm, record.plugin)
+                if wrapped:
+                    pm.unregister(record.plugin)
+                    record.status = "error"
+                    record.error = f"refused: implements {', '.join(wrapped)} as a wrapper; {WRAPPERS_REFUSED}"
             if record.status == "error":
                 self._diag("error", record.error or "", plugin=record.name, source=record.kind, path=record.source.path)
                 continue
@@ -424,29 +444,96 @@ class PluginHost:
                 {caller.name for caller in pm.get_hookcallers(record.plugin) or []}
             )
 
-    def _impls_by_plugin(self, hook: str) -> dict[str, Any]:
-        caller = getattr(self.pm.hook, hook, None)
-        if caller is None:
-            return {}
-        return {impl.plugin_name: impl for impl in caller.get_hookimpls()}
+    @staticmethod
+    def _wrapped_core_hooks(pm: pluggy.PluginManager, plugin: object) -> list[str]:
+        """pi's hooks that ``plugin`` implements as a pluggy wrapper."""
+        return sorted(
+            caller.name
+            for caller in pm.get_hookcallers(plugin) or []
+            if caller.name in KNOWN_HOOKS
+            and any(impl.plugin is plugin and (impl.wrapper or impl.hookwrapper) for impl in caller.get_hookimpls())
+        )
 
-    async def _publish_hookspecs(self) -> None:
-        impls = self._impls_by_plugin("add_hookspecs")
+    async def run_registration(self, hook: str) -> list[Diagnostic]:
+        """Call registration hook ``hook`` (``register_tools``, ``register_commands``,
+        ``register_flags``, ``register_providers``, ``register_cli_commands`` or
+        ``add_hookspecs``) of every loaded plugin, in load order, each with its own
+        callback: what a plugin registers lands in :attr:`registry` under its name (a
+        published hookspec in the plugin manager). An invalid registration, a conflict or
+        an exception is a diagnostic naming the plugin; the other registrations stand.
+        Returns the diagnostics added by this call.
+
+        Loading (:meth:`load_phase_two`) runs every registration hook; the command line
+        calls this after :meth:`load_phase_one` to read flags, subcommands or providers
+        without starting a session."""
+        spec = REGISTRATIONS.get(hook)
+        if spec is None:
+            raise ValueError(f"{hook!r} is not a registration hook (one of {', '.join(REGISTRATIONS)})")
+        before = len(self.diagnostics)
+        caller = getattr(self.pm.hook, hook, None)
+        impls = {impl.plugin_name: impl for impl in caller.get_hookimpls()} if caller is not None else {}
         for record in self.loaded:
             impl = impls.get(record.name)
             if impl is None:
                 continue
+            callback = self._registration_callback(hook, record)
+            start = time.perf_counter()
+            try:
+                result = impl.function(**{name: callback for name in impl.argnames if name == spec.argument})
+                if inspect.isawaitable(result):
+                    await result
+                self.runner.trace(f"{hook} <- {record.name}: done ({(time.perf_counter() - start) * 1000:.2f} ms)")
+            except ExtensionLoadError:
+                raise
+            except Exception as exc:
+                self.runner.trace(f"{hook} <- {record.name}: raised {describe_exception(exc)}")
+                self._diag(
+                    "error",
+                    f"{hook} failed: {describe_exception(exc)}",
+                    plugin=record.name,
+                    source=record.kind,
+                    path=record.source.path,
+                )
+        return self.diagnostics[before:]
 
-            def add(module_or_class: Any, _record: PluginRecord = record) -> None:
+    def _registration_callback(self, hook: str, record: PluginRecord) -> Callable[..., Any]:
+        """The ``register`` (or ``add``) callable ``record``'s plugin receives for ``hook``."""
+        registry = self.registry
+
+        if hook == "add_hookspecs":
+
+            def add(module_or_class: Any) -> None:
                 try:
                     self.pm.add_hookspecs(module_or_class)
                 except pluggy.PluginValidationError as exc:
-                    offender = getattr(exc, "plugin", None)
-                    self._unregister_invalid(offender, f"invalid hook implementation: {exc}")
+                    self._unregister_invalid(getattr(exc, "plugin", None), f"invalid hook implementation: {exc}")
                 except ValueError as exc:
-                    self._diag("error", f"add_hookspecs failed: {exc}", plugin=_record.name, source=_record.kind)
+                    self._diag("error", f"add_hookspecs failed: {exc}", plugin=record.name, source=record.kind)
 
-            await self._call_registration(record, impl, "add_hookspecs", {"add": add})
+            return add
+
+        plugin, kind = record.name, record.kind
+        registrars: dict[str, Callable[..., Any]] = {
+            "register_tools": lambda value: registry.register_tool(value, plugin, kind),
+            "register_commands": lambda name, handler=None, **kw: registry.register_command(
+                name, handler, plugin, kind, **kw
+            ),
+            "register_flags": lambda name, **kw: registry.register_flag(name, plugin, kind, **kw),
+            "register_providers": lambda value: registry.register_provider(value, plugin, kind),
+            "register_cli_commands": lambda name, main=None, **kw: registry.register_cli_command(
+                name, main, plugin, kind, **kw
+            ),
+        }
+        registrar = registrars[hook]
+
+        def register(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return registrar(*args, **kwargs)
+            except RegistrationError as exc:
+                self._diag("error", f"{hook}: {exc}", plugin=plugin, source=kind, path=record.source.path)
+                return None
+
+        return register
 
     def _unregister_invalid(self, plugin_obj: Any, message: str) -> None:
         for record in self.loaded:
@@ -477,54 +564,6 @@ class PluginHost:
                     source=record.kind if record else None,
                     path=record.source.path if record else None,
                 )
-
-    async def _call_registration(self, record: PluginRecord, impl: Any, hook: str, kwargs: dict[str, Any]) -> None:
-        try:
-            result = impl.function(**{k: kwargs[k] for k in impl.argnames})
-            if inspect.isawaitable(result):
-                await result
-        except ExtensionLoadError:
-            raise
-        except Exception as exc:
-            self._diag(
-                "error",
-                f"{hook} failed: {describe_exception(exc)}",
-                plugin=record.name,
-                source=record.kind,
-                path=record.source.path,
-            )
-
-    async def _run_registrations(self) -> None:
-        registry = self.registry
-        tables = {
-            "register_tools": lambda rec: lambda value: registry.register_tool(value, rec.name, rec.kind),
-            "register_commands": lambda rec: lambda name, handler=None, **kw: registry.register_command(
-                name, handler, rec.name, rec.kind, **kw
-            ),
-            "register_flags": lambda rec: lambda name, **kw: registry.register_flag(name, rec.name, rec.kind, **kw),
-            "register_providers": lambda rec: lambda value: registry.register_provider(value, rec.name, rec.kind),
-            "register_cli_commands": lambda rec: lambda name, main=None, **kw: registry.register_cli_command(
-                name, main, rec.name, rec.kind, **kw
-            ),
-        }
-        for hook, make in tables.items():
-            impls = self._impls_by_plugin(hook)
-            for record in self.loaded:
-                impl = impls.get(record.name)
-                if impl is None:
-                    continue
-                inner = make(record)
-
-                def register(*args: Any, _inner: Any = inner, _record: PluginRecord = record, _hook: str = hook, **kw: Any) -> Any:
-                    try:
-                        return _inner(*args, **kw)
-                    except RegistrationError as exc:
-                        self._diag("error", f"{_hook}: {exc}", plugin=_record.name, source=_record.kind, path=_record.source.path)
-                        return None
-
-                await self._call_registration(record, impl, hook, {"register": register})
-        for name, reg in registry.flags.items():
-            self.context_host.flags.setdefault(name, reg.value.default)
 
 
 def _as_list(value: Any) -> list[str]:

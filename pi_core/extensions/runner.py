@@ -2,14 +2,18 @@
 
 Handlers run one at a time in pluggy's call order (``reversed(hook.get_hookimpls())``:
 ``tryfirst`` first, then the most recently registered plugin first, ``trylast``
-last; wrappers are skipped). A handler may be sync or async and may take any subset
-of ``(event, ctx)``. What a handler returns is validated against the event's result
-model (a dict with the same fields is accepted); a wrong type is a handler error that
-names the plugin, the hook and the expected type. When a handler blocks, transforms,
+last). pluggy wrappers (``wrapper=True`` / ``hookwrapper=True``) of pi's hooks are
+refused when plugins load (:class:`~pi_core.extensions.PluginHost`); one that reaches
+the runner anyway (registered around the host) is reported, never skipped in silence.
+A handler may be sync or async and may take any subset of ``(event, ctx)``. What a
+handler returns is validated against the event's result model (a dict with the same
+fields is accepted); a wrong type is a handler error that names the plugin, the hook
+and the expected type. When a handler blocks, transforms,
 handles or cancels an event, or fails, the ``hook_outcome`` handlers are told (only
 when there are any, and never about a ``hook_outcome`` handler itself).
 
-How results combine is the event's :class:`~pi_hookspecs.Rule` (``pi_hookspecs.EVENTS``).
+How results combine is the event's :class:`~pi_hookspecs.Rule`, declared on its hookspec
+(``pi_hookspecs.EVENTS`` is derived from the hookspecs).
 What :meth:`EventRunner.emit` returns, by event:
 
 =======================  =========================================================
@@ -27,6 +31,17 @@ cancellable              the first cancelling result, else the last result, or `
 aggregate                the list of results
 boundary                 use :meth:`EventRunner.emit_boundary`
 =======================  =========================================================
+
+Plugins call pi's events through the same runner: ``ctx.hook.<event>(event)``
+(:class:`PluginHooks`) returns an awaitable of what :meth:`EventRunner.call` returns;
+hooks that plugins publish with ``add_hookspecs`` are pluggy's own hook callers.
+
+``PI_TRACE_HOOKS=1`` traces every call the runner makes itself (the runner calls each
+implementation, because it awaits coroutines and composes results between two handlers,
+which pluggy's ``hook(...)`` cannot do, so pluggy's hook-call monitoring never sees
+these calls), and installs pluggy's hook-call monitoring
+(``PluginManager.add_hookcall_monitoring``) for the calls that do go through pluggy:
+the hooks plugins publish.
 """
 
 from __future__ import annotations
@@ -36,7 +51,7 @@ import os
 import sys
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -44,8 +59,16 @@ from typing import Any
 import pluggy
 from pydantic import BaseModel, ValidationError
 
-from pi_hookspecs import EVENTS, BoundaryResult, HookOutcomeEvent, InputResult, Rule, ToolCallResult, UserBashResult
-from pi_hookspecs.events import Event
+from pi_hookspecs import (
+    EVENTS,
+    BoundaryResult,
+    EventSpec,
+    HookOutcomeEvent,
+    InputResult,
+    Rule,
+    ToolCallResult,
+    UserBashResult,
+)
 
 from .diagnostics import describe_exception
 
@@ -88,7 +111,7 @@ class HookReturnError(TypeError):
 class _Impl:
     __slots__ = ("fn", "mode", "plugin")
 
-    def __init__(self, plugin: str, fn: Callable[..., Any], argnames: tuple[str, ...]):
+    def __init__(self, plugin: str, fn: Callable[..., Any], argnames: tuple[str, ...]) -> None:
         self.plugin = plugin
         self.fn = fn
         self.mode = {
@@ -131,14 +154,25 @@ class EventRunner:
         on_error: Callable[[HookError], None] | None = None,
         trace: bool | None = None,
     ) -> None:
-        self.pm = pm
         self.ctx = ctx
         self.errors: deque[HookError] = deque(maxlen=500)
         self._listeners: list[Callable[[HookError], None]] = [on_error] if on_error else []
         self._cache: dict[str, tuple[_Impl, ...]] = {}
         self._trace = os.environ.get("PI_TRACE_HOOKS") == "1" if trace is None else trace
+        self._refused: set[tuple[str, str]] = set()
+        self.pm = pm
+        self.attach(pm)
 
     # ------------------------------------------------------------------ handlers
+
+    def attach(self, pm: pluggy.PluginManager) -> None:
+        """Dispatch to ``pm`` from now on (the host builds a new manager for phase two).
+        With tracing on, pluggy's hook-call monitoring traces the calls made through
+        pluggy itself (the hooks plugins publish)."""
+        self.pm = pm
+        self._cache.clear()
+        if self._trace:
+            pm.add_hookcall_monitoring(_trace_before, _trace_after)
 
     def invalidate(self) -> None:
         """Forget cached handler lists (after plugins were registered or removed)."""
@@ -148,20 +182,29 @@ class EventRunner:
         impls = self._cache.get(name)
         if impls is None:
             caller = getattr(self.pm.hook, name, None)
-            if caller is None:
-                impls = ()
-            else:
-                impls = tuple(
-                    _Impl(impl.plugin_name, impl.function, tuple(impl.argnames))
-                    for impl in reversed(caller.get_hookimpls())
-                    if not (impl.hookwrapper or impl.wrapper)
-                )
-            self._cache[name] = impls
+            found: list[_Impl] = []
+            for impl in reversed(caller.get_hookimpls()) if caller is not None else ():
+                if impl.hookwrapper or impl.wrapper:
+                    self._refuse_wrapper(impl.plugin_name, name)
+                    continue
+                found.append(_Impl(impl.plugin_name, impl.function, tuple(impl.argnames)))
+            impls = self._cache[name] = tuple(found)
         return impls
+
+    def _refuse_wrapper(self, plugin: str, hook: str) -> None:
+        """A wrapper that was registered without the host's check: reported once."""
+        if (plugin, hook) not in self._refused:
+            self._refused.add((plugin, hook))
+            self.report(plugin, hook, f"not called: {WRAPPERS_REFUSED}")
 
     def has_handlers(self, name: str) -> bool:
         """Whether any plugin handles ``name`` (build the event only if so)."""
         return bool(self._cache.get(name) or self.handlers(name))
+
+    def trace(self, message: str) -> None:
+        """Print ``pi trace: message`` to stderr when ``PI_TRACE_HOOKS=1``."""
+        if self._trace:
+            print(f"pi trace: {message}", file=sys.stderr)
 
     def add_error_listener(self, listener: Callable[[HookError], None]) -> Callable[[], None]:
         self._listeners.append(listener)
@@ -276,6 +319,23 @@ class EventRunner:
             return await composer(self, name, spec.result, impls, event, ctx)
         finally:
             CURRENT_PLUGIN.reset(token)
+
+    async def call(self, name: str, event: Any, ctx: Any = None) -> Any:
+        """Dispatch a core event by name, as ``ctx.hook.<name>(event)`` does: ``event`` is
+        the event's model or a dict of its fields; boundary events go through
+        :meth:`emit_boundary`. Returns what :meth:`emit` returns."""
+        spec = EVENTS.get(name)
+        if spec is None:
+            raise AttributeError(f"{name!r} is not one of pi's events")
+        if isinstance(event, Mapping):
+            event = spec.event.model_validate(event)
+        elif not isinstance(event, spec.event):
+            raise TypeError(
+                f"{name} takes a {spec.event.__name__} (or a dict of its fields), not {type(event).__name__}"
+            )
+        if spec.rule is Rule.BOUNDARY:
+            return await self.emit_boundary(name, event, None, ctx)
+        return await self.emit(name, event, ctx)
 
     async def emit_boundary(
         self,
@@ -608,5 +668,88 @@ for _name, _spec in EVENTS.items():
     if _spec.rule not in (Rule.NOTIFICATION, Rule.MUTATION):
         assert _name in _COMPOSERS or _spec.rule in _RULE_COMPOSERS, _name
 
-__all__ = ["Blocked", "EventRunner", "HookError", "UserBashResult"]
-_ = Event
+
+
+# --------------------------------------------------------------------------- wrappers, tracing
+
+WRAPPERS_REFUSED = (
+    "pi calls its own hooks through an async runner that does not run pluggy wrappers "
+    "(wrapper=True / hookwrapper=True); use tryfirst / trylast implementations instead, "
+    "and the hook_outcome hook to observe what other plugins' handlers did"
+)
+
+
+def _trace_before(hook_name: str, hook_impls: Sequence[pluggy.HookImpl], kwargs: Mapping[str, Any]) -> None:
+    print(f"pi trace: {hook_name} -> {[i.plugin_name for i in reversed(hook_impls)]} (pluggy)", file=sys.stderr)
+
+
+def _trace_after(
+    outcome: pluggy.Result[Any], hook_name: str, hook_impls: Sequence[pluggy.HookImpl], kwargs: Mapping[str, Any]
+) -> None:
+    if outcome.exception is not None:
+        shown = f"raised {describe_exception(outcome.exception)}"
+    else:
+        shown = repr(outcome.get_result())
+        shown = shown if len(shown) < 200 else shown[:197] + "..."
+    print(f"pi trace: {hook_name} <- {shown} (pluggy)", file=sys.stderr)
+
+
+# --------------------------------------------------------------------------- ctx.hook
+
+
+class EventCaller:
+    """``ctx.hook.<event>``: one of pi's events, called through the runner, so its
+    composition rule applies and coroutine handlers are awaited.
+    ``await ctx.hook.tool_call(event)`` returns what :meth:`EventRunner.call` returns."""
+
+    __slots__ = ("_runner", "name", "spec")
+
+    def __init__(self, runner: EventRunner, spec: EventSpec) -> None:
+        self._runner = runner
+        self.name = spec.name
+        self.spec = spec
+
+    def __call__(self, event: Any, ctx: Any = None) -> Awaitable[Any]:
+        return self._runner.call(self.name, event, ctx)
+
+    def get_hookimpls(self) -> list[pluggy.HookImpl]:
+        """The implementations, as pluggy lists them (the runner calls them reversed)."""
+        caller = getattr(self._runner.pm.hook, self.name, None)
+        return list(caller.get_hookimpls()) if caller is not None else []
+
+    def __repr__(self) -> str:
+        return f"<EventCaller {self.name} ({self.spec.rule.value})>"
+
+
+class PluginHooks:
+    """``ctx.hook``: pi's events through the runner (:class:`EventCaller`); every other
+    hook (those plugins publish with ``add_hookspecs``, the registration hooks) is
+    pluggy's own hook caller of the current plugin manager, called pluggy's way
+    (keyword arguments, a list of results)."""
+
+    __slots__ = ("_callers", "_runner")
+
+    def __init__(self, runner: EventRunner) -> None:
+        self._runner = runner
+        self._callers: dict[str, EventCaller] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        caller = self._callers.get(name)
+        if caller is not None:
+            return caller
+        spec = EVENTS.get(name)
+        if spec is not None:
+            caller = self._callers[name] = EventCaller(self._runner, spec)
+            return caller
+        return getattr(self._runner.pm.hook, name)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(EVENTS) | {n for n in vars(self._runner.pm.hook) if not n.startswith("_")})
+
+    def __repr__(self) -> str:
+        return f"<PluginHooks {len(EVENTS)} events + pluggy's {self._runner.pm.project_name!r} hooks>"
+
+
+__all__ = ["WRAPPERS_REFUSED", "Blocked", "EventCaller", "EventRunner", "HookError", "PluginHooks", "UserBashResult"]
