@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .tools import BuiltinToolsPlugin
+
 
 def builtin_plugins() -> list[tuple[str, Any]]:
     """``(name, plugin)`` pairs of the built-in plugins, in load order."""
-    from .tools import BuiltinToolsPlugin
-
     return [("tools", BuiltinToolsPlugin)]

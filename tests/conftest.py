@@ -16,25 +16,20 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private agent dir and no plugin-related environment leaking into a test."""
-    agent = tmp_path_factory.mktemp("agent")
-    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
-    for name in ("PI_EXTENSIONS", "PI_EXTENSIONS_STRICT", "PI_TRACE_HOOKS"):
-        monkeypatch.delenv(name, raising=False)
-    return agent
+def isolated_env(pi_agent_dir: Path) -> Path:
+    """A private agent dir and no plugin-related environment leaking into a test: the
+    published kit's ``pi_agent_dir`` (pi_core.testing), for every test."""
+    return pi_agent_dir
 
 
 @pytest.fixture
-def agent_dir(isolated_env: Path) -> Path:
-    return isolated_env
+def agent_dir(pi_agent_dir: Path) -> Path:
+    return pi_agent_dir
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
+def project(pi_project: Path) -> Path:
+    return pi_project
 
 
 async def load_host(*plugins: Any, **options: Any) -> PluginHost:

@@ -18,7 +18,6 @@ the loop does not move on until they return — so a listener that persists mess
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -56,6 +55,8 @@ from pi_hookspecs import (
     UserMessage,
 )
 
+from .._async import maybe_await
+from ..ai.dispatch import stream as default_stream
 from .tool_calls import ToolArgumentsError, validate_tool_arguments
 from .types import (
     AfterToolCall,
@@ -89,12 +90,6 @@ class AgentState:
     stream_message: AssistantMessage | None = None
     pending_tool_calls: set[str] = field(default_factory=set)
     error: str | None = None
-
-
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value
 
 
 def _error_message(model: Model | None, text: str, *, aborted: bool = False) -> AssistantMessage:
@@ -182,9 +177,7 @@ class Agent:
     async def _emit(self, event: Any) -> None:
         self._apply(event)
         for listener in list(self._listeners):
-            result = listener(event)
-            if inspect.isawaitable(result):
-                await result
+            await maybe_await(listener(event))
 
     def _apply(self, event: Any) -> None:
         """The state reflects an event before listeners see it."""
@@ -358,7 +351,7 @@ class _Run:
                     self.new_messages.append(message)
                 pending = []
                 if agent.prepare_request is not None:
-                    prepared = await _maybe_await(agent.prepare_request(context))
+                    prepared = await maybe_await(agent.prepare_request(context))
                     if prepared is not None:
                         context = prepared
                 message = await self._assistant_response(context)
@@ -366,7 +359,7 @@ class _Run:
                 if message.stop_reason in ("error", "aborted"):
                     info = self._turn(message, [], context, message.stop_reason)
                     if agent.finish_turn is not None:
-                        await _maybe_await(agent.finish_turn(info))
+                        await maybe_await(agent.finish_turn(info))
                     await self._turn_end(info)
                     await self.emit(AgentEndEvent(messages=list(self.new_messages)))
                     return self.new_messages
@@ -383,7 +376,7 @@ class _Run:
                 info = self._turn(message, results, context, "completed")
                 decision = None
                 if agent.finish_turn is not None:
-                    decision = await _maybe_await(agent.finish_turn(info))
+                    decision = await maybe_await(agent.finish_turn(info))
                 continue_requested = isinstance(decision, FinishTurn) and decision.continue_
                 await self._turn_end(info)
                 if self.signal.aborted:
@@ -435,7 +428,7 @@ class _Run:
         agent = self.agent
         if agent.prepare_next_turn is None:
             return context
-        prepared: NextTurn | None = await _maybe_await(agent.prepare_next_turn(info))
+        prepared: NextTurn | None = await maybe_await(agent.prepare_next_turn(info))
         if prepared is None:
             return context
         if prepared.context is not None:
@@ -459,9 +452,9 @@ class _Run:
             if model is None:
                 raise RuntimeError("No model selected")
             if agent.transform_context is not None:
-                messages = await _maybe_await(agent.transform_context(messages, self.signal))
+                messages = await maybe_await(agent.transform_context(messages, self.signal))
             convert = agent.convert_to_llm or default_convert_to_llm
-            llm_messages = await _maybe_await(convert(messages))
+            llm_messages = await maybe_await(convert(messages))
             has_system = any(isinstance(m, SystemMessage) for m in llm_messages)
             # The messages are validated models already: construct, don't re-validate
             # the whole history on every request.
@@ -472,13 +465,11 @@ class _Run:
             )
             options = StreamOptions()
             if agent.stream_options is not None:
-                options = await _maybe_await(agent.stream_options(model)) or options
+                options = await maybe_await(agent.stream_options(model)) or options
             options.signal = self.signal
             options.thinking_level = context.thinking_level
-            stream_fn = agent.stream_fn
-            if stream_fn is None:
-                from ..ai import stream as stream_fn
-            stream = await _maybe_await(stream_fn(model, llm_context, options))
+            stream_fn = agent.stream_fn if agent.stream_fn is not None else default_stream
+            stream = await maybe_await(stream_fn(model, llm_context, options))
             async for event in stream:
                 if isinstance(event, StartEvent):
                     started = True
@@ -493,7 +484,7 @@ class _Run:
                     await self.emit(MessageUpdateEvent(message=event.partial, assistant_message_event=event))
             if final is None:
                 result = getattr(stream, "result", None)
-                final = await _maybe_await(result()) if callable(result) else None
+                final = await maybe_await(result()) if callable(result) else None
             if final is None:
                 raise RuntimeError("the provider stream ended without a final message")
         except asyncio.CancelledError:
@@ -593,7 +584,7 @@ class _Run:
         hook = self.agent.before_tool_call
         if hook is not None:
             try:
-                decision = await _maybe_await(hook(BeforeToolCall(assistant, call, args, context)))
+                decision = await maybe_await(hook(BeforeToolCall(assistant, call, args, context)))
                 if isinstance(decision, dict):
                     decision = ToolCallResult.model_validate(decision)
             except asyncio.CancelledError:
@@ -652,7 +643,7 @@ class _Run:
         hook = self.agent.after_tool_call
         if hook is not None:
             try:
-                replaced = await _maybe_await(hook(AfterToolCall(assistant, call, args, outcome, context)))
+                replaced = await maybe_await(hook(AfterToolCall(assistant, call, args, outcome, context)))
                 if replaced is not None:
                     outcome = replaced
             except asyncio.CancelledError:

@@ -13,18 +13,16 @@ or a leading ``!command`` (run at every request).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import random
 import re
 import subprocess
 import threading
-import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pi_core._fs import DirectoryLock, atomic_write
 from pi_core._paths import agent_dir
 from pi_hookspecs import REFRESH_MARGIN_MS, OAuthCredentials
 
@@ -178,106 +176,29 @@ LOCK_TIMEOUT_SECONDS = 30.0
 """How long a writer waits for another process's lock."""
 
 
-class AuthFileLock:
+class AuthFileLock(DirectoryLock):
     """The cross-process lock of ``auth.json``: the directory ``<auth.json>.lock`` next
     to the (resolved) file, which pi 1.6.0 takes too, so the two programs exclude each
-    other. ``mkdir`` is atomic; the holder touches the directory while it holds the
-    lock, and a directory older than :data:`LOCK_STALE_SECONDS` is taken over.
+    other (the protocol of :class:`~pi_core._fs.DirectoryLock`; deliberately not an OS
+    file lock). The holder touches the directory while it holds the lock, and a
+    directory older than :data:`LOCK_STALE_SECONDS` is taken over.
 
     Use ``with lock:`` in synchronous code and ``async with lock:`` in a coroutine
     (waiting without blocking the event loop). Not re-entrant.
     """
 
     def __init__(self, path: Path) -> None:
-        self.path = Path(os.path.realpath(path))
-        self.lock_path = self.path.with_name(self.path.name + ".lock")
-        self._keeper: threading.Thread | None = None
-        self._stop = threading.Event()
+        super().__init__(
+            Path(os.path.realpath(path)), stale=LOCK_STALE_SECONDS, timeout=LOCK_TIMEOUT_SECONDS, dir_mode=0o700
+        )
 
-    def _try(self) -> bool:
-        try:
-            os.mkdir(self.lock_path)
-        except FileExistsError:
-            try:
-                age = time.time() - self.lock_path.stat().st_mtime
-            except OSError:
-                return False  # released meanwhile: try again
-            if age > LOCK_STALE_SECONDS:
-                try:
-                    os.rmdir(self.lock_path)
-                except OSError:
-                    pass
-            return False
-        self._start_keeper()
-        return True
+    def timeout_error(self) -> Exception:
+        return AuthLockError(str(super().timeout_error()))
 
-    def _start_keeper(self) -> None:
-        self._stop = threading.Event()
-        stop, lock_path = self._stop, self.lock_path
 
-        def keep() -> None:
-            while not stop.wait(LOCK_STALE_SECONDS / 3):
-                try:
-                    os.utime(lock_path)
-                except OSError:
-                    return
-
-        self._keeper = threading.Thread(target=keep, name="pi-auth-lock", daemon=True)
-        self._keeper.start()
-
-    def _delays(self, timeout: float) -> Iterator[float]:
-        deadline = time.monotonic() + timeout
-        attempt = 0
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise AuthLockError(
-                    f"{self.path}: another process holds its lock ({self.lock_path}); "
-                    f"remove that directory if no pi is running"
-                )
-            attempt += 1
-            yield min(remaining, min(0.5, 0.005 * 2**attempt) * (1 + random.random()))
-
-    def acquire(self, timeout: float | None = None) -> None:
-        self.lock_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if self._try():
-            return
-        for delay in self._delays(LOCK_TIMEOUT_SECONDS if timeout is None else timeout):
-            time.sleep(delay)
-            if self._try():
-                return
-
-    async def acquire_async(self, timeout: float | None = None) -> None:
-        import asyncio
-
-        self.lock_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if self._try():
-            return
-        for delay in self._delays(LOCK_TIMEOUT_SECONDS if timeout is None else timeout):
-            await asyncio.sleep(delay)
-            if self._try():
-                return
-
-    def release(self) -> None:
-        self._stop.set()
-        try:
-            os.rmdir(self.lock_path)
-        except OSError:
-            pass
-
-    def __enter__(self) -> AuthFileLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-    async def __aenter__(self) -> AuthFileLock:
-        await self.acquire_async()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.release()
+def _entry(data: dict[str, Any], provider: str) -> dict[str, Any] | None:
+    current = data.get(provider)
+    return current if isinstance(current, dict) else None
 
 
 def _parse_auth(path: Path, text: str) -> dict[str, Any]:
@@ -429,14 +350,8 @@ class AuthStore:
         Raises :class:`AuthFileError` when the file is malformed or locked too long."""
         with self._lock, self.lock():
             data = self._read_for_update()
-            current = data.get(provider)
-            new = update(current if isinstance(current, dict) else None)
-            if new is None:
-                self._remember(data)
-                return current if isinstance(current, dict) else None
-            data[provider] = new
-            self._write(data)
-            return new
+            current = _entry(data, provider)
+            return self._store(data, provider, current, update(current))
 
     async def modify_async(
         self, provider: str, update: Callable[[dict[str, Any] | None], Awaitable[dict[str, Any] | None]]
@@ -446,14 +361,20 @@ class AuthStore:
         refresh racing another process's sees that process's result."""
         async with self.lock():
             data = self._read_for_update()
-            current = data.get(provider)
-            new = await update(current if isinstance(current, dict) else None)
-            if new is None:
-                self._remember(data)
-                return current if isinstance(current, dict) else None
-            data[provider] = new
-            self._write(data)
-            return new
+            current = _entry(data, provider)
+            return self._store(data, provider, current, await update(current))
+
+    def _store(
+        self, data: dict[str, Any], provider: str, current: dict[str, Any] | None, new: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """Write ``new`` as ``provider``'s entry (``None``: leave the file unchanged);
+        the entry stored afterwards."""
+        if new is None:
+            self._remember(data)
+            return current
+        data[provider] = new
+        self._write(data)
+        return new
 
     def set_credential(self, provider: str, entry: dict[str, Any]) -> None:
         """Store ``entry`` (``{"type": "api_key", ...}`` or ``{"type": "oauth", ...}``)."""
@@ -484,17 +405,5 @@ class AuthStore:
         """Replace the file atomically (mode 0600), as pi 1.6.0 formats it."""
         path = Path(os.path.realpath(self.path))
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(json.dumps(data, indent=2, ensure_ascii=False))
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, 0o600)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False), mode=0o600)
         self._remember(data)

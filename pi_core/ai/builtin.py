@@ -15,6 +15,7 @@ from typing import Any
 from pi_hookspecs import ApiDefinition, LoginMethod, hookimpl
 
 from . import catalog
+from .oauth import login_methods
 
 NAME = "pi-providers"
 """The plugin's name in ``pi extensions list`` and in diagnostics."""
@@ -70,8 +71,6 @@ def register_providers(register: Callable[[Any], Any]) -> None:
         register(ApiDefinition(name=name, stream=target))
     for entry in provider_entries():
         register(entry)
-    from .oauth import login_methods
-
     for method in login_methods():
         register(method)
 

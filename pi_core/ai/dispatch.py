@@ -8,10 +8,12 @@ from pydantic import TypeAdapter
 
 from pi_hookspecs import AssistantMessage, AssistantMessageEvent, LlmContext, Model, StreamFunction, StreamOptions
 
+from .._async import maybe_await
 from .apis import get_api
 from .auth import env_api_key
+from .builtin import missing_plugin_message
 from .errors import ProviderError
-from .stream import AssistantMessageStream, MessageBuilder, maybe_await
+from .stream import AssistantMessageStream, MessageBuilder
 
 _event_adapter: TypeAdapter[Any] | None = None
 
@@ -47,8 +49,6 @@ async def run_api(model: Model, context: LlmContext, options: StreamOptions, out
     """Run the implementation of ``model.api`` (raises when there is none)."""
     implementation = get_api(model.api)
     if implementation is None:
-        from .builtin import missing_plugin_message
-
         message = missing_plugin_message(model) or f"No implementation for API {model.api!r} (model {model.ref})"
         raise ProviderError(message)
     await implementation(model, context, options, out)

@@ -15,7 +15,6 @@ shapes as a real provider: text in small deltas, tool-call arguments as JSON pie
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import re
 from collections import deque
@@ -36,6 +35,7 @@ from pi_hookspecs import (
     UserMessage,
 )
 
+from .._async import maybe_await
 from .errors import ProviderError
 from .stream import MessageBuilder
 from .transform import current_tools
@@ -126,9 +126,7 @@ class FauxScript:
             )
         result: Any = entry
         if callable(entry) and not isinstance(entry, FauxResponse):
-            result = entry(context)
-            if inspect.isawaitable(result):
-                result = await result
+            result = await maybe_await(entry(context))
         if isinstance(result, str):
             return FauxResponse(text=result)
         if not isinstance(result, FauxResponse):

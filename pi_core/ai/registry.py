@@ -33,6 +33,7 @@ from pi_hookspecs import (
     StreamOptions,
 )
 
+from .._async import maybe_await
 from . import builtin, catalog, selection
 from .apis import known_apis, resolve_target
 from .auth import (
@@ -49,7 +50,7 @@ from .catalog import DEFAULT_MODELS
 from .config import ModelOverride, ModelsConfigError, ModelsFile, load_models_json
 from .dispatch import provider_label, run_api, run_stream_function
 from .faux import offline_demo_model
-from .stream import AssistantMessageStream, MessageBuilder, maybe_await
+from .stream import AssistantMessageStream, MessageBuilder
 
 REFRESH_TIMEOUT = 30.0
 """Seconds a login method's refresh may take (it runs under the lock of auth.json)."""

@@ -293,7 +293,7 @@ def glob_regex(pattern: str) -> Any:
     """A case-insensitive matcher (``.match(text) -> bool``) for a glob as ``minimatch``
     reads it, from wcmatch: ``*`` and ``?`` stay within one ``/`` segment, ``**`` as a
     whole segment crosses them, ``[...]`` is a character class, ``{a,b}`` an alternative."""
-    from wcmatch import glob
+    from wcmatch import glob  # kept off the startup path: only a --models glob needs it
 
     return glob.compile(pattern, flags=glob.GLOBSTAR | glob.BRACE | glob.DOTGLOB | glob.IGNORECASE | glob.FORCEUNIX)
 

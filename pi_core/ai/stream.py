@@ -15,7 +15,6 @@ Neither iterating nor :meth:`AssistantMessageStream.result` ever raises for them
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -33,13 +32,6 @@ from .models import clamp_thinking_level
 ABORTED_MESSAGE = "Request was aborted"
 
 RunFunction = Callable[["MessageBuilder"], Awaitable[None]]
-
-
-async def maybe_await(value: Any) -> Any:
-    """``await value`` when it is awaitable, else ``value``."""
-    if inspect.isawaitable(value):
-        return await value
-    return value
 
 
 def describe_error(error: BaseException, provider: str = "") -> str:

@@ -17,6 +17,7 @@ entries and firing ``session_before_compact`` / ``session_compact`` /
 
 from __future__ import annotations
 
+from ..ai.models import combine_usage
 from .branch import (
     BranchCollection,
     BranchPreparation,
@@ -51,7 +52,6 @@ from .summarize import (
     CompactionError,
     CompleteFn,
     Summary,
-    combine_usage,
     compact,
     generate_summary,
     generate_turn_prefix_summary,

@@ -89,10 +89,10 @@ def project_path(path_entries: Sequence[SessionEntry]) -> list[ProjectedEntry]:
     for position, index in enumerate(selected):
         entry = path_entries[index]
         if isinstance(entry, CompactionEntry) and position > 0:
-            messages: list[AgentMessage] = []  # an older compaction inside the kept range
+            messages: tuple[AgentMessage, ...] = ()  # an older compaction inside the kept range
         else:
             messages = apply_context_edit(entry_messages(entry), edits.get(entry.id))
-        projected.append(ProjectedEntry(entry, tuple(messages), index))
+        projected.append(ProjectedEntry(entry, messages, index))
     return projected
 
 

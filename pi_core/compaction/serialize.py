@@ -23,17 +23,14 @@ from typing import Any
 from pi_hookspecs import (
     AgentMessage,
     AssistantMessage,
-    BashExecutionMessage,
-    BranchSummaryMessage,
-    CompactionSummaryMessage,
-    CustomMessage,
+    SystemMessage,
     TextContent,
     ToolCall,
     ToolResultMessage,
     UserMessage,
 )
 
-from ..ai.transform import bash_execution_text
+from ..ai.transform import to_llm_messages
 from ..session.messages import content_text
 from ._json import js_json
 
@@ -45,34 +42,16 @@ assistant, tool result, system). The runtime passes the session layer's conversi
 :func:`convert_for_summary` is the stand-alone default."""
 
 
-def _user(text: str, timestamp: int) -> UserMessage:
-    return UserMessage(content=[TextContent(text=text)], timestamp=timestamp)
-
-
 def convert_for_summary(messages: Iterable[AgentMessage]) -> list[AgentMessage]:
-    """Render session-only roles as the user messages the model would see.
+    """Render session-only roles as the user messages the model would see
+    (:func:`pi_core.ai.transform.to_llm_messages`), without system messages.
 
     ``bashExecution`` -> the command and its output (left out when excluded from the
     context); ``custom`` -> its content; ``branchSummary`` / ``compactionSummary`` -> the
     summary inside ``<summary>`` tags; user, assistant and tool-result messages are kept;
     system messages and unknown roles are dropped.
     """
-    out: list[AgentMessage] = []
-    for message in messages:
-        if isinstance(message, UserMessage | AssistantMessage | ToolResultMessage):
-            out.append(message)
-        elif isinstance(message, BashExecutionMessage):
-            if not message.exclude_from_context:
-                out.append(_user(bash_execution_text(message), message.timestamp))
-        elif isinstance(message, CustomMessage):
-            out.append(UserMessage(content=message.content, timestamp=message.timestamp))
-        elif isinstance(message, CompactionSummaryMessage):
-            text = f"Earlier conversation, condensed into a summary:\n\n<summary>\n{message.summary}\n</summary>"
-            out.append(_user(text, message.timestamp))
-        elif isinstance(message, BranchSummaryMessage):
-            text = f"Summary of a branch this conversation came back from:\n\n<summary>\n{message.summary}\n</summary>"
-            out.append(_user(text, message.timestamp))
-    return out
+    return [message for message in to_llm_messages(messages) if not isinstance(message, SystemMessage)]
 
 
 def truncate_for_summary(text: str, max_chars: int = TOOL_RESULT_MAX_CHARS) -> str:

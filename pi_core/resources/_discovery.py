@@ -1,17 +1,19 @@
 """What the Markdown resource loaders (skills, prompt templates) share (private):
-the settings lists, the candidate files of explicit paths, and the rule that the
-first resource of a name wins."""
+where to look (:func:`discovery_scope`), the settings lists, the candidate files of
+explicit paths, and the rule that the first resource of a name wins."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from ._files import canonical_path
+from .._paths import agent_dir as default_agent_dir
+from ._files import absolute_path, canonical_path, resolve_entry
 from .diagnostics import DiagnosticKind, ResourceDiagnostic
-from .settings import ResourceEntries, ResourceKind, Settings, SettingsError
+from .settings import ResourceEntries, ResourceKind, Settings, SettingsError, load_settings
 
 
 class _Named(Protocol):
@@ -23,6 +25,38 @@ class _Named(Protocol):
 
 
 R = TypeVar("R", bound=_Named)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where a loader looks: the agent directory, the working directory (absolute),
+    the settings and whether the project is trusted."""
+
+    agent_dir: Path
+    cwd: Path
+    settings: Settings
+    trusted: bool
+
+    def given_paths(self, cli_paths: Sequence[str], extension_paths: Sequence[str]) -> list[tuple[str, list[Path]]]:
+        """``--skill``/``--prompt-template``-style paths and ``resources_discover``
+        results, resolved against the working directory, with their source names."""
+        return [
+            ("cli", [resolve_entry(p, self.cwd) for p in cli_paths]),
+            ("extension", [resolve_entry(p, self.cwd) for p in extension_paths]),
+        ]
+
+
+def discovery_scope(
+    cwd: str | os.PathLike[str], agent_dir: Path | None, settings: Settings | None, project_trusted: bool | None
+) -> Scope:
+    """The :class:`Scope` of a loader call: the settings are loaded when not given,
+    and ``project_trusted`` defaults to theirs."""
+    adir = agent_dir if agent_dir is not None else default_agent_dir()
+    base = absolute_path(cwd)
+    if settings is None:
+        settings = load_settings(base, agent_dir=adir, project_trusted=bool(project_trusted))
+    trusted = settings.project_trusted if project_trusted is None else project_trusted
+    return Scope(adir, base, settings, trusted)
 
 
 @dataclass(frozen=True)

@@ -143,7 +143,7 @@ class IgnoreRules:
                 continue
         if not any(line.strip() and not line.lstrip().startswith("#") for line in lines):
             return self
-        import pathspec
+        import pathspec  # ~20 ms: only a resource folder that has ignore files needs it
 
         return IgnoreRules((*self._specs, (directory, pathspec.PathSpec.from_lines("gitignore", lines))))
 

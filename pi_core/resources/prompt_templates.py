@@ -20,19 +20,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._paths import agent_dir as default_agent_dir
 from .._paths import project_dir
-from ._discovery import Candidate, load_first_by_name, markdown_candidates, settings_entries
+from ._discovery import Candidate, discovery_scope, load_first_by_name, markdown_candidates, settings_entries
 from ._files import (
     FrontmatterError,
     absolute_path,
     entry_kind,
     parse_frontmatter,
     read_text,
-    resolve_entry,
 )
 from .diagnostics import ResourceDiagnostic
-from .settings import ResourceEntries, Settings, load_settings
+from .settings import ResourceEntries, Settings
 
 DESCRIPTION_FALLBACK_LENGTH = 60
 
@@ -226,24 +224,20 @@ def load_prompt_templates(
     """Every prompt template for ``cwd`` in precedence order (see the module docstring).
     ``include_defaults=False`` (``--no-prompt-templates``) keeps only ``cli_paths`` and
     ``extension_paths``."""
-    adir = agent_dir if agent_dir is not None else default_agent_dir()
-    base = absolute_path(cwd)
-    if settings is None:
-        settings = load_settings(base, agent_dir=adir, project_trusted=bool(project_trusted))
-    trusted = settings.project_trusted if project_trusted is None else project_trusted
+    scope = discovery_scope(cwd, agent_dir, settings, project_trusted)
     result = PromptTemplatesResult()
     candidates: list[Candidate] = []
     if include_defaults:
-        project_entries, user_entries = settings_entries(settings, "prompts", trusted, result.diagnostics)
-        if trusted:
+        project_entries, user_entries = settings_entries(scope.settings, "prompts", scope.trusted, result.diagnostics)
+        if scope.trusted:
             if project_entries is not None:
                 candidates += _candidates(project_entries.paths, "project", project_entries, result.diagnostics)
-            candidates += _candidates([project_dir(base) / "prompts"], "project", project_entries, result.diagnostics, warn_missing=False)
+            candidates += _candidates([project_dir(scope.cwd) / "prompts"], "project", project_entries, result.diagnostics, warn_missing=False)
         if user_entries is not None:
             candidates += _candidates(user_entries.paths, "user", user_entries, result.diagnostics)
-        candidates += _candidates([absolute_path(adir) / "prompts"], "user", user_entries, result.diagnostics, warn_missing=False)
-    candidates += _candidates([resolve_entry(p, base) for p in cli_paths], "cli", None, result.diagnostics)
-    candidates += _candidates([resolve_entry(p, base) for p in extension_paths], "extension", None, result.diagnostics)
+        candidates += _candidates([absolute_path(scope.agent_dir) / "prompts"], "user", user_entries, result.diagnostics, warn_missing=False)
+    for source, paths in scope.given_paths(cli_paths, extension_paths):
+        candidates += _candidates(paths, source, None, result.diagnostics)
     result.templates += load_first_by_name(
         candidates,
         load_prompt_template,

@@ -39,9 +39,8 @@ from typing import Any, Literal
 
 from pi_hookspecs import Skill
 
-from .._paths import agent_dir as default_agent_dir
 from .._paths import project_dir
-from ._discovery import Candidate, load_first_by_name, markdown_candidates, settings_entries
+from ._discovery import Candidate, discovery_scope, load_first_by_name, markdown_candidates, settings_entries
 from ._files import (
     FrontmatterError,
     IgnoreRules,
@@ -51,11 +50,10 @@ from ._files import (
     entry_kind,
     parse_frontmatter,
     read_text,
-    resolve_entry,
     split_frontmatter,
 )
 from .diagnostics import ResourceDiagnostic
-from .settings import ResourceEntries, Settings, load_settings
+from .settings import ResourceEntries, Settings
 
 SKILL_FILE_NAME = "SKILL.md"
 MAX_NAME_LENGTH = 64
@@ -248,30 +246,26 @@ def load_skills(
     both relative to ``cwd``. ``include_defaults=False`` (``--no-skills``) keeps only
     those two.
     """
-    adir = agent_dir if agent_dir is not None else default_agent_dir()
-    base = absolute_path(cwd)
+    scope = discovery_scope(cwd, agent_dir, settings, project_trusted)
     user_home = home if home is not None else Path.home()
-    if settings is None:
-        settings = load_settings(base, agent_dir=adir, project_trusted=bool(project_trusted))
-    trusted = settings.project_trusted if project_trusted is None else project_trusted
     result = SkillsResult()
 
     candidates: list[Candidate] = []
     if include_defaults:
-        project_entries, user_entries = settings_entries(settings, "skills", trusted, result.diagnostics)
-        if trusted:
+        project_entries, user_entries = settings_entries(scope.settings, "skills", scope.trusted, result.diagnostics)
+        if scope.trusted:
             if project_entries is not None:
                 candidates += _explicit_candidates(project_entries.paths, "project", project_entries, result.diagnostics)
-            project_dirs: list[tuple[Path, DiscoveryMode]] = [(project_dir(base) / "skills", "pi")]
-            project_dirs += [(d, "agents") for d in project_agents_skill_dirs(base, home=user_home)]
+            project_dirs: list[tuple[Path, DiscoveryMode]] = [(project_dir(scope.cwd) / "skills", "pi")]
+            project_dirs += [(d, "agents") for d in project_agents_skill_dirs(scope.cwd, home=user_home)]
             candidates += _auto_candidates(project_dirs, "project", project_entries)
         if user_entries is not None:
             candidates += _explicit_candidates(user_entries.paths, "user", user_entries, result.diagnostics)
-        user_dirs: list[tuple[Path, DiscoveryMode]] = [(absolute_path(adir) / "skills", "pi")]
+        user_dirs: list[tuple[Path, DiscoveryMode]] = [(absolute_path(scope.agent_dir) / "skills", "pi")]
         user_dirs.append((absolute_path(user_home) / ".agents" / "skills", "agents"))
         candidates += _auto_candidates(user_dirs, "user", user_entries)
-    candidates += _explicit_candidates([resolve_entry(p, base) for p in cli_paths], "cli", None, result.diagnostics)
-    candidates += _explicit_candidates([resolve_entry(p, base) for p in extension_paths], "extension", None, result.diagnostics)
+    for source, paths in scope.given_paths(cli_paths, extension_paths):
+        candidates += _explicit_candidates(paths, source, None, result.diagnostics)
     result.skills += load_first_by_name(
         candidates,
         load_skill_file,

@@ -23,8 +23,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
-import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +30,7 @@ from typing import Any, Literal
 
 from pi_hookspecs import ProjectTrustResult
 
+from .._fs import DirectoryLock, DirectoryLockTimeout, atomic_write
 from .._paths import CONFIG_DIR_NAME
 from .._paths import agent_dir as default_agent_dir
 from ._files import ancestors_to_git_root, canonical_path
@@ -52,8 +51,7 @@ PROTECTED_PROJECT_ENTRIES: tuple[str, ...] = (
 """Entries of ``.pi`` whose presence requires a trust decision (a bare ``.pi`` does not)."""
 
 _LOCK_STALE_SECONDS = 10.0
-_LOCK_ATTEMPTS = 50
-_LOCK_DELAY_SECONDS = 0.02
+_LOCK_TIMEOUT_SECONDS = 1.0
 
 
 class TrustStoreError(ValueError):
@@ -74,27 +72,17 @@ class TrustEntry:
 
 @contextlib.contextmanager
 def _locked(file: Path, *, required: bool = True) -> Iterator[None]:
-    """Hold ``<file>.lock`` (a directory, created atomically) while the block runs.
-    A lock older than ten seconds is considered abandoned and taken over. When the
-    lock cannot be created at all (a read-only agent directory) a reader
-    (``required=False``) goes ahead without it."""
-    lock = file.with_name(file.name + ".lock")
+    """Hold ``<file>.lock`` (pi 1.6.0's lock directory, see
+    :class:`~pi_core._fs.DirectoryLock`) while the block runs. A lock older than ten
+    seconds is considered abandoned and taken over. When the lock cannot be created at
+    all (a read-only agent directory) a reader (``required=False``) goes ahead without it."""
+    lock = DirectoryLock(file, stale=_LOCK_STALE_SECONDS, timeout=_LOCK_TIMEOUT_SECONDS, refresh=False)
     held = False
     try:
-        file.parent.mkdir(parents=True, exist_ok=True)
-        for attempt in range(_LOCK_ATTEMPTS):
-            try:
-                os.mkdir(lock)
-                held = True
-                break
-            except FileExistsError:
-                with contextlib.suppress(OSError):
-                    if time.time() - os.stat(lock).st_mtime > _LOCK_STALE_SECONDS:
-                        os.rmdir(lock)
-                        continue
-                if attempt == _LOCK_ATTEMPTS - 1:
-                    raise TrustStoreError(file, f"locked by another process ({lock} exists)") from None
-                time.sleep(_LOCK_DELAY_SECONDS)
+        lock.acquire()
+        held = True
+    except DirectoryLockTimeout:
+        raise TrustStoreError(file, f"locked by another process ({lock.lock_path} exists)") from None
     except OSError as exc:
         if required:
             raise TrustStoreError(file, f"cannot lock: {exc.strerror or exc}") from exc
@@ -102,8 +90,7 @@ def _locked(file: Path, *, required: bool = True) -> Iterator[None]:
         yield
     finally:
         if held:
-            with contextlib.suppress(OSError):
-                os.rmdir(lock)
+            lock.release()
 
 
 class TrustStore:
@@ -173,15 +160,9 @@ class TrustStore:
 
     def _write_unlocked(self, data: Mapping[str, bool | None]) -> None:
         ordered = {key: data[key] for key in sorted(data) if data[key] in (True, False, None)}
-        text = json.dumps(ordered, indent=2, ensure_ascii=False) + "\n"
-        fd, tmp = tempfile.mkstemp(prefix=".trust-", suffix=".json", dir=self.path.parent)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, self.path)
+            atomic_write(self.path, json.dumps(ordered, indent=2, ensure_ascii=False) + "\n", mode=0o600)
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
             raise TrustStoreError(self.path, f"cannot write: {exc.strerror or exc}") from exc
 
 

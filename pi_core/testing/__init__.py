@@ -41,27 +41,24 @@ from pi_hookspecs import (
     ToolResultMessage,
 )
 
+from ..ai import FauxResponse, FauxScript, current_system_prompt, current_tools, faux_model
+from ..runtime import create_agent_session
+
 ECHO = "__pi_echo_last_tool_result__"
 """A scripted reply that answers with the text of the last tool result."""
 
 
 def call(tool: str, /, **arguments: Any) -> Any:
     """A scripted reply calling one tool."""
-    from ..ai import FauxResponse
-
     return FauxResponse(tool_calls=[(tool, arguments)])
 
 
 def calls(*pairs: tuple[str, dict[str, Any]]) -> Any:
     """A scripted reply calling several tools at once (``("read", {"path": "a"})`` …)."""
-    from ..ai import FauxResponse
-
     return FauxResponse(tool_calls=list(pairs))
 
 
 def _echo(context: LlmContext) -> Any:
-    from ..ai import FauxResponse
-
     for message in reversed(context.messages):
         if isinstance(message, ToolResultMessage):
             return FauxResponse(text="".join(b.text for b in message.content if isinstance(b, TextContent)))
@@ -185,9 +182,6 @@ class PiHarness:
         """Start the session (done by the first prompt)."""
         if self._runtime is not None:
             return self._runtime
-        from ..ai import FauxScript, faux_model
-        from ..runtime import create_agent_session
-
         if self.settings:
             (self.agent_dir / "settings.json").write_text(json.dumps(self.settings))
         self._script = FauxScript(self._replies, fallback=lambda ctx: "(the test scripted no more replies)")
@@ -245,13 +239,9 @@ class PiHarness:
 
     def declared_tools(self, request: LlmContext) -> list[str]:
         """The tool names a request declared to the model."""
-        from ..ai import current_tools
-
         return [t.name for t in (current_tools(request.messages) or request.tools)]
 
     def system_prompt(self, request: LlmContext) -> str:
-        from ..ai import current_system_prompt
-
         return current_system_prompt(request.messages) or request.system_prompt or ""
 
     def session_entries(self) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pi_hookspecs import ToolDefinition, ToolResult
 
+from .._fs import atomic_write
 from ._common import (
     ToolArgs,
     ToolError,
@@ -20,7 +21,6 @@ from ._common import (
     rename_path_alias,
     run_file_mutation,
 )
-from ._files import write_file_atomically
 from .edit_diff import (
     EditError,
     Replacement,
@@ -113,7 +113,7 @@ def _edit_file(path: str, shown: str, edits: list[Replacement]) -> dict[str, Any
         raise ToolError(str(exc)) from None
     data = (bom + restore_line_endings(new, ending)).encode("utf-8", errors="surrogateescape")
     try:
-        write_file_atomically(path, data)
+        atomic_write(path, data, like_in_place=True)
     except OSError as exc:
         raise ToolError(f"Could not write {shown}: {os_error_text(exc)}.") from None
     diff, first_changed = display_diff(base, new)

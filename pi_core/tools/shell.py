@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import os
 import shutil
 import signal as signals
@@ -27,6 +26,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pi_hookspecs import AbortSignal
+
+from .._async import maybe_await
 
 EXIT_QUIET_PERIOD = 0.1
 """Seconds of silence on the pipe, after the shell exited, before background processes
@@ -157,9 +158,7 @@ async def call_exit_callbacks(
     ``report(plugin, message)`` (the plugin guessed from its module), or on stderr."""
     for callback in callbacks:
         try:
-            result = callback()
-            if inspect.isawaitable(result):
-                await result
+            await maybe_await(callback())
         except Exception as exc:
             owner = (getattr(callback, "__module__", None) or "?").split(".")[0]
             message = f"an on_exit callback failed: {type(exc).__name__}: {exc}"
@@ -231,7 +230,7 @@ async def run_in_process_group(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        **({"pass_fds": tuple(pass_fds)} if pass_fds else {}),
+        pass_fds=tuple(pass_fds),
     )
     pgid = transport.get_pid()
     stop: asyncio.Future[StopReason] = loop.create_future()

@@ -111,7 +111,7 @@ def initial_rules(root: str) -> _Rules:
             specs.append((directory, spec))
     exclude_lines = _read_lines(os.path.join(repo, exclude))
     if any(line.strip() and not line.startswith("#") for line in exclude_lines):
-        import pathspec
+        import pathspec  # ~20 ms: only the Python fallback needs it
 
         specs.insert(0, (repo, pathspec.GitIgnoreSpec.from_lines(exclude_lines)))
     return _Rules(tuple(specs))
@@ -161,7 +161,7 @@ def glob_matcher(pattern: str) -> Callable[[str], bool]:
     """A glob as a test of ``/``-separated paths (wcmatch): ``**`` spans directories,
     ``*`` and ``?`` stay within one and match dot files too, ``[...]`` and ``{a,b}``
     work, ``\\`` escapes."""
-    from wcmatch import glob
+    from wcmatch import glob  # kept off the startup path: only a find/grep glob needs it
 
     return glob.compile(pattern, flags=glob.GLOBSTAR | glob.BRACE | glob.DOTGLOB | glob.FORCEUNIX).match
 

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from pi_hookspecs import ToolDefinition, ToolResult
 
+from .._fs import atomic_write
 from ._common import (
     ToolArgs,
     ToolError,
@@ -18,7 +19,6 @@ from ._common import (
     rename_path_alias,
     run_file_mutation,
 )
-from ._files import write_file_atomically
 
 
 class WriteArgs(ToolArgs):
@@ -40,7 +40,7 @@ def _write(path: str, shown: str, content: str) -> int:
     data = content.encode("utf-8", errors="replace")
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        write_file_atomically(path, data)
+        atomic_write(path, data, like_in_place=True)
     except FileExistsError:
         raise ToolError(f"Could not write {shown}: a parent path is a file, not a directory.") from None
     except OSError as exc:

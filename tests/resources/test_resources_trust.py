@@ -108,7 +108,7 @@ def test_an_abandoned_lock_is_taken_over(agent_dir: Path, tmp_path: Path) -> Non
 
 
 def test_a_held_lock_is_reported(agent_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(trust_module, "_LOCK_ATTEMPTS", 1)
+    monkeypatch.setattr(trust_module, "_LOCK_TIMEOUT_SECONDS", 0)
     (agent_dir / "trust.json.lock").mkdir()
     with pytest.raises(TrustStoreError, match="locked by another process"):
         TrustStore(agent_dir).set(tmp_path, True)

@@ -9,11 +9,13 @@ HTTP and SSE on ``httpx2`` (no provider SDK is imported by a run).
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
 from collections.abc import Awaitable, Callable
 
 from pi_hookspecs import LlmContext, Model, StreamOptions
 
+from ..builtin import registrations
 from ..stream import MessageBuilder
 
 ApiImplementation = Callable[[Model, LlmContext, StreamOptions, MessageBuilder], Awaitable[None]]
@@ -28,8 +30,6 @@ def _load_builtins() -> None:
     if _builtins_loaded:
         return
     _builtins_loaded = True
-    from ..builtin import registrations
-
     for name, definition in registrations()[0].items():
         _APIS.setdefault(name, definition.stream)
 
@@ -77,8 +77,6 @@ def preload(api: str) -> threading.Thread | None:
     module) in a background thread: call it as soon as the model is known, so the
     imports overlap with the rest of startup. Returns the thread, or ``None`` when
     there is nothing left to import."""
-    import sys
-
     if api not in _HTTP_APIS:
         return None
     _load_builtins()

@@ -19,13 +19,19 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from pydantic_core import to_json
+
 from pi_hookspecs import Model, StreamOptions
 
 from ... import __version__ as _pi_version
+from ..._async import maybe_await
 from ..errors import NoApiKeyError, ProviderError
-from ..stream import MessageBuilder, maybe_await
+from ..stream import MessageBuilder
 
 if TYPE_CHECKING:
+    # Imported where a request needs it, not with this module: importing an API module
+    # stays free of the HTTP client, which preload() brings in on a background thread
+    # (tests/ai/test_ai_faux.py holds this).
     import httpx2
 
 USER_AGENT = f"pi-python/{_pi_version}"
@@ -152,6 +158,13 @@ def require_api_key(model: Model, options: StreamOptions, headers: dict[str, str
     raise NoApiKeyError(model.provider)
 
 
+def set_bearer_auth(model: Model, options: StreamOptions, headers: dict[str, str | None]) -> None:
+    """``Authorization: Bearer <API key>`` unless the headers carry the credential."""
+    api_key = require_api_key(model, options, headers, "authorization")
+    if api_key != "unused":
+        set_default_header(headers, "Authorization", f"Bearer {api_key}")
+
+
 def request_timeout(options: StreamOptions) -> float | None:
     """The idle timeout in seconds: ``options.extra["timeout"]`` (``None`` there turns
     it off), else :data:`DEFAULT_TIMEOUT`."""
@@ -193,6 +206,33 @@ def _is_transport_error(error: BaseException) -> bool:
     import httpx2
 
     return isinstance(error, httpx2.TransportError)
+
+
+class OpenBlock:
+    """The one text or thinking block a stream writes into at a time, for the APIs
+    whose chunks carry bare text and thinking pieces (Gemini parts, Mistral chunks):
+    a piece of the other kind ends the open block and starts a new one."""
+
+    def __init__(self, out: MessageBuilder) -> None:
+        self.out = out
+        self.index: int | None = None
+        self.kind: str | None = None
+
+    def switch(self, kind: str) -> int:
+        """The content index of the open ``kind`` block (``"text"`` or ``"thinking"``)."""
+        if self.index is None or self.kind != kind:
+            self.close()
+            self.index = self.out.text_start() if kind == "text" else self.out.thinking_start()
+            self.kind = kind
+        return self.index
+
+    def close(self) -> None:
+        if self.index is not None:
+            if self.kind == "text":
+                self.out.text_end(self.index)
+            else:
+                self.out.thinking_end(self.index)
+            self.index = self.kind = None
 
 
 def join_url(base_url: str, path: str) -> str:
@@ -261,8 +301,6 @@ class _ListFragments:
         self.fragments: list[bytes] = []
 
     def encode(self, items: list[Any]) -> bytes:
-        from pydantic_core import to_json
-
         old = self.items
         same = min(len(old), len(items))
         if same and not all(map(operator.is_, old[:same], items[:same])):
@@ -279,8 +317,6 @@ _FRAGMENTS = _ListFragments()
 def encode_payload(payload: Any) -> bytes:
     """``payload`` as compact JSON (UTF-8, not ASCII-escaped). The message list of a
     conversation is encoded incrementally (:class:`_ListFragments`)."""
-    from pydantic_core import to_json
-
     if not isinstance(payload, dict):
         return to_json(payload)
     parts = []
@@ -302,10 +338,13 @@ async def post_sse(
     out: MessageBuilder,
     on_event: SseHandler,
     error_events: Callable[[str, Any], BaseException | None] | None = None,
+    forced: dict[str, Any] | None = None,
 ) -> None:
     """POST ``payload`` as JSON to ``url`` and stream the server-sent events back.
 
-    An HTTP error status raises :class:`HttpStatusError` (after ``options.on_response``
+    ``headers`` and ``payload`` go through the ``options`` hooks first
+    (:func:`apply_headers_hook`, :func:`apply_payload_hook`); ``forced`` fields are set
+    on the payload the hook returned (what the API needs whatever the hook did). An HTTP error status raises :class:`HttpStatusError` (after ``options.on_response``
     saw its status and headers). Otherwise ``out`` starts and every event goes to
     ``on_event(event_name, data)`` with its data parsed as JSON (``[DONE]`` ends the
     stream). ``error_events(name, data)`` may turn an event into the exception that
@@ -314,6 +353,10 @@ async def post_sse(
     """
     import httpx2
 
+    headers = await apply_headers_hook(options, headers)
+    payload = await apply_payload_hook(options, payload)
+    if forced and isinstance(payload, dict):
+        payload.update(forced)
     client = _client_for(url)
     body = encode_payload(payload)
     sent = _final_headers(headers)
@@ -416,18 +459,13 @@ async def stream_openai(
     on_event: SseHandler,
 ) -> None:
     """One streaming request of an OpenAI API: bearer authentication, the headers (with
-    ``extra_headers``) and payload passed through the ``options`` hooks, then
-    :func:`post_sse` to ``path``. An event whose data carries an ``error`` object ends
-    the stream with that error, as the OpenAI SDK does."""
+    ``extra_headers``), then :func:`post_sse` to ``path``. An event whose data carries
+    an ``error`` object ends the stream with that error, as the OpenAI SDK does."""
     headers = base_headers(model, options, **extra_headers)
-    api_key = require_api_key(model, options, headers, "authorization")
-    if api_key != "unused":
-        set_default_header(headers, "Authorization", f"Bearer {api_key}")
-    headers = await apply_headers_hook(options, headers)
-    body = await apply_payload_hook(options, payload)
+    set_bearer_auth(model, options, headers)
     await post_sse(
         join_url(base_url, path),
-        payload=body,
+        payload=payload,
         headers=headers,
         options=options,
         out=out,

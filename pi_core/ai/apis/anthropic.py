@@ -374,10 +374,6 @@ async def stream_anthropic(model: Model, context: LlmContext, options: StreamOpt
             _common.set_default_header(headers, "Authorization", f"Bearer {api_key}")
         else:
             _common.set_default_header(headers, "X-Api-Key", api_key)
-    headers = await _common.apply_headers_hook(options, headers)
-    payload = await _common.apply_payload_hook(options, payload)
-    if isinstance(payload, dict):
-        payload["stream"] = True
     state = _StreamState(model, out, tool_names)
     await _common.post_sse(
         _common.join_url(model.base_url or DEFAULT_BASE_URL, "/v1/messages"),
@@ -387,6 +383,7 @@ async def stream_anthropic(model: Model, context: LlmContext, options: StreamOpt
         out=out,
         on_event=state.handle,
         error_events=_error_event,
+        forced={"stream": True},
     )
     state.finish()
 

@@ -116,12 +116,10 @@ async def stream_azure_openai_responses(
     api_key = _common.require_api_key(model, options, headers, "api-key", "authorization")
     if api_key != "unused":
         _common.set_default_header(headers, "api-key", api_key)
-    headers = await _common.apply_headers_hook(options, headers)
-    body = await _common.apply_payload_hook(options, payload)
     decoder = ResponsesDecoder(out)
     await _common.post_sse(
         url,
-        payload=body,
+        payload=payload,
         headers=headers,
         options=options,
         out=out,

@@ -380,12 +380,10 @@ async def stream_gemini(
 ) -> None:
     """Send one ``streamGenerateContent`` request (headers and payload through the
     ``options`` hooks) and report its stream through ``out``."""
-    headers = await _common.apply_headers_hook(options, headers)
-    body = await _common.apply_payload_hook(options, payload)
     state = GeminiStream(model, out)
     try:
         await _common.post_sse(
-            url, payload=body, headers=headers, options=options, out=out, on_event=state.handle, error_events=error_event
+            url, payload=payload, headers=headers, options=options, out=out, on_event=state.handle, error_events=error_event
         )
     except _common.HttpStatusError as error:
         raise google_error(error) from None
@@ -438,16 +436,7 @@ class GeminiStream:
     def __init__(self, model: Model, out: MessageBuilder) -> None:
         self.model = model
         self.out = out
-        self.block: int | None = None  # the open text or thinking block
-        self.kind: str | None = None
-
-    def _close(self) -> None:
-        if self.block is not None:
-            if self.kind == "text":
-                self.out.text_end(self.block)
-            else:
-                self.out.thinking_end(self.block)
-            self.block = self.kind = None
+        self.open = _common.OpenBlock(out)
 
     async def handle(self, _name: str, chunk: Any) -> None:
         if not isinstance(chunk, dict):
@@ -485,23 +474,20 @@ class GeminiStream:
         signature = signature if isinstance(signature, str) and signature else None
         if isinstance(text, str):
             kind = "thinking" if part.get("thought") is True else "text"
-            if self.block is None or self.kind != kind:
-                self._close()
-                self.block = out.thinking_start() if kind == "thinking" else out.text_start()
-                self.kind = kind
+            index = self.open.switch(kind)
             if kind == "thinking":
-                out.thinking_delta(self.block, text)
+                out.thinking_delta(index, text)
                 if signature:  # kept when later pieces of the same block come without one
-                    out.thinking_signature(self.block, signature)
+                    out.thinking_signature(index, signature)
             else:
-                out.text_delta(self.block, text)
+                out.text_delta(index, text)
                 if signature:
-                    block = out.message.content[self.block]
+                    block = out.message.content[index]
                     assert isinstance(block, TextContent)
                     block.text_signature = signature
         call = part.get("functionCall")
         if isinstance(call, dict):
-            self._close()
+            self.open.close()
             name = call.get("name") if isinstance(call.get("name"), str) else ""
             given = call.get("id")
             taken = {b.id for b in out.message.content if isinstance(b, ToolCall)}
@@ -517,7 +503,7 @@ class GeminiStream:
             out.tool_end(index)
 
     def finish(self) -> None:
-        self._close()
+        self.open.close()
         if self.out.message.stop_reason == "pending":
             raise ProviderError("Google stream ended without a finish reason")
 

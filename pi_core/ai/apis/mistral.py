@@ -243,17 +243,13 @@ async def stream_mistral(model: Model, context: LlmContext, options: StreamOptio
     """Run one streaming Mistral request, reporting it through ``out``."""
     payload = build_payload(model, context, options)
     headers = _common.base_headers(model, options)
-    api_key = _common.require_api_key(model, options, headers, "authorization")
-    if api_key != "unused":
-        _common.set_default_header(headers, "Authorization", f"Bearer {api_key}")
+    _common.set_bearer_auth(model, options, headers)
     if use_prompt_cache(options) and options.session_id:
         _common.set_default_header(headers, "x-affinity", options.session_id)
-    headers = await _common.apply_headers_hook(options, headers)
-    body = await _common.apply_payload_hook(options, payload)
     state = _ChunkState(out)
     await _common.post_sse(
         _common.join_url(model.base_url or DEFAULT_BASE_URL, "/v1/chat/completions"),
-        payload=body,
+        payload=payload,
         headers=headers,
         options=options,
         out=out,
@@ -281,24 +277,8 @@ class _ChunkState:
 
     def __init__(self, out: MessageBuilder) -> None:
         self.out = out
-        self.block: int | None = None  # the open text or thinking block
-        self.kind: str | None = None
+        self.open = _common.OpenBlock(out)
         self.calls: dict[Any, int] = {}  # Mistral tool-call index (or id) -> content index
-
-    def _switch(self, kind: str) -> int:
-        if self.block is None or self.kind != kind:
-            self._close()
-            self.block = self.out.text_start() if kind == "text" else self.out.thinking_start()
-            self.kind = kind
-        return self.block
-
-    def _close(self) -> None:
-        if self.block is not None:
-            if self.kind == "text":
-                self.out.text_end(self.block)
-            else:
-                self.out.thinking_end(self.block)
-            self.block = self.kind = None
 
     async def handle(self, _name: str, chunk: Any) -> None:
         out = self.out
@@ -328,23 +308,23 @@ class _ChunkState:
             if isinstance(item, str):
                 # empty deltas (around thinking and tool calls) would split a block
                 if item:
-                    out.text_delta(self._switch("text"), item)
+                    out.text_delta(self.open.switch("text"), item)
             elif isinstance(item, dict) and item.get("type") == "thinking":
                 pieces = item.get("thinking")
                 text = "".join(p.get("text") or "" for p in pieces if isinstance(p, dict)) if isinstance(pieces, list) else ""
                 if text:
-                    out.thinking_delta(self._switch("thinking"), text)
+                    out.thinking_delta(self.open.switch("thinking"), text)
             elif isinstance(item, dict) and item.get("type") == "text":
                 text = item.get("text") or ""
                 if text:
-                    out.text_delta(self._switch("text"), text)
+                    out.text_delta(self.open.switch("text"), text)
         for call in delta.get("tool_calls") or ():
             if isinstance(call, dict):
                 self._tool_call(call)
 
     def _tool_call(self, call: dict[str, Any]) -> None:
         out = self.out
-        self._close()
+        self.open.close()
         position = call.get("index")
         given = call.get("id")
         call_id = given if isinstance(given, str) and given and given != "null" else None
@@ -363,7 +343,7 @@ class _ChunkState:
         out.tool_delta(index, arguments)
 
     def finish(self) -> None:
-        self._close()
+        self.open.close()
         self.out.end_open_blocks()
         if self.out.message.stop_reason == "pending":
             raise ProviderError("Mistral stream ended without a finish reason")

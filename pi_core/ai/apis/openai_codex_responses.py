@@ -173,8 +173,6 @@ async def stream_openai_codex_responses(
     session = cache_session_id(options)
     headers = build_headers(model, options, token, session)
     payload = build_codex_payload(model, context, options)
-    headers = await _common.apply_headers_hook(options, headers)
-    body = await _common.apply_payload_hook(options, payload)
     decoder = ResponsesDecoder(out)
 
     async def on_event(name: str, event: Any) -> None:
@@ -199,7 +197,7 @@ async def stream_openai_codex_responses(
     try:
         await _common.post_sse(
             resolve_url(model.base_url),
-            payload=body,
+            payload=payload,
             headers=headers,
             options=options,
             out=out,

@@ -13,7 +13,6 @@ import base64
 import contextlib
 import hashlib
 import html
-import inspect
 import json
 import os
 import secrets
@@ -22,6 +21,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+import httpx2
 
 from pi_hookspecs import AbortError, LoginCallbacks, LoginError
 
@@ -94,14 +95,6 @@ def _code_and_state(query: str) -> tuple[str | None, str | None]:
 # --------------------------------------------------------------------------- callbacks
 
 
-async def call(function: Callable[..., Any], *args: Any) -> Any:
-    """Call a sync or async function."""
-    result = function(*args)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
-
-
 async def until_aborted(callbacks: LoginCallbacks, awaitable: Awaitable[Any]) -> Any:
     """Await ``awaitable`` unless the login's signal aborts first (then raise
     :class:`AbortError` with "Login cancelled")."""
@@ -134,8 +127,6 @@ async def sleep(callbacks: LoginCallbacks, seconds: float) -> None:
 
 
 def _client() -> Any:
-    import httpx2
-
     return httpx2.AsyncClient(timeout=HTTP_TIMEOUT, follow_redirects=False)
 
 
@@ -311,6 +302,26 @@ async def wait_for_code(
         raise LoginError("the pasted redirect belongs to another sign-in (state mismatch)")
     if not code:
         raise LoginError("no authorization code was given")
+    return code
+
+
+async def browser_login_code(
+    callbacks: LoginCallbacks, server: CallbackServer | None, *, url: str, instructions: str, state: str, redirect_uri: str
+) -> str:
+    """Open ``url`` in the user's browser, then the authorization code from the
+    redirect to ``server`` or from what the user pastes (:func:`wait_for_code`); the
+    server is closed afterwards."""
+    try:
+        callbacks.open_url(url, instructions)
+        code = await wait_for_code(
+            callbacks, server, state=state,
+            message="Complete login in your browser, or paste the authorization code / redirect URL here",
+            placeholder=redirect_uri,
+        )
+    finally:
+        if server is not None:
+            server.close()
+    callbacks.progress("Exchanging authorization code for tokens...")
     return code
 
 

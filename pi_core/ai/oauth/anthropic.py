@@ -18,7 +18,15 @@ from urllib.parse import urlencode
 
 from pi_hookspecs import LoginCallbacks, LoginError, OAuthCredentials
 
-from ._common import endpoint, now_ms, pkce_pair, request_json, start_callback_server, wait_for_code
+from ._common import (
+    browser_login_code,
+    endpoint,
+    now_ms,
+    pkce_pair,
+    request_json,
+    start_callback_server,
+    wait_for_code,
+)
 
 PROVIDER = "anthropic"
 NAME = "Anthropic (Claude Pro/Max)"
@@ -104,20 +112,11 @@ async def login(callbacks: LoginCallbacks) -> OAuthCredentials:
     port = int(_url("CALLBACK_PORT"))
     server = await start_callback_server("Anthropic", CALLBACK_PATH, state, (port, 0) if port else (0,))
     redirect_uri = server.redirect_uri() if server else f"http://localhost:{CALLBACK_PORT}{CALLBACK_PATH}"
-    try:
-        callbacks.open_url(
-            _authorize_url(redirect_uri, challenge, state),
-            "Complete login in your browser. If the browser is on another machine, paste the final redirect URL here.",
-        )
-        code = await wait_for_code(
-            callbacks, server, state=state,
-            message="Complete login in your browser, or paste the authorization code / redirect URL here",
-            placeholder=redirect_uri,
-        )
-    finally:
-        if server is not None:
-            server.close()
-    callbacks.progress("Exchanging authorization code for tokens...")
+    code = await browser_login_code(
+        callbacks, server, url=_authorize_url(redirect_uri, challenge, state),
+        instructions="Complete login in your browser. If the browser is on another machine, paste the final redirect URL here.",
+        state=state, redirect_uri=redirect_uri,
+    )
     return await _exchange(code, state, verifier, redirect_uri)
 
 

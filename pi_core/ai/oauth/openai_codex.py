@@ -23,6 +23,7 @@ from pi_hookspecs import LoginCallbacks, LoginError, OAuthCredentials
 
 from ._common import (
     Poll,
+    browser_login_code,
     decode_jwt_payload,
     endpoint,
     now_ms,
@@ -30,7 +31,6 @@ from ._common import (
     poll_device_code,
     request_json,
     start_callback_server,
-    wait_for_code,
 )
 
 PROVIDER = "openai-codex"
@@ -117,17 +117,10 @@ async def _browser(callbacks: LoginCallbacks) -> OAuthCredentials:
             "originator": ORIGINATOR,
         }
     )
-    try:
-        callbacks.open_url(f"{_base()}/oauth/authorize?{query}", "A browser window should open. Complete login to finish.")
-        code = await wait_for_code(
-            callbacks, server, state=state,
-            message="Complete login in your browser, or paste the authorization code / redirect URL here",
-            placeholder=redirect_uri,
-        )
-    finally:
-        if server is not None:
-            server.close()
-    callbacks.progress("Exchanging authorization code for tokens...")
+    code = await browser_login_code(
+        callbacks, server, url=f"{_base()}/oauth/authorize?{query}",
+        instructions="A browser window should open. Complete login to finish.", state=state, redirect_uri=redirect_uri,
+    )
     return await _exchange(code, verifier, redirect_uri)
 
 

@@ -28,14 +28,11 @@ def wire() -> Iterator[WireServer]:
 
 
 @pytest.fixture
-def aws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wire: WireServer) -> dict[str, str]:
-    """A private agent dir, and the environment of a user with AWS keys whose Bedrock
-    endpoint is the loopback server."""
-    agent = tmp_path / "agent"
-    agent.mkdir()
-    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
+def aws(pi_agent_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wire: WireServer) -> dict[str, str]:
+    """A private agent dir (the kit's ``pi_agent_dir``), and the environment of a user
+    with AWS keys whose Bedrock endpoint is the loopback server."""
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK", "AWS_ENDPOINT_URL",
-                 "AWS_DEFAULT_REGION", "PI_EXTENSIONS_STRICT", "PI_TRACE_HOOKS"):
+                 "AWS_DEFAULT_REGION"):
         monkeypatch.delenv(name, raising=False)
     return {
         "AWS_ACCESS_KEY_ID": ACCESS_KEY,

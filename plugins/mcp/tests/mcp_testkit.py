@@ -43,21 +43,14 @@ def write_mcp_json(directory: Path, servers: dict[str, Any], **top: Any) -> Path
 
 
 @pytest.fixture
-def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private agent dir (``PI_CODING_AGENT_DIR``)."""
-    directory = tmp_path / "agent"
-    directory.mkdir()
-    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(directory))
-    for name in ("PI_EXTENSIONS", "PI_EXTENSIONS_STRICT", "PI_TRACE_HOOKS"):
-        monkeypatch.delenv(name, raising=False)
-    return directory
+def agent(pi_agent_dir: Path) -> Path:
+    """A private agent dir (``PI_CODING_AGENT_DIR``): the kit's ``pi_agent_dir``."""
+    return pi_agent_dir
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    directory = tmp_path / "project"
-    directory.mkdir()
-    return directory
+def project(pi_project: Path) -> Path:
+    return pi_project
 
 
 def alive(pid: int) -> bool:

@@ -43,9 +43,8 @@ class Policy:
 
 
 @pytest.fixture
-def agent(tmp_path: Path) -> Path:
-    directory = tmp_path / "agent"
-    directory.mkdir()
+def agent(pi_agent_dir: Path) -> Path:
+    directory = pi_agent_dir
     (directory / "settings.json").write_text(json.dumps({"defaultTools": ["+codemode"]}))
     return directory
 

@@ -100,19 +100,16 @@ def wire() -> Iterator[WireServer]:
 
 
 @pytest.fixture
-def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private agent dir and a Google Cloud environment that can only reach files
-    the test writes (never the machine's gcloud config or a metadata server)."""
-    directory = tmp_path / "agent"
-    directory.mkdir()
-    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(directory))
+def agent(pi_agent_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private agent dir (the kit's ``pi_agent_dir``) and a Google Cloud environment
+    that can only reach files the test writes (never the machine's gcloud config or a
+    metadata server)."""
     monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
     monkeypatch.setenv("NO_GCE_CHECK", "True")
-    for name in ("PI_EXTENSIONS", "PI_EXTENSIONS_STRICT", "PI_TRACE_HOOKS", "GOOGLE_CLOUD_API_KEY",
-                 "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
-                 "GOOGLE_CLOUD_QUOTA_PROJECT"):
+    for name in ("GOOGLE_CLOUD_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT",
+                 "GOOGLE_CLOUD_LOCATION", "GOOGLE_CLOUD_QUOTA_PROJECT"):
         monkeypatch.delenv(name, raising=False)
-    return directory
+    return pi_agent_dir
 
 
 def user_login(path: Path, token_uri: str, **fields: str) -> Path:
