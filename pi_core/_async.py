@@ -1,14 +1,8 @@
-"""Calling code that may be sync or async (plugins, callbacks, listeners)."""
+"""Calling code that may be sync or async (plugins, callbacks, listeners): the
+contract's :func:`pi_hookspecs.aio.maybe_await`, which plugins use too."""
 
 from __future__ import annotations
 
-import inspect
-from typing import Any
+from pi_hookspecs.aio import maybe_await
 
-
-async def maybe_await(value: Any) -> Any:
-    """``await value`` when it is awaitable, else ``value``: the result of a callback
-    that may be a plain function or a coroutine function."""
-    if inspect.isawaitable(value):
-        return await value
-    return value
+__all__ = ["maybe_await"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from . import events as _events
 from ._base import PiModel, StrictModel, camel_alias, now_ms
+from .aio import maybe_await
 from .auth import REFRESH_MARGIN_MS, LoginCallbacks, LoginError, LoginMethod, OAuthCredentials
 from .context import (
     CommandContext,
@@ -146,7 +147,7 @@ __all__ = [
     "hookimpl", "hookspec", "PROJECT_NAME", "ENTRY_POINT_GROUP", "EVENTS", "EventSpec", "Rule",
     "REGISTRATION_HOOKS", "REGISTRATIONS", "RegistrationSpec", "HOOK_GROUPS",
     # base
-    "PiModel", "StrictModel", "camel_alias", "now_ms",
+    "PiModel", "StrictModel", "camel_alias", "now_ms", "maybe_await",
     # contexts
     "CommandContext", "ContextUsage", "DeliverAs", "ExtensionContext", "Mode",
     "ProjectTrustContext", "SessionView", "StaleContextError", "ToolContext", "UIContext",

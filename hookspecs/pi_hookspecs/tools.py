@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from ._base import PiModel
+from .aio import maybe_await
 from .messages import ImageContent, TextContent, ToolDeclaration, Usage, UserContent
 
 ToolExposure = Literal["direct", "model-only", "codemode", "deferred", "hidden"]
@@ -197,10 +198,7 @@ class ToolDefinition(PiModel):
 
     async def run(self, args: dict[str, Any], ctx: Any) -> ToolResult:
         """Call ``execute`` (sync or async) and coerce what it returns."""
-        result = self.execute(args, ctx)
-        if inspect.isawaitable(result):
-            result = await result
-        return ToolResult.coerce(result)
+        return ToolResult.coerce(await maybe_await(self.execute(args, ctx)))
 
 
 # --------------------------------------------------------------------------- @tool

@@ -14,7 +14,6 @@ replacement runs the same sequence:
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
@@ -22,16 +21,13 @@ from typing import Any, Literal
 
 from pi_hookspecs import Model, SessionBeforeForkEvent, SessionBeforeSwitchEvent, UserMessage
 
+from .._async import maybe_await
 from ..session import SessionManager
 from .navigation import message_text
 from .services import ServiceOptions, create_services
 from .session import AgentSession
 
 WithSession = Callable[[Any], Awaitable[Any] | Any] | None
-
-
-async def _maybe(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
 
 
 class SessionRuntime:
@@ -118,10 +114,10 @@ class SessionRuntime:
         self.session = session
         self._attach(session)
         for callback in self.on_rebind:
-            await _maybe(callback(session))
+            await maybe_await(callback(session))
         await session.start(reason, previous_session_file=previous if reason != "reload" else None)
         if with_session is not None:
-            await _maybe(with_session(session.context_host.command_context()))
+            await maybe_await(with_session(session.context_host.command_context()))
         return session
 
     async def new_session(
@@ -137,7 +133,7 @@ class SessionRuntime:
         await old.abort_and_wait() if old.is_busy else None
         manager = SessionManager.create(old.cwd, session_dir=self.session_dir, parent_session=parent_session)
         if setup is not None:
-            await _maybe(setup(manager))
+            await maybe_await(setup(manager))
         await self._replace(manager, reason="new", model=old.model, thinking_level=old.thinking_level, with_session=with_session)
         return {"cancelled": False}
 

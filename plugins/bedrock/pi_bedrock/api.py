@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import email.utils
-import inspect
 import json
 import os
 import re
@@ -41,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 from pi_hookspecs import LlmContext, Model, StreamOptions, ThinkingContent
+from pi_hookspecs.aio import maybe_await
 from pi_hookspecs.streaming import MessageBuilder
 
 from .convert import build_request
@@ -341,12 +341,6 @@ def _retry_delay(error: BaseException, attempt: int, options: StreamOptions) -> 
     return float(min(0.5 * 2**attempt, 8.0))
 
 
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value
-
-
 def _request_headers(model: Model, options: StreamOptions) -> dict[str, str | None]:
     headers: dict[str, str | None] = {
         "Content-Type": "application/json",
@@ -382,14 +376,14 @@ async def stream(model: Model, context: LlmContext, options: StreamOptions, out:
     payload: Any = build_request(model, context, options)
     if options.on_payload is not None:
         editable = json.loads(json.dumps(payload))
-        replaced = await _maybe_await(options.on_payload(editable))
+        replaced = await maybe_await(options.on_payload(editable))
         payload = editable if replaced is None else replaced
     model_id = str(payload.pop("modelId", None) or model.id) if isinstance(payload, dict) else model.id
     url = request_url(target, model_id)
     body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
     headers = _request_headers(model, options)
     if options.on_headers is not None:
-        await _maybe_await(options.on_headers(headers))
+        await maybe_await(options.on_headers(headers))
     plain = _sendable(headers)
 
     import httpx2
@@ -428,7 +422,7 @@ async def stream(model: Model, context: LlmContext, options: StreamOptions, out:
 
 async def _report(options: StreamOptions, status: int, headers: dict[str, str]) -> None:
     if options.on_response is not None:
-        await _maybe_await(options.on_response(status, headers))
+        await maybe_await(options.on_response(status, headers))
 
 
 async def _decode(response: httpx2.Response, model: Model, options: StreamOptions, out: MessageBuilder) -> None:
@@ -448,7 +442,7 @@ async def _decode(response: httpx2.Response, model: Model, options: StreamOption
                 if event is None:
                     continue
                 if options.on_raw_event is not None:
-                    await _maybe_await(options.on_raw_event(event))
+                    await maybe_await(options.on_raw_event(event))
                 decoder.handle(event)
     except ParserError as error:
         raise BedrockError(f"Malformed AWS event stream from Bedrock: {error}") from error

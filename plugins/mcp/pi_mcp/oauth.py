@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import fcntl
 import json
 import os
 import time
@@ -25,6 +24,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
+
+from filelock import FileLock
 
 from .config import OAuthConfig, ServerEntry, expand_value
 from .errors import SignInRequiredError
@@ -57,15 +58,10 @@ class CredentialStore:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
+        """The store's cross-process lock (``<file>.lock``, any platform)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        lock = self.path.with_name(self.path.name + ".lock")
-        fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with FileLock(self.path.with_name(self.path.name + ".lock"), mode=0o600):
             yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
 
     def _read(self) -> dict[str, Any]:
         try:
