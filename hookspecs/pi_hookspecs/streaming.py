@@ -10,6 +10,8 @@ a plugin that adds an API (``register_providers`` with an :class:`ApiDefinition`
 
 from __future__ import annotations
 
+import email.utils
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +22,7 @@ from .llm import (
     ErrorEvent,
     Model,
     StartEvent,
+    StreamOptions,
     TextDeltaEvent,
     TextEndEvent,
     TextStartEvent,
@@ -32,7 +35,14 @@ from .llm import (
 )
 from .messages import AssistantMessage, TextContent, ThinkingContent, ToolCall, Usage
 
-__all__ = ["MessageBuilder", "calculate_cost", "parse_streaming_json"]
+__all__ = [
+    "RETRY_STATUSES",
+    "MessageBuilder",
+    "calculate_cost",
+    "parse_streaming_json",
+    "provider_retry_delay",
+    "retry_after_seconds",
+]
 
 
 def parse_streaming_json(text: str | None) -> dict[str, Any]:
@@ -51,6 +61,64 @@ def parse_streaming_json(text: str | None) -> dict[str, Any]:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+RETRY_STATUSES = frozenset({408, 409, 429})
+"""HTTP statuses a provider-level retry repeats, besides every 5xx."""
+
+
+def retry_after_seconds(headers: dict[str, str]) -> float | None:
+    """The delay a response asks for: ``retry-after-ms``, ``retry-after`` (seconds or an
+    HTTP date) or ``x-ratelimit-reset-after``; ``None`` when it asks for none."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    value = lowered.get("retry-after-ms")
+    if value:
+        try:
+            return max(0.0, float(value) / 1000)
+        except ValueError:
+            pass
+    for name in ("retry-after", "x-ratelimit-reset-after"):
+        value = lowered.get(name)
+        if not value:
+            continue
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            parsed = email.utils.parsedate_tz(value)
+            if parsed is not None:
+                return max(0.0, email.utils.mktime_tz(parsed) - time.time())
+    return None
+
+
+def provider_retry_delay(
+    options: StreamOptions,
+    attempt: int,
+    *,
+    status: int | None = None,
+    retry_after: float | None = None,
+    transport_error: bool = False,
+) -> float | None:
+    """pi's provider-level retry policy, for every wire API: the seconds to wait before
+    retry ``attempt`` (0-based) of a request that failed with HTTP ``status`` (or, with
+    ``transport_error``, without a response), else ``None``. Retried: 408, 409, 429 and
+    5xx, and transport errors, while ``options.extra["max_retries"]`` allows, after the
+    delay the server asked for (``retry_after``) — not at all when that is longer than
+    ``options.extra["max_retry_delay"]`` — or an exponential back-off (0.5 s, doubling,
+    at most 8 s)."""
+    retries = options.extra.get("max_retries") or 0
+    if not isinstance(retries, int) or attempt >= retries:
+        return None
+    if options.signal is not None and options.signal.aborted:
+        return None
+    if not transport_error:
+        if status is None or (status not in RETRY_STATUSES and status < 500):
+            return None
+    if retry_after is not None:
+        limit = options.extra.get("max_retry_delay")
+        if isinstance(limit, int | float) and limit > 0 and retry_after > limit:
+            return None
+        return retry_after
+    return float(min(0.5 * 2**attempt, 8.0))
 
 
 def calculate_cost(model: Model, usage: Usage) -> Usage:

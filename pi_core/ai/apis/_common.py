@@ -10,11 +10,9 @@ hold these decoders to (tests/ai/conformance).
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import operator
 import os
-import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -22,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import to_json
 
 from pi_hookspecs import Model, StreamOptions
+from pi_hookspecs.streaming import provider_retry_delay, retry_after_seconds
 
 from ... import __version__ as _pi_version
 from ..._async import maybe_await
@@ -73,29 +72,6 @@ def _body_text(body: Any) -> str:
             return inner
         return json.dumps(body)
     return str(body or "").strip()
-
-
-def retry_after_seconds(headers: dict[str, str]) -> float | None:
-    """The delay asked for by ``retry-after-ms``, ``retry-after`` (seconds or an HTTP
-    date) or ``x-ratelimit-reset-after``; ``None`` when there is none."""
-    lowered = {k.lower(): v for k, v in headers.items()}
-    value = lowered.get("retry-after-ms")
-    if value:
-        try:
-            return max(0.0, float(value) / 1000)
-        except ValueError:
-            pass
-    for name in ("retry-after", "x-ratelimit-reset-after"):
-        value = lowered.get(name)
-        if not value:
-            continue
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            parsed = email.utils.parsedate_tz(value)
-            if parsed is not None:
-                return max(0.0, email.utils.mktime_tz(parsed) - time.time())
-    return None
 
 
 # --------------------------------------------------------------------------- headers and hooks
@@ -174,32 +150,12 @@ def request_timeout(options: StreamOptions) -> float | None:
     return float(value) if isinstance(value, int | float) and value > 0 else None
 
 
-RETRY_STATUSES = frozenset({408, 409, 429})
-
-
 def _retry_delay(error: BaseException, attempt: int, options: StreamOptions) -> float | None:
-    """How long to wait before provider-level retry ``attempt`` (0-based) of a request
-    that failed with ``error``; ``None`` when it is not retried: no retries left
-    (``options.extra["max_retries"]``), an error that is not transient, or a server
-    asking for a longer delay than ``options.extra["max_retry_delay"]`` seconds."""
-    retries = options.extra.get("max_retries") or 0
-    if not isinstance(retries, int) or attempt >= retries:
-        return None
-    if options.signal is not None and options.signal.aborted:
-        return None
-    requested = None
+    """The wait before provider-level retry ``attempt`` of a request that failed with
+    ``error`` (the contract's :func:`~pi_hookspecs.streaming.provider_retry_delay`)."""
     if isinstance(error, HttpStatusError):
-        if error.status_code not in RETRY_STATUSES and error.status_code < 500:
-            return None
-        requested = error.retry_after
-    elif not _is_transport_error(error):
-        return None
-    limit = options.extra.get("max_retry_delay")
-    if requested is not None:
-        if isinstance(limit, int | float) and limit > 0 and requested > limit:
-            return None
-        return requested
-    return float(min(0.5 * 2**attempt, 8.0))
+        return provider_retry_delay(options, attempt, status=error.status_code, retry_after=error.retry_after)
+    return provider_retry_delay(options, attempt, transport_error=_is_transport_error(error))
 
 
 def _is_transport_error(error: BaseException) -> bool:

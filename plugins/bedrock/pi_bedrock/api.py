@@ -29,11 +29,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import email.utils
 import json
 import os
 import re
-import time
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -41,7 +39,7 @@ from urllib.parse import quote, urlsplit
 
 from pi_hookspecs import LlmContext, Model, StreamOptions, ThinkingContent
 from pi_hookspecs.aio import maybe_await
-from pi_hookspecs.streaming import MessageBuilder
+from pi_hookspecs.streaming import MessageBuilder, provider_retry_delay, retry_after_seconds
 
 from .convert import build_request
 
@@ -60,7 +58,6 @@ DATA_RETENTION_DOCS = "https://docs.aws.amazon.com/bedrock/latest/userguide/data
 _ARN_REGION = re.compile(r"^arn:aws(?:-[a-z0-9-]+)?:bedrock:([a-z0-9-]+):")
 _STANDARD_HOST = re.compile(r"^bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$")
 _RESERVED_HEADERS = frozenset({"authorization", "host"})
-_RETRY_STATUSES = frozenset({408, 409, 429})
 
 ERROR_PREFIXES = {
     "InternalServerException": "Internal server error",
@@ -88,14 +85,7 @@ class BedrockError(Exception):
     @property
     def retry_after(self) -> float | None:
         """The delay the service asked for, in seconds (``retry-after``), if any."""
-        value = self.headers.get("retry-after")
-        if not value:
-            return None
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            parsed = email.utils.parsedate_tz(value)
-            return None if parsed is None else max(0.0, email.utils.mktime_tz(parsed) - time.time())
+        return retry_after_seconds(self.headers)
 
 
 def error_message(code: str | None, message: str) -> str:
@@ -316,29 +306,13 @@ def http_error(status: int, raw: bytes, headers: dict[str, str]) -> BedrockError
 
 
 def _retry_delay(error: BaseException, attempt: int, options: StreamOptions) -> float | None:
-    """The wait before retry ``attempt`` (0-based), or ``None``: the same policy as pi's
-    own APIs (``options.extra["max_retries"]``, throttling and server errors, the
-    service's ``retry-after`` unless longer than ``max_retry_delay``)."""
+    """The wait before retry ``attempt`` (0-based), or ``None``: pi's provider-level
+    retry policy (:func:`~pi_hookspecs.streaming.provider_retry_delay`)."""
     import httpx2
 
-    retries = options.extra.get("max_retries") or 0
-    if not isinstance(retries, int) or attempt >= retries:
-        return None
-    if options.signal is not None and options.signal.aborted:
-        return None
-    requested = None
     if isinstance(error, BedrockError):
-        if error.status is None or (error.status not in _RETRY_STATUSES and error.status < 500):
-            return None
-        requested = error.retry_after
-    elif not isinstance(error, httpx2.TransportError):
-        return None
-    if requested is not None:
-        limit = options.extra.get("max_retry_delay")
-        if isinstance(limit, int | float) and limit > 0 and requested > limit:
-            return None
-        return requested
-    return float(min(0.5 * 2**attempt, 8.0))
+        return provider_retry_delay(options, attempt, status=error.status, retry_after=error.retry_after)
+    return provider_retry_delay(options, attempt, transport_error=isinstance(error, httpx2.TransportError))
 
 
 def _request_headers(model: Model, options: StreamOptions) -> dict[str, str | None]:
