@@ -1,6 +1,6 @@
 """The ``pi`` command as a user runs it, side by side with pi 1.6.0 (TypeScript, under Bun).
 
-DESIGN §7 states these budgets as ratios to pi 1.6.0 measured in the same run, so every
+docs/architecture.md, "Performance budgets" states these budgets as ratios to pi 1.6.0 measured in the same run, so every
 case runs both programs in this process, interleaved (ours, theirs, ours, theirs, ...)
 so that the machine's noise hits both alike, against the same local scripted endpoint
 (``tests/ai/wire_server.py``). Each row prints our median, pi 1.6.0's median and the

@@ -1,6 +1,6 @@
 """codemode: a script with two tool calls, against the same logic in a fresh Python.
 
-Budget (DESIGN §7): codemode's overhead <= 1/10 of running the same script as a fresh
+Budget (docs/architecture.md, "Performance budgets"): codemode's overhead <= 1/10 of running the same script as a fresh
 Python subprocess. The script reads two files and keeps their ERROR lines:
 
 * subprocess: ``python -c`` doing the reads with pathlib (interpreter start included);

@@ -1,6 +1,6 @@
 """Event dispatch against pluggy's own ``pm.hook.x()`` on the same handlers.
 
-Budget (DESIGN §7): 10 no-op handlers <= 1.5x pluggy; 0 handlers ~ free.
+Budget (docs/architecture.md, "Performance budgets"): 10 no-op handlers <= 1.5x pluggy; 0 handlers ~ free.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """MCP: one tool call over stdio through pi-mcp, against a bare ``mcp`` ClientSession call.
 
-Budget (DESIGN §7): a call through pi-mcp <= 1.2x a bare ``ClientSession.call_tool`` on
+Budget (docs/architecture.md, "Performance budgets"): a call through pi-mcp <= 1.2x a bare ``ClientSession.call_tool`` on
 the same server. Both talk to their own process of the same small ``MCPServer`` script:
 
 * bare: ``stdio_client`` + ``ClientSession.call_tool("echo", ...)``;

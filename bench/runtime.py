@@ -1,6 +1,6 @@
 """Per-turn overhead of the whole runtime: scripted model, 5 plugins, persistence on.
 
-Budget (DESIGN §7): flat from turn 10 to turn 1,000 (no O(history) work per turn).
+Budget (docs/architecture.md, "Performance budgets"): flat from turn 10 to turn 1,000 (no O(history) work per turn).
 Each turn is one model request answered with a tool call (``noop``) and its result.
 """
 

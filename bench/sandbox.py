@@ -1,6 +1,6 @@
 """pi-sandbox: the cost of confining one bash call.
 
-Budget (DESIGN §7): a sandboxed bash call <= 15 ms above the same call unconfined
+Budget (docs/architecture.md, "Performance budgets"): a sandboxed bash call <= 15 ms above the same call unconfined
 (median). Each case is a real session running ``true`` through pi's shell runner
 (the ``bash_spawn`` hook included), the cases interleaved call by call. Printed,
 never asserted.

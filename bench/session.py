@@ -1,6 +1,6 @@
 """Session store: opening a large session and the per-turn cost of appending.
 
-Budgets (DESIGN §7):
+Budgets (docs/architecture.md, "Performance budgets"):
 * open + build context of a 50,000-entry session <= 3x reading and ``json.loads``-ing
   every line;
 * per-turn append + context cost flat from turn 10 to turn 1,000.

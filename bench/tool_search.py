@@ -1,6 +1,6 @@
 """tool_search's BM25 index over 10,000 synthetic tools.
 
-Budget (DESIGN §7): build the index <= 200 ms, one query <= 2 ms (median), one
+Budget (docs/architecture.md, "Performance budgets"): build the index <= 200 ms, one query <= 2 ms (median), one
 incremental add <= 1 ms. Printed as measured / budget; never asserted.
 """
 
