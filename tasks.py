@@ -95,6 +95,7 @@ CORE_PACKAGES = [
     "pi_core/runtime",
     "pi_core/session",
     "pi_core/extensions",
+    "pi_core/cli",
     "pi_core/builtins.py",
     "pi_core/__init__.py",
     "pi_core/__main__.py",

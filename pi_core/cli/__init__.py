@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import sys
 
+from .. import __version__
+
 SUBCOMMANDS = ("extensions", "models", "sessions", "auth", "config")
 PACKAGE_COMMANDS = ("install", "remove", "uninstall", "update", "list")
 
@@ -37,10 +39,11 @@ def main(argv: list[str] | None = None) -> None:
     entry = argv is None and _is_process_entry()
     args = sys.argv[1:] if argv is None else argv
     if args in (["--version"], ["-v"]):
-        from .. import __version__
-
         print(f"pi {__version__}")
         return
+    # The imports below are local on purpose: this function dispatches, and each branch
+    # loads only what it runs (``pi --version`` nothing, subcommands typer, the agent
+    # command argparse and, per mode, the runtime or the terminal UI).
     if args and args[0] in PACKAGE_COMMANDS:
         from .packages import packages_app
 

@@ -28,6 +28,8 @@ def models_command(
     all_models: bool = typer.Option(False, "--all", help="Also the models whose provider has no credential."),
 ) -> None:
     """List the models you have credentials for (as `pi --list-models`)."""
+    # listing imports the session and model layers: only for the commands that list
+    # (every subcommand loads this module)
     from .listing import print_models
 
     raise typer.Exit(print_models(search, as_json=as_json, all_models=all_models))
@@ -40,7 +42,7 @@ def sessions_command(
     session_dir: str | None = typer.Option(None, "--session-dir", help="Where sessions are stored."),
 ) -> None:
     """List saved sessions, newest first."""
-    from .listing import print_sessions
+    from .listing import print_sessions  # as in models_command
 
     raise typer.Exit(print_sessions(all_dirs=all_dirs, as_json=as_json, session_dir=session_dir))
 

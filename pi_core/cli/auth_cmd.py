@@ -15,12 +15,22 @@ import re
 import signal
 import sys
 import time
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 import typer
 
-if TYPE_CHECKING:
-    from ..ai import ModelRegistry
+from ..ai import ModelRegistry
+from ..ai.auth import (
+    BEARER_ENV,
+    ENV_API_KEYS,
+    AuthFileError,
+    CommandError,
+    LoginRequiredError,
+    env_api_key,
+    env_bearer_token,
+)
+from ..ai.registry import ModelResolutionError
+from .login_terminal import TerminalCallbacks
 
 auth_app = typer.Typer(
     help="Log in to model providers, show and check their credentials, print them for other programs.",
@@ -54,7 +64,8 @@ def fail(message: str, status: int = 1) -> NoReturn:
 def load_registry() -> ModelRegistry:
     """The model registry with the providers, APIs and login methods of pi and of the
     plugins that are not a project's own (no session is started)."""
-    from ..ai import ModelRegistry
+    # the plugin host (about 0.1 s of imports) only in the commands that load plugins:
+    # every subcommand's module is imported to build the one typer app of ``pi``
     from ..extensions import LoadOptions, PluginHost
 
     registry = ModelRegistry()
@@ -68,10 +79,8 @@ def load_registry() -> ModelRegistry:
         registry.add_api(api.value, source="plugin")
     for login in tables.logins.values():
         registry.add_login_method(login.value, source="plugin")
-    add_source = getattr(registry, "add_credential_source", None)
-    for source in getattr(tables, "credentials", {}).values():
-        if add_source is not None:
-            add_source(source.value, source="plugin")
+    for source in tables.credentials.values():
+        registry.add_credential_source(source.value, source="plugin")
     for name, registered in tables.providers.items():
         try:
             registry.add_provider(registered.value, source="plugin")
@@ -87,8 +96,6 @@ def known_provider(registry: ModelRegistry, provider: str) -> bool:
 def _resolve_provider(registry: ModelRegistry, positional: str | None, provider: str | None, model: str | None) -> str:
     """The provider a print/check command is about: ``[provider]``, ``--provider`` or
     the provider of ``--model``."""
-    from ..ai.registry import ModelResolutionError
-
     if positional and provider and positional != provider:
         raise AuthCommandError(f'two providers given ("{positional}" and "{provider}"): give one')
     name = (positional or provider or "").strip() or None
@@ -114,8 +121,6 @@ def _duration_ms(text: str) -> int:
 
 
 def _env_names(provider: str) -> str:
-    from ..ai.auth import BEARER_ENV, ENV_API_KEYS
-
     names = [*ENV_API_KEYS.get(provider, ()), *([BEARER_ENV[provider]] if provider in BEARER_ENV else [])]
     return " or ".join(names)
 
@@ -173,8 +178,6 @@ def login_command(
 
 
 def _run_account_login(registry: ModelRegistry, provider: str, name: str, *, browser: bool) -> int:
-    from .login_terminal import TerminalCallbacks
-
     callbacks = TerminalCallbacks(provider, browser=browser)
 
     async def run() -> int:
@@ -209,7 +212,7 @@ def _run_account_login(registry: ModelRegistry, provider: str, name: str, *, bro
 class _interrupts_abort:
     """Ctrl+C aborts the login (its signal) instead of raising in the event loop."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, callbacks: Any) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, callbacks: TerminalCallbacks) -> None:
         self.loop, self.callbacks = loop, callbacks
 
     def __enter__(self) -> None:
@@ -226,8 +229,6 @@ class _interrupts_abort:
 
 
 def _run_api_key_login(registry: ModelRegistry, provider: str, name: str) -> int:
-    from .login_terminal import TerminalCallbacks
-
     callbacks = TerminalCallbacks(provider)
 
     async def ask() -> str:
@@ -241,8 +242,6 @@ def _run_api_key_login(registry: ModelRegistry, provider: str, name: str) -> int
     if not key:
         print(f"pi: no API key entered for {name}; nothing was saved", file=sys.stderr)
         return 1
-    from ..ai.auth import AuthFileError
-
     try:
         registry.auth.set_api_key(provider, key)
     except AuthFileError as error:
@@ -255,8 +254,6 @@ def _run_api_key_login(registry: ModelRegistry, provider: str, name: str) -> int
 @auth_app.command("logout")
 def logout_command(provider: str = typer.Argument(..., help="The provider whose stored credentials to remove.")) -> None:
     """Remove the stored credentials; environment variables and models.json stay."""
-    from ..ai.auth import AuthFileError
-
     registry = load_registry()
     problem = registry.auth.check()
     if problem:
@@ -283,8 +280,6 @@ def logout_command(provider: str = typer.Argument(..., help="The provider whose 
 
 
 def _status_rows(registry: ModelRegistry, only: str | None) -> list[dict[str, Any]]:
-    from ..ai.auth import env_api_key, env_bearer_token
-
     rows: list[dict[str, Any]] = []
     stored = registry.auth.credentials()
     for provider, entry in stored.items():
@@ -349,8 +344,6 @@ def check_command(
     no_refresh: bool = typer.Option(False, "--no-refresh", help="Do not refresh an expired login."),
 ) -> None:
     """Print ready, not_ready or invalid; exit with 0, 1 or 2."""
-    from ..ai.auth import LoginRequiredError
-
     registry = load_registry()
     try:
         name = _resolve_provider(registry, provider_arg, provider, model)
@@ -394,8 +387,6 @@ def _check_result(result: dict[str, Any], as_json: bool, secret: str | None) -> 
 
 
 def _api_key_of(registry: ModelRegistry, provider: str) -> str | None:
-    from ..ai.auth import CommandError, env_bearer_token
-
     try:
         key = registry.api_key(provider)
     except CommandError as error:
@@ -435,8 +426,6 @@ def print_bearer_token_command(
     ),
 ) -> None:
     """Print a resolved OAuth bearer token (refreshed when it expires too soon)."""
-    from ..ai.auth import LoginRequiredError
-
     registry = load_registry()
     try:
         name = _resolve_provider(registry, provider_arg, provider, model)

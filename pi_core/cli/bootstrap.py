@@ -6,6 +6,7 @@ import argparse
 import base64
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from pi_hookspecs import ImageContent
 
 from ..resources.loader import ResourceOptions
 from ..runtime import ServiceOptions, SessionRuntime
+from ..runtime.services import RequiredExtensionError
 from ..session import SessionManager
 from .options import plugin_flag_values
 from .process import startup_done
@@ -104,7 +106,7 @@ def _session_manager(args: argparse.Namespace, cwd: str) -> SessionManager:
 
 
 def service_options(
-    args: argparse.Namespace, *, mode: str, ui: Any = None, ask_user_trust: Any = None
+    args: argparse.Namespace, *, mode: str, ui: Any = None, ask_user_trust: Callable[[str], Awaitable[Any]] | None = None
 ) -> ServiceOptions:
     return ServiceOptions(
         mode=mode,
@@ -137,7 +139,7 @@ async def open_runtime(
     ui: Any = None,
     cwd: str | None = None,
     start: bool = True,
-    ask_user_trust: Any = None,
+    ask_user_trust: Callable[[str], Awaitable[Any]] | None = None,
 ) -> SessionRuntime:
     """Create the runtime the options describe: session, plugins, model, thinking.
     ``ask_user_trust(cwd)`` asks the user whether to trust the project (with a UI).
@@ -153,7 +155,12 @@ async def open_runtime(
 
 
 async def _open_runtime(
-    args: argparse.Namespace, *, mode: str, ui: Any, cwd: str | None, ask_user_trust: Any
+    args: argparse.Namespace,
+    *,
+    mode: str,
+    ui: Any,
+    cwd: str | None,
+    ask_user_trust: Callable[[str], Awaitable[Any]] | None,
 ) -> SessionRuntime:
     if args.offline:
         os.environ["PI_OFFLINE"] = "1"
@@ -164,8 +171,6 @@ async def _open_runtime(
         raise
     except Exception as exc:
         raise CliError(str(exc)) from exc
-    from ..runtime.services import RequiredExtensionError
-
     options = service_options(args, mode=mode, ui=ui, ask_user_trust=ask_user_trust)
     try:
         runtime = await SessionRuntime.create(

@@ -16,13 +16,24 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import typer
 
+from .._fs import atomic_write
+from .._paths import agent_dir, project_dir
+from ..resources.prompt_templates import load_prompt_templates
+from ..resources.settings import ResourceKind, SettingsError, load_settings, read_settings_file
+from ..resources.skills import load_skills
+from ..resources.trust import TrustStore
+
+if TYPE_CHECKING:
+    from prompt_toolkit.formatted_text import StyleAndTextTuples
+    from prompt_toolkit.key_binding import KeyPressEvent
+
 Scope = Literal["user", "project"]
 Kind = Literal["plugin", "skill", "prompt"]
-_SETTING = {"skill": "skills", "prompt": "prompts"}
+_SETTING: dict[Kind, ResourceKind] = {"skill": "skills", "prompt": "prompts"}
 _TITLES = {"plugin": "Plugins", "skill": "Skills", "prompt": "Prompt templates"}
 SOURCE_LABELS = {
     "builtin": "built-in", "entrypoint": "installed", "user": "user file", "settings": "settings",
@@ -45,14 +56,10 @@ class ConfigError(Exception):
 
 
 def settings_file(cwd: str, scope: Scope) -> Path:
-    from .._paths import agent_dir, project_dir
-
     return project_dir(cwd) / "settings.json" if scope == "project" else agent_dir() / "settings.json"
 
 
 def _read(path: Path) -> dict[str, Any]:
-    from ..resources.settings import SettingsError, read_settings_file
-
     try:
         return read_settings_file(path)
     except SettingsError as error:
@@ -61,25 +68,22 @@ def _read(path: Path) -> dict[str, Any]:
 
 def _write(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(data, indent=2) + "\n")
 
 
 def collect(cwd: str, scope: Scope, trusted: bool) -> list[Item]:
     """Every plugin, skill and prompt template pi finds for ``cwd``, with whether the
     settings of ``scope`` let it load."""
+    # the plugin host (about 0.1 s of imports) only when ``pi config`` runs: every
+    # subcommand's module is imported to build the one typer app of ``pi``'s subcommands
     from ..extensions import LoadOptions, PluginHost
-    from ..resources.prompt_templates import load_prompt_templates
-    from ..resources.settings import load_settings
-    from ..resources.skills import load_skills
 
     data = _read(settings_file(cwd, scope))
     disabled = {str(n) for n in data.get("disabledExtensions") or [] if isinstance(n, str)}
     items: list[Item] = []
     host = PluginHost(LoadOptions(cwd=cwd, entry_points=True))
     # found, not imported: every plugin pi would load, whatever PI_EXTENSIONS says for a run
-    sources = [(source.name, source) for source in host._phase_one_sources()]
+    sources = [(source.name, source) for source in host.phase_one_sources()]
     if trusted:
         sources += [(source.name, source) for source in host.project_sources()]
     seen: set[str] = set()
@@ -99,15 +103,17 @@ def collect(cwd: str, scope: Scope, trusted: bool) -> list[Item]:
                 part[key] = [e for e in part[key] if not (isinstance(e, str) and e.strip().startswith(("-", "!")))]
     skills = load_skills(cwd, settings=everything, project_trusted=trusted).skills
     prompts = load_prompt_templates(cwd, settings=everything, project_trusted=trusted).templates
-    for kind, resources in (("skill", [(s.name, s.file_path) for s in skills]),
-                            ("prompt", [(p.name, p.file_path) for p in prompts])):
-        setting = _SETTING[kind]
-        scoped = {entries.scope: entries for entries in settings.resource_entries(setting)}  # type: ignore[arg-type]
+    groups: list[tuple[Kind, list[tuple[str, str]]]] = [
+        ("skill", [(s.name, s.file_path) for s in skills]),
+        ("prompt", [(p.name, p.file_path) for p in prompts]),
+    ]
+    for kind, resources in groups:
+        scoped = {entries.scope: entries for entries in settings.resource_entries(_SETTING[kind])}
         entries = scoped.get(scope)
         for name, file_path in resources:
             path = Path(file_path)
             enabled = entries is None or not entries.excludes(path)
-            items.append(Item(kind, name, str(path), str(path), enabled))  # type: ignore[arg-type]
+            items.append(Item(kind, name, str(path), str(path), enabled))
     return items
 
 
@@ -153,8 +159,6 @@ def toggle(cwd: str, scope: Scope, item: Item) -> None:
 def project_trusted(cwd: str, approve: bool | None) -> bool:
     if approve is not None:
         return approve
-    from ..resources.trust import TrustStore
-
     try:
         return TrustStore().get(cwd) is True
     except Exception:
@@ -212,9 +216,9 @@ class ConfigUI:
         self.cursor = 0
         self.message = ""
 
-    def _fragments(self) -> Any:
+    def _fragments(self) -> StyleAndTextTuples:
         path = settings_file(self.cwd, self.scope)
-        out: list[tuple[str, str]] = [("bold", f"Resources · {'project' if self.scope == 'project' else 'user'} settings "),
+        out: StyleAndTextTuples = [("bold", f"Resources · {'project' if self.scope == 'project' else 'user'} settings "),
                                       ("fg:ansibrightblack", str(path)), ("", "\n")]
         kind = None
         for index, item in enumerate(self.items):
@@ -234,6 +238,8 @@ class ConfigUI:
         return out
 
     def run(self) -> None:
+        # prompt_toolkit (about 0.25 s of imports) only for the terminal UI, not for the
+        # printed list nor the other subcommands, whose modules load with this one
         from prompt_toolkit import Application
         from prompt_toolkit.key_binding import KeyBindings
         from prompt_toolkit.layout import HSplit, Layout, Window
@@ -242,15 +248,15 @@ class ConfigUI:
         bindings = KeyBindings()
 
         @bindings.add("up")
-        def _up(event: Any) -> None:
+        def _up(event: KeyPressEvent) -> None:
             self.cursor = max(0, self.cursor - 1)
 
         @bindings.add("down")
-        def _down(event: Any) -> None:
+        def _down(event: KeyPressEvent) -> None:
             self.cursor = min(max(0, len(self.items) - 1), self.cursor + 1)
 
         @bindings.add(" ")
-        def _toggle(event: Any) -> None:
+        def _toggle(event: KeyPressEvent) -> None:
             if self.items:
                 try:
                     toggle(self.cwd, self.scope, self.items[self.cursor])
@@ -259,7 +265,7 @@ class ConfigUI:
                     self.message = str(error)
 
         @bindings.add("tab")
-        def _scope(event: Any) -> None:
+        def _scope(event: KeyPressEvent) -> None:
             if not self.trusted:
                 self.message = "The project is not trusted: run pi config --local --approve to change its settings."
                 return
@@ -274,7 +280,7 @@ class ConfigUI:
         @bindings.add("escape", eager=True)
         @bindings.add("q")
         @bindings.add("c-c")
-        def _close(event: Any) -> None:
+        def _close(event: KeyPressEvent) -> None:
             event.app.exit()
 
         app: Application[None] = Application(

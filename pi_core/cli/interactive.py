@@ -9,6 +9,6 @@ import argparse
 
 def run_interactive(args: argparse.Namespace) -> int:
     """Run the interactive session the options describe; returns the exit status."""
-    from .tui.app import run_app
+    from .tui.app import run_app  # prompt_toolkit and rich: only when this mode starts
 
     return run_app(args)

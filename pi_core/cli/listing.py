@@ -7,11 +7,17 @@ import json
 import os
 import re
 import sys
+from dataclasses import asdict
 from typing import Any
 
+from ..ai import ModelRegistry
+from ..ai.selection import collation_key
+from ..session import SessionInfo, SessionManager
 
-async def _registry() -> Any:
+
+async def _registry() -> ModelRegistry:
     """The model registry with the providers plugins register."""
+    # the runtime (plugins, tools, agent) only for ``pi models``, not ``pi sessions``
     from ..runtime import ServiceOptions, create_services
 
     services = await create_services(os.getcwd(), ServiceOptions(mode="print"))
@@ -61,8 +67,6 @@ def format_token_count(count: int) -> str:
 def print_models(search: str = "", *, as_json: bool = False, all_models: bool = False) -> int:
     """The models you have credentials for (every model with ``all_models``), filtered
     by ``search``, sorted by provider and id: pi 1.6.0's ``--list-models`` table."""
-    from ..ai.selection import collation_key
-
     registry = asyncio.run(_registry())
     refs = registry.model_refs()
     if search.strip():
@@ -112,8 +116,6 @@ def print_models(search: str = "", *, as_json: bool = False, all_models: bool = 
 
 
 def print_sessions(*, all_dirs: bool = False, as_json: bool = False, session_dir: str | None = None) -> int:
-    from ..session import SessionManager
-
     infos = SessionManager.list_all(session_dir) if all_dirs else SessionManager.list(os.getcwd(), session_dir)
     if as_json:
         print(json.dumps([_info_json(i) for i in infos], indent=2, default=str))
@@ -131,9 +133,5 @@ def print_sessions(*, all_dirs: bool = False, as_json: bool = False, session_dir
     return 0
 
 
-def _info_json(info: Any) -> dict[str, Any]:
-    if hasattr(info, "__dataclass_fields__"):
-        from dataclasses import asdict
-
-        return {k: (str(v) if hasattr(v, "isoformat") else v) for k, v in asdict(info).items()}
-    return dict(vars(info))
+def _info_json(info: SessionInfo) -> dict[str, Any]:
+    return {k: (str(v) if hasattr(v, "isoformat") else v) for k, v in asdict(info).items()}

@@ -104,7 +104,7 @@ def _no_echo(fd: int, secret: bool) -> Iterator[None]:
     if not secret or not os.isatty(fd):
         yield
         return
-    import termios
+    import termios  # POSIX only (Windows has none): imported where a terminal is in use
 
     old = termios.tcgetattr(fd)
     new = termios.tcgetattr(fd)

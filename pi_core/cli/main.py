@@ -6,9 +6,12 @@ import argparse
 import asyncio
 import os
 import sys
-from typing import Any
 
+from pi_hookspecs import FlagDefinition
+
+from ..extensions import LoadOptions, PluginHost, Registered
 from .options import build_parser
+from .process import allow_fast_exit
 
 
 def _wants_plugin_flags(argv: list[str], known: argparse.ArgumentParser) -> bool:
@@ -18,11 +21,9 @@ def _wants_plugin_flags(argv: list[str], known: argparse.ArgumentParser) -> bool
     return any(a.startswith("--") and a != "--" for a in rest)
 
 
-def plugin_flag_definitions(pre: argparse.Namespace) -> list[Any]:
+def plugin_flag_definitions(pre: argparse.Namespace) -> list[Registered[FlagDefinition]]:
     """The flags plugins register (``register_flags``): loads the plugins that are not
     the project's own, without starting a session."""
-    from ..extensions import LoadOptions, PluginHost
-
     host = PluginHost(
         LoadOptions(cwd=os.getcwd(), cli_extensions=list(pre.extension), no_extensions=pre.no_extensions)
     )
@@ -35,7 +36,7 @@ def plugin_flag_definitions(pre: argparse.Namespace) -> list[Any]:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     base = build_parser()
-    flags: list[Any] = []
+    flags: list[Registered[FlagDefinition]] = []
     if _wants_plugin_flags(argv, base):
         pre, _ = base.parse_known_args([a for a in argv if a not in ("-h", "--help")])
         flags = plugin_flag_definitions(pre)
@@ -45,6 +46,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def run(argv: list[str]) -> int:
     args = parse_args(argv)
+    # Each mode imports its own stack when chosen: ``pi --help`` parses the options
+    # without the runtime, and only the interactive mode loads prompt_toolkit and rich.
     if args.list_models is not None:
         from .listing import print_models
 
@@ -72,10 +75,10 @@ def run(argv: list[str]) -> int:
 
 
 async def _run_print(args: argparse.Namespace, stdin_text: str | None, *, json_mode: bool) -> int:
+    # the runtime, here rather than at the top: ``pi --help`` does not need it (see ``run``)
     from ..runtime import NoModelError, SessionBusyError
     from .bootstrap import CliError, diagnostics_of, initial_input, open_runtime
     from .print_mode import run_print
-    from .process import allow_fast_exit
 
     try:
         initial = initial_input(args.messages, stdin_text=stdin_text, cwd=os.getcwd())

@@ -9,9 +9,13 @@ at run time (``register_flags``), which are listed in ``--help``. Subcommands
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
+from pi_hookspecs import FlagDefinition
+
 from .. import __version__
+from ..extensions import Registered
 
 SUBCOMMANDS = ("extensions", "models", "sessions")
 
@@ -39,7 +43,7 @@ def _list(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def build_parser(plugin_flags: list[Any] | None = None) -> argparse.ArgumentParser:
+def build_parser(plugin_flags: Sequence[Registered[FlagDefinition]] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pi",
         description="pi: a pluggable coding agent. Runs interactively when stdin and stdout are terminals, "

@@ -14,16 +14,18 @@ that are not installed gets a message with the exact ``pi install`` command.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import typer
 
+from .._fs import atomic_write
 from .._paths import agent_dir, project_dir
 from ..resources.packages import (
     Recorded,
@@ -34,6 +36,7 @@ from ..resources.packages import (
     normalize,
     recorded,
 )
+from ..resources.settings import read_settings_file
 
 packages_app = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False)
 
@@ -79,16 +82,12 @@ def settings_path(local: bool) -> Path:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    from ..resources.settings import read_settings_file
-
     return read_settings_file(path)
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(data, indent=2) + "\n")
 
 
 # --------------------------------------------------------------------------- commands
@@ -111,8 +110,8 @@ def install_command(
     for spec in specs:
         args.append(str(Path(spec).expanduser().resolve()) if is_path_or_url(spec) and "://" not in spec
                     and not spec.startswith("git+") else spec)
-    for path in editable:
-        args += ["-e", str(Path(path).expanduser().resolve())]
+    for folder in editable:
+        args += ["-e", str(Path(folder).expanduser().resolve())]
     typer.echo(f"Installing into {sys.executable} ...")
     result = _pip(args)
     if result.returncode != 0:
@@ -132,7 +131,7 @@ def install_command(
         source = shown if spec in specs else f"-e {Path(spec).expanduser().resolve()}"
         entries = [e for e in entries if e.source != source] + [Recorded(source, name)]
         exts = extensions_of(name) if name else []
-        if exts:
+        if name and exts:
             typer.echo(f"{source}: installed {name} {after.get(normalize(name), '')}; extensions: {', '.join(exts)}")
         else:
             typer.echo(f"warning: {source}: {name or 'the package'} provides no pi.extensions entry point "
@@ -157,8 +156,7 @@ def _match_new(spec: str, changed: set[str]) -> str | None:
 
 def _report_load_errors() -> int:
     """Load the plugins the way a session would and show their errors."""
-    import asyncio
-
+    # the plugin host (about 0.1 s of imports) only for ``pi install``, not ``pi list``
     from ..extensions import LoadOptions, PluginHost
 
     host = PluginHost(LoadOptions(cwd=os.getcwd()))
@@ -229,11 +227,22 @@ def update_command(
     raise typer.Exit(0)
 
 
+class _ListRow(TypedDict):
+    """One row of ``pi list`` (also its ``--json`` record)."""
+
+    scope: str
+    source: str
+    distribution: str | None
+    version: str | None
+    installed: bool
+    extensions: list[str]
+
+
 @packages_app.command("list")
 def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Recorded packages, their installed versions and the extensions they provide."""
     have = installed()
-    rows = []
+    rows: list[_ListRow] = []
     for scope, local in (("user", False), ("project", True)):
         path = settings_path(local)
         try:
@@ -242,10 +251,11 @@ def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
             typer.echo(f"warning: {exc}", err=True)
             continue
         for entry in recorded(data):
-            version = have.get(normalize(entry.distribution)) if entry.distribution else None
-            rows.append({"scope": scope, "source": entry.source, "distribution": entry.distribution,
+            distribution = entry.distribution
+            version = have.get(normalize(distribution)) if distribution else None
+            rows.append({"scope": scope, "source": entry.source, "distribution": distribution,
                          "version": version, "installed": version is not None,
-                         "extensions": extensions_of(entry.distribution) if version else []})
+                         "extensions": extensions_of(distribution) if distribution and version else []})
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         raise typer.Exit(0)

@@ -7,16 +7,16 @@ import os
 import sys
 from typing import Any, TextIO
 
-from pi_hookspecs import AssistantMessage
+from pi_hookspecs import AssistantMessage, MessageUpdateEvent, PiModel
 
 from ..runtime import SessionRuntime
 from .bootstrap import InitialInput, start_runtime
 
 
-def event_record(event: Any) -> dict[str, Any] | None:
+def event_record(event: PiModel) -> dict[str, Any] | None:
     """The JSON record of a session event. ``message_update`` is delta-only: no
     cumulative message, no ``partial`` snapshot (so the stream stays linear)."""
-    if event.type == "message_update":
+    if isinstance(event, MessageUpdateEvent):
         update = event.assistant_message_event
         if update is None:
             return None
@@ -27,7 +27,7 @@ def event_record(event: Any) -> dict[str, Any] | None:
             data.setdefault("toolName", update.tool_name)
         record["assistantMessageEvent"] = data
         return record
-    return event.to_json()  # type: ignore[no-any-return]
+    return event.to_json()
 
 
 class JsonWriter:

@@ -35,7 +35,9 @@ from pi_hookspecs import (
     UserMessage,
 )
 
+from ..agent.types import QueueMode
 from ..ai.models import supported_thinking_levels
+from ..compaction import estimate_context_tokens
 from ..runtime import AgentSession, SessionBusyError, SessionRuntime
 from .bootstrap import CliError, diagnostics_of, open_runtime, start_runtime
 from .print_mode import event_record
@@ -55,7 +57,7 @@ STREAMING_BEHAVIORS: dict[str, Literal["steer", "follow_up"]] = {
     "followUp": "follow_up",
     "follow_up": "follow_up",
 }
-QUEUE_MODES = ("all", "one-at-a-time")
+QUEUE_MODES: dict[str, QueueMode] = {"all": "all", "one-at-a-time": "one-at-a-time"}
 
 
 class RpcError(Exception):
@@ -109,8 +111,8 @@ class RpcServer:
         # per-process choices that survive new_session / switch_session / fork
         self._auto_compaction: bool | None = None
         self._auto_retry: bool | None = None
-        self._steering_mode: str | None = None
-        self._follow_up_mode: str | None = None
+        self._steering_mode: QueueMode | None = None
+        self._follow_up_mode: QueueMode | None = None
 
     @property
     def session(self) -> AgentSession:
@@ -205,9 +207,9 @@ class RpcServer:
         if self._auto_retry is not None:
             session.auto_retry = self._auto_retry
         if self._steering_mode is not None:
-            session.agent.steering_mode = self._steering_mode  # type: ignore[assignment]
+            session.agent.steering_mode = self._steering_mode
         if self._follow_up_mode is not None:
-            session.agent.follow_up_mode = self._follow_up_mode  # type: ignore[assignment]
+            session.agent.follow_up_mode = self._follow_up_mode
         self._compacting = 0
 
     def _check_plugin_shutdown(self) -> None:
@@ -462,18 +464,16 @@ class RpcServer:
         return {"levels": _thinking_levels(self.session)}
 
     async def cmd_set_steering_mode(self, command: Command) -> Any:
-        self._steering_mode = self.session.agent.steering_mode = _queue_mode(command)  # type: ignore[assignment]
+        self._steering_mode = self.session.agent.steering_mode = _queue_mode(command)
         return NO_DATA
 
     async def cmd_set_follow_up_mode(self, command: Command) -> Any:
-        self._follow_up_mode = self.session.agent.follow_up_mode = _queue_mode(command)  # type: ignore[assignment]
+        self._follow_up_mode = self.session.agent.follow_up_mode = _queue_mode(command)
         return NO_DATA
 
     # ================================================================== compaction and retry
 
     async def cmd_compact(self, command: Command) -> Any:
-        from ..compaction import estimate_context_tokens
-
         instructions = command.get("customInstructions")
         if instructions is not None and not isinstance(instructions, str):
             raise RpcError('"customInstructions" must be a string')
@@ -652,11 +652,11 @@ def _bool(command: Command, key: str) -> bool:
     return value
 
 
-def _queue_mode(command: Command) -> str:
+def _queue_mode(command: Command) -> QueueMode:
     mode = command.get("mode")
-    if mode not in QUEUE_MODES:
+    if not isinstance(mode, str) or mode not in QUEUE_MODES:
         raise RpcError(f'Invalid mode {mode!r}: use "all" or "one-at-a-time"')
-    return str(mode)
+    return QUEUE_MODES[mode]
 
 
 def _images(command: Command) -> list[ImageContent]:

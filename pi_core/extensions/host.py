@@ -213,7 +213,10 @@ class PluginHost:
             sources.append(object_source(obj, "builtin", name))
         return sources
 
-    def _phase_one_sources(self) -> list[PluginSource]:
+    def phase_one_sources(self) -> list[PluginSource]:
+        """The plugins that are not the project's own, in load order (built-ins, entry
+        points, the user's folder and settings, then ``-e`` and SDK plugins): found,
+        not imported. Problems finding them become the host's diagnostics."""
         diagnostics: list[Diagnostic] = []
         sources = self._builtin_sources()
         eps: list[PluginSource] = []
@@ -324,7 +327,7 @@ class PluginHost:
         if self._phase >= 1:
             return self
         self._phase = 1
-        self.records = [self._load_source(s) for s in self._phase_one_sources()]
+        self.records = [self._load_source(s) for s in self.phase_one_sources()]
         self._register_all(self.pm)
         return self
 

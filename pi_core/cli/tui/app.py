@@ -28,8 +28,13 @@ from prompt_toolkit.output import create_output
 from prompt_toolkit.styles import Style
 from rich.text import Text
 
+from pi_hookspecs import AbortController
+
 from ... import __version__
 from ..._paths import agent_dir
+from ...runtime import AgentSession, NoModelError, SessionBusyError, SessionRuntime
+from ...session import SessionManager
+from ..bootstrap import CliError, diagnostics_of, initial_input, open_runtime, start_runtime
 from .commands import BUILTINS, JobKind, ago, builtin_argument_values, builtin_infos, replay
 from .completion import CommandInfo, PiCompleter, plugin_argument_values, wants_completion_while_typing
 from .dialogs import Dialogs, Option, TerminalUI, trust_asker
@@ -76,7 +81,7 @@ class InteractiveApp:
         self.dialogs = Dialogs(self.out, self.output)
         self.live = LiveView()
         self.ui = TerminalUI(self.dialogs, on_change=self._ui_changed)
-        self.runtime: Any = None
+        self._runtime: SessionRuntime | None = None
         self.renderer = EventRenderer(self.out, self.live, lambda: self.session, self.invalidate)
         self.job: Job | None = None
         self.inline: asyncio.Task[Any] | None = None
@@ -96,7 +101,14 @@ class InteractiveApp:
     # ------------------------------------------------------------------ state
 
     @property
-    def session(self) -> Any:
+    def runtime(self) -> SessionRuntime:
+        """The open runtime (from the start of :meth:`run` on)."""
+        if self._runtime is None:
+            raise RuntimeError("the interactive runtime is not open yet")
+        return self._runtime
+
+    @property
+    def session(self) -> AgentSession:
         return self.runtime.session
 
     def set_draft(self, text: str) -> None:
@@ -134,7 +146,7 @@ class InteractiveApp:
         return [*fragments, ("class:prompt", "› ")]
 
     def _make_prompt(self) -> PromptSession[str]:
-        completer = PiCompleter(self.command_infos, self.argument_values, lambda: self.session.cwd if self.runtime else os.getcwd())
+        completer = PiCompleter(self.command_infos, self.argument_values, lambda: self.session.cwd if self._runtime else os.getcwd())
         return PromptSession(
             self._message,
             multiline=True,
@@ -255,7 +267,7 @@ class InteractiveApp:
 
     def command_infos(self) -> list[CommandInfo]:
         infos = builtin_infos()
-        if self.runtime is None:
+        if self._runtime is None:
             return infos
         session = self.session
         taken = {i.name for i in infos}
@@ -273,7 +285,7 @@ class InteractiveApp:
         return infos
 
     def argument_values(self, name: str, prefix: str) -> list[tuple[str, str]]:
-        if self.runtime is None:
+        if self._runtime is None:
             return []
         if name in BUILTINS:
             return builtin_argument_values(self, name, prefix)
@@ -343,7 +355,6 @@ class InteractiveApp:
             self.out.line("pi is busy with a command: wait for it or press Ctrl+C", "yellow")
             self.draft = line
             return
-        from pi_hookspecs import AbortController
 
         controller = AbortController()
         note = "  (kept out of the context)" if exclude else ""
@@ -424,7 +435,7 @@ class InteractiveApp:
         if self.job is not None and self.job.task is task:
             self.job = None
         self.renderer.echoed.clear()
-        if self.runtime is not None and not self.session.is_busy:
+        if self._runtime is not None and not self.session.is_busy:
             self.live.set_status(None)
             self.live.tools.clear()
             self.live.text = self.live.thinking = ""
@@ -439,9 +450,6 @@ class InteractiveApp:
             self._report(exc)
 
     def _report(self, exc: BaseException) -> None:
-        from ...runtime import NoModelError, SessionBusyError
-        from ..bootstrap import CliError
-
         if isinstance(exc, (NoModelError, SessionBusyError, CliError)):
             self.out.line(f"✖ {exc}", "red")
         else:
@@ -457,14 +465,12 @@ class InteractiveApp:
     # ------------------------------------------------------------------ start and end
 
     async def run(self) -> int:
-        from ..bootstrap import CliError, diagnostics_of, initial_input, open_runtime, start_runtime
-
         self.dialogs.host = self
         self.out.bind(asyncio.get_running_loop())
         if self.args.resume and not await self._pick_startup_session():
             return 0
         try:
-            self.runtime = await open_runtime(
+            self._runtime = await open_runtime(
                 self.args, mode="tui", ui=self.ui, ask_user_trust=trust_asker(self.dialogs), start=False
             )
             initial = initial_input(self.args.messages, stdin_text=None, cwd=self.session.cwd)
@@ -499,8 +505,6 @@ class InteractiveApp:
             await self.session.prompt(text, images=images if index == 0 else (), source="interactive")
 
     async def _pick_startup_session(self) -> bool:
-        from ...session import SessionManager
-
         infos = SessionManager.list(os.getcwd(), self.args.session_dir)
         if not infos:
             self.out.line("No saved sessions in this folder: starting a new one", "yellow")
@@ -556,7 +560,7 @@ class InteractiveApp:
             job.abort()
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(job.task), 5)
-        runtime = self.runtime
+        runtime = self._runtime
         if runtime is None:
             return
         file = self.session.session_file

@@ -7,7 +7,10 @@ handles it exactly as in the other modes.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
+import webbrowser
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,12 +21,21 @@ from rich.table import Table
 from rich.text import Text
 
 from pi_hookspecs import (
+    THINKING_LEVELS,
+    AbortController,
+    AbortError,
     AssistantMessage,
     BashExecutionMessage,
     CustomMessage,
+    UsageEntry,
     UserMessage,
 )
 
+from ...ai import supported_thinking_levels
+from ...ai.auth import ENV_API_KEYS, AuthFileError
+from ...runtime import AgentSession, SessionRuntime
+from ...session import SessionManager
+from ..bootstrap import diagnostics_of
 from .completion import CommandInfo
 from .dialogs import Dialogs, Option
 from .output import Transcript
@@ -40,9 +52,9 @@ class CommandHost(Protocol):
     @property
     def dialogs(self) -> Dialogs: ...
     @property
-    def runtime(self) -> Any: ...
+    def runtime(self) -> SessionRuntime: ...
     @property
-    def session(self) -> Any: ...
+    def session(self) -> AgentSession: ...
 
     def set_draft(self, text: str) -> None: ...
     def request_exit(self) -> None: ...
@@ -92,8 +104,6 @@ def ago(moment: datetime) -> str:
 
 
 async def cmd_resume(app: CommandHost, args: str) -> None:
-    from ...session import SessionManager
-
     session = app.session
     current = session.session_file
     infos = SessionManager.list(session.cwd, app.runtime.session_dir)
@@ -261,8 +271,6 @@ async def cmd_compact(app: CommandHost, args: str) -> None:
 
 
 async def cmd_reload(app: CommandHost, args: str) -> None:
-    from ..bootstrap import diagnostics_of
-
     started = time.monotonic()
     await app.runtime.reload()
     session = app.session
@@ -328,8 +336,6 @@ async def _pick_model(app: CommandHost, candidates: list[Any]) -> Any:
 
 
 async def cmd_thinking(app: CommandHost, args: str) -> None:
-    from ...ai import supported_thinking_levels
-
     session = app.session
     levels = supported_thinking_levels(session.model) if session.model is not None else ["off"]
     level: str | None = args.strip().lower()
@@ -339,7 +345,6 @@ async def cmd_thinking(app: CommandHost, args: str) -> None:
         level = await app.dialogs.choose("Thinking level?", [Option(lv, lv) for lv in levels], default=default)
         if level is None:
             return
-    from pi_hookspecs import THINKING_LEVELS
 
     if level not in THINKING_LEVELS:
         app.out.line(f"✖ Unknown thinking level {level!r}: one of {', '.join(THINKING_LEVELS)}", "red")
@@ -383,9 +388,7 @@ async def cmd_name(app: CommandHost, args: str) -> None:
     await app.session.set_session_name(name)
 
 
-def session_stats(session: Any) -> dict[str, Any]:
-    from pi_hookspecs import UsageEntry
-
+def session_stats(session: AgentSession) -> dict[str, Any]:
     counts = {"user": 0, "assistant": 0, "toolResult": 0, "bashExecution": 0, "custom": 0}
     tokens = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
     cost = 0.0
@@ -476,8 +479,6 @@ class DialogLogin:
     """:class:`~pi_hookspecs.LoginCallbacks` in the interactive UI (``/login``)."""
 
     def __init__(self, app: CommandHost) -> None:
-        from pi_hookspecs import AbortController
-
         self.app = app
         self.controller = AbortController()
         self.signal = self.controller.signal
@@ -489,16 +490,12 @@ class DialogLogin:
         _open_browser(url)
 
     async def prompt(self, message: str, *, placeholder: str | None = None, secret: bool = False) -> str:
-        from pi_hookspecs import AbortError
-
         answer = await self.app.dialogs.text(message, placeholder=placeholder or "", password=secret)
         if answer is None:
             raise AbortError("Login cancelled")
         return answer
 
     async def select(self, message: str, options: Any) -> str:
-        from pi_hookspecs import AbortError
-
         picked = await self.app.dialogs.choose(message, [Option(value, label) for value, label in options])
         if picked is None:
             raise AbortError("Login cancelled")
@@ -514,9 +511,6 @@ class DialogLogin:
 
 
 def _open_browser(url: str) -> None:
-    import threading
-    import webbrowser
-
     def launch() -> None:
         try:
             webbrowser.open(url)
@@ -528,8 +522,6 @@ def _open_browser(url: str) -> None:
 
 
 def _login_options(app: CommandHost) -> list[Option[str]]:
-    from ...ai.auth import ENV_API_KEYS
-
     models = app.session.models
     methods = models.login_methods()
     options = [Option(p, m.name, "sign in with your account") for p, m in sorted(methods.items())]
@@ -541,10 +533,6 @@ def _login_options(app: CommandHost) -> list[Option[str]]:
 
 
 async def cmd_login(app: CommandHost, args: str) -> None:
-    import asyncio
-
-    from ...ai.auth import AuthFileError
-
     models = app.session.models
     provider = args.strip() or await app.dialogs.choose("Log in to which provider?", _login_options(app), filterable=True)
     if not provider:
@@ -583,10 +571,6 @@ async def cmd_login(app: CommandHost, args: str) -> None:
 
 
 async def cmd_logout(app: CommandHost, args: str) -> None:
-    import asyncio
-
-    from ...ai.auth import AuthFileError
-
     models = app.session.models
     stored = models.auth.credentials()
     provider = args.strip()
@@ -647,8 +631,6 @@ def builtin_argument_values(app: CommandHost, name: str, prefix: str) -> list[tu
     if name == "logout":
         return [(p, "") for p in app.session.models.auth.credentials()]
     if name == "thinking":
-        from ...ai import supported_thinking_levels
-
         model = app.session.model
         return [(level, "") for level in (supported_thinking_levels(model) if model else ["off"])]
     return []

@@ -23,7 +23,9 @@ from prompt_toolkit.layout.controls import FormattedTextControl
 from prompt_toolkit.output import Output
 from prompt_toolkit.shortcuts import PromptSession
 from prompt_toolkit.styles import Style
+from rich.text import Text
 
+from ...resources.trust import TrustAnswer, trust_requiring_project_resources
 from .output import Transcript
 
 T = TypeVar("T")
@@ -240,8 +242,6 @@ class Dialogs:
                     host.resume_prompt()
 
     def _record(self, title: str, answer: str) -> None:
-        from rich.text import Text
-
         self.transcript.print(Text.assemble(("? ", "cyan"), (title, "bold"), (" · ", "dim"), (answer, "")))
 
     async def choose(
@@ -388,8 +388,6 @@ class TerminalUI:
         return await self.dialogs.editor(title, prefill)
 
     def notify(self, message: str, level: Level = "info") -> None:
-        from rich.text import Text
-
         icon, color = _NOTIFY_STYLE.get(level, _NOTIFY_STYLE["info"])
         self.dialogs.transcript.print(Text.assemble((f"{icon} ", color), (message, color if level != "info" else "")))
 
@@ -415,8 +413,6 @@ class TerminalUI:
 def trust_asker(dialogs: Dialogs) -> Callable[[str], Awaitable[Any]]:
     """The ``ask_user_trust`` callable: asks once per folder and process (``/reload``
     and new sessions reuse the answer)."""
-    from ...resources.trust import TrustAnswer, trust_requiring_project_resources
-
     answers: dict[str, TrustAnswer | None] = {}
 
     async def ask(cwd: str) -> TrustAnswer | None:

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from prompt_toolkit.application import run_in_terminal
 from prompt_toolkit.application.current import get_app_or_none
 from rich.console import Console
+from rich.text import Text
 
 _TRAILING = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$", re.MULTILINE)
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|[\x00-\x08\x0b-\x1f\x7f]")
@@ -109,8 +110,6 @@ class Transcript:
     def line(self, text: str, style: str = "") -> None:
         """Plain text (never markup), wrapped by the terminal rather than by rich, so
         paths and commands copy and paste whole."""
-        from rich.text import Text
-
         self.print(Text(text, style=style), soft_wrap=True)
 
 
@@ -147,5 +146,5 @@ class StreamToTranscript(io.TextIOBase):
         return self.original.fileno()
 
     @property
-    def encoding(self) -> str:  # type: ignore[override]
+    def encoding(self) -> str:  # type: ignore[override]  # typeshed: a writable attribute; io: a read-only property
         return getattr(self.original, "encoding", "utf-8")

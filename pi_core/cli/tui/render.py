@@ -20,15 +20,36 @@ from rich.markdown import Markdown
 from rich.text import Text
 
 from pi_hookspecs import (
+    AgentSettledEvent,
+    AgentStartEvent,
     AssistantMessage,
     CustomMessage,
     ImageContent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    SessionInfoChangedEvent,
     TextContent,
     ThinkingContent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
     Usage,
     UserMessage,
 )
 
+from ...compaction import estimate_context_tokens
+from ...runtime import AgentSession
+from ...runtime.events import (
+    AutoRetryEndEvent,
+    AutoRetryStartEvent,
+    CompactionEndEvent,
+    CompactionStartEvent,
+    ExtensionErrorEvent,
+    NoticeEvent,
+    QueueUpdateEvent,
+    ThinkingLevelChangedEvent,
+)
 from .output import Transcript, plain
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -127,9 +148,7 @@ def usage_line(totals: RunTotals, *, model: str, context: tuple[int, int] | None
     return " · ".join(parts)
 
 
-def context_usage(session: Any) -> tuple[int, int] | None:
-    from ...compaction import estimate_context_tokens
-
+def context_usage(session: AgentSession) -> tuple[int, int] | None:
     model = session.model
     if model is None:
         return None
@@ -228,7 +247,7 @@ class LiveView:
 class EventRenderer:
     """A runtime listener: turns session events into transcript output and live state."""
 
-    def __init__(self, transcript: Transcript, live: LiveView, session: Callable[[], Any], changed: Callable[[], None]) -> None:
+    def __init__(self, transcript: Transcript, live: LiveView, session: Callable[[], AgentSession], changed: Callable[[], None]) -> None:
         self.out = transcript
         self.live = live
         self.session = session
@@ -246,12 +265,12 @@ class EventRenderer:
 
     # ------------------------------------------------------------------ runs
 
-    def on_agent_start(self, event: Any) -> None:
+    def on_agent_start(self, event: AgentStartEvent) -> None:
         if self.totals is None:
             self.totals = RunTotals()
         self.live.set_status("Working")
 
-    def on_message_start(self, event: Any) -> None:
+    def on_message_start(self, event: MessageStartEvent) -> None:
         message = event.message
         if isinstance(message, AssistantMessage):
             self.live.text = self.live.thinking = ""
@@ -265,7 +284,7 @@ class EventRenderer:
             body = "\n".join(lines) + (f"\n… ({more} more lines)" if more else "")
             self.out.print(Text.assemble(("› ", "bold cyan"), (body, "bold")))
 
-    def on_message_update(self, event: Any) -> None:
+    def on_message_update(self, event: MessageUpdateEvent) -> None:
         update = event.assistant_message_event
         kind = getattr(update, "type", None)
         if kind == "text_delta":
@@ -277,7 +296,7 @@ class EventRenderer:
         elif kind == "toolcall_start":
             self.live.set_status(f"Preparing {update.tool_name or 'a tool call'}")
 
-    def on_message_end(self, event: Any) -> None:
+    def on_message_end(self, event: MessageEndEvent) -> None:
         message = event.message
         if isinstance(message, AssistantMessage):
             self.live.text = self.live.thinking = ""
@@ -302,7 +321,7 @@ class EventRenderer:
         elif message.stop_reason == "aborted":
             self.out.print(Text("⏹ Aborted", style="yellow"))
 
-    def on_tool_execution_start(self, event: Any) -> None:
+    def on_tool_execution_start(self, event: ToolExecutionStartEvent) -> None:
         nested = event.parent_tool_call_id is not None
         args = compact_args(event.args)
         self.live.tools[event.tool_call_id] = RunningTool(event.tool_name, args, nested=nested)
@@ -311,12 +330,12 @@ class EventRenderer:
             Text.assemble(("  ↳ " if nested else "", "dim"), ("⚙ ", "cyan"), (event.tool_name, "bold cyan"), (f" {args}", "cyan"))
         )
 
-    def on_tool_execution_update(self, event: Any) -> None:
+    def on_tool_execution_update(self, event: ToolExecutionUpdateEvent) -> None:
         running = self.live.tools.get(event.tool_call_id)
         if running is not None:
             running.tail = content_text(event.partial_result.content)
 
-    def on_tool_execution_end(self, event: Any) -> None:
+    def on_tool_execution_end(self, event: ToolExecutionEndEvent) -> None:
         self.live.tools.pop(event.tool_call_id, None)
         indent = "      " if event.parent_tool_call_id else "    "
         text = content_text(event.result.content)
@@ -329,11 +348,11 @@ class EventRenderer:
             body += f"\n{indent}… ({more} more lines)"
         self.out.print(Text(body, style=style))
 
-    def on_queue_update(self, event: Any) -> None:
+    def on_queue_update(self, event: QueueUpdateEvent) -> None:
         self.live.steering = list(event.steering)
         self.live.follow_up = list(event.follow_up)
 
-    def on_agent_settled(self, event: Any) -> None:
+    def on_agent_settled(self, event: AgentSettledEvent) -> None:
         self.live.set_status(None)
         self.live.text = self.live.thinking = ""
         self.live.tools.clear()
@@ -350,10 +369,10 @@ class EventRenderer:
 
     # ------------------------------------------------------------------ session events
 
-    def on_compaction_start(self, event: Any) -> None:
+    def on_compaction_start(self, event: CompactionStartEvent) -> None:
         self.live.set_status("Compacting the context")
 
-    def on_compaction_end(self, event: Any) -> None:
+    def on_compaction_end(self, event: CompactionEndEvent) -> None:
         session = self.session()
         self.live.set_status("Working" if session.is_busy else None)
         if event.error_message:
@@ -364,7 +383,7 @@ class EventRenderer:
             before = event.result.get("tokensBefore") or 0
             self.out.print(Text(f"✔ Compacted ({event.reason}): {human_tokens(before)} tokens summarised", style="green"))
 
-    def on_auto_retry_start(self, event: Any) -> None:
+    def on_auto_retry_start(self, event: AutoRetryStartEvent) -> None:
         self.out.print(
             Text(
                 f"↻ Retrying ({event.attempt}/{event.max_attempts}) in {event.delay_ms / 1000:.1f}s: {event.error_message}",
@@ -372,19 +391,19 @@ class EventRenderer:
             )
         )
 
-    def on_auto_retry_end(self, event: Any) -> None:
+    def on_auto_retry_end(self, event: AutoRetryEndEvent) -> None:
         if not event.success:
             self.out.print(Text(f"✖ Giving up after {event.attempt} retries: {event.final_error}", style="red"))
 
-    def on_notice(self, event: Any) -> None:
+    def on_notice(self, event: NoticeEvent) -> None:
         style = {"info": "blue", "warning": "yellow", "error": "red"}.get(event.level, "")
         self.out.print(Text(f"{event.level}: {event.message}", style=style))
 
-    def on_extension_error(self, event: Any) -> None:
+    def on_extension_error(self, event: ExtensionErrorEvent) -> None:
         self.out.print(Text(f"✖ extension error in {event.extension_path} ({event.event}): {event.error}", style="red"))
 
-    def on_thinking_level_changed(self, event: Any) -> None:
+    def on_thinking_level_changed(self, event: ThinkingLevelChangedEvent) -> None:
         self.out.print(Text(f"Thinking level: {event.level}", style="dim"))
 
-    def on_session_info_changed(self, event: Any) -> None:
+    def on_session_info_changed(self, event: SessionInfoChangedEvent) -> None:
         self.out.print(Text(f"Session name: {event.name or '(none)'}", style="dim"))
