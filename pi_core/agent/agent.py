@@ -326,12 +326,12 @@ class _Run:
 
     async def run(self, prompts: list[AgentMessage] | None) -> list[AgentMessage]:
         agent = self.agent
-        await self.emit(AgentStartEvent())
-        await self.emit(TurnStartEvent(turn_index=0, timestamp=int(time.time() * 1000)))
+        await self.emit(AgentStartEvent.model_construct())
+        await self.emit(TurnStartEvent.model_construct(turn_index=0, timestamp=int(time.time() * 1000)))
         context = self._context()
         for prompt in prompts or []:
-            await self.emit(MessageStartEvent(message=prompt))
-            await self.emit(MessageEndEvent(message=prompt))
+            await self.emit(MessageStartEvent.model_construct(message=prompt))
+            await self.emit(MessageEndEvent.model_construct(message=prompt))
             context.messages.append(prompt)
             self.new_messages.append(prompt)
         pending = agent._take(agent._steering, agent.steering_mode)
@@ -342,11 +342,13 @@ class _Run:
             while more or pending or continue_requested:
                 if not first:
                     self.turn_index += 1
-                    await self.emit(TurnStartEvent(turn_index=self.turn_index, timestamp=int(time.time() * 1000)))
+                    await self.emit(
+                        TurnStartEvent.model_construct(turn_index=self.turn_index, timestamp=int(time.time() * 1000))
+                    )
                 first = False
                 for message in pending:
-                    await self.emit(MessageStartEvent(message=message))
-                    await self.emit(MessageEndEvent(message=message))
+                    await self.emit(MessageStartEvent.model_construct(message=message))
+                    await self.emit(MessageEndEvent.model_construct(message=message))
                     context.messages.append(message)
                     self.new_messages.append(message)
                 pending = []
@@ -361,7 +363,7 @@ class _Run:
                     if agent.finish_turn is not None:
                         await maybe_await(agent.finish_turn(info))
                     await self._turn_end(info)
-                    await self.emit(AgentEndEvent(messages=list(self.new_messages)))
+                    await self.emit(AgentEndEvent.model_construct(messages=list(self.new_messages)))
                     return self.new_messages
                 tool_calls = message.tool_calls()
                 results: list[ToolResultMessage] = []
@@ -380,7 +382,7 @@ class _Run:
                 continue_requested = isinstance(decision, FinishTurn) and decision.continue_
                 await self._turn_end(info)
                 if self.signal.aborted:
-                    await self.emit(AgentEndEvent(messages=list(self.new_messages)))
+                    await self.emit(AgentEndEvent.model_construct(messages=list(self.new_messages)))
                     return self.new_messages
                 more = bool(tool_calls) and not terminate
                 pending = agent._take(agent._steering, agent.steering_mode)
@@ -395,7 +397,7 @@ class _Run:
                 context = await self._next_turn(info, context)
                 continue
             break
-        await self.emit(AgentEndEvent(messages=list(self.new_messages)))
+        await self.emit(AgentEndEvent.model_construct(messages=list(self.new_messages)))
         return self.new_messages
 
     def _turn(
@@ -416,7 +418,7 @@ class _Run:
 
     async def _turn_end(self, info: TurnInfo) -> None:
         await self.emit(
-            TurnEndEvent(
+            TurnEndEvent.model_construct(
                 turn_index=info.turn_index,
                 message=info.message,
                 tool_results=list(info.tool_results),
@@ -434,8 +436,8 @@ class _Run:
         if prepared.context is not None:
             context = prepared.context
         for message in prepared.messages:
-            await self.emit(MessageStartEvent(message=message))
-            await self.emit(MessageEndEvent(message=message))
+            await self.emit(MessageStartEvent.model_construct(message=message))
+            await self.emit(MessageEndEvent.model_construct(message=message))
             context.messages.append(message)
             self.new_messages.append(message)
         return context
@@ -473,7 +475,9 @@ class _Run:
             async for event in stream:
                 if isinstance(event, StartEvent):
                     started = True
-                    await self.emit(MessageStartEvent(message=event.partial))
+                    if event.partial is None:
+                        raise ValueError("the stream started without its message")
+                    await self.emit(MessageStartEvent.model_construct(message=event.partial))
                 elif isinstance(event, DoneEvent):
                     final = event.message
                     break
@@ -481,7 +485,9 @@ class _Run:
                     final = event.error
                     break
                 elif started and event.partial is not None:
-                    await self.emit(MessageUpdateEvent(message=event.partial, assistant_message_event=event))
+                    await self.emit(
+                        MessageUpdateEvent.model_construct(message=event.partial, assistant_message_event=event)
+                    )
             if final is None:
                 result = getattr(stream, "result", None)
                 final = await maybe_await(result()) if callable(result) else None
@@ -494,8 +500,8 @@ class _Run:
         if self.signal.aborted and final.stop_reason not in ("aborted", "error"):
             final.stop_reason = "aborted"
         if not started:
-            await self.emit(MessageStartEvent(message=final))
-        await self.emit(MessageEndEvent(message=final))
+            await self.emit(MessageStartEvent.model_construct(message=final))
+        await self.emit(MessageEndEvent.model_construct(message=final))
         context.messages.append(final)
         return final
 
@@ -514,8 +520,8 @@ class _Run:
             )
             await self._execution_end(call, outcome, None)
             message = _result_message(call, outcome)
-            await self.emit(MessageStartEvent(message=message))
-            await self.emit(MessageEndEvent(message=message))
+            await self.emit(MessageStartEvent.model_construct(message=message))
+            await self.emit(MessageEndEvent.model_construct(message=message))
             results.append(message)
         return results
 
@@ -567,8 +573,8 @@ class _Run:
 
     async def _result(self, call: ToolCall, outcome: ToolOutcome) -> ToolResultMessage:
         message = _result_message(call, outcome)
-        await self.emit(MessageStartEvent(message=message))
-        await self.emit(MessageEndEvent(message=message))
+        await self.emit(MessageStartEvent.model_construct(message=message))
+        await self.emit(MessageEndEvent.model_construct(message=message))
         return message
 
     async def _prepare(

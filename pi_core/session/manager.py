@@ -618,7 +618,7 @@ class SessionManager:
         self._writer.check_writable(self.get_session_id())
 
     def _append(self, entry: SessionEntry) -> str:
-        raw = entry.to_json()
+        raw = _entry_json(entry)
         record = Record(entry.id, entry.parent_id, entry.type, None, entry)
         tree = self._tree
         # persisted before it is committed to memory: a failed write leaves both unchanged
@@ -743,3 +743,19 @@ if TYPE_CHECKING:
 
 
 __all__ = ["SessionManager", "SessionTreeNode"]
+
+
+def _entry_json(entry: SessionEntry) -> dict[str, Any]:
+    """An entry's JSON record. A message entry is put together from its message's own
+    JSON: the same record, without building the serializer of the whole entry union
+    (about 15 ms at the first message of a run)."""
+    if type(entry) is MessageEntry and not entry.model_extra:
+        return {
+            "type": "message",
+            "id": entry.id,
+            "parentId": entry.parent_id,
+            "timestamp": entry.timestamp,
+            "message": entry.message.to_json(),
+        }
+    return entry.to_json()
+
