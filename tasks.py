@@ -77,6 +77,7 @@ PLUGIN_PACKAGES = [
     "plugins/sandbox/pi_sandbox",
     "plugins/vertex/pi_vertex",
     "plugins/bedrock/pi_bedrock",
+    "plugins/acp/pi_acp",
     "examples/pi-policy/pi_policy",
 ]
 

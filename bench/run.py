@@ -18,13 +18,14 @@ import ai
 import cli
 import codemode
 import dispatch
+import editors  # bench/editors.py: pi-acp's handshake and per-update cost
 import mcp  # bench/mcp.py: measures in a subprocess (the name shadows the SDK package here)
 import runtime
 import sandbox  # bench/sandbox.py: pi-sandbox's cost per bash call
 import session
 import tool_search
 
-SUITES = [dispatch, ai, session, runtime, cli, tool_search, codemode, mcp, sandbox]
+SUITES = [dispatch, ai, session, runtime, cli, tool_search, codemode, mcp, sandbox, editors]
 
 
 def main() -> None:

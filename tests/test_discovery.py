@@ -442,3 +442,36 @@ def test_the_command_line_collects_plugin_flags_and_subcommands_through_the_host
     assert [flag.value.name for flag in plugin_flag_definitions(pre)] == ["tour"]
     assert "pi: error: plugin 'cli_plugin'" in capsys.readouterr().err
     assert list(load_cli_commands()) == ["tour-cli"]
+
+
+def test_a_plugin_subcommand_declared_in_pi_cli_commands_starts_without_loading_plugins(
+    site_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``pi NAME`` looks NAME up in the ``pi.cli_commands`` entry-point group first
+    (``pi acp``: the editor waits for its handshake); a broken entry falls back to the
+    plugins' ``register_cli_commands``."""
+    from pi_core.cli import cli_main as main
+    from pi_core.cli import plugin_commands
+
+    write(site_dir / "pi_test_fastcmd.py", """
+        import sys
+
+        def main(args):
+            print("fast", args)
+            return 3
+    """)
+    info = site_dir / "pi_test_fastcmd-1.0.dist-info"
+    write(info / "METADATA", "Metadata-Version: 2.1\nName: pi-test-fastcmd\nVersion: 1.0\n")
+    write(info / "entry_points.txt", "[pi.cli_commands]\nfastcmd = pi_test_fastcmd:main\nbroken = pi_test_fastcmd:missing\n")
+    write(info / "RECORD", "")
+    loaded: list[str] = []
+    registered = {"broken": types.SimpleNamespace(name="broken", main=lambda args: 5)}
+    monkeypatch.setattr(plugin_commands, "load_cli_commands", lambda: loaded.append("plugins") or registered)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fastcmd", "--flag", "x"])
+    assert exit_info.value.code == 3 and loaded == []
+    assert "fast ['--flag', 'x']" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_info:
+        main(["broken"])
+    assert exit_info.value.code == 5 and loaded == ["plugins"]
+    assert "entry point 'pi_test_fastcmd:missing' (pi.cli_commands) failed to load" in capsys.readouterr().err

@@ -710,6 +710,132 @@ async def test_hook_bash_spawn(tmp_path: Any) -> None:
         pi.close()
 
 
+async def test_bash_spawn_launch_runs_the_command_elsewhere(tmp_path: Any) -> None:
+    """``event.launch`` replaces the local process: it sees the argv every handler left,
+    streams output, returns the status; an abort cancels it."""
+    import asyncio
+
+    from pi_core.testing import PiHarness, call
+
+    launched: list[list[str]] = []
+    cancelled: list[str] = []
+
+    async def remote(event: Any, on_data: Any) -> int:
+        launched.append(list(event.argv))
+        if "hang" in event.command:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                cancelled.append(event.command)
+                raise
+        on_data(f"remote ran {event.command}\n".encode())
+        return -9 if "kill" in event.command else 3 if "fail" in event.command else 0
+
+    class Wrap:
+        @hookimpl
+        def bash_spawn(self, event: Any) -> None:
+            event.argv[:0] = ["wrapper"]
+
+    class Terminal:
+        @hookimpl(trylast=True)
+        def bash_spawn(self, event: Any) -> None:
+            event.launch = remote
+
+    agent, project = tmp_path / "agent", tmp_path / "project"
+    agent.mkdir()
+    project.mkdir()
+    pi = PiHarness(agent, project)
+    try:
+        pi.use(Wrap, Terminal)
+        pi.script(call("bash", command="echo hi"), call("bash", command="fail"), call("bash", command="kill"),
+                  call("bash", command="hang", timeout=0.2), "done")
+        run = await pi.aprompt("go")
+        ok, failed, killed, hung = run.tool_results
+        assert ok.text == "remote ran echo hi\n" and not ok.is_error
+        assert failed.is_error and "Command exited with code 3" in failed.text
+        assert killed.is_error and "killed by signal SIGKILL" in killed.text
+        assert hung.is_error and "timed out after 0.2 seconds" in hung.text and cancelled == ["hang"]
+        assert launched[0][0] == "wrapper" and launched[0][-1] == "echo hi"
+        user = await pi.session.execute_bash("echo mine")
+        assert user.output == "remote ran echo mine\n" and user.exit_code == 0
+    finally:
+        if pi._runtime is not None:
+            await pi._runtime.dispose()
+            pi._runtime = None
+        pi.close()
+
+
+async def test_hook_file_access(tmp_path: Any) -> None:
+    from pi_core.testing import PiHarness, call
+
+    buffers: dict[str, str] = {}
+    seen: list[tuple[str, str, str]] = []
+
+    class Editor:
+        """Serves reads from unsaved buffers and keeps writes in them."""
+
+        @hookimpl
+        def file_access(self, event: Any, ctx: Any) -> Any:
+            seen.append((event.operation, event.tool_name, event.path.rsplit("/", 1)[-1]))
+            if event.operation == "read":
+                return {"content": buffers[event.path]} if event.path in buffers else None
+            buffers[event.path] = event.content
+            return {"handled": True}
+
+    class Broken:
+        @hookimpl(tryfirst=True)
+        def file_access(self, event: Any) -> Any:
+            if event.path.endswith("broken.txt"):
+                raise OSError("editor gone")
+            if event.path.endswith("invalid.txt"):
+                return {"handled": True} if event.operation == "read" else {"content": "x"}
+            return None
+
+    host = await load_host(Editor, Broken)
+    outcome = await host.runner.emit("file_access", h.FileAccessEvent(operation="read", path="/x/broken.txt", tool_name="read"))
+    assert isinstance(outcome, Blocked) and outcome.plugin == "Broken" and "editor gone" in outcome.reason
+    outcome = await host.runner.emit("file_access", h.FileAccessEvent(operation="write", path="/x/invalid.txt", content="y", tool_name="write"))
+    assert isinstance(outcome, Blocked) and "handled=True" in outcome.reason
+    outcome = await host.runner.emit("file_access", h.FileAccessEvent(operation="read", path="/x/none.txt", tool_name="read"))
+    assert outcome is None  # nobody took it: pi reads the local file
+
+    agent, project = tmp_path / "agent", tmp_path / "project"
+    agent.mkdir()
+    project.mkdir()
+    (project / "a.txt").write_text("on disk\n")
+    (project / "b.txt").write_text("x = 1\n")
+    (project / "broken.txt").write_text("data\n")
+    buffers[str(project / "a.txt")] = "unsaved buffer\n"
+    pi = PiHarness(agent, project)
+    try:
+        pi.use(Editor, Broken)
+        pi.script(
+            call("read", path="a.txt"),
+            call("edit", path="a.txt", edits=[{"oldText": "unsaved", "newText": "edited"}]),
+            call("write", path="new/c.txt", content="fresh\n"),
+            call("edit", path="b.txt", edits=[{"oldText": "1", "newText": "2"}]),
+            call("read", path="broken.txt"),
+            "done",
+        )
+        run = await pi.aprompt("go")
+        read, edited, written, local_edit, broken = run.tool_results
+        assert read.text == "unsaved buffer"
+        assert not edited.is_error and buffers[str(project / "a.txt")] == "edited buffer\n"
+        assert (project / "a.txt").read_text() == "on disk\n"  # the editor wrote, not pi
+        assert not written.is_error and buffers[str(project / "new" / "c.txt")] == "fresh\n"
+        assert not (project / "new" / "c.txt").exists()
+        # b.txt is in no buffer: read locally, the write still goes through the editor
+        assert buffers[str(project / "b.txt")] == "x = 2\n" and "firstChangedLine" in local_edit.details
+        assert broken.is_error and "'Broken'" in broken.text and "editor gone" in broken.text
+        assert ("read", "read", "a.txt") in seen and ("write", "edit", "a.txt") in seen
+        assert ("write", "write", "c.txt") in seen
+    finally:
+        if pi._runtime is not None:
+            await pi._runtime.dispose()
+            pi._runtime = None
+        pi.close()
+
+
 async def test_hook_input() -> None:
     def suffix(n: int) -> type:
         return type(f"P{n}", (), {"input": hookimpl(lambda self, event: {"action": "transform",

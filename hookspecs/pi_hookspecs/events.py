@@ -545,11 +545,38 @@ class BashSpawnEvent(Event):
     pass_fds: list[int] = Field(default_factory=list)
     """File descriptors of pi's process to keep open in the child."""
     on_exit: list[Any] = Field(default_factory=list)
+    launch: Any = None
+    """``None``: pi starts ``argv`` as a local process. A handler may set an async
+    callable ``launch(event, on_data) -> int`` that starts the command elsewhere (an
+    editor's terminal, a remote host), streams its output as bytes to ``on_data`` and
+    returns its exit status (negative: killed by that signal, as in ``subprocess``)."""
 
 
 class BashSpawnResult(StrictModel):
     block: bool = False
     reason: str | None = None
+
+
+class FileAccessEvent(Event):
+    """A built-in file tool is about to read or write a file's text."""
+
+    type: Literal["file_access"] = "file_access"
+    operation: Literal["read", "write"]
+    path: str
+    """The absolute path."""
+    content: str | None = None
+    """``write``: the complete new text of the file."""
+    tool_name: str
+    """``read``, ``edit`` or ``write``."""
+    tool_call_id: str | None = None
+
+
+class FileAccessResult(StrictModel):
+    """``read``: ``content``, the file's text as the handler sees it; ``write``:
+    ``handled=True`` once the handler has written ``event.content``."""
+
+    content: str | None = None
+    handled: bool = False
 
 
 class InputEvent(Event):
@@ -590,6 +617,8 @@ __all__ = [
     "ContextWithSystemEvent",
     "ContextWithSystemResult",
     "Event",
+    "FileAccessEvent",
+    "FileAccessResult",
     "FileOperations",
     "HookOutcome",
     "HookOutcomeEvent",

@@ -62,8 +62,8 @@ class Rule(StrEnum):
     ``None``. An exception is reported and the next handler runs."""
     GATE = "gate"
     """The first decisive result stops the walk. What an exception does depends on
-    the event (those declared ``fail_closed``: ``tool_call``, ``user_bash`` and
-    ``bash_spawn``, block the operation)."""
+    the event (those declared ``fail_closed``: ``tool_call``, ``user_bash``,
+    ``bash_spawn`` and ``file_access``, block the operation)."""
     CANCELLABLE = "cancellable"
     """The first ``cancel: True`` stops the walk and cancels the operation; otherwise
     the last non-empty result replaces the whole result. An exception is reported."""

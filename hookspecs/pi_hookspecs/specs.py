@@ -40,6 +40,8 @@ from .events import (
     ContextResult,
     ContextWithSystemEvent,
     ContextWithSystemResult,
+    FileAccessEvent,
+    FileAccessResult,
     HookOutcomeEvent,
     InputEvent,
     InputResult,
@@ -182,7 +184,10 @@ def register_cli_commands(register: RegisterCliCommand) -> None:
     **Call** ``register(name, main, help="...")``: ``pi NAME ARGS...`` calls
     ``main(args)`` with the remaining arguments (a list of strings); it returns the exit
     status (an int, ``None`` for 0) and may be a coroutine function. Parse the arguments
-    with any library. The first plugin to register a name keeps it.
+    with any library. The first plugin to register a name keeps it. (A command whose
+    start-up time matters may also declare the same ``main`` in its distribution's
+    ``pi.cli_commands`` entry-point group: ``pi NAME`` looks there first and calls it
+    without loading any plugin.)
 
     **Errors**: a failing registration is reported as a diagnostic naming the plugin; an
     exception in ``main`` is printed and ``pi`` exits with status 1.
@@ -635,14 +640,46 @@ def bash_spawn(event: BashSpawnEvent, ctx: ExtensionContext) -> BashSpawnResult 
     descriptor); later handlers see the changes and the process starts with what the
     last handler left. Append zero-argument callables (sync or async) to
     ``event.on_exit``: pi calls each once the process has exited, or when it never
-    started (blocked, failed to start). **Returns** :class:`BashSpawnResult` with
-    ``block=True`` and a ``reason`` to refuse the command, or ``None``.
+    started (blocked, failed to start). To run the command somewhere else than a local
+    process (an editor's terminal: pi-acp), set ``event.launch`` to an async callable
+    ``launch(event, on_data) -> int``: pi calls it instead of starting ``event.argv``,
+    with ``on_data(chunk: bytes)`` for the output, and takes its return value as the exit
+    status (negative: killed by that signal). On abort or timeout pi cancels the call:
+    the launcher must stop the command then. The last handler's ``launch`` wins; it
+    sees the ``argv`` and ``env`` every handler left (a sandbox's wrapper included).
+    **Returns** :class:`BashSpawnResult` with ``block=True`` and a ``reason`` to refuse
+    the command, or ``None``.
 
     **Combination** (gate): the first ``block`` stops the walk; a ``bash`` tool call
     then fails with ``Blocked: <reason>``, a user command is recorded as blocked.
 
     **Errors** fail **closed**: an exception (or an invalid result) is reported and the
     command does not start, so a wrapper that breaks never lets a command run unwrapped.
+    """
+
+
+@event_spec(Rule.GATE, group="Tools", fail_closed=True)
+def file_access(event: FileAccessEvent, ctx: ExtensionContext) -> FileAccessResult | None:
+    """A built-in file tool is about to read or write a file's text: serve it elsewhere.
+
+    **Fires** when the ``read`` tool reads a text file (after pi checked locally that
+    the file exists and is not an image), when ``edit`` reads the file it changes and
+    writes the result, and when ``write`` writes a file; ``event.operation`` is
+    ``"read"`` or ``"write"``, ``event.path`` the absolute path, ``event.content`` the
+    new text of a write, with ``event.tool_name`` and ``event.tool_call_id``. It runs
+    inside the file's mutation queue. Images, directory listings, ``grep`` and ``find``
+    stay local. It does not fire when no plugin implements it.
+
+    **Returns** :class:`FileAccessResult`: for a read, ``content`` (the text the tool
+    then works on, e.g. an editor's unsaved buffer); for a write, ``handled=True`` once
+    the handler has written ``event.content`` (e.g. through an editor, which shows the
+    change). ``None`` lets the next handler, then the local file system, do it.
+
+    **Combination** (gate): the first valid result stops the walk.
+
+    **Errors** fail **closed**: an exception, or a read result without ``content`` or a
+    write result without ``handled``, is reported and the tool fails with a message
+    naming the plugin (pi never falls back to the local file behind its back).
     """
 
 
@@ -798,8 +835,9 @@ def hook_outcome(event: HookOutcomeEvent, ctx: ExtensionContext) -> None:
 
     * ``"blocked"``: a ``tool_call`` handler blocked the call, or a ``bash_spawn``
       handler the command;
-    * ``"handled"``: an ``input`` handler consumed the input, or a ``user_bash``
-      handler took over the command;
+    * ``"handled"``: an ``input`` handler consumed the input, a ``user_bash``
+      handler took over the command, or a ``file_access`` handler served the read or
+      write;
     * ``"cancelled"``: a ``session_before_*`` handler cancelled the operation;
     * ``"transformed"``: a handler returned a replacement or a patch (``input`` with
       ``action="transform"``, ``context``, ``context_with_system``, ``message_end``,

@@ -55,8 +55,11 @@ def main(argv: list[str] | None = None) -> None:
         run_subcommand(args)
         return
     if args and _could_be_plugin_command(args[0]):
-        from .plugin_commands import load_cli_commands, run_cli_command
+        from .plugin_commands import fast_cli_command, load_cli_commands, run_cli_command
 
+        fast = fast_cli_command(args[0])
+        if fast is not None:
+            sys.exit(run_cli_command(fast, args[1:]))
         commands = load_cli_commands()
         if args[0] in commands:
             sys.exit(run_cli_command(commands[args[0]], args[1:]))

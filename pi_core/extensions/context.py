@@ -53,7 +53,7 @@ class ContextHost:
         self.cwd = cwd
         self.mode = mode
         self.ui = ui if ui is not None else NoUI()
-        self.has_ui = ui is not None and mode in ("tui", "rpc")
+        self.has_ui = ui is not None and mode in ("tui", "rpc", "acp")
         self.settings = settings or {}
         self.scoped_settings: dict[str, dict[str, Any]] = {}
         self.hook = hook
@@ -326,6 +326,11 @@ class ToolContextImpl(ExtensionContextImpl):
         """For pi's ``bash`` tool (not part of the ToolContext protocol): the
         ``bash_spawn`` hook of this runtime, with this context."""
         return await self._h().call("bash_spawn", make_event, self)
+
+    async def _file_access(self, make_event: Any) -> Any:
+        """For pi's file tools (not part of the ToolContext protocol): the
+        ``file_access`` hook of this runtime, with this context."""
+        return await self._h().call("file_access", make_event, self)
 
     def update(self, partial: Any) -> None:
         from pi_hookspecs import ToolResult

@@ -464,7 +464,7 @@ def _outcome_kind(name: str, result: Any, stopped: bool) -> str | None:
     """What a handler's (valid, non-None) result did, for ``hook_outcome``."""
     rule = EVENTS[name].rule
     if stopped:
-        if name in ("input", "user_bash"):
+        if name in ("input", "user_bash", "file_access"):
             return "handled"
         if name == "project_trust":
             return None
@@ -600,6 +600,27 @@ async def _compose_bash_spawn(
     return None if outcome is _CONTINUE else outcome
 
 
+async def _compose_file_access(
+    r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
+) -> Any:
+    def apply(impl: _Impl, result: Any) -> Any:
+        if event.operation == "read" and result.content is None:
+            if result.handled:
+                raise HookReturnError("a read needs the file's text in content")
+            return _CONTINUE
+        if event.operation == "write" and not result.handled:
+            if result.content is not None:
+                raise HookReturnError("a write is answered with handled=True, not content")
+            return _CONTINUE
+        return result
+
+    def fail_closed(impl: _Impl, error: HookError) -> Any:
+        return Blocked(impl.plugin, f"the file_access handler of plugin {impl.plugin!r} failed ({error.message})")
+
+    outcome = await _walk(r, name, expected, impls, event, ctx, apply, fail_closed)
+    return None if outcome is _CONTINUE else outcome
+
+
 async def _compose_project_trust(
     r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
 ) -> Any:
@@ -655,6 +676,7 @@ _COMPOSERS: dict[str, Composer] = {
     "tool_call": _compose_tool_call,
     "user_bash": _compose_user_bash,
     "bash_spawn": _compose_bash_spawn,
+    "file_access": _compose_file_access,
     "project_trust": _compose_project_trust,
 }
 _RULE_COMPOSERS: dict[Rule, Composer] = {

@@ -18,7 +18,7 @@ from pi_hookspecs import AgentMessage, BashExecutionMessage, BashResult, BashSpa
 
 from ..extensions import Blocked, EventRunner
 from ..tools.output import OutputAccumulator
-from ..tools.shell import PreparedSpawn, ShellNotFoundError, resolve_shell, run_in_process_group
+from ..tools.shell import PreparedSpawn, ShellNotFoundError, resolve_shell, run_in_process_group, run_launched
 
 
 async def prepare_bash_spawn(runner: EventRunner, make_event: Callable[[], BashSpawnEvent], ctx: Any = None) -> PreparedSpawn | None:
@@ -78,9 +78,12 @@ class LocalBashOperations:
                 on_data(chunk.decode("utf-8", errors="replace"))
 
         try:
-            outcome = await run_in_process_group(
-                argv, cwd=cwd, env=env, on_data=data, signal=signal, timeout=timeout, pass_fds=pass_fds
-            )
+            if spawn is not None and spawn.event.launch is not None:
+                outcome = await run_launched(spawn.event.launch, spawn.event, on_data=data, signal=signal, timeout=timeout)
+            else:
+                outcome = await run_in_process_group(
+                    argv, cwd=cwd, env=env, on_data=data, signal=signal, timeout=timeout, pass_fds=pass_fds
+                )
         finally:
             output.finish()
             if spawn is not None:

@@ -246,6 +246,14 @@ class SessionContextHost(ContextHost):
     async def action_bash_spawn(self, make_event: Any, ctx: Any = None) -> Any:
         return await prepare_bash_spawn(self.session.runner, make_event, ctx)
 
+    async def action_file_access(self, make_event: Any, ctx: Any = None) -> Any:
+        """The ``file_access`` handlers' outcome (a result, a ``Blocked``), or ``None``
+        when none took the operation (or none exist: the event is never built)."""
+        runner = self.session.runner
+        if not runner.has_handlers("file_access"):
+            return None
+        return await runner.emit("file_access", make_event(), ctx)
+
     # ---- CommandContext
     async def action_wait_for_idle(self) -> None:
         await self.session.wait_for_idle()

@@ -102,7 +102,7 @@ async def create_services(cwd: str | os.PathLike[str], options: ServiceOptions |
     )
     plugins.load_phase_one()
     user_settings = load_settings(cwd, agent_dir=adir, project_trusted=False)
-    has_ui = options.ui is not None and options.mode in ("tui", "rpc")
+    has_ui = options.ui is not None and options.mode in ("tui", "rpc", "acp")
     trust = await resolve_project_trust(
         cwd,
         override=options.approve,

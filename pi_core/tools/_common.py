@@ -17,13 +17,15 @@ import os
 import re
 import threading
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from pi_hookspecs import (
     AbortSignal,
     ExecutionMode,
+    FileAccessEvent,
+    FileAccessResult,
     ToolAnnotations,
     ToolDefinition,
     ToolResult,
@@ -94,6 +96,29 @@ async def ctx_bash_spawn(ctx: Any, make_event: Callable[[], Any]) -> Any:
     if spawn is None:
         return None
     return await spawn(make_event)
+
+
+async def ctx_file_access(
+    ctx: Any, operation: Literal["read", "write"], path: str, *, tool_name: str, content: str | None = None
+) -> FileAccessResult | None:
+    """The ``file_access`` hook of the runtime the tool runs in: the handler's
+    :class:`~pi_hookspecs.FileAccessResult`, or ``None`` when no handler took the
+    operation (do it locally). A handler that failed raises :class:`ToolError`."""
+    access = getattr(ctx, "_file_access", None)
+    if access is None:
+        return None
+    outcome = await access(
+        lambda: FileAccessEvent(
+            operation=operation,
+            path=path,
+            content=content,
+            tool_name=tool_name,
+            tool_call_id=ctx_optional(ctx, "tool_call_id"),
+        )
+    )
+    if outcome is None or isinstance(outcome, FileAccessResult):
+        return outcome
+    raise ToolError(str(getattr(outcome, "reason", None) or outcome))
 
 
 def ctx_update(ctx: Any, partial: ToolResult) -> None:
@@ -172,6 +197,17 @@ async def run_stoppable(signal: AbortSignal | None, fn: Callable[..., T], *args:
             remove()
     raise_if_aborted(signal)
     return result
+
+
+async def run_async_file_mutation(ctx: Any, path: str, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """``await fn(resolved, path, *args)`` inside the mutation queue of the file
+    ``path`` names, like :func:`run_file_mutation` (for work that awaits, e.g. the
+    ``file_access`` hook)."""
+    signal = ctx_signal(ctx)
+    resolved = resolve_path(path, ctx_cwd(ctx))
+    async with file_mutation_lock(resolved):
+        raise_if_aborted(signal)
+        return await fn(resolved, path, *args)
 
 
 async def run_file_mutation(ctx: Any, path: str, fn: Callable[..., T], *args: Any) -> T:

@@ -26,7 +26,7 @@ from ._common import (
     raise_if_aborted,
 )
 from .output import OutputAccumulator, OutputSnapshot
-from .shell import ProcessOutcome, ShellNotFoundError, resolve_shell, run_in_process_group
+from .shell import ProcessOutcome, ShellNotFoundError, resolve_shell, run_in_process_group, run_launched
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size
 
 UPDATE_INTERVAL = 0.1
@@ -197,9 +197,12 @@ async def run_bash(args: BashArgs, ctx: Any) -> ToolResult:
         progress.data()
 
     try:
-        outcome = await run_in_process_group(
-            argv, cwd=cwd, env=env, on_data=on_data, signal=signal, timeout=timeout, pass_fds=pass_fds
-        )
+        if spawn is not None and spawn.event.launch is not None:
+            outcome = await run_launched(spawn.event.launch, spawn.event, on_data=on_data, signal=signal, timeout=timeout)
+        else:
+            outcome = await run_in_process_group(
+                argv, cwd=cwd, env=env, on_data=on_data, signal=signal, timeout=timeout, pass_fds=pass_fds
+            )
     except OSError as exc:
         raise ToolError(f"Could not start {argv[0]}: {exc.strerror or exc}") from None
     finally:

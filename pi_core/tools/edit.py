@@ -15,11 +15,14 @@ from .._fs import atomic_write
 from ._common import (
     ToolArgs,
     ToolError,
+    ctx_file_access,
     define_tool,
     destructive_annotations,
     os_error_text,
     rename_path_alias,
+    run_async_file_mutation,
     run_file_mutation,
+    run_to_completion,
 )
 from .edit_diff import (
     EditError,
@@ -104,6 +107,16 @@ def _read(path: str, shown: str) -> bytes:
 
 def _edit_file(path: str, shown: str, edits: list[Replacement]) -> dict[str, Any]:
     raw = _read(path, shown).decode("utf-8", errors="surrogateescape")
+    data, details = _edited(raw, shown, edits)
+    try:
+        atomic_write(path, data, like_in_place=True)
+    except OSError as exc:
+        raise ToolError(f"Could not write {shown}: {os_error_text(exc)}.") from None
+    return details
+
+
+def _edited(raw: str, shown: str, edits: list[Replacement]) -> tuple[bytes, dict[str, Any]]:
+    """The file's new bytes and the result's details."""
     bom, content = strip_bom(raw)
     ending = detect_line_ending(content)
     base = normalize_to_lf(content)
@@ -112,14 +125,28 @@ def _edit_file(path: str, shown: str, edits: list[Replacement]) -> dict[str, Any
     except EditError as exc:
         raise ToolError(str(exc)) from None
     data = (bom + restore_line_endings(new, ending)).encode("utf-8", errors="surrogateescape")
-    try:
-        atomic_write(path, data, like_in_place=True)
-    except OSError as exc:
-        raise ToolError(f"Could not write {shown}: {os_error_text(exc)}.") from None
     diff, first_changed = display_diff(base, new)
     details: dict[str, Any] = {"diff": diff, "patch": unified_patch(shown, base, new)}
     if first_changed is not None:
         details["firstChangedLine"] = first_changed
+    return data, details
+
+
+async def _edit_served(path: str, shown: str, edits: list[Replacement], ctx: Any) -> dict[str, Any]:
+    """The edit with the file's text read and written through ``file_access``
+    handlers (an editor) where they take it, locally otherwise."""
+    served = await ctx_file_access(ctx, "read", path, tool_name="edit")
+    if served is None or served.content is None:
+        raw = (await run_to_completion(_read, path, shown)).decode("utf-8", errors="surrogateescape")
+    else:
+        raw = served.content
+    data, details = _edited(raw, shown, edits)
+    text = data.decode("utf-8", errors="surrogateescape")
+    if await ctx_file_access(ctx, "write", path, tool_name="edit", content=text) is None:
+        try:
+            await run_to_completion(lambda: atomic_write(path, data, like_in_place=True))
+        except OSError as exc:
+            raise ToolError(f"Could not write {shown}: {os_error_text(exc)}.") from None
     return details
 
 
@@ -127,7 +154,10 @@ async def run_edit(args: EditArgs, ctx: Any) -> ToolResult:
     if not args.edits:
         raise ToolError("Edit tool input is invalid: edits must contain at least one replacement.")
     edits = [Replacement(e.oldText, e.newText) for e in args.edits]
-    details = await run_file_mutation(ctx, args.path, _edit_file, edits)
+    if getattr(ctx, "_file_access", None) is not None:
+        details = await run_async_file_mutation(ctx, args.path, _edit_served, edits, ctx)
+    else:
+        details = await run_file_mutation(ctx, args.path, _edit_file, edits)
     return ToolResult.text(f"Successfully replaced {len(edits)} block(s) in {args.path}.", details=details)
 
 

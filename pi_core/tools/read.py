@@ -17,6 +17,7 @@ from ._common import (
     ToolArgs,
     ToolError,
     ctx_cwd,
+    ctx_file_access,
     ctx_optional,
     ctx_settings,
     ctx_signal,
@@ -130,8 +131,8 @@ def _image_result(data: bytes, mime: str, path: str, ctx: Any) -> ToolResult:
     return ToolResult(content=[TextContent(text=note), ImageContent(data=encoded, mime_type=mime)])
 
 
-def _text_result(data: bytes, args: ReadArgs) -> ToolResult:
-    text = data.decode("utf-8", errors="replace")
+def _text_result(data: bytes | str, args: ReadArgs) -> ToolResult:
+    text = data if isinstance(data, str) else data.decode("utf-8", errors="replace")
     lines = split_lines(text)
     total = len(lines)
     start = max(0, args.offset - 1) if args.offset else 0
@@ -173,7 +174,8 @@ async def run_read(args: ReadArgs, ctx: Any) -> ToolResult:
     data, mime = await run_abortable(signal, asyncio.to_thread(_load, path, args.path))
     if mime is not None:
         return _image_result(data, mime, path, ctx)
-    return _text_result(data, args)
+    served = await ctx_file_access(ctx, "read", path, tool_name="read")
+    return _text_result(served.content if served is not None and served.content is not None else data, args)
 
 
 def create_read_tool() -> ToolDefinition:

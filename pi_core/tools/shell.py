@@ -278,6 +278,52 @@ async def run_in_process_group(
     return ProcessOutcome(code)
 
 
+async def run_launched(
+    launch: Callable[..., Any],
+    event: Any,
+    *,
+    on_data: Callable[[bytes], Any],
+    signal: AbortSignal | None = None,
+    timeout: float | None = None,
+) -> ProcessOutcome:
+    """Run a command through a ``bash_spawn`` handler's ``event.launch`` instead of a
+    local process: ``launch(event, on_data)`` returns the exit status (negative: the
+    signal that ended it). An abort or the timeout cancels the call."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(maybe_await(launch(event, on_data)))
+    stop: asyncio.Future[StopReason] = loop.create_future()
+
+    def request_stop(why: StopReason) -> None:
+        if not stop.done():
+            stop.set_result(why)
+
+    def on_abort(_reason: Any) -> None:
+        try:
+            loop.call_soon_threadsafe(request_stop, "aborted")
+        except RuntimeError:  # loop closed
+            pass
+
+    remove = signal.add_callback(on_abort) if signal is not None else None
+    timer = loop.call_later(timeout, request_stop, "timeout") if timeout is not None else None
+    try:
+        waiters: list[asyncio.Future[Any]] = [task, stop]
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    finally:
+        if timer is not None:
+            timer.cancel()
+        if remove is not None:
+            remove()
+    if not task.done():
+        task.cancel()
+        await asyncio.wait({task})
+        return ProcessOutcome(None, None, stop.result())
+    code = int(task.result())
+    return ProcessOutcome(None, -code) if code < 0 else ProcessOutcome(code)
+
+
 async def _drain_after_exit(loop: asyncio.AbstractEventLoop, protocol: _Protocol, stop: asyncio.Future[Any]) -> None:
     """The shell exited: keep reading until the pipe closes, or until it stayed quiet
     for :data:`EXIT_QUIET_PERIOD` (descendants holding it open)."""

@@ -13,11 +13,14 @@ from .._fs import atomic_write
 from ._common import (
     ToolArgs,
     ToolError,
+    ctx_file_access,
     define_tool,
     destructive_annotations,
     os_error_text,
     rename_path_alias,
+    run_async_file_mutation,
     run_file_mutation,
+    run_to_completion,
 )
 
 
@@ -48,8 +51,21 @@ def _write(path: str, shown: str, content: str) -> int:
     return len(data)
 
 
+async def _write_served(path: str, shown: str, content: str, ctx: Any) -> int:
+    """Through a ``file_access`` handler (an editor) when one takes it, else locally."""
+    if os.path.isdir(path):
+        raise ToolError(f"Could not write {shown}: it is a directory.")
+    served = await ctx_file_access(ctx, "write", path, tool_name="write", content=content)
+    if served is None:
+        return await run_to_completion(_write, path, shown, content)
+    return len(content.encode("utf-8", errors="replace"))
+
+
 async def run_write(args: WriteArgs, ctx: Any) -> ToolResult:
-    size = await run_file_mutation(ctx, args.path, _write, args.content)
+    if getattr(ctx, "_file_access", None) is not None:
+        size = await run_async_file_mutation(ctx, args.path, _write_served, args.content, ctx)
+    else:
+        size = await run_file_mutation(ctx, args.path, _write, args.content)
     return ToolResult.text(f"Successfully wrote {size} bytes to {args.path}")
 
 

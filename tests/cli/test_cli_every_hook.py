@@ -141,7 +141,11 @@ def test_every_hook_fires_in_a_real_pi_run(wire: WireServer, tmp_path: Path) -> 
     log = tmp_path / "hooks.log"
     model = configure_local_endpoint(wire.url, reasoning=True)
     (agent_dir() / "settings.json").write_text(json.dumps({"compaction": {"keepRecentTokens": 10}}))
-    wire.enqueue(tool_reply("progress", {}), text_reply("All done, the progress tool reported back. " * 3))
+    wire.enqueue(
+        tool_reply("progress", {}),
+        tool_reply("read", {"path": ".pi/settings.json"}, "call_2"),  # file_access: the read tool's text
+        text_reply("All done, the progress tool reported back. " * 3),
+    )
     out = run_pi(
         "-p", "-e", str(plugin), "--model", model, "--tour-flag",
         "/tour-settings", "go", "/tour-compact", "/tour-tree", "/tour-replace",

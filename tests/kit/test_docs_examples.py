@@ -200,9 +200,9 @@ def check_pi_arguments(args: list[str]) -> str:
         _click_parse(app, args)
         return "subcommand"
     if args and _could_be_plugin_command(args[0]):
-        from pi_core.cli.plugin_commands import load_cli_commands
+        from pi_core.cli.plugin_commands import fast_cli_command, load_cli_commands
 
-        if args[0] in load_cli_commands():
+        if fast_cli_command(args[0]) is not None or args[0] in load_cli_commands():
             return "plugin command"
     from pi_core.cli.main import parse_args
 
