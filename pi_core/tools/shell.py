@@ -21,7 +21,7 @@ import shutil
 import signal as signals
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -207,6 +207,36 @@ class _Protocol(asyncio.SubprocessProtocol):
                 future.set_result(None)
 
 
+@contextlib.contextmanager
+def _stop_requests(
+    loop: asyncio.AbstractEventLoop, signal: AbortSignal | None, timeout: float | None
+) -> Iterator[asyncio.Future[StopReason]]:
+    """A future that gets the reason to stop a command: ``"aborted"`` when ``signal``
+    fires (from any thread), ``"timeout"`` after ``timeout`` seconds. Both are
+    withdrawn on leaving."""
+    stop: asyncio.Future[StopReason] = loop.create_future()
+
+    def request_stop(why: StopReason) -> None:
+        if not stop.done():
+            stop.set_result(why)
+
+    def on_abort(_reason: Any) -> None:
+        try:
+            loop.call_soon_threadsafe(request_stop, "aborted")
+        except RuntimeError:  # loop closed
+            pass
+
+    remove = signal.add_callback(on_abort) if signal is not None else None
+    timer = loop.call_later(timeout, request_stop, "timeout") if timeout is not None else None
+    try:
+        yield stop
+    finally:
+        if timer is not None:
+            timer.cancel()
+        if remove is not None:
+            remove()
+
+
 async def run_in_process_group(
     argv: list[str],
     *,
@@ -233,41 +263,25 @@ async def run_in_process_group(
         pass_fds=tuple(pass_fds),
     )
     pgid = transport.get_pid()
-    stop: asyncio.Future[StopReason] = loop.create_future()
-
-    def request_stop(why: StopReason) -> None:
-        if not stop.done():
-            stop.set_result(why)
-
-    def on_abort(_reason: Any) -> None:
+    with _stop_requests(loop, signal, timeout) as stop:
         try:
-            loop.call_soon_threadsafe(request_stop, "aborted")
-        except RuntimeError:  # loop closed
-            pass
-
-    remove = signal.add_callback(on_abort) if signal is not None else None
-    timer = loop.call_later(timeout, request_stop, "timeout") if timeout is not None else None
-    try:
-        first: list[asyncio.Future[Any]] = [protocol.exited, stop]
-        await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
-        if not stop.done():
-            await _drain_after_exit(loop, protocol, stop)
-        if stop.done():
-            await _terminate(pgid, protocol)
-        elif not protocol.eof.done():
+            first: list[asyncio.Future[Any]] = [protocol.exited, stop]
+            await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
+            if not stop.done():
+                await _drain_after_exit(loop, protocol, stop)
+            if stop.done():
+                await _terminate(pgid, protocol)
+            elif not protocol.eof.done():
+                kill_group(pgid, signals.SIGKILL)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(protocol.eof), TERM_GRACE)
+        except asyncio.CancelledError:
+            if not stop.done():
+                stop.set_result("cancelled")
             kill_group(pgid, signals.SIGKILL)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(protocol.eof), TERM_GRACE)
-    except asyncio.CancelledError:
-        request_stop("cancelled")
-        kill_group(pgid, signals.SIGKILL)
-        raise
-    finally:
-        if timer is not None:
-            timer.cancel()
-        if remove is not None:
-            remove()
-        transport.close()
+            raise
+        finally:
+            transport.close()
     if protocol.error is not None:
         raise protocol.error
     code = transport.get_returncode()
@@ -291,31 +305,13 @@ async def run_launched(
     signal that ended it). An abort or the timeout cancels the call."""
     loop = asyncio.get_running_loop()
     task = asyncio.ensure_future(maybe_await(launch(event, on_data)))
-    stop: asyncio.Future[StopReason] = loop.create_future()
-
-    def request_stop(why: StopReason) -> None:
-        if not stop.done():
-            stop.set_result(why)
-
-    def on_abort(_reason: Any) -> None:
+    with _stop_requests(loop, signal, timeout) as stop:
         try:
-            loop.call_soon_threadsafe(request_stop, "aborted")
-        except RuntimeError:  # loop closed
-            pass
-
-    remove = signal.add_callback(on_abort) if signal is not None else None
-    timer = loop.call_later(timeout, request_stop, "timeout") if timeout is not None else None
-    try:
-        waiters: list[asyncio.Future[Any]] = [task, stop]
-        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:
-        task.cancel()
-        raise
-    finally:
-        if timer is not None:
-            timer.cancel()
-        if remove is not None:
-            remove()
+            waiters: list[asyncio.Future[Any]] = [task, stop]
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
     if not task.done():
         task.cancel()
         await asyncio.wait({task})
