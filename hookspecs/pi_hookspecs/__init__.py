@@ -13,8 +13,6 @@ context protocols. Everything else in pi is an implementation detail.
                 return {"block": True, "reason": "not on this machine"}
 """
 
-from __future__ import annotations
-
 from . import events as _events
 from ._base import PiModel, StrictModel, camel_alias, now_ms
 from .aio import maybe_await

@@ -5,8 +5,6 @@ Python code uses snake_case field names; the files pi shares with the TypeScript
 accepts both spellings on input and writes camelCase with :meth:`PiModel.to_json`.
 """
 
-from __future__ import annotations
-
 import time
 from typing import Any, ClassVar
 

@@ -33,8 +33,6 @@ The request is then sent with ``api_key(credentials)`` (the access token by defa
 and, when given, the extra ``headers`` and the ``base_url`` the login calls for.
 """
 
-from __future__ import annotations
-
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable

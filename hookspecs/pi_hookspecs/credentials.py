@@ -24,8 +24,6 @@ does not have to re-implement the provider's API::
 this way.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from typing import Any
 

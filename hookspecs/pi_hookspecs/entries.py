@@ -6,8 +6,6 @@ Each entry has an ``id`` (8 hex characters), the ``parent_id`` it continues from
 ``agent_before_settle`` handlers propose; pi assigns ids when it appends them.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, Discriminator, Field, Tag

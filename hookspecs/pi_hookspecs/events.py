@@ -7,8 +7,6 @@ prints. A handler may return the result model **or a plain dict with the same fi
 typo is reported instead of ignored.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field

@@ -6,8 +6,6 @@ implements the Anthropic, OpenAI and scripted ("faux") APIs on these types; a pl
 may add a provider of its own through the ``register_providers`` hook.
 """
 
-from __future__ import annotations
-
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any, Literal
 
@@ -63,7 +61,7 @@ class Model(PiModel):
         """``provider/id``."""
         return f"{self.provider}/{self.id}"
 
-    def same_model(self, other: Model | None) -> bool:
+    def same_model(self, other: "Model | None") -> bool:
         return (
             other is not None
             and self.provider == other.provider

@@ -6,8 +6,6 @@ Unknown roles and block types (from a newer pi, or a plugin's own role) are kept
 as :class:`UnknownMessage` / :class:`UnknownContent` rather than rejected.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Discriminator, Field, Tag
@@ -87,6 +85,9 @@ class Cost(PiModel):
     cache_read: float = 0.0
     cache_write: float = 0.0
     total: float = 0.0
+    total_from_provider: bool | None = None
+    """``True`` when ``total`` is the amount the provider billed (OpenRouter reports it),
+    ``False`` when pi computed it from the model's prices, absent before either."""
 
 
 class Usage(PiModel):

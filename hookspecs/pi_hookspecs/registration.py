@@ -7,8 +7,6 @@ load order) to register a name keeps it; later ones get a diagnostic. A plugin m
 register the same name again to replace its own earlier registration.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Callable
 from typing import Any, Literal, Protocol

@@ -21,8 +21,6 @@ first, then the others from the most recently loaded plugin to the earliest, the
 settings, project files, ``-e``, SDK). Built-in behaviour is ``trylast``.
 """
 
-from __future__ import annotations
-
 import types
 import typing
 from collections.abc import Callable

@@ -133,6 +133,7 @@ def calculate_cost(model: Model, usage: Usage) -> Usage:
     cost.cache_read = rates.cache_read * usage.cache_read / 1_000_000
     cost.cache_write = (rates.cache_write * short_writes + rates.input * 2 * long_writes) / 1_000_000
     cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write
+    cost.total_from_provider = False
     return usage
 
 
@@ -306,7 +307,10 @@ class MessageBuilder:
     ) -> Usage:
         """Update the fields given (others keep their value) and recompute the total
         (unless given) and the cost."""
-        usage = self.message.usage
+        # A new object each time (copy on write): events already queued keep the usage
+        # they were emitted with.
+        usage = self.message.usage.model_copy(update={"cost": self.message.usage.cost.model_copy()})
+        self.message.usage = usage
         if input is not None:
             usage.input = max(0, int(input))
         if output is not None:

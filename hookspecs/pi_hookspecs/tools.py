@@ -14,8 +14,6 @@ Exposure decides how the model reaches a tool:
 ``hidden``      registered but unreachable (re-register with it to withdraw a tool)
 """
 
-from __future__ import annotations
-
 import inspect
 import json
 import re
@@ -68,11 +66,11 @@ class ToolResult(PiModel):
     terminate: bool = False
 
     @classmethod
-    def text(cls, text: str, **fields: Any) -> ToolResult:
+    def text(cls, text: str, **fields: Any) -> "ToolResult":
         return cls(content=[TextContent(text=text)], **fields)
 
     @classmethod
-    def error(cls, text: str, **fields: Any) -> ToolResult:
+    def error(cls, text: str, **fields: Any) -> "ToolResult":
         return cls(content=[TextContent(text=text)], is_error=True, **fields)
 
     def text_content(self) -> str:
@@ -80,7 +78,7 @@ class ToolResult(PiModel):
         return "\n".join(b.text for b in self.content if isinstance(b, TextContent))
 
     @classmethod
-    def coerce(cls, value: Any) -> ToolResult:
+    def coerce(cls, value: Any) -> "ToolResult":
         """Turn what a tool returned into a ToolResult.
 
         ``ToolResult`` as is; a dict with a ``content`` key is validated as a ToolResult;
