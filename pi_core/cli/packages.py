@@ -3,8 +3,9 @@ environment, recorded in settings ``packages``.
 
 Users get plugins with ``pip install`` but should not need to know which environment pi
 runs in: these commands install into **the environment of the running pi**
-(``uv pip install --python <pi's python>`` when uv is available, else
-``<pi's python> -m pip``), then record the spec in ``~/.pi/agent/settings.json``
+(``uv pip install --python <pi's python>`` or pip; :func:`find_installer` says which,
+so an environment made by ``uv sync`` — no pip in it, maybe no ``uv`` on PATH — works
+too), then record the spec in ``~/.pi/agent/settings.json``
 (``-l``: the project's ``.pi/settings.json``). A recorded entry is
 ``{"source": SPEC, "distribution": NAME}`` (a plain string is accepted too).
 
@@ -15,15 +16,24 @@ that are not installed gets a message with the exact ``pi install`` command.
 from __future__ import annotations
 
 import asyncio
+import importlib
+import importlib.util
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
+import tomllib
+from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Literal, NoReturn, TypedDict
 
 import typer
+
+from pi_hookspecs import ENTRY_POINT_GROUP
 
 from .._fs import atomic_write
 from .._paths import agent_dir, project_dir
@@ -41,24 +51,87 @@ from ..resources.settings import read_settings_file
 packages_app = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False)
 
 
-# --------------------------------------------------------------------------- environment
+# --------------------------------------------------------------------------- the installer
 
 
-def _installer() -> list[str]:
-    uv = shutil.which("uv")
-    if uv:
-        return [uv, "pip"]
-    return [sys.executable, "-m", "pip"]
+@dataclass(frozen=True)
+class Installer:
+    """How packages get into pi's environment: ``uv pip`` or pip, aimed at pi's Python."""
+
+    command: tuple[str, ...]
+    """The program and its leading words (``uv``; ``python -m pip``)."""
+    kind: Literal["uv", "pip"]
+    target_flag: bool
+    """Whether the environment is named with ``--python`` (uv, and pip run by another
+    interpreter) rather than being the interpreter that runs pip."""
+
+    def argv(self, verb: str, args: list[str]) -> list[str]:
+        if self.kind == "uv":
+            return [*self.command, "pip", verb, "--python", sys.executable, *args]
+        if self.target_flag:
+            return [*self.command, "--python", sys.executable, verb, *args]
+        return [*self.command, verb, *args]
+
+    def describe(self) -> str:
+        return " ".join(Path(self.command[0]).name if i == 0 else part for i, part in enumerate(self.command))
 
 
-def _pip(args: list[str]) -> subprocess.CompletedProcess[str]:
-    base = _installer()
-    cmd = [*base, *args]
-    if base[0] != sys.executable:
-        cmd = [*base, args[0], "--python", sys.executable, *args[1:]]
+class NoInstaller(Exception):
+    """Neither uv nor pip can install into pi's environment."""
+
+
+def _probe(*cmd: str) -> bool:
+    try:
+        return subprocess.run(cmd, capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def find_installer() -> Installer:
+    """The first of: ``uv`` in pi's own environment (a ``uv sync`` environment such as
+    the one ``tasks.py`` makes has it), the ``uv`` package's binary, ``uv`` on PATH, pip in
+    pi's environment, then ``-m uv`` / ``-m pip`` of the Python that environment was
+    made from (pip >= 22.3 takes ``--python``). Probing other interpreters happens only
+    when nothing closer exists."""
+    exe = "uv" + (sysconfig.get_config_var("EXE") or "")
+    beside = Path(sysconfig.get_path("scripts")) / exe
+    if beside.is_file():
+        return Installer((str(beside),), "uv", True)
+    if importlib.util.find_spec("uv") is not None:
+        try:
+            from uv import find_uv_bin  # the uv package, when pi's environment has it
+
+            return Installer((find_uv_bin(),), "uv", True)
+        except Exception:
+            pass
+    on_path = shutil.which("uv")
+    if on_path:
+        return Installer((on_path,), "uv", True)
+    if importlib.util.find_spec("pip") is not None:
+        return Installer((sys.executable, "-m", "pip"), "pip", False)
+    base = getattr(sys, "_base_executable", None) or ""
+    if base and sys.prefix != sys.base_prefix:  # a virtual environment: try the Python it was made from
+        if _probe(base, "-m", "uv", "--version"):
+            return Installer((base, "-m", "uv"), "uv", True)
+        if _probe(base, "-m", "pip", "install", "--help"):
+            pip_help = subprocess.run([base, "-m", "pip", "--help"], capture_output=True, text=True).stdout
+            if "--python" in pip_help:
+                return Installer((base, "-m", "pip"), "pip", True)
+    raise NoInstaller(
+        f"no installer for {sys.executable}: uv is not in its environment nor on PATH, and it has no pip; "
+        f"add one with: {sys.executable} -m ensurepip   (or install uv: https://docs.astral.sh/uv/)"
+    )
+
+
+def _run(verb: str, args: list[str]) -> subprocess.CompletedProcess[str]:
+    installer = find_installer()
     env = dict(os.environ)
     env.setdefault("UV_PYTHON_DOWNLOADS", "never")
-    return subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if installer.kind == "uv":
+        env.pop("VIRTUAL_ENV", None)  # --python names the environment
+    if verb == "uninstall" and installer.kind == "pip":
+        args = ["-y", *args]
+    return subprocess.run(installer.argv(verb, args), capture_output=True, text=True, env=env)
 
 
 def _explain(result: subprocess.CompletedProcess[str], what: str) -> str:
@@ -68,10 +141,114 @@ def _explain(result: subprocess.CompletedProcess[str], what: str) -> str:
         hint = "the package (or that version) does not exist on the package index"
     elif any(s in lower for s in ("connection", "network", "temporary failure in name resolution", "timed out")):
         hint = "the package index cannot be reached (no network?)"
+    elif "git operation failed" in lower or "git clone" in lower or "failed to clone" in lower:
+        hint = "the git repository cannot be fetched (check the URL and the revision)"
     else:
         hint = "the installer failed"
     tail = "\n".join(text.splitlines()[-8:])
     return f"{what}: {hint}\n{tail}"
+
+
+def _fail(command: str, message: str) -> NoReturn:
+    typer.echo(f"pi {command}: {message}", err=True)
+    raise typer.Exit(1)
+
+
+# --------------------------------------------------------------------------- what a spec is
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One ``pi install`` argument, as pip's syntax reads it."""
+
+    text: str
+    """What the installer gets: a PyPI requirement, an absolute path, a URL."""
+    record: str
+    """What settings ``packages`` records (``-e PATH`` for an editable install)."""
+    editable: bool
+    path: Path | None
+    """The local project folder (or wheel/sdist file), when the spec is a path."""
+    name: str | None
+    """The distribution name when the spec itself tells it."""
+
+
+def parse_spec(raw: str, *, editable: bool = False) -> Spec:
+    """A PyPI requirement (``pi-foo``, ``pi-foo==1.2``, ``pi-foo @ git+https://…``), a
+    VCS or archive URL (``git+https://host/repo.git@v1#egg=pi-foo``), or a local path
+    (a project folder, a wheel, an sdist)."""
+    if raw.startswith("-e "):
+        raw, editable = raw[3:].strip(), True
+    if editable or (is_path_or_url(raw) and "://" not in raw and not raw.startswith("git+")):
+        path = Path(raw).expanduser().resolve()
+        text = str(path)
+        return Spec(text, f"-e {text}" if editable else text, editable, path, _project_name(path))
+    if "://" in raw or raw.startswith("git+"):
+        fragment = dict(part.partition("=")[::2] for part in raw.partition("#")[2].split("&") if part)
+        return Spec(raw, raw, False, None, fragment.get("egg") or None)
+    return Spec(raw, raw, False, None, guess_distribution(raw))
+
+
+def _project_name(path: Path) -> str | None:
+    """The distribution a local project folder (``pyproject.toml``, ``setup.cfg``) or a
+    built file (``name-1.0-py3-none-any.whl``, ``name-1.0.tar.gz``) installs."""
+    if path.is_file():
+        stem = path.name.removesuffix(".whl").removesuffix(".tar.gz").removesuffix(".zip")
+        return stem.split("-")[0] or None
+    try:
+        data = tomllib.loads((path / "pyproject.toml").read_text(encoding="utf-8"))
+        name = data.get("project", {}).get("name")
+        if isinstance(name, str):
+            return name
+    except (OSError, tomllib.TOMLDecodeError):
+        pass
+    try:
+        for line in (path / "setup.cfg").read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "name" and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    return None
+
+
+def _direct_urls() -> dict[str, dict[str, Any]]:
+    """Installed distributions that came from a URL or a path: name -> direct_url.json."""
+    out: dict[str, dict[str, Any]] = {}
+    for dist in metadata.distributions():
+        text = dist.read_text("direct_url.json")
+        name = dist.metadata["Name"]
+        if text and name:
+            try:
+                out[normalize(name)] = json.loads(text)
+            except ValueError:
+                continue
+    return out
+
+
+def _installed_from(spec: Spec) -> str | None:
+    """The distribution whose ``direct_url.json`` names this spec's path or URL."""
+    if spec.path is not None:
+        wanted = spec.path.as_uri()
+        for name, info in _direct_urls().items():
+            if str(info.get("url", "")).rstrip("/") == wanted.rstrip("/"):
+                return name
+        return None
+    url = spec.text.partition("#")[0].removeprefix("git+")
+    # direct_url.json keeps the repository URL without ``git+`` and the ``@revision``
+    path_part = url.split("://", 1)[-1].partition("/")[2]
+    base = url.rpartition("@")[0] if "@" in path_part else url
+    for name, info in _direct_urls().items():
+        if str(info.get("url", "")).rstrip("/") in (url.rstrip("/"), base.rstrip("/")):
+            return name
+    return None
+
+
+def _distribution(spec: Spec, changed: set[str], known: str | None) -> str | None:
+    name = spec.name or _installed_from(spec) or known
+    if name:
+        return name
+    plugins = sorted(n for n in changed if extensions_of(n))
+    return plugins[0] if len(plugins) == 1 else None
 
 
 # --------------------------------------------------------------------------- settings
@@ -90,78 +267,104 @@ def _write(path: Path, data: dict[str, Any]) -> None:
     atomic_write(path, json.dumps(data, indent=2) + "\n")
 
 
+def _refresh() -> None:
+    """Make what the installer just put into site-packages visible to this process:
+    ``.pth`` files (editable installs) are read at start-up only."""
+    import site
+
+    importlib.invalidate_caches()
+    for directory in {sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}:
+        if directory and Path(directory).is_dir():
+            site.addsitedir(directory)
+
+
 # --------------------------------------------------------------------------- commands
 
 
 @packages_app.command("install")
 def install_command(
-    specs: list[str] = typer.Argument(None, help="PyPI names with versions, local paths, git URLs."),
+    specs: list[str] = typer.Argument(
+        None, metavar="[SPEC]...", help="What pip would take: a PyPI requirement (pi-foo, 'pi-foo==1.2'), a git or archive URL "
+        "(git+https://host/repo.git@v1), a local project folder or a wheel."),
     local: bool = typer.Option(False, "--local", "-l", help="Record in the project's .pi/settings.json."),
     upgrade: bool = typer.Option(False, "--upgrade", "-U", help="Upgrade when already installed."),
-    editable: list[str] = typer.Option([], "--editable", "-e", help="Install a local path in editable mode."),
+    editable: list[str] = typer.Option(
+        [], "--editable", "-e", metavar="PATH",
+        help="Install a local project folder in editable mode: edits to its code apply to the next pi session "
+        "without reinstalling (repeatable)."),
 ) -> None:
-    """Install plugin packages into the environment pi runs in and record them."""
-    specs = list(specs or [])
-    if not specs and not editable:
+    """Install plugin packages into the environment pi runs in and record them.
+
+    \b
+      pi install pi-foo                 from PyPI (any pip requirement: 'pi-foo>=1.2')
+      pi install ./pi-foo               a local project folder (reinstalled on every call)
+      pi install -e ./pi-foo            editable: your edits apply without reinstalling
+      pi install git+https://github.com/o/pi-foo.git@v1.0
+    """
+    wanted = [parse_spec(s) for s in specs or []] + [parse_spec(p, editable=True) for p in editable]
+    if not wanted:
         typer.echo("pi install: name at least one package (or -e PATH)", err=True)
         raise typer.Exit(2)
-    before = installed()
-    args = ["install", *(["--upgrade"] if upgrade else [])]
-    for spec in specs:
-        args.append(str(Path(spec).expanduser().resolve()) if is_path_or_url(spec) and "://" not in spec
-                    and not spec.startswith("git+") else spec)
-    for folder in editable:
-        args += ["-e", str(Path(folder).expanduser().resolve())]
-    typer.echo(f"Installing into {sys.executable} ...")
-    result = _pip(args)
-    if result.returncode != 0:
-        typer.echo(f"pi install: {_explain(result, 'installation failed')}", err=True)
-        raise typer.Exit(1)
-    after = installed()
-    changed = {name for name, version in after.items() if before.get(name) != version}
     path = settings_path(local)
     data = _read(path)
+    for spec in wanted:
+        if spec.path is not None and not spec.path.exists():
+            _fail("install", f"{spec.path}: no such file or folder")
+    try:
+        installer = find_installer()
+    except NoInstaller as exc:
+        _fail("install", str(exc))
     entries = recorded(data)
+    before = installed()
+    args = ["--upgrade"] if upgrade else []
+    for spec in wanted:
+        if spec.path is not None and spec.name and installer.kind == "uv":
+            # uv keeps an installed local project unless told to rebuild it; pip always rebuilds
+            args += ["--reinstall-package", spec.name]
+        args += ["-e", spec.text] if spec.editable else [spec.text]
+    typer.echo(f"Installing into {sys.executable} with {installer.describe()} ...")
+    result = _run("install", args)
+    if result.returncode != 0:
+        _fail("install", _explain(result, "installation failed"))
+    _refresh()
+    after = installed()
+    changed = {name for name, version in after.items() if before.get(name) != version}
     status = 0
-    for spec in [*specs, *editable]:
-        name = guess_distribution(spec) if spec in specs else None
-        if name is None:
-            name = _match_new(spec, changed) or next(iter(sorted(changed)), None)
-        shown = str(Path(spec).expanduser().resolve()) if is_path_or_url(spec) and "://" not in spec and not spec.startswith("git+") else spec
-        source = shown if spec in specs else f"-e {Path(spec).expanduser().resolve()}"
-        entries = [e for e in entries if e.source != source] + [Recorded(source, name)]
+    for spec in wanted:
+        known = next((e.distribution for e in entries if e.source == spec.record), None)
+        name = _distribution(spec, changed, known)
+        # one record per distribution: a reinstall from another source replaces the old one
+        entries = [e for e in entries
+                   if e.source != spec.record and not (name and e.distribution and normalize(e.distribution)
+                                                       == normalize(name))]
+        entries.append(Recorded(spec.record, name))
         exts = extensions_of(name) if name else []
+        version = after.get(normalize(name)) if name else None
         if name and exts:
-            typer.echo(f"{source}: installed {name} {after.get(normalize(name), '')}; extensions: {', '.join(exts)}")
+            typer.echo(f"{spec.record}: installed {name} {version or ''}; extensions: {', '.join(exts)}")
+        elif name and version is None:
+            typer.echo(f"warning: {spec.record}: the installer reported success but {name} is not installed",
+                       err=True)
+            status = 1
         else:
-            typer.echo(f"warning: {source}: {name or 'the package'} provides no pi.extensions entry point "
+            typer.echo(f"warning: {spec.record}: {name or 'the package'} provides no pi.extensions entry point "
                        "(nothing for pi to load)", err=True)
     data["packages"] = [e.to_json() for e in entries]
     _write(path, data)
     typer.echo(f"Recorded in {path}")
-    status = max(status, _report_load_errors())
+    status = max(status, _report_load_errors({normalize(e.distribution) for e in entries if e.distribution}))
     raise typer.Exit(status)
 
 
-def _match_new(spec: str, changed: set[str]) -> str | None:
-    """The distribution a path/URL install produced: one whose name looks like the
-    path's last component, else the only new one."""
-    stem = normalize(Path(spec.rstrip("/").split("#")[0]).name.removesuffix(".git"))
-    for name in changed:
-        if name == stem or name.replace("-", "_") == stem.replace("-", "_"):
-            return name
-    plugins = [n for n in changed if extensions_of(n)]
-    return plugins[0] if len(plugins) == 1 else None
-
-
-def _report_load_errors() -> int:
-    """Load the plugins the way a session would and show their errors."""
+def _report_load_errors(distributions: set[str]) -> int:
+    """Load the just-installed plugins the way a session would and show their errors."""
     # the plugin host (about 0.1 s of imports) only for ``pi install``, not ``pi list``
     from ..extensions import LoadOptions, PluginHost
 
     host = PluginHost(LoadOptions(cwd=os.getcwd()))
     asyncio.run(host.load(project_trusted=False))
-    errors = [r for r in host.records if r.status == "error"]
+    errors = [r for r in host.records if r.status == "error"
+              and normalize(r.source.distribution or "") in distributions]
     for record in errors:
         typer.echo(f"error: plugin {record.name!r} fails to load: {record.error}", err=True)
     return 1 if errors else 0
@@ -169,33 +372,53 @@ def _report_load_errors() -> int:
 
 @packages_app.command("remove")
 def remove_command(
-    specs: list[str] = typer.Argument(..., help="Recorded sources or distribution names."),
+    specs: list[str] = typer.Argument(..., help="Distribution names, or the path or URL they were installed from."),
     local: bool = typer.Option(False, "--local", "-l", help="The project's .pi/settings.json."),
 ) -> None:
-    """Uninstall plugin packages and remove them from settings."""
+    """Uninstall plugin packages and drop their records from settings.
+
+    \b
+      pi remove pi-foo                  by distribution name
+      pi remove ./pi-foo                by the path (or URL) it was installed from
+    """
     path = settings_path(local)
     data = _read(path)
     entries = recorded(data)
-    names = []
+    have = installed()
+    names: list[str] = []
     status = 0
-    for spec in specs:
-        match = next((e for e in entries if spec in (e.source, e.distribution)), None)
-        name = match.distribution if match else (guess_distribution(spec) or spec)
+    for raw in specs:
+        spec = parse_spec(raw)
+        match = [e for e in entries if raw in (e.source, e.distribution) or e.source in (spec.record, f"-e {spec.text}")
+                 or (e.distribution and normalize(e.distribution) == normalize(raw))]
+        name = next((e.distribution for e in match if e.distribution), None) or spec.name
+        if name is None and (spec.path is not None or "://" in spec.text):
+            name = _installed_from(spec)
         if name is None:
-            typer.echo(f"pi remove: cannot tell which distribution {spec!r} installed", err=True)
+            typer.echo(f"pi remove: {raw!r} is not recorded in {path} and names no distribution", err=True)
             status = 1
             continue
-        names.append(name)
-        entries = [e for e in entries if e is not match]
+        entries = [e for e in entries
+                   if e not in match and not (e.distribution and normalize(e.distribution) == normalize(name))]
+        if normalize(name) in have:
+            names.append(name)
+        elif match:
+            typer.echo(f"{name} was not installed; dropped its record")
+        else:
+            typer.echo(f"pi remove: {name} is neither installed nor recorded in {path}", err=True)
+            status = 1
     if names:
-        result = _pip(["uninstall", *([] if _installer()[0] != sys.executable else ["-y"]), *names])
+        try:
+            result = _run("uninstall", names)
+        except NoInstaller as exc:
+            _fail("remove", str(exc))
         if result.returncode != 0:
             typer.echo(f"pi remove: {_explain(result, 'uninstall failed')}", err=True)
-            status = 1
-        else:
-            typer.echo(f"Removed {', '.join(names)}")
-    data["packages"] = [e.to_json() for e in entries]
-    _write(path, data)
+            raise typer.Exit(1)  # the records stay: nothing was removed
+        typer.echo(f"Removed {', '.join(names)}")
+    if data.get("packages") is not None or entries:
+        data["packages"] = [e.to_json() for e in entries]
+        _write(path, data)
     raise typer.Exit(status)
 
 
@@ -204,26 +427,46 @@ def update_command(
     specs: list[str] = typer.Argument(None, help="Recorded packages to upgrade (default: all)."),
     local: bool = typer.Option(False, "--local", "-l", help="The project's .pi/settings.json."),
 ) -> None:
-    """Upgrade recorded plugin packages."""
-    entries = recorded(_read(settings_path(local)))
+    """Upgrade recorded plugin packages (local folders are rebuilt) and show their versions."""
+    path = settings_path(local)
+    entries = recorded(_read(path))
     chosen = [e for e in entries if not specs or e.source in specs or e.distribution in specs]
     if not chosen:
-        typer.echo("Nothing to update.")
-        raise typer.Exit(0)
-    args = ["install", "--upgrade"]
-    for entry in chosen:
-        if entry.source.startswith("-e "):
-            args += ["-e", entry.source[3:]]
-        else:
-            args.append(entry.source)
-    result = _pip(args)
+        typer.echo(f"Nothing to update: no packages recorded in {path}" if not specs
+                   else f"pi update: not recorded in {path}: {', '.join(specs)}")
+        raise typer.Exit(0 if not specs else 1)
+    try:
+        installer = find_installer()
+    except NoInstaller as exc:
+        _fail("update", str(exc))
+    parsed = [(entry, parse_spec(entry.source)) for entry in chosen]
+    before = installed()
+    args = ["--upgrade"]
+    for entry, spec in parsed:
+        name = entry.distribution or spec.name
+        if spec.path is not None and name and installer.kind == "uv":
+            args += ["--reinstall-package", name]
+        args += ["-e", spec.text] if spec.editable else [spec.text]
+    typer.echo(f"Updating in {sys.executable} with {installer.describe()} ...")
+    result = _run("install", args)
     if result.returncode != 0:
-        typer.echo(f"pi update: {_explain(result, 'update failed')}", err=True)
-        raise typer.Exit(1)
+        _fail("update", _explain(result, "update failed"))
+    _refresh()
     have = installed()
-    for entry in chosen:
-        version = have.get(normalize(entry.distribution or ""), "?")
-        typer.echo(f"{entry.source}: {entry.distribution} {version}")
+    for entry, spec in parsed:
+        name = entry.distribution or _distribution(spec, set(), None)
+        if name is None:
+            typer.echo(f"{entry.source}: updated (pi cannot tell which distribution it installed)")
+            continue
+        old, new = before.get(normalize(name)), have.get(normalize(name))
+        if new is None:
+            typer.echo(f"{entry.source}: {name} is not installed after the update", err=True)
+        elif old is None:
+            typer.echo(f"{entry.source}: {name} {new} (installed)")
+        elif old == new:
+            typer.echo(f"{entry.source}: {name} {new} (already the newest)")
+        else:
+            typer.echo(f"{entry.source}: {name} {old} -> {new}")
     raise typer.Exit(0)
 
 
@@ -231,38 +474,90 @@ class _ListRow(TypedDict):
     """One row of ``pi list`` (also its ``--json`` record)."""
 
     scope: str
-    source: str
+    """``user`` / ``project``: recorded in that settings file; ``environment``:
+    installed in pi's environment without a record in either."""
+    source: str | None
     distribution: str | None
     version: str | None
     installed: bool
     extensions: list[str]
 
 
+def _plugin_distributions() -> dict[str, tuple[str, str]]:
+    """Installed distributions with ``pi.extensions`` entry points: normalised name ->
+    (name, version)."""
+    out: dict[str, tuple[str, str]] = {}
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(ep, "dist", None)
+        if dist is not None and dist.metadata["Name"]:
+            out.setdefault(normalize(dist.metadata["Name"]), (dist.metadata["Name"], dist.version))
+    return out
+
+
 @packages_app.command("list")
 def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Recorded packages, their installed versions and the extensions they provide."""
+    """What this agent folder (and the project) recorded, and what pi's environment has.
+
+    A record is what ``pi install`` wrote to settings ``packages``: it says which
+    packages this setup wants. pi loads what is installed in its environment, recorded
+    or not (``pi install``, ``pip install``, ``uv sync`` all put plugins there), so the
+    list shows both: recorded packages with their installed version (or MISSING and
+    the command that installs them), then installed plugins nobody recorded.
+    """
     have = installed()
     rows: list[_ListRow] = []
+    paths: dict[str, Path] = {}
     for scope, local in (("user", False), ("project", True)):
         path = settings_path(local)
+        paths[scope] = path
         try:
             data = _read(path)
         except Exception as exc:
             typer.echo(f"warning: {exc}", err=True)
             continue
         for entry in recorded(data):
-            distribution = entry.distribution
+            distribution = entry.distribution or _distribution(parse_spec(entry.source), set(), None)
             version = have.get(normalize(distribution)) if distribution else None
             rows.append({"scope": scope, "source": entry.source, "distribution": distribution,
                          "version": version, "installed": version is not None,
                          "extensions": extensions_of(distribution) if distribution and version else []})
+    seen = {normalize(r["distribution"]) for r in rows if r["distribution"]}
+    for key, (name, version) in sorted(_plugin_distributions().items()):
+        if key not in seen:
+            rows.append({"scope": "environment", "source": None, "distribution": name, "version": version,
+                         "installed": True, "extensions": extensions_of(name)})
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         raise typer.Exit(0)
-    if not rows:
+    for scope, title in (("user", f"Recorded in {paths['user']} (this agent folder)"),
+                         ("project", f"Recorded in {paths['project']} (this project)")):
+        chosen = [r for r in rows if r["scope"] == scope]
+        if not chosen:
+            continue
+        typer.echo(f"{title}:")
+        for row in chosen:
+            if row["version"]:
+                state = row["version"]
+            else:
+                state = "MISSING, install it with: " + _install_command(row["source"] or "", scope == "project")
+            exts = f"  extensions: {', '.join(row['extensions'])}" if row["extensions"] else ""
+            name = f"{row['distribution']} " if row["distribution"] and row["distribution"] != row["source"] else ""
+            typer.echo(f"  {row['source']}  {name}{state}{exts}")
+    if not any(r["scope"] != "environment" for r in rows):
         typer.echo("No packages recorded. Install one with: pi install NAME")
-    for row in rows:
-        state = row["version"] or "MISSING (run: pi install" + (" -l " if row["scope"] == "project" else " ") + f"{row['source']})"
-        exts = f"  extensions: {', '.join(row['extensions'])}" if row["extensions"] else ""
-        typer.echo(f"[{row['scope']}] {row['source']}  {row['distribution'] or ''} {state}{exts}")
+    extra = [r for r in rows if r["scope"] == "environment"]
+    if extra:
+        typer.echo(f"Installed in pi's environment ({sys.executable}) without a record here "
+                   "(pip, uv or another agent folder put them there; pi loads them all the same):")
+        for row in extra:
+            typer.echo(f"  {row['distribution']} {row['version']}  extensions: {', '.join(row['extensions'])}")
     raise typer.Exit(0)
+
+
+def _install_command(source: str, local: bool) -> str:
+    words = ["pi", "install", *(["-l"] if local else [])]
+    if source.startswith("-e "):
+        words += ["-e", shlex.quote(source[3:])]
+    else:
+        words.append(shlex.quote(source))
+    return " ".join(words)

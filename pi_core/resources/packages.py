@@ -91,4 +91,6 @@ def missing_message(cwd: str, missing: list[Recorded]) -> str:
 
 
 def _quote(spec: str) -> str:
+    if spec.startswith("-e "):  # an editable install's record: ``-e PATH``
+        return "-e " + _quote(spec[3:])
     return f"'{spec}'" if any(c in spec for c in " <>=!;*") else spec
