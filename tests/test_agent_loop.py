@@ -185,7 +185,7 @@ async def test_steering_mid_batch_skips_the_remaining_calls() -> None:
     results = [m for m in agent.state.messages if m.role == "toolResult"]
     assert results[0].content[0].text == "echo: 1" and not results[0].is_error
     assert results[1].content[0].text == SKIPPED_FOR_STEERING and results[1].is_error
-    user_texts = [m.content for m in agent.state.messages if m.role == "user"]
+    user_texts = [m.content[0].text for m in agent.state.messages if m.role == "user"]
     assert user_texts == ["go", "stop, do something else"]
     assert agent.state.messages[-1].text() == "after steer"
 
@@ -211,7 +211,7 @@ async def test_follow_up_runs_after_the_agent_would_stop() -> None:
     # a follow-up queued before the run starts waits until the first answer
     await agent.prompt("start")
     assert [m.role for m in agent.state.messages] == ["user", "assistant", "user", "assistant"]
-    assert agent.state.messages[2].content == "and then?" and agent.state.messages[-1].text() == "second"
+    assert agent.state.messages[2].content[0].text == "and then?" and agent.state.messages[-1].text() == "second"
     assert kinds(events).count("agent_end") == 1
 
 
@@ -407,4 +407,4 @@ async def test_steering_mode_all_delivers_every_queued_message() -> None:
     agent, _ = make_agent(Script([("echo", {"text": "x"})], "done"), echo, steering_mode="all")
     agent.before_tool_call = lambda call: [agent.steer("s1"), agent.steer("s2")] and None
     await agent.prompt("go")
-    assert [m.content for m in agent.state.messages if m.role == "user"] == ["go", "s1", "s2"]
+    assert [m.content[0].text for m in agent.state.messages if m.role == "user"] == ["go", "s1", "s2"]

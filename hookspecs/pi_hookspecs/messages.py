@@ -158,6 +158,8 @@ class AssistantMessage(PiModel):
     error_message: str | None = None
     raw_stop_reason: str | None = None
     end_turn: bool | None = None
+    duration_ms: int | None = None
+    """How long the response took, from the request to its last event (milliseconds)."""
     timestamp: int = Field(default_factory=now_ms)
 
     def text(self) -> str:
@@ -192,6 +194,8 @@ class ToolResultMessage(PiModel):
     usage: Usage | None = None
     nested_calls: NestedToolCalls | None = None
     is_error: bool = False
+    duration_ms: int | None = None
+    """How long the tool ran (milliseconds); absent when it never ran."""
     timestamp: int = Field(default_factory=now_ms)
 
 

@@ -257,8 +257,7 @@ class Agent:
     ) -> list[AgentMessage]:
         """Start a run with ``message``; returns the messages the run produced."""
         if isinstance(message, str):
-            content: Any = message if not images else [TextContent(text=message), *images]
-            prompts: list[AgentMessage] = [UserMessage(content=content)]
+            prompts: list[AgentMessage] = [UserMessage(content=[TextContent(text=message), *images])]
         elif isinstance(message, list | tuple):
             prompts = list(message)
         else:
@@ -301,7 +300,7 @@ class Agent:
 
 
 def _as_message(message: AgentMessage | str) -> AgentMessage:
-    return UserMessage(content=message) if isinstance(message, str) else message
+    return UserMessage(content=[TextContent(text=message)]) if isinstance(message, str) else message
 
 
 class _Run:
@@ -642,10 +641,11 @@ class _Run:
             text = "Operation aborted" if self.signal.aborted else (str(exc) or type(exc).__name__)
             outcome = ToolOutcome(ToolResult.error(text), True)
         finally:
+            duration = round((time.perf_counter() - start) * 1000)
             accepting = False
             if updates:
                 await asyncio.gather(*updates)
-        duration = (time.perf_counter() - start) * 1000
+        outcome.duration_ms = duration
         hook = self.agent.after_tool_call
         if hook is not None:
             try:
@@ -656,7 +656,9 @@ class _Run:
                 raise
             except Exception as exc:
                 outcome = ToolOutcome(ToolResult.error(f"{type(exc).__name__}: {exc}"), True)
-        await self._execution_end(call, outcome, duration)
+            if outcome.duration_ms is None:
+                outcome.duration_ms = duration
+        await self._execution_end(call, outcome, outcome.duration_ms)
         return outcome
 
     async def _execution_end(self, call: ToolCall, outcome: ToolOutcome, duration: float | None) -> None:
@@ -688,4 +690,5 @@ def _result_message(call: ToolCall, outcome: ToolOutcome) -> ToolResultMessage:
         details=result.details,
         usage=result.usage,
         is_error=outcome.is_error,
+        duration_ms=outcome.duration_ms,
     )

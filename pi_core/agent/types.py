@@ -48,6 +48,9 @@ class ToolOutcome:
 
     result: ToolResult
     is_error: bool
+    duration_ms: int | None = None
+    """How long the tool ran (milliseconds); ``None`` when it never ran (refused,
+    blocked, not found)."""
 
 
 @dataclass

@@ -106,7 +106,12 @@ def combine_usage(*usages: Usage | None) -> Usage | None:
         values = [getattr(u, name) for u in present if getattr(u, name) is not None]
         return sum(values) if values else None
 
-    cost = Cost(**{name: sum(getattr(u.cost, name) for u in present) for name in Cost.model_fields})
+    amounts = ("input", "output", "cache_read", "cache_write", "total")
+    cost = Cost(**{name: sum(getattr(u.cost, name) for u in present) for name in amounts})
+    if len(present) > 1:  # a sum is the provider's figure only when every part is
+        cost.total_from_provider = all(u.cost.total_from_provider is True for u in present)
+    else:
+        cost.total_from_provider = present[0].cost.total_from_provider
     return Usage(
         input=total("input"),
         output=total("output"),

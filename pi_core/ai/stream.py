@@ -15,6 +15,7 @@ Neither iterating nor :meth:`AssistantMessageStream.result` ever raises for them
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -100,7 +101,9 @@ class AssistantMessageStream:
         self._run = run
         self._label = label or model.provider
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
-        self._builder = MessageBuilder(model, self._queue.put_nowait, thinking_level=thinking)
+        self._started = time.perf_counter()
+        self._started_ms = int(time.time() * 1000)
+        self._builder = MessageBuilder(model, self._push, thinking_level=thinking)
         self._task: asyncio.Task[None] | None = None
         self._finished = False
         self._aborting = False
@@ -108,8 +111,32 @@ class AssistantMessageStream:
 
     @property
     def message(self) -> AssistantMessage:
-        """The message as built so far (the ``partial`` of every event)."""
+        """The message as built so far."""
         return self._builder.message
+
+    def _push(self, event: Any) -> None:
+        """Queue an event with the message as it is *now*: the request runs ahead of the
+        consumer, so a ``partial`` read later would show text, usage and stop reason
+        that arrived after the event. ``start`` carries a copy of the empty message;
+        later events a shallow copy (scalar fields and usage as they are now; content
+        blocks shared, they only grow). ``done``/``error`` carry the final message."""
+        partial = event.partial
+        if event.type in ("done", "error"):
+            self._time(event.message if event.type == "done" else event.error)
+        elif partial is not None:
+            if event.type == "start":
+                event.partial = partial.model_copy(update={"content": list(partial.content)})
+            else:
+                event.partial = partial.model_copy()
+        self._queue.put_nowait(event)
+
+    def _time(self, message: AssistantMessage) -> None:
+        """``durationMs`` of the final message: from the stream's creation to its end,
+        unless the message has one already or began before this stream (a response
+        forwarded from elsewhere stays untimed)."""
+        if message.duration_ms is not None or message.timestamp < self._started_ms:
+            return
+        message.duration_ms = max(0, round((time.perf_counter() - self._started) * 1000))
 
     def _ensure_started(self) -> asyncio.Task[None]:
         if self._task is None:

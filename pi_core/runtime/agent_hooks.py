@@ -276,7 +276,9 @@ class ToolHooks:
         usage = self._nested_usage(after.tool_call.id, outcome.result.usage)
         changed = usage is not outcome.result.usage  # the usage of nested calls counts for the caller
         if changed:
-            outcome = ToolOutcome(outcome.result.model_copy(update={"usage": usage}), outcome.is_error)
+            outcome = ToolOutcome(
+                outcome.result.model_copy(update={"usage": usage}), outcome.is_error, outcome.duration_ms
+            )
         if not self.runner.has_handlers("tool_result"):
             return outcome if changed else None
         patched = await tool_result_hook(
@@ -287,7 +289,7 @@ class ToolHooks:
             result=outcome.result,
             is_error=outcome.is_error,
         )
-        return ToolOutcome(patched, patched.is_error)
+        return ToolOutcome(patched, patched.is_error, outcome.duration_ms)
 
 
 __all__ = [

@@ -374,8 +374,8 @@ class AgentSession:
             text, images = result.text or "", list(result.images or [])
         if expand:
             text = self.expand_text(text)
-        content: Any = text if not images else [TextContent(text=text), *images]
-        message = UserMessage(content=content)
+        # As pi 1.6.0 writes it: an array of blocks, also for text alone.
+        message = UserMessage(content=[TextContent(text=text), *images])
         if self._busy:
             if streaming_behavior == "steer":
                 self._queued_steer.append(text)

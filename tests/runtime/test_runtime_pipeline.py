@@ -115,7 +115,7 @@ async def test_commands_input_hook_skills_and_templates(cwd: Path, agent_dir: Pa
     await session.prompt("?why")
     await session.prompt("/skill:review the parser")
     await session.prompt("/fix 42 parser.py")
-    users = [c.messages[-1].content for c in script.contexts]
+    users = [c.messages[-1].content[0].text for c in script.contexts]
     assert users[0] == "Briefly: why"
     assert "Check every line." in users[1] and "the parser" in users[1] and 'name="review"' in users[1]
     assert users[2] == "Fix issue 42 in parser.py"

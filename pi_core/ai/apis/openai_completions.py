@@ -592,11 +592,44 @@ def _apply_usage(out: MessageBuilder, usage: dict[str, Any]) -> None:
         cached = get(usage, "cached_tokens")
     cached = cached or 0
     written = get(prompt_details, "cache_write_tokens") or 0
-    reasoning = get(get(usage, "completion_tokens_details"), "reasoning_tokens")
-    out.set_usage(
+    reasoning = get(get(usage, "completion_tokens_details"), "reasoning_tokens") or get(usage, "reasoning_tokens") or 0
+    result = out.set_usage(
         input=max(0, prompt - cached - written),
         output=completion,
         cache_read=cached,
         cache_write=written,
         reasoning=reasoning,
     )
+    if out.model.provider == "openrouter" or "openrouter.ai" in (out.model.base_url or ""):
+        _apply_reported_cost(result.cost, usage)
+
+
+def _valid_cost(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 and value != float("inf")
+
+
+def _apply_reported_cost(cost: Any, reported: dict[str, Any]) -> None:
+    """OpenRouter reports what it billed: that amount replaces the total computed from
+    the catalogue's prices (with a user's own key, the upstream cost is added)."""
+    billed = reported.get("cost")
+    if not _valid_cost(billed):
+        return
+    if reported.get("is_byok") is False:
+        cost.total = float(billed)
+        cost.total_from_provider = True
+        return
+    if reported.get("is_byok") is True:
+        details = reported.get("cost_details")
+        if not isinstance(details, dict):
+            return
+        upstream = details.get("upstream_inference_cost")
+        if upstream is None:
+            prompt_cost = details.get("upstream_inference_prompt_cost")
+            completion_cost = details.get("upstream_inference_completions_cost")
+            if not (_valid_cost(prompt_cost) and _valid_cost(completion_cost)):
+                return
+            upstream = prompt_cost + completion_cost
+        if not _valid_cost(upstream):
+            return
+        cost.total = float(billed) + float(upstream)
+        cost.total_from_provider = True

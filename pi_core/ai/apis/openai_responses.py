@@ -397,7 +397,7 @@ def _finish_response(response: dict[str, Any], out: MessageBuilder) -> None:
             output=usage.get("output_tokens") or 0,
             cache_read=cached,
             cache_write=written,
-            reasoning=_common.field(usage, "output_tokens_details", "reasoning_tokens"),
+            reasoning=_common.field(usage, "output_tokens_details", "reasoning_tokens") or 0,
             total_tokens=usage.get("total_tokens"),
         )
     status = response.get("status") or "completed"
