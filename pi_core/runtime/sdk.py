@@ -42,6 +42,7 @@ async def create_agent_session(
     stream_fn: Callable[..., Any] | None = None,
     mode: str = "sdk",
     ui: Any = None,
+    flags: dict[str, Any] | None = None,
 ) -> SessionRuntime:
     """Create a started session runtime.
 
@@ -53,6 +54,8 @@ async def create_agent_session(
     * ``plugins``: plugin objects (modules, classes, instances) loaded like ``-e``.
     * ``session``: a SessionManager, a session file to resume, or None for a new file
       session (``in_memory=True`` for one that is never written).
+    * ``flags``: values of plugin flags, as ``--name [VALUE]`` on the command line would
+      set them (``{"dry-run": True}``); plugins read them with ``ctx.get_flag``.
     """
     cwd = str(Path(cwd or os.getcwd()).resolve())
     options = ServiceOptions(
@@ -68,6 +71,7 @@ async def create_agent_session(
         exclude_tools=list(exclude_tools),
         no_tools=no_tools,
         sdk_tools=[t if isinstance(t, ToolDefinition) else tool(t) for t in custom_tools],
+        flags={name.removeprefix("--"): value for name, value in (flags or {}).items()},
     )
     if isinstance(session, str):
         manager: SessionManager | None = SessionManager.open(session)

@@ -21,6 +21,25 @@ built-in tools, the session file (in a temporary agent directory).
 
 The harness is synchronous (it runs its own event loop), so plugin tests need nothing
 but pytest; ``await pi.aprompt(...)`` is there for async tests.
+
+Before the first prompt a test may also set:
+
+* user settings with ``pi.configure(**keys)``, the project's ``.pi/settings.json`` with
+  ``pi.configure_project(**keys)``, and trust the project with ``pi.trust_project()``
+  (like ``pi --approve``; untrusted, the project's settings and plugins are ignored);
+* what the command line would: plugin flags with ``pi.flag("dry-run")`` /
+  ``pi.flag("level", "high")`` (``ctx.get_flag``), other options of
+  :func:`~pi_core.runtime.create_agent_session` with ``pi.set_options(tools=[...])``;
+* the mode with ``pi.set_mode("tui")`` (``ctx.mode``; ``tui``/``rpc``/``acp`` make
+  ``ctx.has_ui`` true);
+* dialog answers with ``pi.ui.answer("confirm", True)``; every ``ctx.ui`` call is
+  recorded in ``pi.ui.calls`` (:class:`~pi_core.testing.ui.RecordingUI`)::
+
+    pi.use(MyPlugin).set_mode("tui")
+    pi.ui.answer("select", "staging")
+    pi.prompt("deploy")
+    assert pi.ui.of("select")[0].args["options"] == ["staging", "production"]
+    assert ("info", "deployed to staging") in pi.ui.notifications
 """
 
 from __future__ import annotations
@@ -43,6 +62,7 @@ from pi_hookspecs import (
 
 from ..ai import FauxResponse, FauxScript, current_system_prompt, current_tools, faux_model
 from ..runtime import create_agent_session
+from .ui import RecordingUI, UICall
 
 ECHO = "__pi_echo_last_tool_result__"
 """A scripted reply that answers with the text of the last tool result."""
@@ -129,7 +149,14 @@ class PiHarness:
         self.plugins: list[Any] = []
         self.tools: list[Any] = []
         self.settings: dict[str, Any] = {}
+        """User settings (``settings.json`` in the agent folder), set with :meth:`configure`."""
+        self.project_settings: dict[str, Any] = {}
+        """The project's ``.pi/settings.json``, set with :meth:`configure_project`."""
         self.options: dict[str, Any] = {}
+        """Keyword arguments of :func:`~pi_core.runtime.create_agent_session` (see
+        :meth:`set_options`, :meth:`trust_project`, :meth:`flag`, :meth:`set_mode`)."""
+        self.ui = RecordingUI()
+        """``ctx.ui``: records every call and answers dialogs from :meth:`RecordingUI.answer`."""
         self._replies: list[Any] = []
         self._script: Any = None
         self._runtime: Any = None
@@ -154,6 +181,43 @@ class PiHarness:
         """User settings (``settings.json`` keys, camelCase)."""
         self._before_start("configure")
         self.settings.update(settings)
+        return self
+
+    def configure_project(self, **settings: Any) -> PiHarness:
+        """The project's ``.pi/settings.json`` keys (camelCase). They count only once the
+        project is trusted (:meth:`trust_project`)."""
+        self._before_start("configure_project")
+        self.project_settings.update(settings)
+        return self
+
+    def trust_project(self, trusted: bool = True) -> PiHarness:
+        """Trust the project (``pi --approve``), or with ``False`` refuse it
+        (``--no-approve``). Without a call nobody answers the trust question, so the
+        project stays untrusted."""
+        self._before_start("trust_project")
+        self.options["approve"] = trusted
+        return self
+
+    def flag(self, name: str, value: Any = True) -> PiHarness:
+        """Set a plugin flag as ``pi --NAME [VALUE]`` would (read with ``ctx.get_flag``)."""
+        self._before_start("flag")
+        self.options.setdefault("flags", {})[name.removeprefix("--")] = value
+        return self
+
+    def set_mode(self, mode: str) -> PiHarness:
+        """``ctx.mode`` of the session (default ``sdk``); with ``tui``, ``rpc`` or ``acp``
+        ``ctx.has_ui`` is true, so plugins open their dialogs (answered by ``pi.ui``)."""
+        self._before_start("set_mode")
+        self.options["mode"] = mode
+        return self
+
+    def set_options(self, **options: Any) -> PiHarness:
+        """Other options of :func:`~pi_core.runtime.create_agent_session`, the command
+        line's counterparts: ``tools=["read", "bash"]`` (``--tools``),
+        ``exclude_tools=[...]``, ``no_tools=True``, ``thinking_level="high"``,
+        ``extensions=["path/to/plugin.py"]`` (``-e``)."""
+        self._before_start("set_options")
+        self.options.update(options)
         return self
 
     def script(self, *replies: Any) -> PiHarness:
@@ -184,8 +248,11 @@ class PiHarness:
             return self._runtime
         if self.settings:
             (self.agent_dir / "settings.json").write_text(json.dumps(self.settings))
+        if self.project_settings:
+            (self.project / ".pi").mkdir(exist_ok=True)
+            (self.project / ".pi" / "settings.json").write_text(json.dumps(self.project_settings))
         self._script = FauxScript(self._replies, fallback=lambda ctx: "(the test scripted no more replies)")
-        options = {"installed_plugins": False, **self.options}
+        options = {"installed_plugins": False, "ui": self.ui, **self.options}
         self._runtime = await create_agent_session(
             cwd=self.project,
             model=faux_model(self._script),
@@ -261,10 +328,16 @@ class PiHarness:
         """Plugin load diagnostics (import errors, bad signatures, conflicts …)."""
         return list(self.session.plugins.diagnostics)
 
+    async def aclose(self) -> None:
+        """End the session (its ``session_shutdown`` hooks run); for async tests, whose
+        own loop must dispose of it. The fixture calls :meth:`close` at teardown."""
+        if self._runtime is not None:
+            runtime, self._runtime = self._runtime, None
+            await runtime.dispose()
+
     def close(self) -> None:
         if self._runtime is not None:
-            self._loop.run_until_complete(self._runtime.dispose())
-            self._runtime = None
+            self._loop.run_until_complete(self.aclose())
         self._loop.close()
 
 
@@ -276,4 +349,4 @@ def pi_harness(agent_dir: Path, project: Path) -> Iterator[PiHarness]:
         harness.close()
 
 
-__all__ = ["ECHO", "PiHarness", "Run", "ToolOutcome", "call", "calls", "pi_harness"]
+__all__ = ["ECHO", "PiHarness", "RecordingUI", "Run", "ToolOutcome", "UICall", "call", "calls", "pi_harness"]
