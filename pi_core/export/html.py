@@ -1,0 +1,244 @@
+"""A session as one self-contained HTML page (``pi --export``, ``/export``, RPC ``export_html``).
+
+The page holds everything it shows: styles and script inline, images as ``data:`` URIs,
+and a Content-Security-Policy that forbids every network fetch and any script but the
+page's own (so text of the session can never run as code, even if it were not escaped -
+and it is: Jinja2 escapes every value, Markdown is rendered with raw HTML turned off).
+
+It shows the whole tree of the session - every branch - with the active path marked,
+each entry (user, assistant with thinking and tool calls, tool results, shell commands,
+compaction and branch summaries, plugin messages, model and thinking changes), images
+inline, and the system prompt and tools as the session recorded them. Click an entry of
+the tree to view its branch.
+
+Jinja2, markdown-it-py and Pygments are imported when a page is rendered, never when
+this module is imported.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .. import __version__
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
+
+APP_NAME = "pi"
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+class ExportError(Exception):
+    """The export failed; the message is one line naming the file."""
+
+
+class _SessionSource(Protocol):
+    """What an export needs of an open session (``SessionManager`` has it)."""
+
+    def get_header(self) -> Any: ...
+
+    def get_entries(self) -> Sequence[Any]: ...
+
+    def get_leaf_id(self) -> str | None: ...
+
+    def get_session_file(self) -> str | None: ...
+
+    def get_session_id(self) -> str: ...
+
+
+# ---------------------------------------------------------------------------- public API
+
+
+def export_session_html(session_path: Path, out_path: Path | None = None) -> Path:
+    """Write the session file ``session_path`` as an HTML page and return the page's path.
+
+    ``out_path`` defaults to ``pi-session-<file name without .jsonl>.html`` in the
+    current directory (as pi 1.6.0 names it); an existing directory receives that name.
+    Raises :class:`ExportError` (one line) for a missing file, a file that is not a pi
+    session, or an output that cannot be written.
+    """
+    from ..session import InvalidSessionError, SessionError, SessionManager
+
+    source = Path(os.path.abspath(Path(session_path).expanduser()))
+    if not source.exists():
+        raise ExportError(f"File not found: {source}")
+    if source.is_dir():
+        raise ExportError(f"{source} is a directory, not a session file")
+    try:
+        if source.stat().st_size == 0:
+            raise ExportError(f"Session file is empty, nothing to export: {source}")
+        manager = SessionManager.open(source, read_only=True)
+    except InvalidSessionError:
+        raise ExportError(f"Session file is not a valid pi session: {source}") from None
+    except (SessionError, OSError, UnicodeDecodeError) as exc:
+        raise ExportError(f"Cannot read session file {source}: {_reason(exc)}") from None
+    with manager:
+        return export_manager_html(manager, out_path)
+
+
+def export_manager_html(
+    session: _SessionSource,
+    out_path: Path | str | None = None,
+    *,
+    system_prompt: str | None = None,
+    tools: Sequence[Any] | None = None,
+) -> Path:
+    """Write an open session (a ``SessionManager``) as an HTML page; returns its path.
+
+    ``system_prompt`` and ``tools`` (declarations: objects with ``name``, ``description``
+    and ``parameters``) are shown when no entry of the session records the prompt (a
+    session from before system messages were recorded). The default output name comes
+    from the session file, or the session id for a session kept in memory.
+    """
+    entries = [entry.to_json() if hasattr(entry, "to_json") else dict(entry) for entry in session.get_entries()]
+    if not entries:
+        raise ExportError("Nothing to export yet - start a conversation first")
+    header = session.get_header()
+    header_json = header.to_json() if hasattr(header, "to_json") else dict(header or {})
+    session_file = session.get_session_file()
+    stem = _stem(session_file) if session_file else session.get_session_id()
+    html = render_session_html(
+        header_json,
+        entries,
+        session.get_leaf_id(),
+        system_prompt=system_prompt,
+        tools=[t.to_json() if hasattr(t, "to_json") else t for t in tools or ()],
+    )
+    return write_page(html, out_path, stem)
+
+
+def default_output_name(session_file: str | os.PathLike[str]) -> str:
+    """``pi-session-<file name without .jsonl>.html``: pi 1.6.0's name for an export."""
+    return f"{APP_NAME}-session-{_stem(session_file)}.html"
+
+
+def render_session_html(
+    header: Mapping[str, Any] | None,
+    entries: Sequence[Mapping[str, Any]],
+    leaf_id: str | None,
+    *,
+    system_prompt: str | None = None,
+    tools: Sequence[Any] | None = None,
+) -> str:
+    """The page for a session given as its header and entries (JSON objects as in the
+    file) and the leaf of its active branch."""
+    from markupsafe import Markup
+
+    from . import _markup, _view
+
+    page = _view.build_page(header, entries, leaf_id, system_prompt=system_prompt, tools=tools)
+    env = _environment()
+    css = env.get_template("session.css").render(
+        pygments_light=Markup(_markup.pygments_css("default", ":root")),
+        pygments_dark=Markup(_markup.pygments_css("monokai", ":root")),
+    )
+    script = _read("session.js")
+    # [id, parent id] in file order (an object would not keep it: ids may look like numbers)
+    links = [[entry_id, parent] for entry_id, parent in page.parents.items()]
+    state = json.dumps({"entries": links, "leaf": page.leaf_id}, ensure_ascii=True, separators=(",", ":"))
+    # a JSON data block must not contain "</script" (or "<!--"): escape every "<"
+    state = state.replace("<", "\\u003c")
+    return env.get_template("session.html.j2").render(
+        page=page,
+        css=Markup(css),
+        script=Markup(script),
+        state=Markup(state),
+        csp=_csp(css, script),
+        version=__version__,
+    )
+
+
+def write_page(html: str, out_path: Path | str | None, stem: str) -> Path:
+    """Write ``html`` to ``out_path`` (default ``pi-session-<stem>.html`` here; a directory
+    receives that name) and return the absolute path written."""
+    name = f"{APP_NAME}-session-{stem}.html"
+    target = Path(name) if out_path is None or str(out_path) == "" else Path(out_path).expanduser()
+    if target.is_dir():
+        target = target / name
+    target = Path(os.path.abspath(target))
+    try:
+        target.write_text(html, encoding="utf-8")
+    except OSError as exc:
+        raise ExportError(f"Cannot write {target}: {_reason(exc)}") from None
+    return target
+
+
+# ---------------------------------------------------------------------------- internals
+
+
+def _stem(path: str | os.PathLike[str]) -> str:
+    name = os.path.basename(os.fspath(path))
+    return name[: -len(".jsonl")] if name.endswith(".jsonl") and len(name) > len(".jsonl") else name
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _read(name: str) -> str:
+    return (TEMPLATES / name).read_text(encoding="utf-8")
+
+
+def _csp(css: str, script: str) -> str:
+    """No fetches at all (images only from data: URIs), and only this page's own style
+    and script, named by their hashes."""
+
+    def digest(text: str) -> str:
+        return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii") + "'"
+
+    return (
+        f"default-src 'none'; img-src data:; style-src {digest(css)}; script-src {digest(script)}; "
+        "base-uri 'none'; form-action 'none'"
+    )
+
+
+def _blank_none(value: Any) -> Any:
+    """``{{ x }}`` of a missing field prints nothing rather than ``None``."""
+    return "" if value is None else value
+
+
+@functools.cache
+def _environment() -> Environment:
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+    from . import _markup, _view
+
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        autoescape=select_autoescape(["html", "j2"], default_for_string=True, default=True),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        finalize=_blank_none,
+    )
+    env.globals.update(
+        md=_markup.markdown,
+        code=_markup.highlight,
+        lexer_for_path=_markup.lexer_for_path,
+        blocks=_view.blocks,
+        text_of=_view.text_of,
+        images_of=_view.images_of,
+        image_src=_view.image_src,
+        as_dict=_view.as_dict,
+        short_path=_view.short_path,
+        format_time=_view.format_time,
+        format_tokens=_view.format_tokens,
+        pretty_json=_view.pretty_json,
+        skill_block=_view.skill_block,
+        diff_lines=_view.diff_lines,
+        read_range=_view.read_range,
+        system_text=_view.system_text,
+        system_update_text=_view.system_update_text,
+        system_update_summary=_view.system_update_summary,
+        tool_infos=_view.tool_infos,
+    )
+    return env
