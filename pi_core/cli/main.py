@@ -52,6 +52,8 @@ def run(argv: list[str]) -> int:
         from .listing import print_models
 
         return print_models(args.list_models)
+    if args.export is not None:
+        return _export(args.export, args.messages)
     mode = args.mode
     interactive = mode == "text" and not args.print and sys.stdin.isatty() and sys.stdout.isatty()
     if interactive:
@@ -72,6 +74,24 @@ def run(argv: list[str]) -> int:
     if not sys.stdin.isatty():
         stdin_text = sys.stdin.read() or None
     return asyncio.run(_run_print(args, stdin_text, json_mode=mode == "json"))
+
+
+def _export(session_file: str, rest: list[str]) -> int:
+    """``pi --export SESSION.jsonl [OUT.html]``: write the page, print where, exit."""
+    from pathlib import Path
+
+    from ..export.html import ExportError, export_session_html
+
+    if len(rest) > 1:
+        print(f"pi: --export takes one output path after the session file, not {len(rest)}", file=sys.stderr)
+        return 1
+    try:
+        written = export_session_html(Path(session_file), Path(rest[0]) if rest else None)
+    except ExportError as exc:
+        print(f"pi: {exc}", file=sys.stderr)
+        return 1
+    print(f"Exported to: {written}")
+    return 0
 
 
 async def _run_print(args: argparse.Namespace, stdin_text: str | None, *, json_mode: bool) -> int:

@@ -27,6 +27,9 @@ EPILOG = """commands:
   pi list                       recorded packages, versions and their extensions
   pi models [SEARCH]            models and whether their provider has a key
   pi sessions [--all]           saved sessions of this folder
+  pi --export SESSION.jsonl [OUT.html]
+                                the session as one self-contained HTML page
+                                (default: pi-session-<name>.html here), then exit
 
 examples:
   pi                                    interactive session in this folder
@@ -79,6 +82,12 @@ def build_parser(plugin_flags: Sequence[Registered[FlagDefinition]] | None = Non
     sessions.add_argument("--session-dir", help="where sessions are stored and looked up")
     sessions.add_argument("--no-session", action="store_true", help="keep the session in memory only")
     sessions.add_argument("-n", "--name", help="session display name")
+    sessions.add_argument(
+        "--export",
+        metavar="SESSION.jsonl",
+        help="write the session file as an HTML page and exit; the first argument after it names the page "
+        "(default pi-session-<file name>.html in this folder)",
+    )
 
     tools = parser.add_argument_group("tools")
     tools.add_argument("-t", "--tools", type=_list, help="allowlist (names, * patterns) or +name/-name changes")
