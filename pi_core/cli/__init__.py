@@ -54,6 +54,9 @@ def main(argv: list[str] | None = None) -> None:
 
         run_subcommand(args)
         return
+    from .._entrypoints import prepare
+
+    prepare()  # one walk of the installed distributions answers every lookup below
     if args and _could_be_plugin_command(args[0]):
         from .plugin_commands import fast_cli_command, load_cli_commands, run_cli_command
 

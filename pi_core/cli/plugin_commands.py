@@ -35,9 +35,9 @@ def fast_cli_command(name: str) -> Any:
     """The command ``name`` declared in :data:`FAST_GROUP`, as a definition
     :func:`run_cli_command` takes, or ``None`` (not declared, or its import failed:
     then the plugins are loaded and asked as usual)."""
-    from importlib.metadata import entry_points
+    from .._entrypoints import entry_points
 
-    for entry in entry_points(group=FAST_GROUP, name=name):
+    for entry in (ep for ep in entry_points(FAST_GROUP) if ep.name == name):
         try:
             main = entry.load()
         except Exception as exc:

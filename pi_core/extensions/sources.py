@@ -26,12 +26,12 @@ import sys
 import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
 from pi_hookspecs import ENTRY_POINT_GROUP, PROJECT_NAME
 
+from .._entrypoints import entry_points
 from .diagnostics import Diagnostic
 
 SourceKind = Literal["builtin", "entrypoint", "user", "settings", "project", "cli", "sdk"]
@@ -180,9 +180,8 @@ def entry_point_sources(diagnostics: list[Diagnostic]) -> list[PluginSource]:
     wins; importing happens later, one at a time)."""
     sources: list[PluginSource] = []
     seen: dict[str, str] = {}
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        dist = getattr(ep, "dist", None)
-        dist_name = dist.metadata["Name"] if dist is not None else None
+    for ep in entry_points(ENTRY_POINT_GROUP):
+        dist_name = ep.distribution
         if ep.name in seen:
             if seen[ep.name] != ep.value:
                 diagnostics.append(
@@ -203,7 +202,7 @@ def entry_point_sources(diagnostics: list[Diagnostic]) -> list[PluginSource]:
                 origin=ep.value,
                 loader=ep.load,
                 distribution=dist_name,
-                version=dist.version if dist is not None else None,
+                version=ep.version,
             )
         )
     return sources
