@@ -296,6 +296,12 @@ class PiHarness:
         return self._runtime.session
 
     @property
+    def session_manager(self) -> Any:
+        """The session's :class:`~pi_hookspecs.SessionView` (what plugins see as
+        ``ctx.session_manager``): ``get_session_name()``, ``get_entries()`` …"""
+        return self.session.sm
+
+    @property
     def events(self) -> list[Any]:
         return list(self._events)
 

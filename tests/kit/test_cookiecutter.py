@@ -63,6 +63,7 @@ def venv(rendered: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
             str(REPO),
             *editable,
             "pytest",
+            "pytest-asyncio",
         ],
         capture_output=True,
         text=True,
@@ -94,7 +95,7 @@ def test_the_template_renders_a_plugin_package(rendered: Path) -> None:
     pyproject = (rendered / "pi-shell-guard" / "pyproject.toml").read_text()
     assert 'name = "pi-shell-guard"' in pyproject
     assert 'dependencies = ["pi-hookspecs", "pydantic>=2.7"]' in pyproject
-    assert 'test = ["pi-core", "pytest>=8"]' in pyproject
+    assert 'test = ["pi-core", "pytest>=8", "pytest-asyncio>=0.24"]' in pyproject
     assert '"shell_guard" = "pi_shell_guard:ShellGuardPlugin"' in pyproject
     assert '"shellGuard": {' in (rendered / "pi-shell-guard" / "README.md").read_text()
     sources = [p for p in rendered.rglob("*") if p.suffix in (".py", ".md", ".toml", ".typed")]
@@ -123,7 +124,8 @@ def test_the_generated_tests_pass_in_a_fresh_environment(venv: Path, rendered: P
         timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "7 passed" in result.stdout
+    assert "10 passed" in result.stdout
+    assert "warning" not in (result.stdout + result.stderr).lower()  # the template's pytest config is clean
 
 
 def test_pi_discovers_the_generated_plugin(venv: Path, tmp_path: Path) -> None:

@@ -161,6 +161,21 @@ def test_python_examples(path: Path, doc_env: Path, tmp_path: Path, monkeypatch:
         loop.close()
 
 
+PRIVATE_ATTRIBUTE = re.compile(r"(?<![\w.])(?!os\._exit\b|self\.|cls\.)[A-Za-z_]\w*(?:\.\w+)*\._[a-z]\w*")
+
+
+def test_python_examples_use_only_public_attributes() -> None:
+    """What readers copy must keep working: no ``obj._private`` of pi in the docs' code
+    (a plugin class's own ``self._state`` is its business)."""
+    found = [
+        f"{block.path.name}:{block.line}: {match.group()}"
+        for path in DOC_FILES
+        for block in of_kind(path, "python", "codemode")
+        for match in PRIVATE_ATTRIBUTE.finditer(block.code)
+    ]
+    assert not found, "docs examples use private attributes:\n" + "\n".join(found)
+
+
 def test_codemode_scripts_compile() -> None:
     for block in (b for path in DOC_FILES for b in of_kind(path, "codemode")):
         try:

@@ -74,3 +74,36 @@ def test_the_entry_point_names_the_plugin_class() -> None:
     target = pyproject["project"]["entry-points"]["pi.extensions"]["{{ cookiecutter.__module }}"]
     module, _, attribute = target.partition(":")
     assert getattr(importlib.import_module(module), attribute) is {{ cookiecutter.__class }}
+
+
+def test_a_trusted_project_cannot_loosen_the_policy(pi: PiHarness) -> None:
+    # The policy keys come from the user's settings only: a project the user trusts
+    # (its .pi/settings.json counts) still cannot switch the safeguards off.
+    pi.use({{ cookiecutter.__class }}).configure(**{SETTINGS_KEY: {"redact": [r"sk-[A-Za-z0-9]+"]}})
+    pi.configure_project(**{SETTINGS_KEY: {"blockedCommands": [], "redact": [], "greeting": "Yo"}}).trust_project()
+    pi.write("config.txt", "key = sk-abc123\n")
+    pi.script(call("bash", command="rm -rf /"), call("read", path="config.txt"), call("{{ cookiecutter.__tool }}", name="Ada"),
+              ECHO)
+    run = pi.prompt("clean the disk, show the config, greet Ada")
+    blocked, read, greeted = run.tool_results
+    assert blocked.is_error and blocked.text.startswith("{{ cookiecutter.__module }}: the command matches")
+    assert read.text == "key = [redacted]"
+    assert greeted.text == "Yo, Ada!"  # keys that are not policy may come from the project
+    assert pi.ui.notifications == [
+        ("warning", f"{{ cookiecutter.__module }}: ignored {SETTINGS_KEY}.blockedCommands, {SETTINGS_KEY}.redact of the "
+         "project's .pi/settings.json: policy settings count only in your user settings")
+    ]
+
+
+def test_a_project_s_snake_case_policy_keys_are_ignored_too(pi: PiHarness) -> None:
+    pi.use({{ cookiecutter.__class }}).configure_project(**{SETTINGS_KEY: {"blocked_commands": []}}).trust_project()
+    pi.script(call("bash", command="rm -rf /"), ECHO)
+    assert pi.prompt("clean the disk").tool_results[0].is_error
+
+
+def test_the_user_s_own_policy_settings_apply_in_a_trusted_project(pi: PiHarness) -> None:
+    pi.use({{ cookiecutter.__class }}).configure(**{SETTINGS_KEY: {"blockedCommands": [r"\bsudo\b"]}}).trust_project()
+    pi.script(call("bash", command="sudo true"), ECHO)
+    result = pi.prompt("become root").tool_results[0]
+    assert result.is_error and "sudo" in result.text
+    assert pi.ui.notifications == []

@@ -22,7 +22,7 @@ from pi_hookspecs import (
     tool,
 )
 
-from .settings import Settings, SettingsError
+from .settings import SETTINGS_KEY, Settings, SettingsError
 
 PLUGIN_NAME = "{{ cookiecutter.__module }}"
 REDACTED = "[redacted]"
@@ -33,11 +33,15 @@ class {{ cookiecutter.__class }}:
 
     def __init__(self) -> None:
         self._settings: Settings | None = None
+        self._ignored: list[str] = []
 
     def settings(self, ctx: ExtensionContext) -> Settings:
-        """The validated settings (read once per session runtime); raises :class:`SettingsError`."""
+        """The validated settings (read once per session runtime); raises :class:`SettingsError`.
+
+        The policy keys come from the user's settings only (``ctx.get_settings("user")``):
+        a trusted project's ``.pi/settings.json`` cannot loosen them."""
         if self._settings is None:
-            self._settings = Settings.from_settings(ctx.get_settings())
+            self._settings, self._ignored = Settings.from_scopes(ctx.get_settings("user"), ctx.get_settings())
         return self._settings
 
     # ------------------------------------------------------------------ a tool
@@ -62,6 +66,10 @@ class {{ cookiecutter.__class }}:
     def session_start(self, ctx: ExtensionContext) -> None:
         # Invalid settings raise here: pi reports the error naming this plugin at startup.
         self.settings(ctx)
+        if self._ignored:
+            keys = ", ".join(f"{SETTINGS_KEY}.{key}" for key in self._ignored)
+            ctx.ui.notify(f"{PLUGIN_NAME}: ignored {keys} of the project's .pi/settings.json: "
+                          "policy settings count only in your user settings", "warning")
 
     # ------------------------------------------------------------------ a policy
 

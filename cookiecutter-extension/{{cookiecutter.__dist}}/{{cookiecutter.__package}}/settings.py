@@ -1,7 +1,15 @@
 """The plugin's settings: the ``{{ cookiecutter.__settings_key }}`` key of pi's settings.json.
 
-User settings (``~/.pi/agent/settings.json``) and a trusted project's ``.pi/settings.json``
-are merged by pi; the plugin reads the result with ``ctx.get_settings()``::
+Two kinds of keys:
+
+* **policy keys** (``blockedCommands``, ``redact``) are read from the user's settings
+  alone (``ctx.get_settings("user")``, ``~/.pi/agent/settings.json``): a project the
+  user trusts can still be someone else's repository, and its ``.pi/settings.json``
+  must not switch a safeguard off. A project's policy keys are ignored (and reported);
+* the other keys (``greeting``) come from the merged settings (``ctx.get_settings()``),
+  where a trusted project's ``.pi/settings.json`` overrides the user's.
+
+::
 
     {
       "{{ cookiecutter.__settings_key }}": {
@@ -21,6 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 
 SETTINGS_KEY = "{{ cookiecutter.__settings_key }}"
+POLICY_FIELDS = ("blocked_commands", "redact")
+"""The fields that make the policy: read from the user's settings only."""
 
 
 class SettingsError(ValueError):
@@ -48,6 +58,28 @@ class Settings(BaseModel):
             except re.error as exc:
                 raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
         return patterns
+
+    @classmethod
+    def policy_keys(cls) -> set[str]:
+        """The keys (camelCase and snake_case) only the user's settings may set."""
+        return {name for field_name in POLICY_FIELDS for name in (field_name, to_camel(field_name))}
+
+    @classmethod
+    def from_scopes(cls, user: dict[str, Any], effective: dict[str, Any]) -> tuple[Settings, list[str]]:
+        """The settings from pi's user settings and the merged ones (``ctx.get_settings("user")``
+        and ``ctx.get_settings()``): policy keys from ``user`` only, the rest from
+        ``effective``. Returns them with the policy keys a project tried to set (ignored);
+        raises :class:`SettingsError`."""
+        mine = user.get(SETTINGS_KEY, {})
+        merged = effective.get(SETTINGS_KEY, {})
+        for value in (mine, merged):
+            if not isinstance(value, dict):  # not an object: the validation reports it (fail closed)
+                return cls.from_settings({SETTINGS_KEY: value}), []
+        policy = cls.policy_keys()
+        ignored = sorted(k for k in merged if k in policy and (k not in mine or merged[k] != mine[k]))
+        data = {k: v for k, v in merged.items() if k not in policy}
+        data.update({k: v for k, v in mine.items() if k in policy})
+        return cls.from_settings({SETTINGS_KEY: data}), ignored
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> Settings:
