@@ -14,9 +14,11 @@ from typing import Any
 from pi_hookspecs import ImageContent
 
 from ..resources.loader import ResourceOptions
+from ..resources.settings import Settings, apply_http_proxy, session_dir_setting
 from ..runtime import ServiceOptions, SessionRuntime
 from ..runtime.services import RequiredExtensionError
 from ..session import SessionManager
+from ..session.paths import SESSION_DIR_ENV
 from .options import plugin_flag_values
 from .process import startup_done
 
@@ -105,6 +107,44 @@ def _session_manager(args: argparse.Namespace, cwd: str) -> SessionManager:
     return SessionManager.create(cwd, session_dir=session_dir)
 
 
+def resolved_session_dir(args: argparse.Namespace, cwd: str) -> str | None:
+    """Where sessions live: ``--session-dir``, else ``$PI_CODING_AGENT_SESSION_DIR``
+    (read by the session store), else the ``sessionDir`` setting (the project's even
+    before the trust decision: pi needs it to find the session), else ``None``."""
+    if args.session_dir:
+        return str(args.session_dir)
+    if os.environ.get(SESSION_DIR_ENV, "").strip():
+        return None
+    setting = session_dir_setting(cwd)
+    return str(setting) if setting is not None else None
+
+
+def model_scope(args: argparse.Namespace, settings: Settings) -> list[str]:
+    """The model patterns of ``--models``, else of the ``enabledModels`` setting."""
+    return list(args.models or settings.enabled_models or [])
+
+
+def _start_in_scope(session: Any, args: argparse.Namespace) -> str | None:
+    """A new session without ``--model`` starts on the first usable model of the scope
+    (``--models`` / ``enabledModels``) unless the default model is in it, as pi 1.6.0."""
+    patterns = model_scope(args, session.services.resources.settings)
+    if not patterns:
+        return None
+    selections, warnings = session.models.resolve_scope(patterns)
+    for warning in warnings:
+        print(f"pi: {warning}", file=sys.stderr)
+    usable = [s for s in selections if s.model.api == "faux" or session.models.has_auth(s.model.provider)]
+    if not usable:
+        return None
+    current = session.agent.state.model
+    chosen = next((s for s in usable if current is not None and s.model.ref == current.ref), usable[0])
+    session.agent.state.model = chosen.model
+    if chosen.thinking_level and not args.thinking:
+        session.agent.state.thinking_level = session.clamp_thinking_level(chosen.thinking_level)
+    level: str | None = chosen.thinking_level
+    return level
+
+
 def service_options(
     args: argparse.Namespace, *, mode: str, ui: Any = None, ask_user_trust: Callable[[str], Awaitable[Any]] | None = None
 ) -> ServiceOptions:
@@ -165,6 +205,7 @@ async def _open_runtime(
     if args.offline:
         os.environ["PI_OFFLINE"] = "1"
     cwd = str(Path(cwd or os.getcwd()).resolve())
+    args.session_dir = resolved_session_dir(args, cwd)
     try:
         manager = _session_manager(args, cwd)
     except CliError:
@@ -179,6 +220,9 @@ async def _open_runtime(
     except RequiredExtensionError as exc:  # named plugins and the fix; never a traceback
         raise CliError(str(exc)) from exc
     session = runtime.session
+    settings = session.services.resources.settings
+    apply_http_proxy(settings)
+    suffix_level: str | None = None
     if args.model:
         try:
             selection = session.models.resolve(args.model, provider=args.provider)
@@ -187,16 +231,23 @@ async def _open_runtime(
         if selection.warning:
             print(f"pi: {selection.warning}", file=sys.stderr)
         session.agent.state.model = selection.model
+        suffix_level = selection.thinking_level
         if selection.thinking_level and not args.thinking:
             session.agent.state.thinking_level = session.clamp_thinking_level(selection.thinking_level)
     elif args.provider:
         raise CliError("--provider needs --model")
+    elif not manager.get_entry_count():
+        suffix_level = _start_in_scope(session, args)
     if args.api_key:
         if not args.model:
             raise CliError("--api-key needs a model selected with --model")
         session.api_key_override = args.api_key
     if args.thinking:
         session.agent.state.thinking_level = session.clamp_thinking_level(args.thinking)
+    elif not manager.get_entry_count() and not suffix_level and session.agent.state.model is not None:
+        per_model = settings.model_thinking_level(session.agent.state.model.ref)
+        if per_model:  # modelThinkingLevels of the model the options chose
+            session.agent.state.thinking_level = session.clamp_thinking_level(per_model)
     return runtime
 
 
@@ -211,6 +262,10 @@ def diagnostics_of(runtime: SessionRuntime) -> list[str]:
     """Load problems worth telling the user about: plugins, settings, resources, models."""
     session = runtime.session
     out = [d.format() for d in session.plugins.diagnostics if d.level in ("error", "warning")]
-    out += [str(d) for d in session.services.resources.diagnostics if getattr(d, "level", "") == "error"]
+    out += [
+        str(d)
+        for d in session.services.resources.diagnostics
+        if d.level == "error" or (d.level == "warning" and d.kind == "settings")
+    ]
     out += session.services.diagnostics
     return out

@@ -12,7 +12,9 @@ from typing import Any
 
 from ..ai import ModelRegistry
 from ..ai.selection import collation_key
+from ..resources.settings import session_dir_setting
 from ..session import SessionInfo, SessionManager
+from ..session.paths import SESSION_DIR_ENV
 
 
 async def _registry() -> ModelRegistry:
@@ -116,6 +118,9 @@ def print_models(search: str = "", *, as_json: bool = False, all_models: bool = 
 
 
 def print_sessions(*, all_dirs: bool = False, as_json: bool = False, session_dir: str | None = None) -> int:
+    if session_dir is None and not os.environ.get(SESSION_DIR_ENV, "").strip():
+        setting = session_dir_setting(os.getcwd())  # the sessionDir setting, as a run finds it
+        session_dir = str(setting) if setting is not None else None
     infos = SessionManager.list_all(session_dir) if all_dirs else SessionManager.list(os.getcwd(), session_dir)
     if as_json:
         print(json.dumps([_info_json(i) for i in infos], indent=2, default=str))

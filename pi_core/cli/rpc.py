@@ -39,7 +39,7 @@ from ..agent.types import QueueMode
 from ..ai.models import supported_thinking_levels
 from ..compaction import estimate_context_tokens
 from ..runtime import AgentSession, SessionBusyError, SessionRuntime
-from .bootstrap import CliError, diagnostics_of, open_runtime, start_runtime
+from .bootstrap import CliError, diagnostics_of, model_scope, open_runtime, start_runtime
 from .print_mode import event_record
 from .rpc_ui import NO_DATA, LineReader, RawJson, RpcOutput, RpcUI, dumps
 
@@ -423,9 +423,10 @@ class RpcServer:
     async def cmd_cycle_model(self, command: Command) -> Any:
         session = self.session
         registry = session.models
-        scoped = bool(self.args.models)
+        patterns = model_scope(self.args, session.services.resources.settings)
+        scoped = bool(patterns)
         if scoped:
-            selections, _warnings = registry.resolve_scope(self.args.models)
+            selections, _warnings = registry.resolve_scope(patterns)
             candidates = [(s.model, s.thinking_level) for s in selections if _usable(session, s.model)]
         else:
             candidates = [(model, None) for model in registry.available()]

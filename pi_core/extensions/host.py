@@ -139,9 +139,8 @@ class PluginHost:
         self.registry = Registry(diagnostics=self.diagnostics)
         self.liveness = Liveness()
         self.project_trusted = False
+        # settings problems are reported once, by the resource loader (load_resources)
         self.settings: Settings = load_settings(self.cwd, agent_dir=self.agent_dir, project_trusted=False)
-        for error in self.settings.errors:
-            self._diag("error", str(error), plugin=None, source="settings", path=str(error.path))
         self.context_host = ContextHost(
             cwd=self.cwd,
             mode=self.options.mode,
@@ -360,9 +359,6 @@ class PluginHost:
         diagnostics: list[Diagnostic] = []
         if project_trusted:
             self.settings = load_settings(self.cwd, agent_dir=self.agent_dir, project_trusted=True)
-            for error in self.settings.errors:
-                if error.path == self.settings.project_path:
-                    self._diag("error", str(error), plugin=None, source="settings", path=str(error.path))
             self.context_host.use_settings(self.settings)
         project = self.project_sources(diagnostics)
         for diagnostic in diagnostics:

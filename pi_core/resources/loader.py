@@ -11,7 +11,7 @@ assembles the inputs of the system prompt.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +22,7 @@ from ._files import absolute_path
 from .context_files import load_context_files
 from .diagnostics import ResourceDiagnostic
 from .prompt_templates import PromptTemplate, load_prompt_templates
-from .settings import Settings, load_settings
+from .settings import Settings, load_settings, unknown_key_errors
 from .skills import load_skills
 from .system_files import SystemPromptFiles, load_system_prompt_files
 
@@ -138,8 +138,12 @@ def load_resources(
     settings: Settings | None = None,
     options: ResourceOptions | None = None,
     home: Path | None = None,
+    plugin_names: Iterable[str] = (),
 ) -> Resources:
     """Load every resource of ``cwd`` for a decided trust state.
+
+    ``plugin_names`` (of the loaded plugins) claim the top-level settings keys named
+    after them; other undeclared keys are reported as unknown.
 
     An untrusted project still gets its context files (``AGENTS.md`` …), but none of
     its settings, skills, prompt templates or ``SYSTEM.md`` / ``APPEND_SYSTEM.md``.
@@ -151,9 +155,9 @@ def load_resources(
     if settings is None or settings.project_trusted != project_trusted:
         settings = load_settings(base, agent_dir=adir, project_trusted=project_trusted)
     resources = Resources(cwd=base, agent_dir=adir, settings=settings, options=opts, home=home)
-    for error in [*settings.errors, *settings.validate()]:
+    for error in [*settings.errors, *settings.validate(), *unknown_key_errors(settings, plugin_names)]:
         where, _, message = str(error).partition(": ")  # "file[:line:column]: message"
-        resources.diagnostics.append(ResourceDiagnostic("error", message, where, kind="settings"))
+        resources.diagnostics.append(ResourceDiagnostic(error.level, message, where, kind="settings"))
 
     context = load_context_files(base, agent_dir=adir, enabled=not opts.no_context_files)
     resources.context_files = context.files

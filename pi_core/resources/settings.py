@@ -51,10 +51,19 @@ _MISSING: Any = object()
 class SettingsError(ValueError):
     """A settings file that cannot be used. The message names the file and line."""
 
-    def __init__(self, path: Path, message: str, line: int | None = None, column: int | None = None):
+    def __init__(
+        self,
+        path: Path,
+        message: str,
+        line: int | None = None,
+        column: int | None = None,
+        *,
+        level: Literal["error", "warning"] = "error",
+    ):
         self.path = path
         self.line = line
         self.column = column
+        self.level = level
         where = f"{path}:{line}:{column}" if line is not None else str(path)
         super().__init__(f"{where}: {message}")
 
@@ -67,6 +76,8 @@ def read_settings_file(path: Path) -> dict[str, Any]:
         return {}
     except OSError as exc:
         raise SettingsError(path, f"cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise SettingsError(path, f"not UTF-8 text (byte {exc.start}); expected a JSON object") from exc
     if not text.strip():
         return {}
     try:
@@ -82,7 +93,7 @@ def migrate_settings(data: dict[str, Any]) -> dict[str, Any]:
     """Rewrite (in memory, never on disk) keys older pi versions wrote:
     ``queueMode`` -> ``steeringMode``, the old ``skills`` object -> a path list,
     ``retry.maxDelayMs`` -> ``retry.provider.maxRetryDelayMs``."""
-    if "queueMode" in data and "steeringMode" not in data:
+    if "queueMode" in data and "steeringMode" not in data and data["queueMode"] in QUEUE_MODES:
         data["steeringMode"] = data.pop("queueMode")
     skills = data.get("skills")
     if isinstance(skills, dict):
@@ -94,11 +105,11 @@ def migrate_settings(data: dict[str, Any]) -> dict[str, Any]:
         else:
             del data["skills"]
     retry = data.get("retry")
-    if isinstance(retry, dict) and "maxDelayMs" in retry:
+    if isinstance(retry, dict) and isinstance(retry.get("maxDelayMs"), int | float) and not isinstance(retry["maxDelayMs"], bool):
         max_delay = retry.pop("maxDelayMs")
         raw_provider = retry.get("provider")
         provider: dict[str, Any] = raw_provider if isinstance(raw_provider, dict) else {}
-        if isinstance(max_delay, int | float) and provider.get("maxRetryDelayMs") is None:
+        if provider.get("maxRetryDelayMs") is None:
             retry["provider"] = {**provider, "maxRetryDelayMs": max_delay}
     return data
 
@@ -270,6 +281,10 @@ class Settings:
     project_path: Path | None = None
     project_trusted: bool = False
     errors: list[SettingsError] = field(default_factory=list)
+    """Broken files and mistyped values (``level == "error"``; the value is dropped),
+    refused keys and empty files (``level == "warning"``)."""
+    unknown: list[tuple[Path, str]] = field(default_factory=list)
+    """Top-level keys no one declares, with their file (see :func:`unknown_key_errors`)."""
     merged: dict[str, Any] = field(default_factory=dict)
     cwd: Path | None = None
 
@@ -334,6 +349,29 @@ class Settings:
     def enabled_models(self) -> list[str] | None:
         """Model patterns for startup selection and cycling; ``None``: all models."""
         return self._typed(("enabledModels",), _str_list, cast(list[str] | None, None))
+
+    def model_thinking_level(self, model: str | None) -> ThinkingLevel | None:
+        """``modelThinkingLevels[model]`` (``"provider/modelId"``), else ``None``."""
+        if model is None:
+            return None
+        levels = self._typed(("modelThinkingLevels",), lambda v: v if isinstance(v, dict) else None, cast(dict[str, Any], {}),
+                             "an object")
+        level = levels.get(model)
+        return cast(ThinkingLevel, level) if isinstance(level, str) and level in THINKING_LEVELS else None
+
+    @property
+    def thinking_budgets(self) -> dict[str, int] | None:
+        """``thinkingBudgets``: token budgets by thinking level (``None``: built-in)."""
+        value = self._typed(("thinkingBudgets",), lambda v: v if isinstance(v, dict) else None, cast(dict[str, Any] | None, None),
+                            "an object")
+        if not value:
+            return None
+        return {key: int(v) for key, v in value.items() if key in ("minimal", "low", "medium", "high") and _is_int(v)}
+
+    @property
+    def http_proxy(self) -> str | None:
+        """``httpProxy`` of the user settings (a project cannot set it)."""
+        return self._typed(("httpProxy",), _str, cast(str | None, None)) or None
 
     @property
     def hide_thinking_block(self) -> bool:
@@ -537,6 +575,31 @@ class Settings:
         return errors
 
 
+def unknown_key_errors(settings: Settings, plugin_names: Iterable[str] = ()) -> list[SettingsError]:
+    """A warning for each top-level key that neither pi 1.6.0's reference, this pi nor a
+    loaded plugin (by its name: ``"sandbox"`` for ``pi-sandbox``) declares."""
+    from .settings_keys import claimed_by
+
+    names = list(plugin_names)
+    return [
+        SettingsError(path, f"unknown setting {key}", level="warning")
+        for path, key in settings.unknown
+        if not claimed_by(key, names)
+    ]
+
+
+def apply_http_proxy(settings: Settings, environ: dict[str, str] | None = None) -> None:
+    """``httpProxy`` as ``HTTP_PROXY`` and ``HTTPS_PROXY`` of this process (the HTTP
+    clients pi makes read them); proxy variables already in the environment win."""
+    proxy = settings.http_proxy
+    env = environ if environ is not None else os.environ
+    if not proxy:
+        return
+    for name in ("HTTP_PROXY", "HTTPS_PROXY"):
+        if not env.get(name) and not env.get(name.lower()):
+            env[name] = proxy
+
+
 def _resolve_session_dir(value: str | None, cwd: Path | None) -> Path | None:
     if not value:
         return None
@@ -559,17 +622,37 @@ def load_settings(
     settings = Settings(
         user_path=user_path, project_path=project_path, project_trusted=project_trusted, cwd=Path(cwd)
     )
-    try:
-        settings.user = migrate_settings(read_settings_file(user_path))
-    except SettingsError as exc:
-        settings.errors.append(exc)
+    settings.user = _load_file(user_path, settings)
     if project_trusted:
-        try:
-            settings.project = migrate_settings(read_settings_file(project_path))
-        except SettingsError as exc:
-            settings.errors.append(exc)
+        settings.project = _load_file(project_path, settings)
     settings.merged = merge_settings(settings.user, settings.project)
     return settings
+
+
+def _load_file(path: Path, settings: Settings) -> dict[str, Any]:
+    """One settings file, migrated and checked against the key registry: broken files
+    and mistyped values are recorded in ``settings.errors`` (mistyped values dropped),
+    undeclared top-level keys in ``settings.unknown``."""
+    from .settings_keys import check_settings_data
+
+    try:
+        data = migrate_settings(read_settings_file(path))
+    except SettingsError as exc:
+        settings.errors.append(exc)
+        return {}
+    if not data and _is_blank(path):
+        settings.errors.append(SettingsError(path, "the file is empty; write {} or remove it", level="warning"))
+    issues, unknown = check_settings_data(data)
+    settings.errors += [SettingsError(path, issue.message, level=issue.level) for issue in issues]
+    settings.unknown += [(path, key) for key in unknown]
+    return data
+
+
+def _is_blank(path: Path) -> bool:
+    try:
+        return path.is_file() and not path.read_bytes().strip()
+    except OSError:
+        return False
 
 
 def session_dir_setting(cwd: str | Path, *, agent_dir: Path | None = None) -> Path | None:
@@ -689,6 +772,7 @@ __all__ = [
     "SettingsError",
     "SettingsScope",
     "ThinkingLevel",
+    "apply_http_proxy",
     "apply_tool_selection",
     "load_settings",
     "merge_settings",
@@ -696,4 +780,5 @@ __all__ = [
     "read_settings_file",
     "resolve_default_tools",
     "session_dir_setting",
+    "unknown_key_errors",
 ]

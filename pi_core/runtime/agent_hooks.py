@@ -179,6 +179,9 @@ class ProviderHooks:
     async def stream_options(self, model: Model) -> StreamOptions:
         runner = self.runner
         options = StreamOptions(session_id=self._session_id(), api_key=self._api_key(), extra=self.transport_options())
+        budgets = self._settings().thinking_budgets
+        if budgets:  # thinkingBudgets: the wire APIs' budget-based thinking reads them
+            options.extra["thinking_budgets"] = budgets
         names = dict(provider=model.provider, api=model.api, model=model.id)
         if runner.has_handlers("before_provider_headers"):
 

@@ -16,6 +16,7 @@ from pi_hookspecs import (
 )
 
 from ..compaction import CompleteFn, generate_branch_summary, prepare_tree
+from ..compaction.settings import DEFAULT_RESERVE_TOKENS
 from ..extensions import EventRunner
 from ..session import SessionManager, convert_to_llm
 from .errors import SessionBusyError
@@ -36,7 +37,8 @@ class TreeNavigator:
     * ``check_model()`` - the model for a branch summary (raises when there is none);
     * ``thinking_level()`` - the summary request's thinking level;
     * ``complete`` - one summary request;
-    * ``on_moved`` - rebuild the agent's messages from the file.
+    * ``on_moved`` - rebuild the agent's messages from the file;
+    * ``reserve_tokens()`` - ``branchSummary.reserveTokens`` (``None``: the default).
     """
 
     def __init__(
@@ -49,6 +51,7 @@ class TreeNavigator:
         thinking_level: Callable[[], str],
         complete: CompleteFn,
         on_moved: Sync,
+        reserve_tokens: Callable[[], int] | None = None,
     ) -> None:
         self.sm = sm
         self.runner = runner
@@ -57,6 +60,7 @@ class TreeNavigator:
         self._thinking_level = thinking_level
         self._complete = complete
         self._on_moved = on_moved
+        self._reserve_tokens = reserve_tokens
 
     async def navigate(
         self,
@@ -120,6 +124,7 @@ class TreeNavigator:
                 convert_to_llm=convert_to_llm,
                 thinking_level=self._thinking_level(),
                 session_id=sm.get_session_id(),
+                reserve_tokens=self._reserve_tokens() if self._reserve_tokens is not None else DEFAULT_RESERVE_TOKENS,
             )
         summary_entry: BranchSummaryEntry | None = None
         if summary is not None:

@@ -120,7 +120,13 @@ async def create_services(cwd: str | os.PathLike[str], options: ServiceOptions |
         raise RequiredExtensionError(
             f"required plugins are not running (requiredExtensions in {settings_file}): " + "; ".join(missing)
         )
-    resources = load_resources(cwd, project_trusted=trust.trusted, agent_dir=adir, options=options.resource_options)
+    resources = load_resources(
+        cwd,
+        project_trusted=trust.trusted,
+        agent_dir=adir,
+        options=options.resource_options,
+        plugin_names=[record.name for record in plugins.records],
+    )
     if trust.trusted and resources.settings.project.get("packages"):
         from ..resources.packages import missing_message, missing_packages
 

@@ -175,6 +175,7 @@ class AgentSession:
             is_busy=lambda: self._busy,
             check_model=self._model_control.check,
             thinking_level=lambda: self.thinking_level,
+            reserve_tokens=lambda: self.settings.branch_summary_settings().reserve_tokens,
             complete=self._summarise,
             on_moved=self._sync_state_from_session,
         )
@@ -397,7 +398,7 @@ class AgentSession:
 
     def expand_text(self, text: str) -> str:
         """``/skill:name args`` and ``/template args`` expansion."""
-        if text.startswith("/skill:"):
+        if text.startswith("/skill:") and self.settings.enable_skill_commands:
             try:
                 expanded = expand_skill_command(text, self.services.resources.skills)
             except OSError as exc:

@@ -99,7 +99,7 @@ def test_settings_problems_become_diagnostics(project: Path, agent_dir: Path, ho
     write(agent_dir / "settings.json", json.dumps({"retry": {"maxRetries": -1}}))
     write(project / ".pi" / "settings.json", '{"defaultModel": ')
     res = load_resources(project, project_trusted=True, agent_dir=agent_dir, home=home)
-    broken, mistyped = (str(d) for d in res.diagnostics)
+    mistyped, broken = (str(d) for d in res.diagnostics)  # in the order the files are read: user first
     assert broken.startswith(f"{project / '.pi' / 'settings.json'}:1:") and "invalid JSON" in broken
     assert mistyped == f"{agent_dir / 'settings.json'}: retry.maxRetries must be a non-negative integer, found -1"
     assert all(d.kind == "settings" and d.level == "error" for d in res.diagnostics)
