@@ -129,8 +129,22 @@ class AgentSession:
             self.agent.state, self.sm, self.runner, models=self.models, emit=self._emit, api_key=lambda: self.api_key_override
         )
         self.agent.state.model = self._model_control.initial(model, context, settings)
-        level = thinking_level or context.thinking_level if (thinking_level or self.sm.get_entry_count()) else None
-        self.agent.state.thinking_level = self.clamp_thinking_level(level or settings.default_thinking_level)
+        # As pi 1.6.0: the level asked for; else a resumed session's own (its last
+        # thinking_level_change, or the default for an older file without one); else
+        # the model's modelThinkingLevels entry; else defaultThinkingLevel (medium).
+        # Clamped to what the model supports (off without a model).
+        self._has_history = any(m.role != "system" for m in context.messages)
+        self._has_thinking_entry = any(e.type == "thinking_level_change" for e in self.sm.get_branch())
+        self._selection_recorded = False
+        level = thinking_level
+        if level is None and self._has_history:
+            level = context.thinking_level if self._has_thinking_entry else settings.default_thinking_level
+        model_ref = self.agent.state.model.ref if self.agent.state.model is not None else None
+        if level is None:
+            level = settings.model_thinking_level(model_ref) or settings.default_thinking_level
+        self.agent.state.thinking_level = (
+            self.clamp_thinking_level(level) if self.agent.state.model is not None else "off"
+        )
         self.tools = ToolRegistry(tool_selection(services.options, settings))
         self._tool_binding = ToolBinding(
             self.tools, registry=self.plugins.registry, sdk_tools=services.options.sdk_tools, state=self.agent.state
@@ -663,6 +677,7 @@ class AgentSession:
 
     async def start(self, reason: str = "startup", previous_session_file: str | None = None) -> None:
         """``session_start`` then ``resources_discover``; call once the host is bound."""
+        self._record_selection()
         if self.runner.has_handlers("session_start"):
             await self.runner.emit(
                 "session_start", SessionStartEvent(reason=reason, previous_session_file=previous_session_file)
@@ -676,6 +691,25 @@ class AgentSession:
             prompts = [p for r in results for p in r.prompt_paths]
             for diagnostic in self.services.resources.extend(skill_paths=skills, prompt_paths=prompts):
                 self._notice("warning", str(diagnostic))
+
+    def _record_selection(self) -> None:
+        """Write the model and thinking level a session starts with, as pi 1.6.0 does: a
+        new session opens with ``model_change`` and ``thinking_level_change`` entries
+        (so resuming restores both); an older file without a thinking level gets one."""
+        if self._selection_recorded:
+            return
+        self._selection_recorded = True
+        branch = self.sm.get_branch()
+        if self._has_history:
+            if not any(e.type == "thinking_level_change" for e in branch):
+                self.sm.append_thinking_level_change(self.agent.state.thinking_level)
+            return
+        if any(e.type in ("model_change", "thinking_level_change") for e in branch):
+            return  # already recorded (a session reloaded before its first prompt)
+        model = self.agent.state.model
+        if model is not None:
+            self.sm.append_model_change(model.provider, model.id)
+        self.sm.append_thinking_level_change(self.agent.state.thinking_level)
 
     async def shutdown(self, reason: str = "quit", target_session_file: str | None = None) -> None:
         if self.runner.has_handlers("session_shutdown"):

@@ -87,7 +87,7 @@ async def test_text_usage_and_request_shape(wire: WireServer) -> None:
     assert body["messages"] == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     assert body["max_completion_tokens"] == 4000
-    assert "store" not in body and "tools" not in body
+    assert body["store"] is False and "tools" not in body  # as pi 1.6.0: every host not known to reject it
 
 
 async def test_reasoning_deltas_and_parallel_tool_calls(wire: WireServer) -> None:
@@ -206,7 +206,7 @@ def test_compat_defaults_by_endpoint() -> None:
     deepseek = resolve_compat(Model(id="deepseek-chat", provider="deepseek", api="openai-completions",
                                     base_url="https://api.deepseek.com"))
     assert openai["supportsDeveloperRole"] and openai["supportsStore"]
-    assert not local["supportsDeveloperRole"] and not local["supportsStore"]
+    assert not local["supportsDeveloperRole"] and local["supportsStore"]
     assert local["maxTokensField"] == "max_completion_tokens"
     assert deepseek["maxTokensField"] == "max_tokens" and deepseek["thinkingFormat"] == "deepseek"
     overridden = resolve_compat(Model(id="x", provider="ollama", api="openai-completions",

@@ -100,7 +100,7 @@ def test_prompt_shows_tool_call_and_answer_and_quit_keeps_the_session(spawn: Cal
     assert session.is_file()
     records = [json.loads(line) for line in session.read_text().splitlines()]
     texts = [r["message"]["content"] for r in records if r.get("type") == "message" and r["message"]["role"] == "user"]
-    assert texts == ["what is here?"]
+    assert texts == [[{"type": "text", "text": "what is here?"}]]
 
 
 def test_user_bash_and_reload(spawn: Callable[..., Pi]) -> None:

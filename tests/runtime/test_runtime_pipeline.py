@@ -28,8 +28,11 @@ async def test_a_tool_session_is_persisted_in_the_typescript_format(cwd: Path) -
     runtime, script, _ = await start(cwd, calls(("read", {"path": "notes.txt"})), "It says alpha and beta.")
     assert await runtime.session.prompt("what is in notes.txt?") == "started"
     records = lines(runtime.session.session_file)
-    header, *entries = records
+    header, model_change, thinking, *entries = records
     assert header["type"] == "session" and header["version"] == 3 and header["cwd"] == str(cwd)
+    # a new session opens with the model and thinking level it started with, as pi 1.6.0
+    assert (model_change["type"], model_change["provider"]) == ("model_change", "faux")
+    assert thinking["type"] == "thinking_level_change" and thinking["parentId"] == model_change["id"]
     roles = [e["message"]["role"] for e in entries if e["type"] == "message"]
     assert roles == ["system", "user", "assistant", "toolResult", "assistant"]
     system = entries[0]["message"]
@@ -279,7 +282,7 @@ async def test_send_message_entries_labels_and_session_name(cwd: Path) -> None:
     await session.set_session_name("groceries")
     await session.prompt("what should I remember?")
     assert any("Remember: buy milk" in str(m.content) for m in script.contexts[0].messages if m.role == "user")
-    entries = lines(session.session_file)
+    entries = [e for e in lines(session.session_file) if e["type"] not in ("model_change", "thinking_level_change")]
     assert [e["type"] for e in entries[1:4]] == ["custom", "label", "custom_message"]
     assert entries[2]["label"] == "bookmark" and entries[2]["targetId"] == entries[1]["id"]
     assert any(e.type == "session_info_changed" and e.name == "groceries" for e in events)

@@ -68,8 +68,16 @@ def detect_compat(model: Model) -> dict[str, Any]:
     else:
         thinking_format = "openai"
     openrouter_vendor = is_openrouter and model.id.startswith(("anthropic/", "openai/"))
+    # Hosts known to reject OpenAI's `store` field; every other one gets `store: false`
+    # (as pi 1.6.0 sends it, e.g. to a local OpenAI-compatible server).
+    non_standard = (
+        is_nvidia or is_xai or is_together or is_deepseek or is_zai or is_moonshot
+        or provider in ("cerebras", "opencode", "cloudflare-workers-ai", "cloudflare-ai-gateway", "ant-ling")
+        or any(host in url for host in ("cerebras.ai", "chutes.ai", "opencode.ai", "api.cloudflare.com",
+                                        "gateway.ai.cloudflare.com", "api.ant-ling.com"))
+    )
     return {
-        "supportsStore": is_openai,
+        "supportsStore": not non_standard,
         "supportsDeveloperRole": is_openai or openrouter_vendor,
         "supportsReasoningEffort": not (is_xai or is_zai or is_moonshot or is_together or is_nvidia),
         "supportsUsageInStreaming": True,
