@@ -597,7 +597,8 @@ def apply_http_proxy(settings: Settings, environ: dict[str, str] | None = None) 
         return
     for name in ("HTTP_PROXY", "HTTPS_PROXY"):
         if not env.get(name) and not env.get(name.lower()):
-            env[name] = proxy
+            # both spellings: an empty lower-case variable would hide the upper-case one
+            env[name] = env[name.lower()] = proxy
 
 
 def _resolve_session_dir(value: str | None, cwd: Path | None) -> Path | None:
