@@ -96,7 +96,8 @@ def _session_manager(args: argparse.Namespace, cwd: str) -> SessionManager:
         path = args.session if Path(args.session).is_file() else SessionManager.find(
             args.session, cwd=cwd, session_dir=session_dir
         )
-        return SessionManager.open(path, session_dir=session_dir)
+        # interactive mode's "Continue here" for a session whose folder is gone
+        return SessionManager.open(path, session_dir=session_dir, cwd=getattr(args, "session_cwd", None))
     if args.continue_:
         return SessionManager.continue_recent(cwd, session_dir)
     if args.session_id:
@@ -245,9 +246,11 @@ async def _open_runtime(
     if args.thinking:
         session.agent.state.thinking_level = session.clamp_thinking_level(args.thinking)
     elif not manager.get_entry_count() and not suffix_level and session.agent.state.model is not None:
+        # A new session's level follows the model the options chose (its
+        # modelThinkingLevels entry, else defaultThinkingLevel), not the one the
+        # session was created with before --model applied.
         per_model = settings.model_thinking_level(session.agent.state.model.ref)
-        if per_model:  # modelThinkingLevels of the model the options chose
-            session.agent.state.thinking_level = session.clamp_thinking_level(per_model)
+        session.agent.state.thinking_level = session.clamp_thinking_level(per_model or settings.default_thinking_level)
     return runtime
 
 

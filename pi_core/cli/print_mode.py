@@ -90,12 +90,19 @@ async def run_print(
     status = 0
     for index, text in enumerate(initial.prompts):
         await session.prompt(text, images=initial.images if index == 0 else (), source="sdk")
+    if json_mode:
+        # As pi 1.6.0: the stream is the result, a failed request included (its error
+        # is in the last message_end), so the status is 0.
+        return status
     last: AssistantMessage | None = session.last_assistant()
     if last is not None and last.stop_reason in ("error", "aborted"):
-        print(f"pi: {last.error_message or last.stop_reason}", file=sys.stderr)
+        print(f"pi: {last.error_message or 'Request ' + last.stop_reason}", file=sys.stderr)
         status = 1
-    elif not json_mode and last is not None:
+    elif last is not None:
         text = last.text()
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.flush()
+        if last.stop_reason == "length":
+            print("pi: the response was cut off: the model reached its output token limit", file=sys.stderr)
+            status = 1
     return status

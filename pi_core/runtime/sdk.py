@@ -96,5 +96,10 @@ async def create_agent_session(
         runtime.session.agent.state.model = selection.model
         if selection.thinking_level and thinking_level is None:
             runtime.session.agent.state.thinking_level = runtime.session.clamp_thinking_level(selection.thinking_level)
+        elif thinking_level is None and not runtime.session.sm.get_entry_count():
+            # a new session's level follows the model chosen here, not the default model
+            settings = runtime.session.services.resources.settings
+            level = settings.model_thinking_level(selection.model.ref) or settings.default_thinking_level
+            runtime.session.agent.state.thinking_level = runtime.session.clamp_thinking_level(level)
     await runtime.session.start("startup")
     return runtime

@@ -148,9 +148,13 @@ def test_provider_error_keeps_exit_status_1(cwd: Path, tmp_path: Path) -> None:
             register({"name": "scripted", "api": "faux", "api_key": "none",
                       "models": [{"id": "fails", "api": "faux", "provider": "scripted"}]})
     '''))
-    for flags in (["-p"], ["--mode", "json"]):
-        out = run_pi(*flags, "--no-session", "--model", "scripted/fails", "-e", str(plugin), "hi", cwd=cwd)
-        assert out.returncode == 1 and "upstream exploded" in out.stderr
+    out = run_pi("-p", "--no-session", "--model", "scripted/fails", "-e", str(plugin), "hi", cwd=cwd)
+    assert out.returncode == 1 and "upstream exploded" in out.stderr
+    # JSON mode, as pi 1.6.0: status 0, the error in the last message_end
+    out = run_pi("--mode", "json", "--no-session", "--model", "scripted/fails", "-e", str(plugin), "hi", cwd=cwd)
+    assert out.returncode == 0 and out.stderr == ""
+    ends = [json.loads(line) for line in out.stdout.splitlines() if '"message_end"' in line]
+    assert ends[-1]["message"]["stopReason"] == "error" and "upstream exploded" in ends[-1]["message"]["errorMessage"]
 
 
 def test_in_process_calls_of_main_raise_system_exit(cwd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
