@@ -57,6 +57,7 @@ from .sources import (
     PluginSource,
     directory_sources,
     entry_point_sources,
+    ignored_project_disables,
     import_file,
     object_source,
     resolve_plugin,
@@ -374,6 +375,10 @@ class PluginHost:
         early = self.records[: len(self.records) - late] if late else self.records
         tail = self.records[len(self.records) - late :] if late else []
         self.records = early + project_records + tail
+        if project_trusted:  # a project's disabledExtensions it cannot apply: one line each, not silence
+            found = [(r.name, r.source, r.status == "loaded") for r in self.records]
+            project_path = str(self.settings.project_path) if self.settings.project_path else None
+            self.diagnostics += ignored_project_disables(self.settings.project, found, self.required, project_path)
         # The final manager, in load order, with the objects loaded above.
         self.pm = self._new_pm()
         self.runner.attach(self.pm)

@@ -335,3 +335,48 @@ def object_source(obj: Any, kind: SourceKind, name: str | None = None) -> Plugin
     module = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", None)
     path = getattr(sys.modules.get(module or ""), "__file__", None)
     return PluginSource(name=name, kind=kind, origin=f"<{kind}:{name}>", loader=lambda: obj, path=path)
+
+
+# --------------------------------------------------------------------------- a project's disabledExtensions
+
+
+def ignored_project_disables(
+    project_settings: dict[str, Any],
+    loaded: Iterable[tuple[str, PluginSource, bool]],
+    required: set[str],
+    path: str | None,
+) -> list[Diagnostic]:
+    """A trusted project's ``disabledExtensions`` switches off only the project's own
+    plugins (``.pi/extensions``, its settings ``extensions``), and never a plugin the user
+    settings require: those load before the project is trusted and stay loaded. Each name
+    that is ignored for that reason gets one warning, so the project's author sees it.
+
+    ``loaded``: ``(name, source, running)`` of every plugin found."""
+    names = project_settings.get("disabledExtensions")
+    if not isinstance(names, list):
+        return []
+    out = []
+    for name in dict.fromkeys(n for n in names if isinstance(n, str)):
+        found = [(source, running) for plugin, source, running in loaded if plugin == name]
+        running = [source for source, ok in found if ok]
+        if not running:
+            continue
+        source = running[0]
+        if name in required:
+            why = "the user settings require it (requiredExtensions)"
+        elif source.kind == "project" or source.settings_scope == "project":
+            continue  # cannot happen: the project's own plugins are disabled by it
+        else:
+            what = {"entrypoint": "installed", "user": "a user extension", "settings": "listed in user settings",
+                    "builtin": "built in", "cli": "asked for with -e", "sdk": "passed in by the program"}
+            why = f"a project switches off only its own plugins, and {name!r} is {what.get(source.kind, source.kind)}"
+        out.append(
+            Diagnostic(
+                "warning",
+                f"disabledExtensions of the project ignored for {name!r}: {why}",
+                plugin=name,
+                source="settings",
+                path=path,
+            )
+        )
+    return out
