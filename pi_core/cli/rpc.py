@@ -630,7 +630,22 @@ class RpcServer:
         return _session_stats(self.session)
 
     async def cmd_export_html(self, command: Command) -> Any:
-        raise RpcError("export_html is not supported by this version of pi (use get_entries and render them yourself)")
+        output = command.get("outputPath")
+        if output is not None and not isinstance(output, str):
+            raise RpcError('export_html "outputPath" must be a file path (a string)')
+        from ..export.html import ExportError, snapshot_session  # only when exporting
+
+        session = self.session
+        try:
+            snapshot = snapshot_session(session.sm)
+            tools = [d.declaration() for d in session.tools.declared_definitions()]
+            # the page is rendered away from the event loop; the session may go on meanwhile
+            path = await asyncio.to_thread(
+                snapshot.write_html, output or None, system_prompt=session.system_prompt, tools=tools
+            )
+        except ExportError as exc:
+            raise RpcError(str(exc)) from None
+        return {"path": str(path)}
 
     async def cmd_get_commands(self, command: Command) -> Any:
         return {"commands": _commands(self.session)}

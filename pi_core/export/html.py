@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -97,21 +98,48 @@ def export_manager_html(
     session from before system messages were recorded). The default output name comes
     from the session file, or the session id for a session kept in memory.
     """
+    return snapshot_session(session).write_html(out_path, system_prompt=system_prompt, tools=tools)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSnapshot:
+    """A copy of an open session's entries, to render away from the thread that owns the
+    session (an export of a long session takes a while; the session goes on meanwhile)."""
+
+    header: dict[str, Any]
+    entries: list[dict[str, Any]]
+    leaf_id: str | None
+    stem: str
+
+    def write_html(
+        self,
+        out_path: Path | str | None = None,
+        *,
+        system_prompt: str | None = None,
+        tools: Sequence[Any] | None = None,
+    ) -> Path:
+        """Render and write the page (see :func:`export_manager_html`)."""
+        html = render_session_html(
+            self.header,
+            self.entries,
+            self.leaf_id,
+            system_prompt=system_prompt,
+            tools=[t.to_json() if hasattr(t, "to_json") else t for t in tools or ()],
+        )
+        return write_page(html, out_path, self.stem)
+
+
+def snapshot_session(session: _SessionSource) -> SessionSnapshot:
+    """The entries of an open session as JSON (cheap: no rendering). Raises
+    :class:`ExportError` for a session without a message yet."""
     entries = [entry.to_json() if hasattr(entry, "to_json") else dict(entry) for entry in session.get_entries()]
-    if not entries:
+    if not any(_is_conversation(entry) for entry in entries):  # a model choice alone is no conversation
         raise ExportError("Nothing to export yet - start a conversation first")
     header = session.get_header()
     header_json = header.to_json() if hasattr(header, "to_json") else dict(header or {})
     session_file = session.get_session_file()
     stem = _stem(session_file) if session_file else session.get_session_id()
-    html = render_session_html(
-        header_json,
-        entries,
-        session.get_leaf_id(),
-        system_prompt=system_prompt,
-        tools=[t.to_json() if hasattr(t, "to_json") else t for t in tools or ()],
-    )
-    return write_page(html, out_path, stem)
+    return SessionSnapshot(header_json, entries, session.get_leaf_id(), stem)
 
 
 def default_output_name(session_file: str | os.PathLike[str]) -> str:
@@ -171,6 +199,14 @@ def write_page(html: str, out_path: Path | str | None, stem: str) -> Path:
 
 
 # ---------------------------------------------------------------------------- internals
+
+
+def _is_conversation(entry: Mapping[str, Any]) -> bool:
+    kind = entry.get("type")
+    if kind == "message":
+        message = entry.get("message")
+        return not (isinstance(message, Mapping) and message.get("role") == "system")
+    return kind in ("custom_message", "compaction", "branch_summary")
 
 
 def _stem(path: str | os.PathLike[str]) -> str:

@@ -197,7 +197,7 @@ def test_protocol_errors_framing_and_images(cwd: Path) -> None:
         missing = rpc.call("set_model", provider="nope", modelId="nothing")
         assert missing == {"id": missing["id"], "type": "response", "command": "set_model", "success": False,
                            "error": "Model not found: nope/nothing"}
-        assert "not supported" in rpc.call("export_html")["error"]
+        assert rpc.call("export_html")["error"] == "Nothing to export yet - start a conversation first"
 
         # U+2028 / U+2029 are not record boundaries; images reach the user message
         image = {"type": "image", "data": base64.b64encode(b"\x89PNG\r\n\x1a\n").decode(), "mimeType": "image/png"}
