@@ -13,6 +13,7 @@ variables) and skipped otherwise.
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 import re
 import threading
@@ -49,9 +50,11 @@ class ToolError(Exception):
 
 
 class ToolArgs(BaseModel):
-    """Base of the argument models: unknown keys are ignored, as the TypeScript pi does."""
+    """Base of the argument models: unknown keys are ignored, as the TypeScript pi does.
+    A model's validator is built when its tool first runs (``defer_build``); the JSON
+    Schema the model sees is generated ahead (:mod:`pi_core.tools._schemas`)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 # --------------------------------------------------------------------------- context
@@ -317,6 +320,18 @@ def json_schema(model: type[BaseModel]) -> dict[str, Any]:
     return schema  # type: ignore[no-any-return]
 
 
+def tool_parameters(name: str, args_model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON Schema of a built-in tool's arguments: generated ahead for the built-in
+    tools (deriving it from the model costs about a millisecond a tool, on every start),
+    derived from ``args_model`` for any other."""
+    from ._schemas import PARAMETERS
+
+    known = PARAMETERS.get(name)
+    if known is None:
+        return json_schema(args_model)
+    return copy.deepcopy(known)
+
+
 def define_tool(
     *,
     name: str,
@@ -345,7 +360,7 @@ def define_tool(
         name=name,
         label=name,
         description=description,
-        parameters=json_schema(args_model),
+        parameters=tool_parameters(name, args_model),
         execute=execute,
         prompt_snippet=prompt_snippet,
         prompt_guidelines=prompt_guidelines,
