@@ -380,9 +380,9 @@ class _Run:
                     decision = await maybe_await(agent.finish_turn(info))
                 continue_requested = isinstance(decision, FinishTurn) and decision.continue_
                 await self._turn_end(info)
-                if self.signal.aborted:
-                    await self.emit(AgentEndEvent.model_construct(messages=list(self.new_messages)))
-                    return self.new_messages
+                # Aborted during the tools: the next turn's request ends at once with the
+                # empty ``aborted`` assistant message (as pi 1.6.0 records it), which ends
+                # the run below.
                 more = bool(tool_calls) and not terminate
                 pending = agent._take(agent._steering, agent.steering_mode)
                 if terminate and not pending:

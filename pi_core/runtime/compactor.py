@@ -169,7 +169,7 @@ class Compactor:
                 result.first_kept_entry_id or None,
                 result.tokens_before,
                 details=result.details,
-                from_hook=from_extension or None,
+                from_hook=from_extension,
                 usage=result.usage,
             )
         except asyncio.CancelledError:
@@ -181,6 +181,7 @@ class Compactor:
             return None
         entry = cast(CompactionEntry, self.sm.get_entry(entry_id))
         self._on_compacted()
+        estimated_after = estimate_context_tokens(list(self.sm.build_session_context().messages), use_usage=False).tokens
         if self.runner.has_handlers("session_compact"):
             await self.runner.emit(
                 "session_compact",
@@ -189,12 +190,14 @@ class Compactor:
         self._emit(
             CompactionEndEvent(
                 reason=reason,
-                result={
+                result={key: value for key, value in {
                     "summary": entry.summary,
                     "firstKeptEntryId": entry.first_kept_entry_id,
                     "tokensBefore": entry.tokens_before,
+                    "estimatedTokensAfter": estimated_after,
+                    "usage": entry.usage.to_json() if entry.usage is not None else None,
                     "details": entry.details,
-                },
+                }.items() if value is not None},
                 will_retry=will_retry,
             )
         )

@@ -129,7 +129,7 @@ class TreeNavigator:
         summary_entry: BranchSummaryEntry | None = None
         if summary is not None:
             entry_id = sm.branch_with_summary(
-                leaf, summary.summary, details=summary.details, from_hook=from_extension or None, usage=summary.usage
+                leaf, summary.summary, details=summary.details, from_hook=from_extension, usage=summary.usage
             )
             summary_entry = sm.get_entry(entry_id)  # type: ignore[assignment]
             if preparation.label:
