@@ -78,3 +78,5 @@ def test_a_print_run_imports_no_provider_sdk(wire: WireServer, tmp_path: Path, a
                                                                  done.stderr, re.MULTILINE)}
     assert "httpx2" in imported  # the list is real: the HTTP client shows
     assert not imported & {"anthropic", "openai"}, sorted(imported & {"anthropic", "openai"})
+    # the HTML export's libraries load only when exporting
+    assert not imported & {"jinja2", "markdown_it", "pygments"}, sorted(imported & {"jinja2", "markdown_it", "pygments"})
