@@ -26,14 +26,55 @@ MAX_HIGHLIGHT_CHARS = 200_000
 """Text longer than this is shown without colours (highlighting it would take seconds)."""
 
 _EXTENSION_LEXERS = {
-    "ts": "typescript", "tsx": "tsx", "js": "javascript", "jsx": "jsx", "mjs": "javascript", "cjs": "javascript",
-    "py": "python", "pyi": "python", "rb": "ruby", "rs": "rust", "go": "go", "java": "java", "kt": "kotlin",
-    "c": "c", "h": "c", "cc": "cpp", "cpp": "cpp", "hpp": "cpp", "cs": "csharp", "swift": "swift",
-    "php": "php", "sh": "bash", "bash": "bash", "zsh": "bash", "fish": "fish", "ps1": "powershell",
-    "sql": "sql", "html": "html", "htm": "html", "css": "css", "scss": "scss", "less": "less",
-    "json": "json", "jsonl": "json", "yaml": "yaml", "yml": "yaml", "toml": "toml", "ini": "ini",
-    "xml": "xml", "svg": "xml", "md": "markdown", "markdown": "markdown", "lua": "lua", "r": "r",
-    "dockerfile": "docker", "makefile": "make", "mk": "make", "diff": "diff", "patch": "diff",
+    "ts": "typescript",
+    "tsx": "tsx",
+    "js": "javascript",
+    "jsx": "jsx",
+    "mjs": "javascript",
+    "cjs": "javascript",
+    "py": "python",
+    "pyi": "python",
+    "rb": "ruby",
+    "rs": "rust",
+    "go": "go",
+    "java": "java",
+    "kt": "kotlin",
+    "c": "c",
+    "h": "c",
+    "cc": "cpp",
+    "cpp": "cpp",
+    "hpp": "cpp",
+    "cs": "csharp",
+    "swift": "swift",
+    "php": "php",
+    "sh": "bash",
+    "bash": "bash",
+    "zsh": "bash",
+    "fish": "fish",
+    "ps1": "powershell",
+    "sql": "sql",
+    "html": "html",
+    "htm": "html",
+    "css": "css",
+    "scss": "scss",
+    "less": "less",
+    "json": "json",
+    "jsonl": "json",
+    "yaml": "yaml",
+    "yml": "yaml",
+    "toml": "toml",
+    "ini": "ini",
+    "xml": "xml",
+    "svg": "xml",
+    "md": "markdown",
+    "markdown": "markdown",
+    "lua": "lua",
+    "r": "r",
+    "dockerfile": "docker",
+    "makefile": "make",
+    "mk": "make",
+    "diff": "diff",
+    "patch": "diff",
 }
 
 
@@ -75,26 +116,21 @@ def pygments_css(style: str, scope: str) -> str:
     from pygments.formatters import HtmlFormatter
 
     formatter: HtmlFormatter[str] = HtmlFormatter(style=style, cssclass="highlight")
-    return formatter.get_style_defs(f"{scope} .highlight")
+    rules: str = formatter.get_style_defs(f"{scope} .highlight")  # type: ignore[no-untyped-call]
+    return rules
 
 
-def _render_fence(
-    self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
-) -> str:
+def _render_fence(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
     token = tokens[idx]
     info = token.info.strip().split(maxsplit=1)[0] if token.info.strip() else ""
     return str(highlight(token.content, info or None))
 
 
-def _render_code_block(
-    self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
-) -> str:
+def _render_code_block(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
     return str(highlight(tokens[idx].content, None))
 
 
-def _render_image(
-    self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
-) -> str:
+def _render_image(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
     token = tokens[idx]
     src = str(token.attrGet("src") or "")
     alt = self.renderInlineAsText(token.children or [], options, env)
@@ -105,9 +141,7 @@ def _render_image(
     return str(Markup('<a href="{}" rel="noopener noreferrer">[image: {}]</a>').format(src, label))
 
 
-def _render_link_open(
-    self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
-) -> str:
+def _render_link_open(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
     token = tokens[idx]
     token.attrSet("rel", "noopener noreferrer")
     return str(self.renderToken(tokens, idx, options, env))

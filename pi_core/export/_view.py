@@ -205,7 +205,9 @@ def system_update_summary(message: Json) -> str:
 
 
 def _tools(value: Any) -> list[Json]:
-    return [t for t in value if isinstance(t, dict) and isinstance(t.get("name"), str)] if isinstance(value, list) else []
+    return (
+        [t for t in value if isinstance(t, dict) and isinstance(t.get("name"), str)] if isinstance(value, list) else []
+    )
 
 
 @dataclass(slots=True)
@@ -468,8 +470,12 @@ def _stats(views: list[EntryView]) -> Stats:
 
     def add_usage(usage: Any) -> None:
         usage = as_dict(usage)
-        for key, attr in (("input", "input"), ("output", "output"), ("cacheRead", "cache_read"),
-                          ("cacheWrite", "cache_write")):
+        for key, attr in (
+            ("input", "input"),
+            ("output", "output"),
+            ("cacheRead", "cache_read"),
+            ("cacheWrite", "cache_write"),
+        ):
             value = usage.get(key)
             if isinstance(value, (int, float)):
                 setattr(stats, attr, getattr(stats, attr) + int(value))
@@ -521,7 +527,9 @@ def tree_text(view: EntryView) -> tuple[str, str]:
             text = text_of(message.get("content"))
             skill = skill_block(text)
             if skill is not None:
-                return "skill", f"skill: {skill['name']}" + (f" · user: {one_line(skill['user'])}" if skill["user"] else "")
+                return "skill", f"skill: {skill['name']}" + (
+                    f" · user: {one_line(skill['user'])}" if skill["user"] else ""
+                )
             images = len(images_of(message.get("content")))
             return "user", "user: " + (one_line(text) or (f"[{images} image(s)]" if images else ""))
         if role == "assistant":
@@ -591,7 +599,9 @@ def _tree_rows(views: list[EntryView], by_id: dict[str, EntryView]) -> list[Tree
         children.setdefault(view.parent_id, []).append(view)
     contains_active: dict[str, bool] = {}
     for view in reversed(views):  # children always come after their parent in a file
-        contains_active[view.id] = view.on_path or any(contains_active.get(c.id, False) for c in children.get(view.id, ()))
+        contains_active[view.id] = view.on_path or any(
+            contains_active.get(c.id, False) for c in children.get(view.id, ())
+        )
 
     def ordered(nodes: list[EntryView]) -> list[EntryView]:
         return sorted(nodes, key=lambda n: not contains_active.get(n.id, False))
@@ -603,8 +613,17 @@ def _tree_rows(views: list[EntryView], by_id: dict[str, EntryView]) -> list[Tree
     Item = tuple[EntryView, int, bool, bool, bool, tuple[tuple[int, bool], ...], bool]
     stack: list[Item] = []
     for i in range(len(roots) - 1, -1, -1):
-        stack.append((roots[i], 1 if multiple_roots else 0, multiple_roots, multiple_roots, i == len(roots) - 1, (),
-                      multiple_roots))
+        stack.append(
+            (
+                roots[i],
+                1 if multiple_roots else 0,
+                multiple_roots,
+                multiple_roots,
+                i == len(roots) - 1,
+                (),
+                multiple_roots,
+            )
+        )
     while stack:
         node, indent, just_branched, show_connector, is_last, gutters, virtual = stack.pop()
         kind, text = tree_text(node)

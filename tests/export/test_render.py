@@ -11,10 +11,10 @@ import subprocess
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
-from session_fixture import PNG_B64, SCRIPT, TEXTS, Fixture, write_rich_session
+from session_fixture import PNG_B64, TEXTS, Fixture, write_rich_session
 
 from pi_core.export.html import (
     ExportError,
@@ -39,7 +39,7 @@ class Page(HTMLParser):
         self._raw: str | None = None
         self.feed(html)
 
-    VOID = {"meta", "img", "input", "br", "link", "hr"}
+    VOID: ClassVar[frozenset[str]] = frozenset({"meta", "img", "input", "br", "link", "hr"})
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         attributes = dict(attrs)
