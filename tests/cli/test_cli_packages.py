@@ -1,11 +1,15 @@
-"""``pi install`` / ``list`` / ``remove`` with a real local distribution, installed into
-a fresh virtual environment that runs pi (the user never names an environment)."""
+"""``pi install`` / ``list`` / ``remove`` / ``update`` with real local distributions, a
+local git repository and a local package index, installed into a fresh virtual
+environment that runs pi (the user never names an environment).
+
+The environment is made the README's way (no pip in it) and, unlike the one of
+tests/kit/test_plugin_loop.py, without the uv package either; no ``uv`` is on PATH. pi
+then installs with the uv (or pip) of the Python the environment was made from."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,6 +18,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "kit"))
+
+from kit_support import readme_venv, uv, without_uv_on_path  # noqa: E402
 
 PLUGIN = '''
 import sys
@@ -38,37 +45,20 @@ class Hello:
 '''
 
 
-def uv() -> list[str]:
-    found = shutil.which("uv")
-    if found:
-        return [found]
-    return [sys.executable, "-m", "uv"]
-
-
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A virtual environment with pi installed from this checkout."""
-    root = tmp_path_factory.mktemp("pi-venv") / "venv"
-    env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
-    subprocess.run([*uv(), "venv", "--seed", "--python", sys.executable, str(root)], check=True, capture_output=True,
-                   env=env)
-    python = root / "bin" / "python"
-    result = subprocess.run(
-        [*uv(), "pip", "install", "--python", str(python), "-e", str(REPO / "hookspecs"), "-e", str(REPO)],
-        capture_output=True, text=True, env=env,
-    )
-    assert result.returncode == 0, result.stderr
-    return root
+    """pi from this checkout; neither pip nor uv in the environment."""
+    return readme_venv(tmp_path_factory.mktemp("pi-venv") / "venv", with_uv=False)
 
 
-def make_plugin(where: Path) -> Path:
-    pkg = where / "pi-hello"
+def make_plugin(where: Path, version: str = "0.3.0") -> Path:
+    pkg = where / f"pi-hello-{version}"
     (pkg / "pi_hello").mkdir(parents=True)
     (pkg / "pi_hello" / "__init__.py").write_text(textwrap.dedent(PLUGIN))
     (pkg / "pyproject.toml").write_text(textwrap.dedent("""
         [project]
         name = "pi-hello"
-        version = "0.3.0"
+        version = "VERSION"
         dependencies = ["pi-hookspecs"]
 
         [project.entry-points."pi.extensions"]
@@ -77,13 +67,12 @@ def make_plugin(where: Path) -> Path:
         [build-system]
         requires = ["hatchling"]
         build-backend = "hatchling.build"
-    """))
+    """).replace("VERSION", version))
     return pkg
 
 
 def pi(venv: Path, *args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full = {**os.environ, "PI_EXTENSIONS": "hello", **(env or {})}
-    full.pop("VIRTUAL_ENV", None)
+    full = without_uv_on_path({**os.environ, "PI_EXTENSIONS": "hello", **(env or {})})
     return subprocess.run([str(venv / "bin" / "pi"), *args], cwd=cwd, capture_output=True, text=True, env=full,
                           timeout=300)
 
@@ -154,3 +143,94 @@ def test_unknown_package_and_package_without_extensions(venv: Path, tmp_path: Pa
     out = pi(venv, "install", str(plain), cwd=project)
     assert out.returncode == 0, out.stderr
     assert "provides no pi.extensions entry point" in out.stderr
+
+
+def test_the_installer_is_the_one_of_the_python_the_environment_was_made_from(venv: Path, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    out = pi(venv, "install", str(make_plugin(tmp_path)), cwd=project)
+    assert out.returncode == 0, out.stderr
+    base = subprocess.run([str(venv / "bin" / "python"), "-c", "import sys; print(sys._base_executable)"],
+                          capture_output=True, text=True).stdout.strip()
+    assert f"Installing into {venv}/bin/python with {Path(base).name} -m " in out.stdout  # its uv, else its pip
+    assert pi(venv, "remove", "pi-hello", cwd=project).returncode == 0
+
+
+def git(*args: str, cwd: Path) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com"}
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=env)
+
+
+def test_a_git_url_installs_records_and_removes(venv: Path, tmp_path: Path, agent_dir: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    repo = make_plugin(tmp_path)
+    git("init", "-q", "-b", "main", cwd=repo)
+    git("add", ".", cwd=repo)
+    git("commit", "-q", "-m", "first", cwd=repo)
+    git("tag", "v0.3.0", cwd=repo)
+    url = f"git+file://{repo}@v0.3.0"
+    out = pi(venv, "install", url, cwd=project)
+    assert out.returncode == 0, out.stderr
+    assert f"{url}: installed pi-hello 0.3.0; extensions: hello" in out.stdout
+    assert json.loads((agent_dir / "settings.json").read_text())["packages"] == [
+        {"source": url, "distribution": "pi-hello"}]
+    again = pi(venv, "install", url, cwd=project)  # the same revision: nothing changes, nothing is doubled
+    assert again.returncode == 0 and again.stderr == ""
+    assert len(json.loads((agent_dir / "settings.json").read_text())["packages"]) == 1
+    out = pi(venv, "remove", url, cwd=project)
+    assert out.returncode == 0 and "Removed pi-hello" in out.stdout
+    assert json.loads((agent_dir / "settings.json").read_text())["packages"] == []
+
+
+def test_a_requirement_from_an_index_and_update_shows_the_versions(venv: Path, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    wheels = tmp_path / "wheels"
+
+    def build(version: str) -> None:
+        made = subprocess.run([*uv(), "build", "--wheel", "-q", "-o", str(wheels), str(make_plugin(tmp_path, version))],
+                              capture_output=True, text=True, env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"})
+        assert made.returncode == 0, made.stderr
+
+    build("0.3.0")
+    index = {"UV_FIND_LINKS": str(wheels), "UV_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheels), "PIP_NO_INDEX": "1"}
+    out = pi(venv, "install", "pi-hello>=0.3", cwd=project, env=index)
+    assert out.returncode == 0, out.stderr
+    assert "pi-hello>=0.3: installed pi-hello 0.3.0; extensions: hello" in out.stdout
+    out = pi(venv, "update", cwd=project, env=index)
+    assert "pi-hello>=0.3: pi-hello 0.3.0 (already the newest)" in out.stdout
+    build("0.4.0")
+    out = pi(venv, "update", "pi-hello", cwd=project, env=index)
+    assert out.returncode == 0, out.stderr
+    assert "pi-hello>=0.3: pi-hello 0.3.0 -> 0.4.0" in out.stdout
+    listed = pi(venv, "list", cwd=project).stdout
+    assert "  pi-hello>=0.3  pi-hello 0.4.0  extensions: hello" in listed
+    assert pi(venv, "remove", "pi-hello>=0.3", cwd=project).returncode == 0
+
+
+def test_list_names_what_is_missing_and_what_nobody_recorded(venv: Path, tmp_path: Path, agent_dir: Path) -> None:
+    project = tmp_path / "project"
+    (project / ".pi").mkdir(parents=True)
+    plugin = make_plugin(tmp_path)
+    (agent_dir / "settings.json").write_text(json.dumps({"packages": [f"-e {tmp_path / 'gone'}"]}))
+    (project / ".pi" / "settings.json").write_text(json.dumps({"packages": ["pi-absent>=2"]}))
+    subprocess.run([*uv(), "pip", "install", "-q", "--python", str(venv / "bin" / "python"), str(plugin)],
+                   check=True, capture_output=True)
+    try:
+        listed = pi(venv, "list", cwd=project).stdout
+    finally:
+        subprocess.run([*uv(), "pip", "uninstall", "-q", "--python", str(venv / "bin" / "python"), "pi-hello"],
+                       check=True, capture_output=True)
+    assert f"  -e {tmp_path / 'gone'}  MISSING, install it with: pi install -e {tmp_path / 'gone'}" in listed
+    assert "  pi-absent>=2  pi-absent MISSING, install it with: pi install -l 'pi-absent>=2'" in listed
+    assert "without a record here" in listed and "  pi-hello 0.3.0  extensions: hello" in listed
+
+
+def test_remove_of_something_neither_recorded_nor_installed_says_so(venv: Path, tmp_path: Path) -> None:
+    out = pi(venv, "remove", "pi-never-heard-of", cwd=tmp_path)
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines() == [
+        f"pi remove: pi-never-heard-of is neither installed nor recorded in {os.environ['PI_CODING_AGENT_DIR']}"
+        "/settings.json"]
