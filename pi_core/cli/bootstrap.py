@@ -14,7 +14,7 @@ from typing import Any
 from pi_hookspecs import ImageContent
 
 from ..resources.loader import ResourceOptions
-from ..resources.settings import Settings, apply_http_proxy, session_dir_setting
+from ..resources.settings import THINKING_LEVELS, Settings, apply_http_proxy, session_dir_setting
 from ..runtime import ServiceOptions, SessionRuntime
 from ..runtime.services import RequiredExtensionError
 from ..session import SessionManager
@@ -205,6 +205,11 @@ async def _open_runtime(
 ) -> SessionRuntime:
     if args.offline:
         os.environ["PI_OFFLINE"] = "1"
+    if args.thinking and args.thinking not in THINKING_LEVELS:
+        # As pi 1.6.0: a warning, and the level the session would have had anyway.
+        print(f'pi: warning: invalid thinking level "{args.thinking}" ignored (valid: {", ".join(THINKING_LEVELS)})',
+              file=sys.stderr)
+        args.thinking = None
     cwd = str(Path(cwd or os.getcwd()).resolve())
     args.session_dir = resolved_session_dir(args, cwd)
     try:

@@ -68,7 +68,9 @@ def build_parser(plugin_flags: Sequence[Registered[FlagDefinition]] | None = Non
     models.add_argument("--model", help="provider/id, id or fuzzy name, optional :thinking suffix")
     models.add_argument("--api-key", help="API key for this run (not saved)")
     models.add_argument(
-        "--thinking", choices=("off", "minimal", "low", "medium", "high", "xhigh", "max"), help="thinking level"
+        "--thinking",
+        metavar="LEVEL",
+        help="thinking level: off, minimal, low, medium, high, xhigh or max (another value is ignored with a warning)",
     )
     models.add_argument("--models", type=_list, help="comma-separated model patterns for cycling")
     models.add_argument("--list-models", nargs="?", const="", metavar="SEARCH", help="list models and exit")
@@ -103,6 +105,7 @@ def build_parser(plugin_flags: Sequence[Registered[FlagDefinition]] | None = Non
     resources.add_argument("--prompt-template", action="append", default=[], help="load a prompt template")
     resources.add_argument("-np", "--no-prompt-templates", action="store_true", help="no discovered templates")
     resources.add_argument("-nc", "--no-context-files", action="store_true", help="no AGENTS.md / CLAUDE.md")
+    resources.add_argument("--theme", help="interactive colour theme: dark, light, system or a custom theme's name")
 
     prompts = parser.add_argument_group("prompts and process")
     prompts.add_argument("--system-prompt", help="replace the system prompt (text or file)")

@@ -139,6 +139,7 @@ class RpcServer:
         self.runtime = runtime
         runtime.subscribe(self._on_event)
         runtime.on_rebind.append(self._bind)
+        self.ui.prompts.emit = self._emit_ui_event
         self._bind(runtime.session)
         await start_runtime(runtime, self.args)
         self._ready.set()
@@ -198,6 +199,14 @@ class RpcServer:
                 await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
             aborted.cancel()
+
+    def _emit_ui_event(self, name: str, event: Any) -> None:
+        """``ui_prompt_start`` / ``ui_prompt_end`` to the plugins (not awaited)."""
+        if self.runtime is None:
+            return
+        session = self.runtime.session
+        if session.runner.has_handlers(name):
+            session.spawn(session.runner.emit(name, event))
 
     def _bind(self, session: AgentSession) -> None:
         """Set up a session (the first one, and each that replaces it)."""
@@ -446,10 +455,9 @@ class RpcServer:
         return {"models": [model.to_json() for model in self.session.models.available()]}
 
     async def cmd_set_thinking_level(self, command: Command) -> Any:
-        level = _string(command, "level")
-        if level not in THINKING_LEVELS:
-            raise RpcError(f"Invalid thinking level {level!r}: use one of {', '.join(THINKING_LEVELS)}")
-        await self.session.set_thinking_level(level)
+        # As pi 1.6.0: a level the model does not support, an unknown one included, is
+        # clamped (an unknown one to the model's first level).
+        await self.session.set_thinking_level(_string(command, "level"))
         return NO_DATA
 
     async def cmd_cycle_thinking_level(self, command: Command) -> Any:
