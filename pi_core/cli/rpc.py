@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pi_hookspecs import (
-    THINKING_LEVELS,
     AbortController,
     AssistantMessage,
     ImageContent,
