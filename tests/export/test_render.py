@@ -336,3 +336,17 @@ def test_importing_the_module_loads_no_renderer_library() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_truncated_tool_output_says_where_the_rest_is() -> None:
+    entries = [
+        {"type": "message", "id": "a", "parentId": None, "timestamp": "2026-01-01T00:00:00Z",
+         "message": {"role": "assistant", "stopReason": "toolUse", "content": [
+             {"type": "toolCall", "id": "c", "name": "bash", "arguments": {"command": "make"}}]}},
+        {"type": "message", "id": "r", "parentId": "a", "timestamp": "2026-01-01T00:00:01Z",
+         "message": {"role": "toolResult", "toolCallId": "c", "toolName": "bash",
+                     "content": [{"type": "text", "text": "last lines"}],
+                     "details": {"truncation": {"truncated": True}, "fullOutputPath": "/tmp/pi-bash-1.log"}}},
+    ]
+    page = Page(render_session_html({"id": "s"}, entries, "r"))
+    assert "the full output was saved to /tmp/pi-bash-1.log" in page.text_by_id["entry-r"]
