@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -128,3 +131,40 @@ def test_rpc_export_html(tmp_path: Path) -> None:
         assert unwritable["error"] == f"Cannot write {tmp_path / 'no' / 'such' / 'x.html'}: No such file or directory"
         # the session goes on after an export
         rpc.prompt_and_settle("And now?")
+
+
+PI_TS = os.environ.get("PI_TS")
+
+
+@pytest.mark.skipif(not PI_TS, reason="PI_TS does not name an installed pi 1.6.0 (shared/tools/install-pi-ts)")
+def test_a_session_of_pi_1_6_0_exports_under_the_name_pi_1_6_0_gives_it(tmp_path: Path, wire: WireServer) -> None:
+    assert PI_TS is not None
+    ts_agent = tmp_path / "ts-agent"
+    ts_agent.mkdir()
+    models = {"providers": {"local": {"baseUrl": f"{wire.url}/v1", "api": "openai-completions", "apiKey": "k",
+                                      "models": [{"id": "local-model", "contextWindow": 32000, "maxTokens": 1024}]}}}
+    (ts_agent / "models.json").write_text(json.dumps(models))
+    (tmp_path / "notes.txt").write_text("a note from pi 1.6.0\n")
+    wire.enqueue(tool_reply("bash", {"command": "cat notes.txt"}), text_reply("Done <reading>"))
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    sessions = tmp_path / "sessions"
+    written = subprocess.run(
+        [PI_TS, "-p", "--model", "local/local-model", "--session-dir", str(sessions), "read the notes"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, env={**env, "PI_CODING_AGENT_DIR": str(ts_agent)},
+    )
+    assert written.returncode == 0, written.stderr
+    (session_file,) = sessions.glob("*.jsonl")
+
+    theirs_dir, ours_dir = tmp_path / "theirs", tmp_path / "ours"
+    theirs_dir.mkdir()
+    ours_dir.mkdir()
+    theirs = subprocess.run([PI_TS, "--export", str(session_file)], cwd=theirs_dir, capture_output=True, text=True,
+                            timeout=120, env={**env, "PI_CODING_AGENT_DIR": str(ts_agent)})
+    assert theirs.returncode == 0, theirs.stderr
+    ours = run_pi("--export", str(session_file), cwd=ours_dir)
+    assert ours.returncode == 0, ours.stderr
+    assert [p.name for p in ours_dir.iterdir()] == [p.name for p in theirs_dir.iterdir()]
+    html = next(ours_dir.iterdir()).read_text()
+    assert "read the notes" in html and "$ cat notes.txt" in html and "a note from pi 1.6.0" in html
+    assert "Done &lt;reading&gt;" in html
+    assert "System prompt" in html and 'class="tool-decl-name">bash<' in html  # as pi 1.6.0 recorded them
