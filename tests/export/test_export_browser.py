@@ -173,6 +173,12 @@ def test_clicking_the_tree_shows_another_branch(opened: Opened, exported: tuple[
     # and back to the active branch
     opened.page.locator(f'.tree-node[data-id="{ids["leaf"]}"] a').click()
     assert opened.entry(ids["leaf"]).is_visible() and not opened.entry(ids["other_branch"]).is_visible()
+    # a link to an entry of another branch opens that branch
+    opened.page.goto(f"{opened.page.url.split('#')[0]}#entry-{ids['other_branch']}")
+    opened.page.wait_for_function(
+        f"() => !document.getElementById('entry-{ids['other_branch']}').hidden"
+    )
+    assert opened.entry(ids["other_branch"]).is_visible() and not opened.entry(ids["leaf"]).is_visible()
     # searching the tree narrows it
     opened.page.fill("#tree-search", "approach")
     visible = opened.page.locator(".tree-node:visible")
