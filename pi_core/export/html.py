@@ -64,6 +64,10 @@ def export_session_html(session_path: Path, out_path: Path | None = None) -> Pat
     current directory (as pi 1.6.0 names it); an existing directory receives that name.
     Raises :class:`ExportError` (one line) for a missing file, a file that is not a pi
     session, or an output that cannot be written.
+
+    For the session pi itself has open, :func:`export_manager_html` is the better call: it
+    sees entries not yet on disk (a new session's file is written with its first answer)
+    and can add the live system prompt and tools.
     """
     from ..session import InvalidSessionError, SessionError, SessionManager
 
