@@ -245,6 +245,77 @@ async def test_hook_session_info_changed() -> None:
     assert seen[0][1].to_json() == {"type": "session_info_changed", "name": "auth refactor"}
 
 
+async def test_hook_register_shortcuts() -> None:
+    calls: list[Any] = []
+
+    class Keys:
+        @hookimpl
+        def register_shortcuts(self, register: Any) -> None:
+            register("Ctrl+Shift+P", lambda ctx: calls.append(ctx), description="Toggle plan mode")
+            register(h.ShortcutDefinition(key="f5", handler=lambda ctx: None))
+            register("ctrl+x")  # no handler
+
+    host = await load_host(Keys)
+    assert set(host.registry.shortcuts) == {"ctrl+shift+p", "f5"}
+    assert host.registry.shortcuts["ctrl+shift+p"].value.description == "Toggle plan mode"
+    host.registry.shortcuts["ctrl+shift+p"].value.handler("ctx")
+    assert calls == ["ctx"]
+    assert any("shortcut 'ctrl+x' needs a handler" in d.message for d in host.diagnostics)
+
+
+async def test_hook_register_message_renderers() -> None:
+    class Renderers:
+        @hookimpl
+        def register_message_renderers(self, register: Any) -> None:
+            register("status", lambda message, options: f"[{message}] {options['expanded']}")
+            register("", lambda message, options: None)
+
+    host = await load_host(Renderers)
+    render = host.registry.message_renderers["status"].value.render
+    assert render("m", {"expanded": True}) == "[m] True"
+    assert any("needs a custom_type" in d.message for d in host.diagnostics)
+
+
+async def test_hook_register_entry_renderers() -> None:
+    class First:
+        @hookimpl
+        def register_entry_renderers(self, register: Any) -> None:
+            register("card", lambda entry, options: "first")
+
+    class Second:
+        @hookimpl
+        def register_entry_renderers(self, register: Any) -> None:
+            register("card", lambda entry, options: "second")
+
+    host = await load_host(First, Second)
+    assert host.registry.entry_renderers["card"].plugin == "First"
+    assert any("entry renderer 'card' is already registered" in d.message for d in host.diagnostics)
+
+
+async def test_hook_register_tool_renderers() -> None:
+    class Tools:
+        @hookimpl
+        def register_tool_renderers(self, register: Any) -> None:
+            register(lambda name, next: {"render_call": lambda args, options: name} if name == "ls" else next())
+            register("not callable")
+
+    host = await load_host(Tools)
+    [registered] = host.registry.tool_renderers
+    assert registered.value.resolve("ls", lambda: None)["render_call"]({}, {}) == "ls"
+    assert registered.value.resolve("bash", lambda: "fallback") == "fallback"
+    assert any("tool renderer must be a callable" in d.message for d in host.diagnostics)
+
+
+async def test_hook_ui_prompt_start() -> None:
+    seen = await check_notification("ui_prompt_start", h.UiPromptStartEvent(kind="confirm", title="Allow?"))
+    assert seen[0][1].to_json() == {"type": "ui_prompt_start", "reason": "ui_prompt", "kind": "confirm", "title": "Allow?"}
+
+
+async def test_hook_ui_prompt_end() -> None:
+    seen = await check_notification("ui_prompt_end", h.UiPromptEndEvent(kind="input"))
+    assert seen[0][1].kind == "input"
+
+
 async def cancellable_case(name: str, event: h.Event) -> None:
     spec = h.EVENTS[name]
     assert spec.rule is h.Rule.CANCELLABLE and isinstance(event, spec.event) and spec.result is not None
@@ -370,7 +441,7 @@ async def test_hook_agent_before_settle() -> None:
     class Observer:
         @hookimpl(trylast=True)
         def agent_before_settle(self, event: Any) -> Any:
-            self.saw = ([e.custom_type for e in event.entries], event.continue_, len(event.context))
+            self.saw = ([e.custom_type for e in event.entries], event.continue_, len(event.context.context_messages))
 
     class Broken:
         @hookimpl(tryfirst=True)
@@ -380,7 +451,8 @@ async def test_hook_agent_before_settle() -> None:
     host = await load_host(Observer, Reminder, Broken)
     event = h.AgentBeforeSettleEvent()
     outcome = await host.runner.emit_boundary(
-        "agent_before_settle", event, build_context=lambda entries: [h.UserMessage(content="x")] * len(entries)
+        "agent_before_settle", event,
+        build_context=lambda entries: h.BoundaryContext(context_messages=[h.UserMessage(content="x")] * len(entries)),
     )
     assert [e.custom_type for e in outcome.entries] == ["review"] and outcome.continue_ is True
     observer = next(r.plugin for r in host.records if r.name == "Observer")

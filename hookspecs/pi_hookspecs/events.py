@@ -171,6 +171,23 @@ class SessionInfoChangedEvent(Event):
     name: str | None = None
 
 
+class UiPromptStartEvent(Event):
+    """A plugin's blocking dialog (``ctx.ui.select``/``confirm``/``input``/``editor``)
+    now waits for the user; nested dialogs make one span."""
+
+    type: Literal["ui_prompt_start"] = "ui_prompt_start"
+    reason: Literal["ui_prompt"] = "ui_prompt"
+    kind: Literal["select", "confirm", "input", "editor", "custom"] = "select"
+    title: str | None = None
+
+
+class UiPromptEndEvent(Event):
+    type: Literal["ui_prompt_end"] = "ui_prompt_end"
+    reason: Literal["ui_prompt"] = "ui_prompt"
+    kind: Literal["select", "confirm", "input", "editor", "custom"] = "select"
+    title: str | None = None
+
+
 class SessionBeforeSwitchEvent(Event):
     type: Literal["session_before_switch"] = "session_before_switch"
     reason: Literal["new", "resume"]
@@ -284,11 +301,37 @@ class BoundaryResult(StrictModel):
     continue_: bool | None = None
 
 
+class ProjectedEntry(PiModel):
+    """An entry of the context and the messages it contributes (none for state-only
+    entries such as ``model_change``, or for omitted ones)."""
+
+    source_entry: SessionEntry
+    messages: list[AgentMessage] = Field(default_factory=list)
+
+
+class BoundaryContext(PiModel):
+    """The context as it would be with the proposed entries appended (nothing written
+    yet), as a ``turn_end`` / ``agent_before_settle`` handler sees it."""
+
+    context_entries: list[ProjectedEntry] = Field(default_factory=list)
+    """The active branch's entries that make up the context, with their messages."""
+    context_messages: list[AgentMessage] = Field(default_factory=list)
+    """The context's messages (custom, summaries and bash executions included)."""
+    llm_messages: list[AgentMessage] = Field(default_factory=list)
+    """The same converted to what the model receives (system, user, assistant, tool results)."""
+    pending_messages: list[AgentMessage] = Field(default_factory=list)
+    """Steering and follow-up messages waiting, then messages queued for the next turn."""
+    can_continue: bool = False
+    """Whether asking for another model request (``continue_``) can be honoured."""
+
+
 class AgentBeforeSettleEvent(Event):
     type: Literal["agent_before_settle"] = "agent_before_settle"
     entries: list[DraftEntry] = Field(default_factory=list)
     continue_: bool = False
-    context: list[AgentMessage] = Field(default_factory=list)
+    context: BoundaryContext = Field(default_factory=BoundaryContext)
+    outcome: Literal["completed", "error", "aborted"] = "completed"
+    """How the run's last activity ended."""
 
 
 class AgentSettledEvent(Event):
@@ -312,7 +355,7 @@ class TurnEndEvent(Event):
     outcome: Literal["completed", "error", "aborted"] = "completed"
     entries: list[DraftEntry] = Field(default_factory=list)
     continue_: bool = False
-    context: list[AgentMessage] = Field(default_factory=list)
+    context: BoundaryContext = Field(default_factory=BoundaryContext)
 
 
 # --------------------------------------------------------------------------- messages
@@ -604,6 +647,7 @@ __all__ = [
     "BeforeProviderHeadersEvent",
     "BeforeProviderRequestEvent",
     "BeforeProviderRequestResult",
+    "BoundaryContext",
     "BoundaryResult",
     "BranchSummaryResult",
     "CompactReason",
@@ -629,6 +673,7 @@ __all__ = [
     "ModelSelectEvent",
     "ProjectTrustEvent",
     "ProjectTrustResult",
+    "ProjectedEntry",
     "ProviderStreamEvent",
     "ResourcesDiscoverEvent",
     "ResourcesDiscoverResult",
@@ -661,6 +706,8 @@ __all__ = [
     "TreePreparation",
     "TurnEndEvent",
     "TurnStartEvent",
+    "UiPromptEndEvent",
+    "UiPromptStartEvent",
     "UserBashEvent",
     "UserBashResult",
 ]

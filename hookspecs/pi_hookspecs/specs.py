@@ -79,6 +79,8 @@ from .events import (
     ToolResultPatch,
     TurnEndEvent,
     TurnStartEvent,
+    UiPromptEndEvent,
+    UiPromptStartEvent,
     UserBashEvent,
     UserBashResult,
 )
@@ -88,7 +90,10 @@ from .registration import (
     RegisterCommand,
     RegisterFlag,
     RegisterProvider,
+    RegisterRenderer,
+    RegisterShortcut,
     RegisterTool,
+    RegisterToolRenderer,
 )
 from .rules import EventSpec, RegistrationSpec, Rule, contract_of, event_spec, registration_spec
 
@@ -195,6 +200,74 @@ def register_cli_commands(register: RegisterCliCommand) -> None:
 
 
 @registration_spec()
+def register_shortcuts(register: RegisterShortcut) -> None:
+    """Register keys of interactive mode (pi's ``registerShortcut``).
+
+    **Fires** once per session runtime, in plugin load order.
+
+    **Call** ``register("ctrl+shift+p", handler, description="...")`` or
+    ``register(ShortcutDefinition(...))``. ``handler(ctx)`` gets a
+    :class:`CommandContext` and may be async. Keys use pi's notation (``ctrl+x``,
+    ``alt+up``, ``shift+tab``, ``f5``); ``/hotkeys`` lists them. The first plugin to
+    register a key keeps it; a key that ``keybindings.json`` gives to one of pi's
+    actions stays pi's.
+
+    **Errors**: an invalid key or a failing registration is a diagnostic naming the
+    plugin; an exception in ``handler`` is printed in the transcript.
+    """
+
+
+@registration_spec()
+def register_message_renderers(register: RegisterRenderer) -> None:
+    """Draw custom messages of a ``custom_type`` (pi's ``registerMessageRenderer``).
+
+    **Fires** once per session runtime, in plugin load order.
+
+    **Call** ``register(custom_type, render)``: ``render(message, options)`` gets the
+    :class:`CustomMessage` and ``{"expanded": bool}`` (Ctrl+O) and returns text, a list
+    of lines, a ``rich`` renderable, or ``None`` for pi's own drawing. The first plugin
+    to register a type keeps it.
+
+    **Errors**: a failing registration is a diagnostic; an exception in ``render`` is
+    shown in place of the message, which pi then draws itself.
+    """
+
+
+@registration_spec()
+def register_entry_renderers(register: RegisterRenderer) -> None:
+    """Draw custom entries (``ctx.append_entry``) of a ``custom_type`` in the transcript
+    (pi's ``registerEntryRenderer``); without a renderer they are not shown.
+
+    **Fires** once per session runtime, in plugin load order.
+
+    **Call** ``register(custom_type, render)``: ``render(entry, options)`` gets the
+    :class:`CustomEntry` and ``{"expanded": bool}`` and returns text, lines, a ``rich``
+    renderable, or ``None`` (not shown). Drawn when the entry is appended and when the
+    session is replayed.
+
+    **Errors**: as for message renderers.
+    """
+
+
+@registration_spec()
+def register_tool_renderers(register: RegisterToolRenderer) -> None:
+    """Choose how tool calls and results are drawn (pi's ``registerToolRenderer``).
+
+    **Fires** once per session runtime, in plugin load order.
+
+    **Call** ``register(resolve)``: ``resolve(tool_name, next)`` returns an object or
+    dict with optional ``render_call(args, options)`` and
+    ``render_result(result, options)``, or ``next()`` (the choice of the resolvers after
+    it), so ``next() or mine`` only fills in. Renders return text, lines, a ``rich``
+    renderable, or ``None`` for pi's own drawing; ``options`` holds ``expanded`` and,
+    for results, ``is_error``.
+
+    **Errors**: an exception in a resolver or a render is shown once in red and pi
+    draws that call itself.
+    """
+
+
+@registration_spec()
 def add_hookspecs(add: AddHookspecs) -> None:
     """Publish hook specifications of a plugin's own.
 
@@ -289,6 +362,30 @@ def session_info_changed(event: SessionInfoChangedEvent, ctx: ExtensionContext) 
     """The session's display name changed (``event.name``; ``None`` when cleared).
 
     **Fires** after ``/name``, RPC ``set_session_name`` or ``ctx.set_session_name()``.
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@event_spec(Rule.NOTIFICATION, group="Session")
+def ui_prompt_start(event: UiPromptStartEvent, ctx: ExtensionContext) -> None:
+    """A plugin's dialog (``ctx.ui.select``, ``confirm``, ``input``, ``editor``) waits
+    for the user: ``event.kind`` and ``event.title``. Nested dialogs make one span.
+
+    **Fires** in interactive and RPC modes, before the dialog shows; handlers are not
+    awaited before it does.
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@event_spec(Rule.NOTIFICATION, group="Session")
+def ui_prompt_end(event: UiPromptEndEvent, ctx: ExtensionContext) -> None:
+    """pi no longer waits on the dialog span ``ui_prompt_start`` opened.
 
     **Returns** nothing (notification).
 
@@ -454,7 +551,11 @@ def agent_before_settle(event: AgentBeforeSettleEvent, ctx: ExtensionContext) ->
 
     **Fires** after retries, recovery and queued work are done (not after an abort).
     ``event.entries`` and ``event.continue_`` are what earlier handlers proposed;
-    ``event.context`` is the context rebuilt with those entries.
+    ``event.context`` previews the context with those entries appended
+    (:class:`BoundaryContext`: ``context_entries``, ``context_messages``,
+    ``llm_messages``, ``pending_messages``, ``can_continue``); ``event.outcome`` is how
+    the run's last activity ended. A ``continue_`` the preview cannot run is reported
+    and dropped.
 
     **Returns** :class:`BoundaryResult`: ``entries`` (draft ``custom``,
     ``custom_message``, ``context_edit`` or ``compaction`` entries to append) and/or
@@ -495,7 +596,8 @@ def turn_end(event: TurnEndEvent, ctx: ExtensionContext) -> BoundaryResult | Non
 
     **Fires** with ``event.message``, ``event.tool_results``, their entry ids,
     ``event.outcome`` (``"completed"``, ``"error"``, ``"aborted"``) and the proposal so
-    far (``event.entries``, ``event.continue_``, ``event.context``).
+    far (``event.entries``, ``event.continue_``, and ``event.context``, the
+    :class:`BoundaryContext` preview of the context with those entries appended).
 
     **Returns** :class:`BoundaryResult` (``entries`` and/or ``continue_``) or ``None``.
 

@@ -9,13 +9,15 @@ whose handlers may propose entries (drafts) that are validated as a whole and ap
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from pi_hookspecs import (
     AgentBeforeSettleEvent,
     AgentMessage,
+    BoundaryContext,
     CustomMessage,
     NestedToolCalls,
+    ProjectedEntry,
     ToolResultMessage,
     TurnEndEvent,
     UserMessage,
@@ -24,6 +26,7 @@ from pi_hookspecs import (
 from ..agent import FinishTurn, TurnInfo
 from ..extensions import EventRunner
 from ..session import SessionManager
+from ..session.messages import convert_to_llm
 from .ports import Emit, Sync
 
 
@@ -44,7 +47,10 @@ class EventBridge:
     * ``take_nested(call_id)`` - the record of a finished tool call's nested calls;
     * ``will_retry()`` - whether a failed run is retried (``agent_end.will_retry``);
     * ``on_user_message(message)`` - a user message starts (it leaves the queue display);
-    * ``sync`` - rebuild the agent's messages from the file after drafts were appended.
+    * ``sync`` - rebuild the agent's messages from the file after drafts were appended;
+    * ``pending()`` - the messages waiting: the agent's queued steering and follow-up
+      messages, and the custom messages queued for the next turn (for the boundaries'
+      context preview).
     """
 
     def __init__(
@@ -58,6 +64,7 @@ class EventBridge:
         will_retry: Callable[[], bool],
         on_user_message: Callable[[UserMessage], None],
         sync: Sync,
+        pending: Callable[[], tuple[list[AgentMessage], list[AgentMessage]]] = lambda: ([], []),
     ) -> None:
         self.runner = runner
         self.sm = sm
@@ -67,6 +74,7 @@ class EventBridge:
         self._will_retry = will_retry
         self._on_user_message = on_user_message
         self._sync = sync
+        self._pending = pending
         self._entry_ids: dict[int, str] = {}
 
     # ------------------------------------------------------------------ events
@@ -128,36 +136,74 @@ class EventBridge:
             tool_result_entry_ids=[i for i in (self.entry_id_of(m) for m in info.tool_results) if i],
             outcome=info.outcome,
         )
-        event.context = self.projection()  # assigned, not re-validated: no O(history) work
-        outcome = await self.runner.emit_boundary("turn_end", event, build_context=self.preview)
+        event.context = self.preview([], "turn_end")
+        outcome = await self.runner.emit_boundary(
+            "turn_end", event, build_context=lambda drafts: self.preview(drafts, "turn_end")
+        )
         self.commit_drafts("turn_end", outcome.entries or [])
         if info.outcome != "completed":
             return None
-        return FinishTurn(continue_=bool(outcome.continue_))
+        return FinishTurn(continue_=self._may_continue("turn_end", bool(outcome.continue_)))
 
-    async def before_settle(self) -> bool:
+    async def before_settle(self, outcome_of_run: Literal["completed", "error", "aborted"] = "completed") -> bool:
         """``agent_before_settle``: handlers may append entries; returns whether they
         asked to continue the run."""
         if not self.runner.has_handlers("agent_before_settle"):
             return False
-        event = AgentBeforeSettleEvent()
-        event.context = self.projection()
-        outcome = await self.runner.emit_boundary("agent_before_settle", event, build_context=self.preview)
+        event = AgentBeforeSettleEvent(outcome=outcome_of_run)
+        event.context = self.preview([], "agent_before_settle")
+        outcome = await self.runner.emit_boundary(
+            "agent_before_settle", event, build_context=lambda drafts: self.preview(drafts, "agent_before_settle")
+        )
         self.commit_drafts("agent_before_settle", outcome.entries or [])
-        return bool(outcome.continue_)
+        return self._may_continue("agent_before_settle", bool(outcome.continue_))
 
-    def preview(self, entries: list[Any]) -> list[AgentMessage]:
-        """The context as it would be with ``entries`` appended (nothing is written)."""
+    def _may_continue(self, boundary: str, requested: bool) -> bool:
+        """A continuation is honoured only when the context (entries appended) can run."""
+        if requested and not self.preview([], boundary).can_continue:
+            self.runner.report("<boundary>", boundary, f"{boundary} requested continuation without runnable model context")
+            return False
+        return requested
+
+    def _preview_manager(self, entries: list[Any]) -> SessionManager:
         preview = SessionManager.in_memory(self.cwd, entries=list(self.sm.get_branch()))
         for draft in entries:
             preview.append_draft(draft)
-        return list(preview.build_session_context().messages)
+        return preview
+
+    def preview(self, entries: list[Any], boundary: str = "turn_end") -> BoundaryContext:
+        """The context as it would be with ``entries`` appended (nothing is written), and
+        whether a continuation could run from it (pi 1.6.0's rule: the model context has
+        more than system messages and does not end with an assistant message, or custom
+        messages wait for the next turn, or — at ``turn_end``, or after an assistant
+        message at ``agent_before_settle`` — steering/follow-up messages are queued)."""
+        projection = self._preview_manager(entries).build_session_projection()
+        queued, custom = self._pending()
+        messages = list(projection.messages)
+        llm = convert_to_llm(messages)
+        final_role = llm[-1].role if llm else None
+        context_ok = any(m.role != "system" for m in llm) and final_role != "assistant"
+        if boundary == "turn_end":
+            queued_ok = bool(queued)
+        else:
+            queued_ok = final_role == "assistant" and bool(queued)
+        context = BoundaryContext.model_construct(
+            context_entries=[
+                ProjectedEntry.model_construct(source_entry=e.source_entry, messages=list(e.messages))
+                for e in projection.entries
+            ],
+            context_messages=messages,
+            llm_messages=list(llm),
+            pending_messages=[*queued, *custom],
+            can_continue=context_ok or bool(custom) or queued_ok,
+        )
+        return context
 
     def commit_drafts(self, hook: str, drafts: list[Any]) -> None:
         if not drafts:
             return
         try:
-            self.preview(drafts)  # validate the whole proposal before appending any of it
+            self._preview_manager(drafts)  # validate the whole proposal before appending any of it
         except Exception as exc:
             self.runner.report(hook, hook, f"the proposed entries are invalid and were dropped: {exc}")
             return

@@ -202,6 +202,10 @@ class AgentSession:
             will_retry=lambda: self._retry.will_retry(self.last_assistant()),
             on_user_message=self._dequeue_display,
             sync=self._sync_state_from_session,
+            pending=lambda: (
+                [*self.agent.queued_steering, *self.agent.queued_follow_up],
+                list(self._pending_next_turn),
+            ),
         )
         self._user_bash = UserBash(
             runner, cwd=self.cwd, shell_settings=lambda: self.settings.merged, record=self.record_bash
@@ -499,7 +503,8 @@ class AgentSession:
             if self.agent.has_queued_messages():
                 await self.agent.continue_()
                 continue
-            if await self._bridge.before_settle() and not self._abort_requested:
+            outcome = "error" if last is not None and last.stop_reason == "error" else "completed"
+            if await self._bridge.before_settle(outcome) and not self._abort_requested:
                 messages = self.agent.state.messages
                 if messages and messages[-1].role != "assistant":
                     await self.agent.continue_()

@@ -200,25 +200,47 @@ async def test_tools_activated_during_a_run_are_declared_on_the_next_request(cwd
 
 
 async def test_turn_end_and_before_settle_drafts_are_committed(cwd: Path) -> None:
+    seen: list[Any] = []
+
     class Boundary:
         def __init__(self) -> None:
             self.reminded = False
 
         @hookimpl
         def turn_end(self, event: Any) -> Any:
+            seen.append(("turn_end", event.outcome, event.context.model_copy()))
             return {"entries": [*event.entries, {"type": "custom", "customType": "turn-log",
                                                  "data": {"turn": event.turn_index}}]}
 
         @hookimpl
         def agent_before_settle(self, event: Any) -> Any:
+            seen.append(("agent_before_settle", event.outcome, event.context.model_copy()))
             if self.reminded:
                 return None
             self.reminded = True
             return {"entries": [{"type": "custom_message", "customType": "review",
                                  "content": "Review the diff.", "display": False}], "continue": True}
 
-    runtime, script, _ = await start(cwd, "first answer", "reviewed", plugins=(Boundary,))
+    class Late:
+        @hookimpl(trylast=True)
+        def agent_before_settle(self, event: Any) -> Any:
+            seen.append(("late", event.outcome, event.context.model_copy()))
+
+    runtime, script, _ = await start(cwd, "first answer", "reviewed", plugins=(Boundary, Late))
     await runtime.session.prompt("work")
+    # the context preview, as pi 1.6.0's: entries with their messages, the model's view,
+    # what waits, and whether a continuation could run
+    name, outcome, context = seen[0]
+    assert (name, outcome) == ("turn_end", "completed")
+    assert [p.source_entry.type for p in context.context_entries][:2] == ["model_change", "thinking_level_change"]
+    assert [p.messages for p in context.context_entries][:2] == [[], []]
+    assert [m.role for m in context.llm_messages] == ["system", "user", "assistant"]
+    assert context.context_messages[-1].text() == "first answer"
+    assert context.pending_messages == [] and context.can_continue is False
+    _, _, settle_before = seen[1]
+    _, _, settle_after = seen[2]  # the draft custom message makes a continuation possible
+    assert settle_before.can_continue is False
+    assert settle_after.can_continue is True and settle_after.llm_messages[-1].role == "user"
     assert script.requests == 2 and runtime.session.get_last_assistant_text() == "reviewed"
     assert script.contexts[1].messages[-1].content[0].text == "Review the diff."
     kinds = [(e["type"], e.get("customType")) for e in lines(runtime.session.session_file)[1:]]
