@@ -18,6 +18,7 @@ tokenizing a large catalogue costs little more than splitting it on whitespace.
 
 from __future__ import annotations
 
+import functools
 import re
 from itertools import chain
 
@@ -37,8 +38,17 @@ STOP_WORDS: frozenset[str] = frozenset(
 _WORD = re.compile(r"[^\W_]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _CJK_CHARS = "\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_NON_ASCII_PARTS = re.compile(rf"[{_CJK_CHARS}]+|[0-9]+|[^\W\d_{_CJK_CHARS}]+")
-_CJK = re.compile(rf"[{_CJK_CHARS}]+")
+
+
+@functools.cache
+def _non_ascii_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The patterns for words outside ASCII (parts, CJK runs), compiled on first use:
+    their large character ranges take several milliseconds to compile, and tool names
+    and descriptions are mostly ASCII."""
+    parts = re.compile(rf"[{_CJK_CHARS}]+|[0-9]+|[^\W\d_{_CJK_CHARS}]+")
+    return parts, re.compile(rf"[{_CJK_CHARS}]+")
+
+
 _VOWELS = frozenset("aeiouy")
 _KEEP_DOUBLE = frozenset("dflsz")
 _CACHE_LIMIT = 200_000
@@ -97,10 +107,12 @@ def _terms_of_word(word: str) -> tuple[str, ...]:
     out: list[str] = []
     if word.isascii():
         parts = [word] if word.isalpha() and word.islower() else _CAMEL.findall(word)
+        cjk = None
     else:
-        parts = _NON_ASCII_PARTS.findall(word)
+        non_ascii, cjk = _non_ascii_patterns()
+        parts = non_ascii.findall(word)
     for part in parts:
-        if _CJK.match(part):
+        if cjk is not None and cjk.match(part):
             out.extend(_cjk_terms(part))
             continue
         lower = part.lower()
