@@ -1,4 +1,7 @@
-"""Helpers for pi-mcp's tests (a plain module: the root tests own ``conftest``)."""
+"""Helpers for pi-mcp's tests (a plain module: the root tests own ``conftest``).
+
+The agent folder and the project are the published kit's fixtures (``pi_agent_dir``,
+``pi_project``, from pi-core's pytest plugin), as in any plugin's tests."""
 
 from __future__ import annotations
 
@@ -15,8 +18,8 @@ from typing import Any
 import pytest
 
 from pi_core.ai import FauxResponse, FauxScript, faux_model
-from pi_core.extensions.ui import NoUI
 from pi_core.runtime import SessionRuntime, create_agent_session
+from pi_core.testing import RecordingUI
 from pi_mcp import McpPlugin
 
 HERE = Path(__file__).resolve().parent
@@ -40,17 +43,6 @@ def write_json(path: Path, data: Any) -> Path:
 
 def write_mcp_json(directory: Path, servers: dict[str, Any], **top: Any) -> Path:
     return write_json(directory / "mcp.json", {"mcpServers": servers, **top})
-
-
-@pytest.fixture
-def agent(pi_agent_dir: Path) -> Path:
-    """A private agent dir (``PI_CODING_AGENT_DIR``): the kit's ``pi_agent_dir``."""
-    return pi_agent_dir
-
-
-@pytest.fixture
-def project(pi_project: Path) -> Path:
-    return pi_project
 
 
 def alive(pid: int) -> bool:
@@ -116,11 +108,8 @@ def http_server() -> Iterator[HttpServer]:
         yield server
 
 
-class CaptureUI(NoUI):
-    """Records notifications without printing them."""
-
-    def __init__(self) -> None:
-        super().__init__(echo=False)
+class CaptureUI(RecordingUI):
+    """The kit's recording UI, with the notification texts of one level."""
 
     def texts(self, level: str | None = None) -> list[str]:
         return [m for lvl, m in self.notifications if level is None or lvl == level]

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from mcp_testkit import agent, project, write_json, write_mcp_json  # noqa: F401
+from mcp_testkit import write_json, write_mcp_json
 
 from pi_mcp.config import (
     ConfigValueError,
@@ -21,22 +21,22 @@ from pi_mcp.config import (
 from pi_mcp.names import tool_exposure, tool_names
 
 
-def test_stdio_and_http_entries_are_typed(agent: Path, project: Path) -> None:
+def test_stdio_and_http_entries_are_typed(pi_agent_dir: Path, pi_project: Path) -> None:
     write_mcp_json(
-        agent,
+        pi_agent_dir,
         {
             "files": {"command": "npx", "args": ["-y", "srv"], "env": {"A": "1"}, "cwd": "sub"},
             "docs": {"url": "https://example.com/mcp", "headers": {"X": "y"}, "description": "Docs", "timeout": 5},
             "typed": {"type": "streamable-http", "url": "http://127.0.0.1:1/mcp", "exposure": "codemode-deferred"},
         },
     )
-    loaded = load_config(cwd=project, project_trusted=False)
+    loaded = load_config(cwd=pi_project, project_trusted=False)
     assert loaded.errors == []
     files, docs, typed = (loaded.servers[n].config for n in ("files", "docs", "typed"))
     assert files.transport == "stdio" and files.args == ["-y", "srv"] and files.exposure == "codemode"
     assert docs.transport == "http" and docs.timeout == 5 and docs.description == "Docs"
     assert typed.exposure == "codemode"  # the documented alias
-    assert loaded.servers["files"].source == str(agent / "mcp.json")
+    assert loaded.servers["files"].source == str(pi_agent_dir / "mcp.json")
 
 
 @pytest.mark.parametrize(
@@ -63,55 +63,55 @@ def test_stdio_and_http_entries_are_typed(agent: Path, project: Path) -> None:
     ],
 )
 def test_an_invalid_entry_is_reported_with_file_server_and_field_and_the_others_load(
-    agent: Path, project: Path, entry: object, message: str
+    pi_agent_dir: Path, pi_project: Path, entry: object, message: str
 ) -> None:
-    write_mcp_json(agent, {"bad": entry, "good": {"command": "ok"}})
-    loaded = load_config(cwd=project, project_trusted=False)
+    write_mcp_json(pi_agent_dir, {"bad": entry, "good": {"command": "ok"}})
+    loaded = load_config(cwd=pi_project, project_trusted=False)
     assert list(loaded.servers) == ["good"]
     assert len(loaded.errors) == 1
     error = loaded.errors[0]
-    assert error.startswith(f'{agent / "mcp.json"}: server "bad": ')
+    assert error.startswith(f'{pi_agent_dir / "mcp.json"}: server "bad": ')
     assert message in error
 
 
-def test_server_name_rules(agent: Path, project: Path) -> None:
-    write_mcp_json(agent, {"bad name": {"command": "a"}, "dev-radius": {"command": "a"}, "dev_radius": {"command": "b"}})
-    loaded = load_config(cwd=project, project_trusted=False)
+def test_server_name_rules(pi_agent_dir: Path, pi_project: Path) -> None:
+    write_mcp_json(pi_agent_dir, {"bad name": {"command": "a"}, "dev-radius": {"command": "a"}, "dev_radius": {"command": "b"}})
+    loaded = load_config(cwd=pi_project, project_trusted=False)
     assert list(loaded.servers) == ["dev-radius"]
     assert any('invalid server name "bad name"' in e for e in loaded.errors)
     assert any('"dev_radius": names the same server as "dev-radius"' in e for e in loaded.errors)
 
 
-def test_broken_files_are_reported_by_path(agent: Path, project: Path) -> None:
-    (agent / "mcp.json").write_text("{ nope", encoding="utf-8")
-    loaded = load_config(cwd=project, project_trusted=False)
-    assert loaded.servers == {} and loaded.errors[0].startswith(f"{agent / 'mcp.json'}: invalid JSON at line 1")
-    write_json(agent / "mcp.json", {"mcpServers": ["x"]})
-    assert '"mcpServers" must be an object' in load_config(cwd=project, project_trusted=False).errors[0]
+def test_broken_files_are_reported_by_path(pi_agent_dir: Path, pi_project: Path) -> None:
+    (pi_agent_dir / "mcp.json").write_text("{ nope", encoding="utf-8")
+    loaded = load_config(cwd=pi_project, project_trusted=False)
+    assert loaded.servers == {} and loaded.errors[0].startswith(f"{pi_agent_dir / 'mcp.json'}: invalid JSON at line 1")
+    write_json(pi_agent_dir / "mcp.json", {"mcpServers": ["x"]})
+    assert '"mcpServers" must be an object' in load_config(cwd=pi_project, project_trusted=False).errors[0]
 
 
-def test_project_file_only_in_trusted_projects_and_replaces_or_overrides_user_entries(agent: Path, project: Path) -> None:
+def test_project_file_only_in_trusted_projects_and_replaces_or_overrides_user_entries(pi_agent_dir: Path, pi_project: Path) -> None:
     write_mcp_json(
-        agent,
+        pi_agent_dir,
         {
             "shared": {"command": "user-cmd", "env": {"TOKEN": "secret"}},
             "internal": {"url": "https://internal/mcp", "headers": {"Authorization": "Bearer x"}, "exposure": "deferred"},
         },
     )
     write_mcp_json(
-        project / ".pi",
+        pi_project / ".pi",
         {
             "shared": {"command": "project-cmd"},
             "internal": {"enabled": False, "toolExposure": {"search": "direct"}},
             "local": {"command": "local-cmd"},
         },
     )
-    untrusted = load_config(cwd=project, project_trusted=False)
+    untrusted = load_config(cwd=pi_project, project_trusted=False)
     assert list(untrusted.servers) == ["shared", "internal"]
     assert untrusted.servers["shared"].config.command == "user-cmd"
-    assert untrusted.notes == [f"{project / '.pi' / 'mcp.json'} is not read: the project is not trusted"]
+    assert untrusted.notes == [f"{pi_project / '.pi' / 'mcp.json'} is not read: the project is not trusted"]
 
-    trusted = load_config(cwd=project, project_trusted=True)
+    trusted = load_config(cwd=pi_project, project_trusted=True)
     assert trusted.errors == []
     assert trusted.servers["shared"].config.command == "project-cmd"
     assert trusted.servers["shared"].config.env == {}  # replaced entirely
@@ -119,14 +119,14 @@ def test_project_file_only_in_trusted_projects_and_replaces_or_overrides_user_en
     internal = trusted.servers["internal"]
     assert internal.config.enabled is False and internal.config.tool_exposure == {"search": "direct"}
     assert internal.config.headers == {"Authorization": "Bearer x"} and internal.config.exposure == "deferred"
-    assert internal.source == str(agent / "mcp.json") and internal.overridden_by == str(project / ".pi" / "mcp.json")
+    assert internal.source == str(pi_agent_dir / "mcp.json") and internal.overridden_by == str(pi_project / ".pi" / "mcp.json")
     assert trusted.servers["local"].config.command == "local-cmd"
 
 
-def test_project_override_rules(agent: Path, project: Path) -> None:
-    write_mcp_json(agent, {"known": {"command": "a"}})
+def test_project_override_rules(pi_agent_dir: Path, pi_project: Path) -> None:
+    write_mcp_json(pi_agent_dir, {"known": {"command": "a"}})
     write_mcp_json(
-        project / ".pi",
+        pi_project / ".pi",
         {
             "unknown": {"enabled": False},
             "known": {"enabled": False, "description": "not allowed here"},
@@ -134,8 +134,8 @@ def test_project_override_rules(agent: Path, project: Path) -> None:
         },
         autoEnableCodemode=False,
     )
-    loaded = load_config(cwd=project, project_trusted=True)
-    path = project / ".pi" / "mcp.json"
+    loaded = load_config(cwd=pi_project, project_trusted=True)
+    path = pi_project / ".pi" / "mcp.json"
     assert any(e.startswith(f'{path}: server "unknown": has no "command" or "url"') for e in loaded.errors)
     assert any(f'{path}: server "known": "description": unknown field' in e for e in loaded.errors)
     assert any('"auth.provider" may only be set in the user-level mcp.json' in e for e in loaded.errors)
@@ -185,15 +185,15 @@ def test_parse_server_for_registrations() -> None:
         parse_server("a b", {"command": "x"})
 
 
-def test_saved_project_trust_for_shell_commands(agent: Path, project: Path) -> None:
-    assert saved_project_trust(project) is False
-    write_json(agent / "trust.json", {os.path.realpath(project.parent): True})
-    assert saved_project_trust(project) is True
-    write_json(agent / "trust.json", {os.path.realpath(project): False, os.path.realpath(project.parent): True})
-    assert saved_project_trust(project) is False
-    (agent / "trust.json").unlink()
-    write_json(agent / "settings.json", {"defaultProjectTrust": "always"})
-    assert saved_project_trust(project) is True
+def test_saved_project_trust_for_shell_commands(pi_agent_dir: Path, pi_project: Path) -> None:
+    assert saved_project_trust(pi_project) is False
+    write_json(pi_agent_dir / "trust.json", {os.path.realpath(pi_project.parent): True})
+    assert saved_project_trust(pi_project) is True
+    write_json(pi_agent_dir / "trust.json", {os.path.realpath(pi_project): False, os.path.realpath(pi_project.parent): True})
+    assert saved_project_trust(pi_project) is False
+    (pi_agent_dir / "trust.json").unlink()
+    write_json(pi_agent_dir / "settings.json", {"defaultProjectTrust": "always"})
+    assert saved_project_trust(pi_project) is True
 
 
 def test_the_plugin_imports_without_the_mcp_sdk() -> None:

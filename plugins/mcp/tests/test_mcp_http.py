@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from mcp_testkit import TOOL_COUNT, HttpServer, agent, http_server  # noqa: F401
+from mcp_testkit import TOOL_COUNT, HttpServer, http_server  # noqa: F401
 
 import pi_mcp.http as mcp_http
 from pi_mcp.config import ServerEntry, parse_server
@@ -130,59 +130,59 @@ async def connect(server_entry: ServerEntry, agent_dir: Path) -> McpConnection:
     return connection
 
 
-async def test_oauth_sign_in_storage_refresh_and_sign_out(agent: Path) -> None:
+async def test_oauth_sign_in_storage_refresh_and_sign_out(pi_agent_dir: Path) -> None:
     with HttpServer("--oauth") as server:
         sec = entry("sec", url=server.url)
         # without credentials the server needs a sign-in (no browser is ever opened by a connection)
-        connection = McpConnection(sec, ".", auth=OAuthFactory(agent))
+        connection = McpConnection(sec, ".", auth=OAuthFactory(pi_agent_dir))
         with pytest.raises(McpUnavailableError, match='"sec" requires sign-in: run /mcp login sec or pi mcp login sec'):
             await connection.session()
         assert connection.state == "needs-auth"
         await connection.close()
 
-        assert await sign_in(sec, agent, ".", on_url=browser, timeout=30) == TOOL_COUNT
-        path = agent / AUTH_FILE_NAME
+        assert await sign_in(sec, pi_agent_dir, ".", on_url=browser, timeout=30) == TOOL_COUNT
+        path = pi_agent_dir / AUTH_FILE_NAME
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         key = CredentialStore.key("sec", server.url)
-        state = stored(agent)[key]
+        state = stored(pi_agent_dir)[key]
         assert state["tokens"]["access_token"].startswith("at-") and state["tokens"]["refresh_token"].startswith("rt-")
         assert state["tokensExpireAt"] > 0 and state["clientInformation"]["client_id"]
 
-        assert (await connect(sec, agent)).connects == 1  # the stored token is used
+        assert (await connect(sec, pi_agent_dir)).connects == 1  # the stored token is used
 
         # an expired token is refreshed before it is sent; the rotated tokens are saved
-        data = stored(agent)
+        data = stored(pi_agent_dir)
         data[key]["tokensExpireAt"] = 0
         path.write_text(json.dumps(data))
-        await connect(sec, agent)
-        assert stored(agent)[key]["tokens"]["access_token"] != state["tokens"]["access_token"]
+        await connect(sec, pi_agent_dir)
+        assert stored(pi_agent_dir)[key]["tokens"]["access_token"] != state["tokens"]["access_token"]
 
         # a token the server rejects is refreshed once
         async with httpx2.AsyncClient() as client:
             await client.post(f"{server.base}/test/expire-access")
-            await connect(sec, agent)
+            await connect(sec, pi_agent_dir)
             assert (await client.get(f"{server.base}/test/stats")).json()["refreshes"] == 2
 
         # the same URL under another name signs in separately
-        other = McpConnection(entry("sec2", url=server.url), ".", auth=OAuthFactory(agent))
+        other = McpConnection(entry("sec2", url=server.url), ".", auth=OAuthFactory(pi_agent_dir))
         with pytest.raises(McpUnavailableError, match="requires sign-in"):
             await other.session()
         await other.close()
 
-        assert sign_out(sec, agent) is True
-        assert key not in stored(agent) and sign_out(sec, agent) is False
+        assert sign_out(sec, pi_agent_dir) is True
+        assert key not in stored(pi_agent_dir) and sign_out(sec, pi_agent_dir) is False
         with pytest.raises(McpUnavailableError, match="requires sign-in"):
-            await connect(sec, agent)
+            await connect(sec, pi_agent_dir)
 
 
-async def test_sign_in_refuses_servers_that_do_not_use_oauth(agent: Path) -> None:
+async def test_sign_in_refuses_servers_that_do_not_use_oauth(pi_agent_dir: Path) -> None:
     with pytest.raises(ValueError, match="does not use OAuth: it sets an Authorization header"):
-        await sign_in(entry("h", url="http://127.0.0.1:9/mcp", headers={"Authorization": "Bearer x"}), agent, ".", on_url=browser)
+        await sign_in(entry("h", url="http://127.0.0.1:9/mcp", headers={"Authorization": "Bearer x"}), pi_agent_dir, ".", on_url=browser)
     with pytest.raises(ValueError, match="stdio server"):
-        await sign_in(entry("s", command="x"), agent, ".", on_url=browser)
+        await sign_in(entry("s", command="x"), pi_agent_dir, ".", on_url=browser)
 
 
-async def test_a_fixed_callback_port_is_used_as_the_redirect(agent: Path) -> None:
+async def test_a_fixed_callback_port_is_used_as_the_redirect(pi_agent_dir: Path) -> None:
     import socket
 
     with socket.socket() as probe:
@@ -196,9 +196,9 @@ async def test_a_fixed_callback_port_is_used_as_the_redirect(agent: Path) -> Non
 
     with HttpServer("--oauth") as server:
         fixed = entry("fixed", url=server.url, oauth={"callbackPort": port, "clientName": "pi-test"})
-        await sign_in(fixed, agent, ".", on_url=look, timeout=30)
+        await sign_in(fixed, pi_agent_dir, ".", on_url=look, timeout=30)
     assert f"redirect_uri=http%3A%2F%2F127.0.0.1%3A{port}%2Fcallback" in seen[0]
-    info = stored(agent)[CredentialStore.key("fixed", server.url)]["clientInformation"]
+    info = stored(pi_agent_dir)[CredentialStore.key("fixed", server.url)]["clientInformation"]
     assert info["client_name"] == "pi-test"
 
 

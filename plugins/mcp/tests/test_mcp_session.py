@@ -7,16 +7,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mcp_testkit import (  # noqa: F401
+from mcp_testkit import (
     TOOL_COUNT,
     WAIT,
     CaptureUI,
-    agent,
     alive,
     calls,
     connected,
     manager_of,
-    project,
     read_pids,
     result_texts,
     start,
@@ -80,9 +78,9 @@ class Orchestrator:
         )
 
 
-async def test_a_direct_tool_round_trips_in_a_real_session(agent: Path, project: Path) -> None:
-    write_mcp_json(agent, {"fx": stdio(exposure="direct", description="Fixture tools")})
-    runtime, script = await start(project, calls(("mcp__fx__add", {"a": 1, "b": 2})), "three")
+async def test_a_direct_tool_round_trips_in_a_real_session(pi_agent_dir: Path, pi_project: Path) -> None:
+    write_mcp_json(pi_agent_dir, {"fx": stdio(exposure="direct", description="Fixture tools")})
+    runtime, script = await start(pi_project, calls(("mcp__fx__add", {"a": 1, "b": 2})), "three")
     try:
         assert await runtime.session.prompt("add 1 and 2") == "started"
         assert result_texts(script, 1) == ['{\n  "total": 3\n}']
@@ -102,7 +100,7 @@ async def test_a_direct_tool_round_trips_in_a_real_session(agent: Path, project:
         await runtime.dispose()
 
 
-async def test_policy_plugins_gate_and_patch_mcp_calls(agent: Path, project: Path) -> None:
+async def test_policy_plugins_gate_and_patch_mcp_calls(pi_agent_dir: Path, pi_project: Path) -> None:
     seen: list[str] = []
 
     class Policy:
@@ -120,9 +118,9 @@ async def test_policy_plugins_gate_and_patch_mcp_calls(agent: Path, project: Pat
                 return {"content": [{"type": "text", "text": event.content[0].text.upper()}]}
             return None
 
-    write_mcp_json(agent, {"fx": stdio(exposure="direct")})
+    write_mcp_json(pi_agent_dir, {"fx": stdio(exposure="direct")})
     runtime, script = await start(
-        project,
+        pi_project,
         calls(("mcp__fx__grow", {"tool": "fresh"}), ("mcp__fx__echo", {"text": "quiet"}), ("mcp__fx__lookup", {"key": "k"})),
         "done",
         plugins=(McpPlugin, Policy),
@@ -136,10 +134,10 @@ async def test_policy_plugins_gate_and_patch_mcp_calls(agent: Path, project: Pat
         await runtime.dispose()
 
 
-async def test_codemode_exposure_reaches_tools_through_an_orchestrator(agent: Path, project: Path) -> None:
-    write_mcp_json(agent, {"fx": stdio(description="Fixture tools for scripts", timeout=20)})
+async def test_codemode_exposure_reaches_tools_through_an_orchestrator(pi_agent_dir: Path, pi_project: Path) -> None:
+    write_mcp_json(pi_agent_dir, {"fx": stdio(description="Fixture tools for scripts", timeout=20)})
     runtime, script = await start(
-        project,
+        pi_project,
         calls(("codemode", {"tool": "mcp__fx__add", "args": {"a": 20, "b": 22}})),
         "done",
         plugins=(McpPlugin, Orchestrator("codemode")),
@@ -165,9 +163,9 @@ async def test_codemode_exposure_reaches_tools_through_an_orchestrator(agent: Pa
         await runtime.dispose()
 
 
-async def test_codemode_is_not_switched_on_when_the_user_deselected_it(agent: Path, project: Path) -> None:
-    write_mcp_json(agent, {"fx": stdio()})
-    runtime, _ = await start(project, plugins=(McpPlugin, Orchestrator("codemode")), tools=["-codemode"])
+async def test_codemode_is_not_switched_on_when_the_user_deselected_it(pi_agent_dir: Path, pi_project: Path) -> None:
+    write_mcp_json(pi_agent_dir, {"fx": stdio()})
+    runtime, _ = await start(pi_project, plugins=(McpPlugin, Orchestrator("codemode")), tools=["-codemode"])
     try:
         await connected(runtime, "fx")
         assert "codemode" not in runtime.session.tools.active_names
@@ -175,9 +173,9 @@ async def test_codemode_is_not_switched_on_when_the_user_deselected_it(agent: Pa
         await runtime.dispose()
 
 
-async def test_deferred_servers_activate_tool_search_and_unreachable_tools_warn(agent: Path, project: Path) -> None:
-    write_mcp_json(agent, {"fx": stdio(exposure="deferred")})
-    runtime, _ = await start(project, plugins=(McpPlugin, Orchestrator("tool_search")))
+async def test_deferred_servers_activate_tool_search_and_unreachable_tools_warn(pi_agent_dir: Path, pi_project: Path) -> None:
+    write_mcp_json(pi_agent_dir, {"fx": stdio(exposure="deferred")})
+    runtime, _ = await start(pi_project, plugins=(McpPlugin, Orchestrator("tool_search")))
     try:
         await connected(runtime, "fx")
         await asyncio.wait_for(asyncio.gather(*manager_of(runtime)._tasks), WAIT)
@@ -187,8 +185,8 @@ async def test_deferred_servers_activate_tool_search_and_unreachable_tools_warn(
 
     # autoEnableCodemode: false keeps codemode off; then nothing can reach the tools: a warning
     ui = CaptureUI()
-    write_mcp_json(agent, {"fx": stdio()}, autoEnableCodemode=False)
-    runtime, _ = await start(project, plugins=(McpPlugin, Orchestrator("codemode")), ui=ui)
+    write_mcp_json(pi_agent_dir, {"fx": stdio()}, autoEnableCodemode=False)
+    runtime, _ = await start(pi_project, plugins=(McpPlugin, Orchestrator("codemode")), ui=ui)
     try:
         await connected(runtime, "fx")
         await asyncio.wait_for(asyncio.gather(*manager_of(runtime)._tasks), WAIT)
@@ -198,12 +196,12 @@ async def test_deferred_servers_activate_tool_search_and_unreachable_tools_warn(
         await runtime.dispose()
 
 
-async def test_tool_exposure_per_tool(agent: Path, project: Path) -> None:
+async def test_tool_exposure_per_tool(pi_agent_dir: Path, pi_project: Path) -> None:
     write_mcp_json(
-        agent,
+        pi_agent_dir,
         {"fx": stdio(exposure="hidden", toolExposure={"echo": "direct", "l*": "codemode", "lookup": "deferred"})},
     )
-    runtime, _ = await start(project)
+    runtime, _ = await start(pi_project)
     try:
         await connected(runtime, "fx")
         exposures = tool_names(runtime)
@@ -215,10 +213,10 @@ async def test_tool_exposure_per_tool(agent: Path, project: Path) -> None:
         await runtime.dispose()
 
 
-async def test_list_changed_adds_and_withdraws_tools(agent: Path, project: Path) -> None:
-    write_mcp_json(agent, {"fx": stdio(exposure="direct")})
+async def test_list_changed_adds_and_withdraws_tools(pi_agent_dir: Path, pi_project: Path) -> None:
+    write_mcp_json(pi_agent_dir, {"fx": stdio(exposure="direct")})
     runtime, script = await start(
-        project, calls(("mcp__fx__grow", {"tool": "fresh"})), "grown", calls(("mcp__fx__fresh", {})), "ok",
+        pi_project, calls(("mcp__fx__grow", {"tool": "fresh"})), "grown", calls(("mcp__fx__fresh", {})), "ok",
         calls(("mcp__fx__shrink", {"tool": "fresh"})), "gone",
     )
     try:
@@ -239,10 +237,10 @@ async def test_list_changed_adds_and_withdraws_tools(agent: Path, project: Path)
         await runtime.dispose()
 
 
-async def test_resource_tools(agent: Path, project: Path) -> None:
-    write_mcp_json(agent, {"fx": stdio("--page-size", "2", exposure="direct")})
+async def test_resource_tools(pi_agent_dir: Path, pi_project: Path) -> None:
+    write_mcp_json(pi_agent_dir, {"fx": stdio("--page-size", "2", exposure="direct")})
     runtime, script = await start(
-        project,
+        pi_project,
         calls(
             ("list_mcp_resources", {}),
             ("list_mcp_resources", {"server": "fx"}),
@@ -275,7 +273,7 @@ async def test_resource_tools(agent: Path, project: Path) -> None:
         await runtime.dispose()
 
 
-async def test_other_plugins_register_servers(agent: Path, project: Path) -> None:
+async def test_other_plugins_register_servers(pi_agent_dir: Path, pi_project: Path) -> None:
     outcomes: list[str] = []
 
     class Provider:
@@ -294,16 +292,16 @@ async def test_other_plugins_register_servers(agent: Path, project: Path) -> Non
         def register_mcp_servers(self, register: Any) -> None:
             register("extra", {"command": "mine"})
 
-    write_mcp_json(agent, {"fx": stdio(exposure="direct")})
+    write_mcp_json(pi_agent_dir, {"fx": stdio(exposure="direct")})
     ui = CaptureUI()
-    runtime, _ = await start(project, plugins=(McpPlugin, Provider, Greedy), ui=ui)
+    runtime, _ = await start(pi_project, plugins=(McpPlugin, Provider, Greedy), ui=ui)
     try:
         manager = manager_of(runtime)
         await connected(runtime, "extra")
         extra = manager.entry("extra")
         assert extra.source == "plugin Provider" and manager.find("extra").state == "connected"
         assert "mcp__extra__echo" in runtime.session.tools.active_names
-        assert manager.entry("fx").source == str(agent / "mcp.json")
+        assert manager.entry("fx").source == str(pi_agent_dir / "mcp.json")
         assert [s.name for s in manager.config.shadowed] == ["fx"]
         assert outcomes[0] == 'MCP server: invalid server name "bad name": use only letters, digits, "_" and "-"'
         assert outcomes[1].startswith('MCP server "broken": type "sse"')
@@ -313,15 +311,15 @@ async def test_other_plugins_register_servers(agent: Path, project: Path) -> Non
         await runtime.dispose()
 
 
-async def test_project_servers_need_trust(agent: Path, project: Path) -> None:
-    write_mcp_json(agent, {"user": stdio(exposure="direct")})
-    write_mcp_json(project / ".pi", {"proj": stdio(exposure="direct")})
-    runtime, _ = await start(project, approve=False)
+async def test_project_servers_need_trust(pi_agent_dir: Path, pi_project: Path) -> None:
+    write_mcp_json(pi_agent_dir, {"user": stdio(exposure="direct")})
+    write_mcp_json(pi_project / ".pi", {"proj": stdio(exposure="direct")})
+    runtime, _ = await start(pi_project, approve=False)
     try:
         assert set(manager_of(runtime).connections) == {"user"}
     finally:
         await runtime.dispose()
-    runtime, _ = await start(project, approve=True)
+    runtime, _ = await start(pi_project, approve=True)
     try:
         assert set(manager_of(runtime).connections) == {"user", "proj"}
         await connected(runtime, "proj")
@@ -330,9 +328,9 @@ async def test_project_servers_need_trust(agent: Path, project: Path) -> None:
         await runtime.dispose()
 
 
-async def test_failures_are_reported_and_do_not_hold_other_servers(agent: Path, project: Path) -> None:
+async def test_failures_are_reported_and_do_not_hold_other_servers(pi_agent_dir: Path, pi_project: Path) -> None:
     write_mcp_json(
-        agent,
+        pi_agent_dir,
         {
             "good": stdio(exposure="direct"),
             "stuck": stdio("--hang", timeout=30),
@@ -341,7 +339,7 @@ async def test_failures_are_reported_and_do_not_hold_other_servers(agent: Path, 
         },
     )
     ui = CaptureUI()
-    runtime, script = await start(project, calls(("mcp__good__echo", {"text": "hi"})), "ok", ui=ui)
+    runtime, script = await start(pi_project, calls(("mcp__good__echo", {"text": "hi"})), "ok", ui=ui)
     try:
         started = time.monotonic()
         await runtime.session.prompt("go")
@@ -351,7 +349,7 @@ async def test_failures_are_reported_and_do_not_hold_other_servers(agent: Path, 
         late = await connected(runtime, "late")
         assert late.state == "failed" and "did not finish starting within 0.5s" in (late.error or "")
         warnings = ui.texts("warning")
-        assert any(w.startswith(f'MCP config: {agent / "mcp.json"}: server "bad": type "sse"') for w in warnings)
+        assert any(w.startswith(f'MCP config: {pi_agent_dir / "mcp.json"}: server "bad": type "sse"') for w in warnings)
     finally:
         await runtime.dispose()
     assert manager_of_closed(runtime)
@@ -363,10 +361,10 @@ def manager_of_closed(runtime: Any) -> bool:
     return plugin_of(runtime).manager is None
 
 
-async def test_shutdown_stops_servers_and_their_children(agent: Path, project: Path, tmp_path: Path) -> None:
+async def test_shutdown_stops_servers_and_their_children(pi_agent_dir: Path, pi_project: Path, tmp_path: Path) -> None:
     pids = tmp_path / "pids"
-    write_mcp_json(agent, {"fx": stdio("--pidfile", str(pids), "--child", exposure="direct")})
-    runtime, _ = await start(project)
+    write_mcp_json(pi_agent_dir, {"fx": stdio("--pidfile", str(pids), "--child", exposure="direct")})
+    runtime, _ = await start(pi_project)
     await connected(runtime, "fx")
     running = read_pids(pids)
     assert len(running) == 2 and all(alive(p) for p in running)
@@ -374,15 +372,15 @@ async def test_shutdown_stops_servers_and_their_children(agent: Path, project: P
     assert [p for p in running if alive(p)] == []
 
 
-async def test_the_mcp_command(agent: Path, project: Path) -> None:
-    write_mcp_json(agent, {"fx": stdio(exposure="direct"), "off": stdio(enabled=False)})
+async def test_the_mcp_command(pi_agent_dir: Path, pi_project: Path) -> None:
+    write_mcp_json(pi_agent_dir, {"fx": stdio(exposure="direct"), "off": stdio(enabled=False)})
     ui = CaptureUI()
-    runtime, _ = await start(project, ui=ui)
+    runtime, _ = await start(pi_project, ui=ui)
     try:
         await connected(runtime, "fx")
         await runtime.session.run_command("mcp", "")
         status = ui.texts("info")[-1]
-        assert f"fx: connected, {TOOL_COUNT} tools, resources (direct) {agent / 'mcp.json'}" in status
+        assert f"fx: connected, {TOOL_COUNT} tools, resources (direct) {pi_agent_dir / 'mcp.json'}" in status
         assert "    mcp__fx__echo" in status and "off: disabled" in status
         await runtime.session.run_command("mcp", "reconnect fx")
         assert ui.texts("info")[-1] == f'Reconnected to MCP server "fx" ({TOOL_COUNT} tools).'
@@ -397,8 +395,8 @@ async def test_the_mcp_command(agent: Path, project: Path) -> None:
         await runtime.dispose()
 
 
-async def test_no_mcp_flag_disables_everything(agent: Path, project: Path) -> None:
-    write_mcp_json(agent, {"fx": stdio(exposure="direct")})
+async def test_no_mcp_flag_disables_everything(pi_agent_dir: Path, pi_project: Path) -> None:
+    write_mcp_json(pi_agent_dir, {"fx": stdio(exposure="direct")})
 
     class Ctx:
         def get_flag(self, name: str) -> Any:
@@ -409,9 +407,9 @@ async def test_no_mcp_flag_disables_everything(agent: Path, project: Path) -> No
     assert plugin.manager is None and plugin.disabled is not None
 
 
-async def test_the_mcp_servers_section_uses_the_server_instructions(agent: Path, project: Path) -> None:
-    write_mcp_json(agent, {"fx": stdio("--instructions", "Tickets of the team.\nMore text.")})
-    runtime, _ = await start(project, "ok")
+async def test_the_mcp_servers_section_uses_the_server_instructions(pi_agent_dir: Path, pi_project: Path) -> None:
+    write_mcp_json(pi_agent_dir, {"fx": stdio("--instructions", "Tickets of the team.\nMore text.")})
+    runtime, _ = await start(pi_project, "ok")
     try:
         await connected(runtime, "fx")
         await runtime.session.prompt("hi")
@@ -423,11 +421,11 @@ async def test_the_mcp_servers_section_uses_the_server_instructions(agent: Path,
         await runtime.dispose()
 
 
-async def test_a_crashed_server_reconnects_on_the_next_call_in_a_session(agent: Path, project: Path) -> None:
-    write_mcp_json(agent, {"fx": stdio(exposure="direct")})
+async def test_a_crashed_server_reconnects_on_the_next_call_in_a_session(pi_agent_dir: Path, pi_project: Path) -> None:
+    write_mcp_json(pi_agent_dir, {"fx": stdio(exposure="direct")})
     ui = CaptureUI()
     runtime, script = await start(
-        project, calls(("mcp__fx__crash", {})), "crashed", calls(("mcp__fx__echo", {"text": "back"})), "ok", ui=ui
+        pi_project, calls(("mcp__fx__crash", {})), "crashed", calls(("mcp__fx__echo", {"text": "back"})), "ok", ui=ui
     )
     try:
         connection = await connected(runtime, "fx")
@@ -446,9 +444,9 @@ async def test_a_crashed_server_reconnects_on_the_next_call_in_a_session(agent: 
         await runtime.dispose()
 
 
-async def test_a_resumed_session_declares_the_mcp_tools_it_had_loaded(agent: Path, project: Path) -> None:
-    write_mcp_json(agent, {"fx": stdio(exposure="deferred")})
-    runtime, _ = await start(project, "loaded")
+async def test_a_resumed_session_declares_the_mcp_tools_it_had_loaded(pi_agent_dir: Path, pi_project: Path) -> None:
+    write_mcp_json(pi_agent_dir, {"fx": stdio(exposure="deferred")})
+    runtime, _ = await start(pi_project, "loaded")
     try:
         await connected(runtime, "fx")
         runtime.session.tools.activate(["mcp__fx__lookup"])  # what tool_search does
@@ -457,7 +455,7 @@ async def test_a_resumed_session_declares_the_mcp_tools_it_had_loaded(agent: Pat
         session_file = runtime.session.session_file
     finally:
         await runtime.dispose()
-    resumed, _ = await start(project, session=session_file)
+    resumed, _ = await start(pi_project, session=session_file)
     try:
         await connected(resumed, "fx")  # registered later than the transcript was read
         assert "mcp__fx__lookup" in resumed.session.tools.active_names
@@ -466,16 +464,16 @@ async def test_a_resumed_session_declares_the_mcp_tools_it_had_loaded(agent: Pat
         await resumed.dispose()
 
 
-async def test_tool_search_finds_a_deferred_server_tool_and_the_next_request_calls_it(agent: Path, project: Path) -> None:
+async def test_tool_search_finds_a_deferred_server_tool_and_the_next_request_calls_it(pi_agent_dir: Path, pi_project: Path) -> None:
     """pi-mcp with the real pi-tool-search: the deferred server switches tool_search on, the
     model's search loads the tool, and the next request of the same run declares and calls it."""
     from pi_tool_search import ToolSearchPlugin
 
     from pi_core.ai import current_tools
 
-    write_mcp_json(agent, {"fx": stdio(exposure="deferred")})
+    write_mcp_json(pi_agent_dir, {"fx": stdio(exposure="deferred")})
     runtime, script = await start(
-        project,
+        pi_project,
         calls(("tool_search", {"query": "add two numbers", "limit": 1})),
         calls(("mcp__fx__add", {"a": 2, "b": 3})),
         "five",

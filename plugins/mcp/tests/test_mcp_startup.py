@@ -14,14 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_testkit import (  # noqa: F401
+from mcp_testkit import (
     WAIT,
     CaptureUI,
-    agent,
     alive,
     calls,
     manager_of,
-    project,
     result_texts,
     start,
     stdio,
@@ -93,11 +91,11 @@ def test_the_server_environment_matches_the_sdks() -> None:
 
 
 async def test_session_start_waits_neither_for_the_sdk_nor_for_the_server_yet_the_first_request_declares_direct_tools(
-    agent: Path, project: Path, tmp_path: Path, gated_import: GatedImport
+    pi_agent_dir: Path, pi_project: Path, tmp_path: Path, gated_import: GatedImport
 ) -> None:
     opened = tmp_path / "serve"
-    write_mcp_json(agent, {"slow": stdio("--wait-for", str(opened), exposure="direct")})
-    runtime, script = await start(project, calls(("mcp__slow__echo", {"text": "late"})), "done")
+    write_mcp_json(pi_agent_dir, {"slow": stdio("--wait-for", str(opened), exposure="direct")})
+    runtime, script = await start(pi_project, calls(("mcp__slow__echo", {"text": "late"})), "done")
     try:
         connection = manager_of(runtime).find("slow")
         # session_start returned while the SDK was still loading and the server starting…
@@ -119,14 +117,14 @@ async def test_session_start_waits_neither_for_the_sdk_nor_for_the_server_yet_th
 
 
 async def test_a_server_that_never_answers_holds_the_first_request_only_for_its_timeout(
-    agent: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+    pi_agent_dir: Path, pi_project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # pi's own bound on the first prompt's wait is out of the way: only the server's
     # timeout (1 s) can end the wait, or the prompt would run into the test's WAIT
     monkeypatch.setattr(pi_mcp.manager, "DIRECT_WAIT_SECONDS", 600.0)
-    write_mcp_json(agent, {"mute": stdio("--hang", exposure="direct", timeout=1), "fx": stdio(exposure="direct")})
+    write_mcp_json(pi_agent_dir, {"mute": stdio("--hang", exposure="direct", timeout=1), "fx": stdio(exposure="direct")})
     ui = CaptureUI()
-    runtime, script = await start(project, calls(("mcp__fx__echo", {"text": "still here"})), "ok", ui=ui)
+    runtime, script = await start(pi_project, calls(("mcp__fx__echo", {"text": "still here"})), "ok", ui=ui)
     try:
         await asyncio.wait_for(runtime.session.prompt("go"), WAIT)
         assert script.requests == 2
@@ -142,11 +140,11 @@ async def test_a_server_that_never_answers_holds_the_first_request_only_for_its_
 
 
 async def test_servers_without_direct_tools_connect_once_the_first_request_is_out(
-    agent: Path, project: Path, tmp_path: Path
+    pi_agent_dir: Path, pi_project: Path, tmp_path: Path
 ) -> None:
     opened = tmp_path / "serve"
-    write_mcp_json(agent, {"later": stdio("--wait-for", str(opened), exposure="deferred")})
-    runtime, script = await start(project, "hello")
+    write_mcp_json(pi_agent_dir, {"later": stdio("--wait-for", str(opened), exposure="deferred")})
+    runtime, script = await start(pi_project, "hello")
     try:
         connection = manager_of(runtime).find("later")
         assert connection.deferred and connection.state == "connecting"
@@ -163,14 +161,14 @@ async def test_servers_without_direct_tools_connect_once_the_first_request_is_ou
 
 
 async def test_a_server_never_connected_to_is_stopped_at_once_on_shutdown(
-    agent: Path, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    pi_agent_dir: Path, pi_project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A started server nobody connected to yet (still starting up, it would read the
     end of its input only once started) gets SIGTERM right away: the grace a connected
     server gets after its stdin closed does not apply."""
     monkeypatch.setattr(pi_mcp.stdio, "STDIN_GRACE_SECONDS", 600.0)
-    write_mcp_json(agent, {"idle": stdio("--wait-for", str(tmp_path / "never"))})
-    runtime, _ = await start(project)
+    write_mcp_json(pi_agent_dir, {"idle": stdio("--wait-for", str(tmp_path / "never"))})
+    runtime, _ = await start(pi_project)
     connection = manager_of(runtime).find("idle")
     assert connection.deferred and connection.pid is not None and alive(connection.pid)
     await asyncio.wait_for(runtime.dispose(), WAIT)
@@ -179,13 +177,13 @@ async def test_a_server_never_connected_to_is_stopped_at_once_on_shutdown(
 
 
 async def test_an_sdk_that_fails_to_import_is_reported_per_server(
-    agent: Path, project: Path, gated_import: GatedImport
+    pi_agent_dir: Path, pi_project: Path, gated_import: GatedImport
 ) -> None:
     gated_import.error = ModuleNotFoundError("No module named 'mcp'")
     gated_import.release.set()
-    write_mcp_json(agent, {"fx": stdio(exposure="direct")})
+    write_mcp_json(pi_agent_dir, {"fx": stdio(exposure="direct")})
     ui = CaptureUI()
-    runtime, _ = await start(project, "no tools today", ui=ui)
+    runtime, _ = await start(pi_project, "no tools today", ui=ui)
     try:
         await asyncio.wait_for(runtime.session.prompt("hi"), WAIT)
         connection = manager_of(runtime).find("fx")
@@ -200,7 +198,7 @@ async def test_an_sdk_that_fails_to_import_is_reported_per_server(
 
 
 def test_pi_print_mode_declares_the_tool_of_a_slow_starting_server_in_its_first_request(
-    agent: Path, project: Path
+    pi_agent_dir: Path, pi_project: Path
 ) -> None:
     """``pi -p`` end to end: the server sleeps 0.5 s before it serves; its direct tool is
     declared in the first request all the same, and the call goes through."""
@@ -211,11 +209,11 @@ def test_pi_print_mode_declares_the_tool_of_a_slow_starting_server_in_its_first_
 
     server = WireServer()
     try:
-        write_mcp_json(agent, {
+        write_mcp_json(pi_agent_dir, {
             "slow": stdio("--start-delay", "0.5", exposure="direct"),
             "other": stdio(exposure="codemode"),
         })
-        write_json(agent / "models.json", {"providers": {"local": {
+        write_json(pi_agent_dir / "models.json", {"providers": {"local": {
             "baseUrl": f"{server.url}/v1", "api": "openai-completions", "apiKey": "test-key",
             "models": [{"id": "m", "contextWindow": 32000, "maxTokens": 1024}],
         }}})
@@ -227,10 +225,10 @@ def test_pi_print_mode_declares_the_tool_of_a_slow_starting_server_in_its_first_
             chat_chunks([{"content": "Echoed."}]),
         )
         env = env_without_pi()
-        env.update(PI_CODING_AGENT_DIR=str(agent), PI_EXTENSIONS="mcp")
+        env.update(PI_CODING_AGENT_DIR=str(pi_agent_dir), PI_EXTENSIONS="mcp")
         done = subprocess.run(
             [sys.executable, "-m", "pi_core", "-p", "--no-session", "--model", "local/m", "echo it"],
-            cwd=project, env=env, capture_output=True, text=True, timeout=90,
+            cwd=pi_project, env=env, capture_output=True, text=True, timeout=90,
         )
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == "Echoed."

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from mcp_testkit import TOOL_COUNT, WAIT, agent, alive, read_pids, stdio, tools_changed  # noqa: F401
+from mcp_testkit import TOOL_COUNT, WAIT, alive, read_pids, stdio, tools_changed
 
 from pi_hookspecs import AbortController, AbortError, ImageContent, TextContent, ToolResult
 from pi_mcp.config import ServerEntry, parse_server
@@ -203,14 +203,14 @@ async def test_closing_while_connecting_leaves_nothing_behind(tmp_path: Path) ->
     assert [pid for pid in pids if alive(pid)] == []
 
 
-async def test_server_log_notifications_go_to_mcp_log(agent: Path) -> None:
-    log = McpLog(agent / "mcp.log")
+async def test_server_log_notifications_go_to_mcp_log(pi_agent_dir: Path) -> None:
+    log = McpLog(pi_agent_dir / "mcp.log")
     connection = make(log=log, **stdio())
     try:
         await connection.call_tool("log", {"message": "disk almost full"})
     finally:
         await connection.close()
-    line = (agent / "mcp.log").read_text().splitlines()[-1]
+    line = (pi_agent_dir / "mcp.log").read_text().splitlines()[-1]
     assert line.endswith("[fx] warning fixture: disk almost full")
 
 
