@@ -29,7 +29,6 @@ from ..compaction import (
     CompactionError,
     CompactionSettings,
     CompactionSettingsLike,
-    CompleteFn,
     estimate_context_tokens,
     prepare_compaction,
     should_compact,
@@ -38,7 +37,7 @@ from ..compaction import compact as run_compaction
 from ..extensions import EventRunner
 from ..session import SessionManager, convert_to_llm
 from .events import CompactionEndEvent, CompactionStartEvent
-from .ports import Emit, Sync
+from .ports import Emit, SummaryComplete, Sync, with_source
 
 CompactionReason = Literal["manual", "threshold", "overflow"]
 
@@ -91,7 +90,7 @@ class Compactor:
         thinking_level: Callable[[], str],
         settings: Callable[[str | None], CompactionSettingsLike],
         enabled: Callable[[], bool],
-        complete: CompleteFn,
+        complete: SummaryComplete,
         on_compacted: Sync,
     ) -> None:
         self.sm = sm
@@ -158,7 +157,7 @@ class Compactor:
                 result = await run_compaction(
                     preparation,
                     model,
-                    self._complete,
+                    with_source(self._complete, {"source": "compaction", "reason": reason}),
                     custom_instructions=custom_instructions,
                     convert_to_llm=convert_to_llm,
                     thinking_level=self._thinking_level(),

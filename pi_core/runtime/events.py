@@ -53,6 +53,33 @@ class AutoRetryEndEvent(SessionEvent):
     final_error: str | None = None
 
 
+class SummarizationRetryScheduledEvent(SessionEvent):
+    """A compaction or branch summary request failed with a transient error and is
+    retried after ``delay_ms`` (the ``retry.*`` settings' budget and backoff)."""
+
+    type: Literal["summarization_retry_scheduled"] = "summarization_retry_scheduled"
+    attempt: int
+    max_attempts: int
+    delay_ms: int
+    error_message: str = ""
+
+
+class SummarizationRetryAttemptStartEvent(SessionEvent):
+    """The retried summary request starts: ``source`` is ``compaction`` (with its
+    ``reason``) or ``branchSummary``."""
+
+    type: Literal["summarization_retry_attempt_start"] = "summarization_retry_attempt_start"
+    source: Literal["compaction", "branchSummary"]
+    reason: str | None = None
+
+
+class SummarizationRetryFinishedEvent(SessionEvent):
+    """The retries of a summary request are over (it succeeded, failed for good or
+    was cancelled)."""
+
+    type: Literal["summarization_retry_finished"] = "summarization_retry_finished"
+
+
 class EntryAppendedEvent(SessionEvent):
     type: Literal["entry_appended"] = "entry_appended"
     entry: dict[str, Any]

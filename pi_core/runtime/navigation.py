@@ -15,12 +15,12 @@ from pi_hookspecs import (
     UserMessage,
 )
 
-from ..compaction import CompleteFn, generate_branch_summary, prepare_tree
+from ..compaction import generate_branch_summary, prepare_tree
 from ..compaction.settings import DEFAULT_RESERVE_TOKENS
 from ..extensions import EventRunner
 from ..session import SessionManager, convert_to_llm
 from .errors import SessionBusyError
-from .ports import Sync
+from .ports import SummaryComplete, Sync, with_source
 
 
 def message_text(content: Any) -> str:
@@ -49,7 +49,7 @@ class TreeNavigator:
         is_busy: Callable[[], bool],
         check_model: Callable[[], Model],
         thinking_level: Callable[[], str],
-        complete: CompleteFn,
+        complete: SummaryComplete,
         on_moved: Sync,
         reserve_tokens: Callable[[], int] | None = None,
     ) -> None:
@@ -118,7 +118,7 @@ class TreeNavigator:
             summary = await generate_branch_summary(
                 preparation.entries_to_summarize,
                 model,
-                self._complete,
+                with_source(self._complete, {"source": "branchSummary"}),
                 custom_instructions=preparation.custom_instructions,
                 replace_instructions=preparation.replace_instructions,
                 convert_to_llm=convert_to_llm,

@@ -8,7 +8,7 @@ few callables below, never the session itself. See ``docs/architecture.md``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 Emit = Callable[[Any], None]
@@ -16,6 +16,24 @@ Emit = Callable[[Any], None]
 
 Sync = Callable[[], None]
 """Bring the agent's messages up to date with the session file after it changed."""
+
+
+class SummaryComplete(Protocol):
+    """One summary request (compaction, branch summary), retried on transient errors;
+    ``source`` names it in the ``summarization_retry_attempt_start`` event."""
+
+    def __call__(
+        self, model: Any, context: Any, options: Any, *, source: dict[str, Any] | None = None
+    ) -> Awaitable[Any]: ...
+
+
+def with_source(complete: SummaryComplete, source: dict[str, Any]) -> Callable[[Any, Any, Any], Awaitable[Any]]:
+    """``complete`` as a plain three-argument summary function naming ``source``."""
+
+    def call(model: Any, context: Any, options: Any) -> Awaitable[Any]:
+        return complete(model, context, options, source=source)
+
+    return call
 
 
 class ToolContextFactory(Protocol):

@@ -11,14 +11,62 @@ continues (:meth:`AutoRetry.take_overflow_recovery`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from pi_hookspecs import AbortController, AssistantMessage
 
 from ..ai import is_context_overflow, is_retryable_error
 from ..resources.settings import RetrySettings
-from .events import AutoRetryEndEvent, AutoRetryStartEvent
+from .events import (
+    AutoRetryEndEvent,
+    AutoRetryStartEvent,
+    SummarizationRetryAttemptStartEvent,
+    SummarizationRetryFinishedEvent,
+    SummarizationRetryScheduledEvent,
+)
 from .ports import Emit
+
+
+async def retry_summary(
+    produce: Callable[[], Awaitable[AssistantMessage]],
+    *,
+    settings: RetrySettings,
+    enabled: bool,
+    signal: Any,
+    emit: Emit,
+    source: dict[str, Any],
+) -> AssistantMessage:
+    """One summary request (compaction, branch summary), retried on transient errors
+    with the ``retry.*`` budget and backoff of the agent's own retries, as pi 1.6.0:
+    ``summarization_retry_scheduled`` before each wait, ``..._attempt_start`` (with
+    ``source``) before each new attempt, ``..._finished`` once a retried request ends.
+    An abort is never retried; an abort during a wait ends the request ``aborted``."""
+    max_attempts = settings.max_retries if enabled else 0
+    attempt = 0
+    retried = False
+    while True:
+        response = await produce()
+        if response.stop_reason != "error" or attempt >= max_attempts or not is_retryable_error(response):
+            if retried:
+                emit(SummarizationRetryFinishedEvent())
+            return response
+        attempt += 1
+        retried = True
+        delay = min(settings.base_delay_ms * 2 ** (attempt - 1), settings.max_agent_delay_ms)
+        error = response.error_message or "Unknown error"
+        emit(SummarizationRetryScheduledEvent(attempt=attempt, max_attempts=max_attempts, delay_ms=delay,
+                                              error_message=error))
+        if signal is not None:
+            waiter = asyncio.ensure_future(signal.wait())
+            done, _ = await asyncio.wait([waiter], timeout=delay / 1000)
+            waiter.cancel()
+            if done or signal.aborted:
+                emit(SummarizationRetryFinishedEvent())
+                return response.model_copy(update={"stop_reason": "aborted", "error_message": None})
+        else:
+            await asyncio.sleep(delay / 1000)
+        emit(SummarizationRetryAttemptStartEvent(**source))
 
 
 class AutoRetry:

@@ -68,7 +68,7 @@ from .loadout import Loadout
 from .model_control import ModelControl
 from .navigation import TreeNavigator, message_text
 from .nested import NestedCalls, NestedLedger
-from .retry import AutoRetry
+from .retry import AutoRetry, retry_summary
 from .services import SessionServices
 from .tool_binding import ToolBinding, tool_selection
 from .tool_registry import ToolRegistry
@@ -356,11 +356,21 @@ class AgentSession:
     def _make_tool_context(self, call: Any, tool: ToolDefinition, signal: Any, on_update: Any) -> ToolContextImpl:
         return self.context_host.tool_context(call.id, signal, on_update, owner=self.tools.owner(tool.name))
 
-    async def _summarise(self, model: Model, context: LlmContext, options: StreamOptions) -> AssistantMessage:
+    async def _summarise(
+        self, model: Model, context: LlmContext, options: StreamOptions, *, source: dict[str, Any] | None = None
+    ) -> AssistantMessage:
+        """One summary request; transient errors are retried (``summarization_retry_*``)."""
         stream_fn = self.agent.stream_fn
         if stream_fn is None:
             raise TypeError("the agent has no stream function")
-        return await complete_summary(stream_fn, model, context, options)
+        return await retry_summary(
+            lambda: complete_summary(stream_fn, model, context, options),
+            settings=self.settings.retry_settings(),
+            enabled=self.auto_retry_enabled,
+            signal=options.signal,
+            emit=self._emit,
+            source=source or {"source": "compaction"},
+        )
 
     # ================================================================== prompting
 
@@ -503,7 +513,9 @@ class AgentSession:
             if self.agent.has_queued_messages():
                 await self.agent.continue_()
                 continue
-            outcome = "error" if last is not None and last.stop_reason == "error" else "completed"
+            outcome: Literal["completed", "error"] = (
+                "error" if last is not None and last.stop_reason == "error" else "completed"
+            )
             if await self._bridge.before_settle(outcome) and not self._abort_requested:
                 messages = self.agent.state.messages
                 if messages and messages[-1].role != "assistant":
