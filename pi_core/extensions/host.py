@@ -527,6 +527,14 @@ class PluginHost:
             "register_cli_commands": lambda name, main=None, **kw: registry.register_cli_command(
                 name, main, plugin, kind, **kw
             ),
+            "register_shortcuts": lambda key, handler=None, **kw: registry.register_shortcut(key, handler, plugin, kind, **kw),
+            "register_message_renderers": lambda custom_type, render: registry.register_renderer(
+                "message", custom_type, render, plugin, kind
+            ),
+            "register_entry_renderers": lambda custom_type, render: registry.register_renderer(
+                "entry", custom_type, render, plugin, kind
+            ),
+            "register_tool_renderers": lambda resolve: registry.register_tool_renderer(resolve, plugin, kind),
         }
         registrar = registrars[hook]
 
