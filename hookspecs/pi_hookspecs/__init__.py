@@ -118,7 +118,13 @@ from .registration import (
     RegisterCommand,
     RegisterFlag,
     RegisterProvider,
+    RegisterRenderer,
+    RegisterShortcut,
     RegisterTool,
+    RegisterToolRenderer,
+    RendererDefinition,
+    ShortcutDefinition,
+    ToolRendererDefinition,
 )
 from .rules import EventSpec, RegistrationSpec, Rule
 from .signals import AbortController, AbortError, AbortSignal
@@ -177,6 +183,7 @@ __all__ = [
     "EXPOSURES", "ExecutionMode", "LoadoutResult", "ToolAnnotations", "ToolDefinition", "ToolExposure", "ToolLoadout",
     "ToolNamespace", "ToolResult", "format_validation_error", "parse_docstring", "tool",
     "AddHookspecs", "CliCommandDefinition", "CommandDefinition", "FlagDefinition", "RegisterCliCommand", "RegisterCommand", "RegisterFlag",
-    "RegisterProvider", "RegisterTool",
+    "RegisterProvider", "RegisterRenderer", "RegisterShortcut", "RegisterTool", "RegisterToolRenderer", "RendererDefinition",
+    "ShortcutDefinition", "ToolRendererDefinition",
     *_events.__all__,
 ]

@@ -41,45 +41,122 @@ class UIContext(Protocol):
     """Dialogs and notifications. Without a UI (print and json modes) dialogs return
     their default at once: ``confirm`` -> ``False``, ``select``/``input`` -> ``None``."""
 
-    async def confirm(self, title: str, message: str = "", *, timeout: float | None = None) -> bool: ...
+    async def confirm(self, title: str, message: str = "", *, timeout: float | None = None) -> bool:
+        """Ask a yes/no question; ``True`` for yes. Without a UI, or when ``timeout``
+        (seconds) passes unanswered: ``False``."""
+        ...
 
     async def select(
         self, title: str, options: Sequence[str], *, timeout: float | None = None
-    ) -> str | None: ...
+    ) -> str | None:
+        """Let the user pick one of ``options``; the chosen string, or ``None`` when
+        dismissed, timed out or without a UI."""
+        ...
 
     async def input(
         self, title: str, placeholder: str = "", *, timeout: float | None = None
-    ) -> str | None: ...
+    ) -> str | None:
+        """Ask for one line of text (``placeholder`` shown while it is empty); ``None``
+        when dismissed, timed out or without a UI."""
+        ...
 
-    async def editor(self, title: str, prefill: str = "") -> str | None: ...
+    async def editor(self, title: str, prefill: str = "") -> str | None:
+        """Open a multi-line editor holding ``prefill``; the edited text, or ``None``
+        when dismissed or without a UI."""
+        ...
 
-    def notify(self, message: str, level: Literal["info", "warning", "error"] = "info") -> None: ...
+    def notify(self, message: str, level: Literal["info", "warning", "error"] = "info") -> None:
+        """Show a message. Print and json modes write ``warning`` and ``error``
+        messages to stderr (``[warning] …``), so they are never lost and never mixed into
+        the answer on stdout; ``info`` messages are dropped there."""
+        ...
 
-    def set_status(self, key: str, text: str | None) -> None: ...
+    def set_status(self, key: str, text: str | None) -> None:
+        """A short text in the status line under ``key``; ``None`` removes it.
+        Interactive mode shows it; other modes ignore it."""
+        ...
 
-    def set_widget(self, key: str, lines: Sequence[str] | None) -> None: ...
+    def set_widget(
+        self, key: str, lines: Sequence[str] | None, *, placement: Literal["aboveEditor", "belowEditor"] = "aboveEditor"
+    ) -> None:
+        """Lines shown above (default) or below the input line until cleared (``None``)."""
+        ...
+
+    def set_title(self, title: str) -> None:
+        """The terminal window's title."""
+        ...
+
+    def set_header(self, lines: str | Sequence[str] | None) -> None:
+        """Replace the startup header's lines (interactive mode; ``None`` restores it)."""
+        ...
+
+    def set_footer(self, lines: str | Sequence[str] | None) -> None:
+        """Lines drawn under the input line in place of pi's status line (``None``
+        restores it). Interactive mode only."""
+        ...
+
+    def set_working_message(self, message: str | None = None) -> None:
+        """The text next to the spinner while pi works (``None`` restores pi's).
+        Interactive mode only."""
+        ...
+
+    def get_editor_text(self) -> str:
+        """The text of the input line (``""`` where there is none, e.g. RPC mode)."""
+        ...
+
+    def set_editor_text(self, text: str) -> None:
+        """Replace the text of the input line."""
+        ...
 
 
 class SessionView(Protocol):
     """Read-only access to the session (``ctx.session_manager``)."""
 
-    def get_cwd(self) -> str: ...
-    def get_session_id(self) -> str: ...
-    def get_session_file(self) -> str | None: ...
-    def get_session_dir(self) -> str | None: ...
-    def get_session_name(self) -> str | None: ...
-    def get_header(self) -> SessionHeader | None: ...
-    def get_entries(self) -> list[SessionEntry]: ...
-    def get_entry(self, entry_id: str) -> SessionEntry | None: ...
-    def get_branch(self, from_id: str | None = None) -> list[SessionEntry]: ...
-    def get_leaf_id(self) -> str | None: ...
-    def get_label(self, entry_id: str) -> str | None: ...
+    def get_cwd(self) -> str:
+        """The session's working directory."""
+        ...
+    def get_session_id(self) -> str:
+        """The session's id (the header's ``id``)."""
+        ...
+    def get_session_file(self) -> str | None:
+        """The session's JSONL file, ``None`` for an in-memory session (``--no-session``)."""
+        ...
+    def get_session_dir(self) -> str | None:
+        """The folder holding the session file, ``None`` for an in-memory session."""
+        ...
+    def get_session_name(self) -> str | None:
+        """The name given with ``/name`` or ``ctx.set_session_name``; ``None`` when unnamed."""
+        ...
+    def get_header(self) -> SessionHeader | None:
+        """The session file's first line (id, cwd, timestamp, parent session)."""
+        ...
+    def get_entries(self) -> list[SessionEntry]:
+        """Every entry of the session, all branches, in file order."""
+        ...
+    def get_entry(self, entry_id: str) -> SessionEntry | None:
+        """The entry with this id, or ``None``."""
+        ...
+    def get_branch(self, from_id: str | None = None) -> list[SessionEntry]:
+        """The entries from the root to ``from_id`` (default: the current leaf): the
+        conversation as the model sees it, before compaction."""
+        ...
+    def get_leaf_id(self) -> str | None:
+        """The id of the current leaf entry (where the next entry attaches); ``None``
+        in an empty session."""
+        ...
+    def get_label(self, entry_id: str) -> str | None:
+        """The label set on an entry (``/tree``'s bookmarks, ``ctx.set_label``), or ``None``."""
+        ...
 
 
 class ContextUsage(Protocol):
+    """How full the context is (``ctx.get_context_usage()``)."""
+    """Estimated tokens of the context the next request would send; ``None`` when unknown."""
     tokens: int | None
     context_window: int
+    """The model's context window in tokens."""
     percent: float | None
+    """``tokens`` as a percentage of ``context_window``; ``None`` when unknown."""
 
 
 @runtime_checkable
@@ -88,19 +165,34 @@ class ExtensionContext(Protocol):
 
     # ---- state (live) ------------------------------------------------------------
     @property
-    def cwd(self) -> str: ...
+    def cwd(self) -> str:
+        """The working directory of the session (absolute)."""
+        ...
     @property
-    def mode(self) -> Mode: ...
+    def mode(self) -> Mode:
+        """How pi runs: ``tui``, ``rpc``, ``json``, ``print``, ``sdk`` or ``acp``."""
+        ...
     @property
-    def has_ui(self) -> bool: ...
+    def has_ui(self) -> bool:
+        """Whether dialogs reach a user (``tui``, ``rpc`` and ``acp`` with a client).
+        Check it before asking; without a UI dialogs answer their default at once."""
+        ...
     @property
-    def ui(self) -> UIContext: ...
+    def ui(self) -> UIContext:
+        """Dialogs and notifications (:class:`UIContext`)."""
+        ...
     @property
-    def session_manager(self) -> SessionView: ...
+    def session_manager(self) -> SessionView:
+        """The session, read-only (:class:`SessionView`)."""
+        ...
     @property
-    def model(self) -> Model | None: ...
+    def model(self) -> Model | None:
+        """The current model, ``None`` before one is chosen."""
+        ...
     @property
-    def thinking_level(self) -> str: ...
+    def thinking_level(self) -> str:
+        """The current thinking level (``off`` … ``max``)."""
+        ...
     @property
     def signal(self) -> AbortSignal | None:
         """The abort signal of the current run, ``None`` while idle."""
@@ -116,11 +208,23 @@ class ExtensionContext(Protocol):
         ``ctx.hook.register_mcp_servers(register=...)``."""
         ...
 
-    def is_project_trusted(self) -> bool: ...
-    def is_idle(self) -> bool: ...
-    def has_pending_messages(self) -> bool: ...
-    def abort(self) -> None: ...
-    def shutdown(self) -> None: ...
+    def is_project_trusted(self) -> bool:
+        """Whether the project is trusted: its ``.pi/settings.json``, plugins and
+        resources are in use."""
+        ...
+    def is_idle(self) -> bool:
+        """Whether no run is active (no model request or tool is in progress)."""
+        ...
+    def has_pending_messages(self) -> bool:
+        """Whether steering or follow-up messages are queued for the active run."""
+        ...
+    def abort(self) -> None:
+        """Stop the active run (and a retry backoff), like Escape in the terminal."""
+        ...
+    def shutdown(self) -> None:
+        """Ask pi to end: once the current run settles the session is disposed and
+        the process exits (``session_shutdown`` handlers run)."""
+        ...
     def get_settings(self, scope: Literal["effective", "user", "project"] = "effective") -> dict[str, Any]:
         """A copy of the settings: ``effective`` (user and trusted project merged),
         ``user`` (``~/.pi/agent/settings.json`` alone — what an organisation policy reads,
@@ -130,8 +234,12 @@ class ExtensionContext(Protocol):
     def get_flag(self, name: str) -> Any:
         """The value of a flag registered through ``register_flags``."""
         ...
-    def get_context_usage(self) -> ContextUsage | None: ...
-    def get_system_prompt(self) -> str: ...
+    def get_context_usage(self) -> ContextUsage | None:
+        """How full the context is (:class:`ContextUsage`), ``None`` without a model."""
+        ...
+    def get_system_prompt(self) -> str:
+        """The system prompt of the next request, after ``before_agent_start`` handlers."""
+        ...
 
     # ---- actions -----------------------------------------------------------------
     async def send_message(
@@ -147,18 +255,34 @@ class ExtensionContext(Protocol):
 
     async def send_user_message(
         self, content: str | list[UserContent], *, deliver_as: DeliverAs | None = None
-    ) -> None: ...
+    ) -> None:
+        """Send a user message as if typed: when idle it starts a run; during a run
+        ``deliver_as`` must say how to queue it (``steer`` or ``follow_up``), otherwise
+        it raises ``SessionBusyError``."""
+        ...
 
     def append_entry(self, custom_type: str, data: Any = None) -> str:
         """Persist plugin state as a ``custom`` entry (never sent to the model)."""
         ...
 
-    def set_session_name(self, name: str | None) -> None: ...
-    def get_session_name(self) -> str | None: ...
-    def set_label(self, entry_id: str, label: str | None) -> None: ...
-    def get_active_tools(self) -> list[str]: ...
-    def get_all_tools(self) -> list[ToolDefinition]: ...
-    def set_active_tools(self, names: Sequence[str]) -> None: ...
+    def set_session_name(self, name: str | None) -> None:
+        """Name the session (``/name``); ``None`` clears it. Written to the session file."""
+        ...
+    def get_session_name(self) -> str | None:
+        """The session's name, ``None`` when unnamed."""
+        ...
+    def set_label(self, entry_id: str, label: str | None) -> None:
+        """Label an entry (a bookmark shown by ``/tree``); ``None`` removes it."""
+        ...
+    def get_active_tools(self) -> list[str]:
+        """Names of the tools declared to the model in the next request."""
+        ...
+    def get_all_tools(self) -> list[ToolDefinition]:
+        """Every registered tool (active, inactive and hidden) as definitions."""
+        ...
+    def set_active_tools(self, names: Sequence[str]) -> None:
+        """Declare exactly these tools from the next model request on."""
+        ...
     def is_tool_deselected(self, name: str) -> bool:
         """Whether the user's tool selection turned ``name`` off (``--no-tools``,
         ``--exclude-tools``, a ``--tools`` allowlist without it, or a ``-name`` entry in
@@ -173,16 +297,27 @@ class ExtensionContext(Protocol):
         raises ``ValueError``. The owner is the plugin whose hook handler, command or
         tool is running (tasks a handler starts inherit it)."""
         ...
-    def get_commands(self) -> list[CommandDefinition]: ...
-    async def set_model(self, model: Model) -> bool: ...
-    def set_thinking_level(self, level: str) -> None: ...
+    def get_commands(self) -> list[CommandDefinition]:
+        """The slash commands plugins registered."""
+        ...
+    async def set_model(self, model: Model) -> bool:
+        """Switch to ``model`` for the next request; ``False`` (and no switch) when it
+        has no credentials. The thinking level is clamped to what it supports."""
+        ...
+    def set_thinking_level(self, level: str) -> None:
+        """Set the thinking level (clamped to what the model supports)."""
+        ...
     def compact(
         self,
         custom_instructions: str | None = None,
         *,
         on_complete: Callable[[Any], Any] | None = None,
         on_error: Callable[[BaseException], Any] | None = None,
-    ) -> None: ...
+    ) -> None:
+        """Start compacting the session in the background (like ``/compact``), with
+        optional instructions for the summary; ``on_complete`` receives the compaction
+        entry, ``on_error`` the exception."""
+        ...
 
 
 @runtime_checkable
@@ -190,9 +325,14 @@ class ToolContext(ExtensionContext, Protocol):
     """The context a tool's ``execute`` receives."""
 
     @property
-    def tool_call_id(self) -> str: ...
+    def tool_call_id(self) -> str:
+        """The id of this tool call (as in the model's tool call and the result)."""
+        ...
     @property
-    def parent_tool_call_id(self) -> str | None: ...
+    def parent_tool_call_id(self) -> str | None:
+        """The id of the calling tool's call when this tool runs through another
+        tool's :meth:`execute_tool`; ``None`` for a call of the model."""
+        ...
     @property
     def tools(self) -> list[str]:
         """Names of the tools this tool may call with :meth:`execute_tool`."""
@@ -221,21 +361,33 @@ class CommandContext(ExtensionContext, Protocol):
     """The context of a command handler: adds session control. These methods can
     deadlock when called from event handlers, hence only here."""
 
-    async def wait_for_idle(self) -> None: ...
+    async def wait_for_idle(self) -> None:
+        """Wait until the active run (if any) and its queued messages are done."""
+        ...
     async def new_session(
         self,
         *,
         parent_session: str | None = None,
         setup: Callable[[Any], Any] | None = None,
         with_session: Callable[[CommandContext], Awaitable[Any]] | None = None,
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, Any]:
+        """Start a new session (``/new``): ``session_before_switch`` handlers may
+        cancel it. ``setup`` receives the new session manager before the first entry;
+        ``with_session`` runs with the new session's command context. Returns
+        ``{"cancelled": bool}``."""
+        ...
     async def fork(
         self,
         entry_id: str,
         *,
         position: Literal["before", "at"] = "before",
         with_session: Callable[[CommandContext], Awaitable[Any]] | None = None,
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, Any]:
+        """Continue in a new session file copied up to ``entry_id`` (``before``: without
+        it, ``at``: including it); ``session_before_fork`` handlers may cancel.
+        Returns ``{"cancelled": bool, "editor_text": ...}`` (a user message's text when
+        forking before it)."""
+        ...
     async def navigate_tree(
         self,
         target_id: str,
@@ -244,15 +396,29 @@ class CommandContext(ExtensionContext, Protocol):
         custom_instructions: str | None = None,
         replace_instructions: bool = False,
         label: str | None = None,
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, Any]:
+        """Move the session's leaf to ``target_id`` (``/tree``), optionally summarising
+        the abandoned branch (``summarize``, ``custom_instructions``,
+        ``replace_instructions``) and labelling the target. Returns ``{"cancelled":
+        bool, "editor_text": ...}``: a user message target gives its text to edit."""
+        ...
     async def switch_session(
         self,
         session_path: str,
         *,
         with_session: Callable[[CommandContext], Awaitable[Any]] | None = None,
-    ) -> dict[str, Any]: ...
-    async def reload(self) -> None: ...
-    def get_system_prompt_options(self) -> Any: ...
+    ) -> dict[str, Any]:
+        """Continue the session in ``session_path`` (``/resume``);
+        ``session_before_switch`` handlers may cancel. Returns ``{"cancelled": bool}``."""
+        ...
+    async def reload(self) -> None:
+        """Rebuild plugins, tools, resources and the system prompt (``/reload``),
+        keeping the conversation. Every context of the old runtime goes stale."""
+        ...
+    def get_system_prompt_options(self) -> Any:
+        """What the system prompt is built from (the options ``before_agent_start``
+        sees): tools, skills, context files, appended prompts."""
+        ...
 
 
 @runtime_checkable
@@ -260,13 +426,21 @@ class ProjectTrustContext(Protocol):
     """The limited context of ``project_trust`` handlers: no session exists yet."""
 
     @property
-    def cwd(self) -> str: ...
+    def cwd(self) -> str:
+        """The working directory whose project is being decided."""
+        ...
     @property
-    def mode(self) -> Mode: ...
+    def mode(self) -> Mode:
+        """How pi runs (see :data:`Mode`)."""
+        ...
     @property
-    def has_ui(self) -> bool: ...
+    def has_ui(self) -> bool:
+        """Whether a user can be asked (``ctx.ui.confirm``)."""
+        ...
     @property
-    def ui(self) -> UIContext: ...
+    def ui(self) -> UIContext:
+        """Dialogs and notifications (:class:`UIContext`)."""
+        ...
 
 
 __all__ = [

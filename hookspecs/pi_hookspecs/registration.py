@@ -82,6 +82,66 @@ class CliCommandDefinition(PiModel):
         return name
 
 
+class ShortcutDefinition(PiModel):
+    """A key of interactive mode (pi's notation: ``ctrl+shift+p``, ``alt+x``, ``f5``):
+    ``handler(ctx)`` gets a :class:`~pi_hookspecs.CommandContext`; it may be async.
+    Listed by ``/hotkeys``; ``keybindings.json`` keys win over it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: str
+    handler: Callable[..., Any] = Field(exclude=True)
+    description: str = ""
+
+    @field_validator("key")
+    @classmethod
+    def _check_key(cls, key: str) -> str:
+        key = key.strip().lower()
+        if not key or " " in key:
+            raise ValueError(f"shortcut {key!r} must be one key such as 'ctrl+shift+p'")
+        return key
+
+
+class RendererDefinition(PiModel):
+    """How interactive mode draws a custom message (``kind="message"``, from
+    ``ctx.send_message``) or a custom entry (``kind="entry"``, from ``ctx.append_entry``)
+    of ``custom_type``: ``render(item, options)`` gets the message or entry and
+    ``{"expanded": bool}`` and returns text, a list of lines, a ``rich`` renderable, or
+    ``None`` for pi's own drawing (entries: not drawn)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["message", "entry"]
+    custom_type: str
+    render: Callable[..., Any] = Field(exclude=True)
+
+
+class ToolRendererDefinition(PiModel):
+    """Chooses how calls of any tool are drawn: ``resolve(tool_name, next)`` returns an
+    object (or dict) with optional ``render_call(args, options)`` and
+    ``render_result(result, options)``, or ``next()`` - what the plugins after it and
+    the tool itself would use (``next() or mine`` only fills in). Each render returns
+    text, lines, a ``rich`` renderable, or ``None`` for pi's own drawing."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    resolve: Callable[..., Any] = Field(exclude=True)
+
+
+class RegisterShortcut(Protocol):
+    def __call__(
+        self, key: str | ShortcutDefinition, /, handler: Callable[..., Any] | None = None, *, description: str = ""
+    ) -> None: ...
+
+
+class RegisterRenderer(Protocol):
+    def __call__(self, custom_type: str, render: Callable[..., Any], /) -> None: ...
+
+
+class RegisterToolRenderer(Protocol):
+    def __call__(self, resolve: Callable[..., Any], /) -> None: ...
+
+
 class RegisterCliCommand(Protocol):
     def __call__(self, name: str, main: Callable[..., Any], /, *, help: str = "") -> None: ...
 

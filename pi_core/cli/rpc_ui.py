@@ -7,8 +7,13 @@ Extension UI sub-protocol (what :class:`RpcUI` sends and expects):
   ``{"type": "extension_ui_response", "id", "value" | "confirmed" | "cancelled"}``.
   A ``timeout`` (seconds in Python, milliseconds on the wire), a cancelled response or
   closed stdin resolves the dialog to its default (``False`` / ``None``);
-* ``notify``, ``set_status``, ``set_widget``, ``set_title``, ``set_editor_text`` are
-  fire-and-forget requests: no response is expected.
+* ``notify``, ``set_status``, ``set_widget`` (with ``widgetPlacement``), ``set_title``,
+  ``set_editor_text`` are fire-and-forget requests: no response is expected;
+* as in pi 1.6.0, ``set_working_message``, ``set_header`` and ``set_footer`` send
+  nothing (they need a terminal), and ``get_editor_text`` is ``""`` (the client keeps
+  its own editor's text);
+* each dialog is wrapped in ``ui_prompt_start`` / ``ui_prompt_end`` events for the
+  plugins (:class:`~pi_core.extensions.ui.PromptSpan`).
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
+
+from ..extensions.ui import PromptSpan
 
 Record = dict[str, Any]
 
@@ -165,6 +172,7 @@ class RpcUI:
         self.output = output
         self.closed = False
         self._pending: dict[str, asyncio.Future[Record | None]] = {}
+        self.prompts = PromptSpan()
 
     # ------------------------------------------------------------------ plumbing
 
@@ -203,6 +211,13 @@ class RpcUI:
     async def _dialog(self, method: str, timeout: float | None, **fields: Any) -> Record | None:
         if self.closed or self.output.closed:
             return None
+        self.prompts.start(method, fields.get("title"))
+        try:
+            return await self._ask(method, timeout, **fields)
+        finally:
+            self.prompts.end()
+
+    async def _ask(self, method: str, timeout: float | None, **fields: Any) -> Record | None:
         wire_timeout = max(1, round(timeout * 1000)) if timeout is not None and timeout > 0 else None
         future: asyncio.Future[Record | None] = asyncio.get_running_loop().create_future()
         request_id = self._request(method, **fields, timeout=wire_timeout)
@@ -244,8 +259,27 @@ class RpcUI:
     def set_status(self, key: str, text: str | None) -> None:
         self._request("setStatus", statusKey=key, statusText=text)
 
-    def set_widget(self, key: str, lines: Sequence[str] | None) -> None:
-        self._request("setWidget", widgetKey=key, widgetLines=None if lines is None else [str(x) for x in lines])
+    def set_widget(
+        self, key: str, lines: Sequence[str] | None, *, placement: Literal["aboveEditor", "belowEditor"] = "aboveEditor"
+    ) -> None:
+        self._request(
+            "setWidget",
+            widgetKey=key,
+            widgetLines=None if lines is None else [str(x) for x in lines],
+            widgetPlacement=placement,
+        )
+
+    def set_working_message(self, message: str | None = None) -> None:
+        pass  # pi 1.6.0 sends nothing: the spinner is the client's
+
+    def set_header(self, lines: str | Sequence[str] | None) -> None:
+        pass  # a terminal's startup header; the client draws its own
+
+    def set_footer(self, lines: str | Sequence[str] | None) -> None:
+        pass
+
+    def get_editor_text(self) -> str:
+        return ""
 
     def set_title(self, title: str) -> None:
         self._request("setTitle", title=title)

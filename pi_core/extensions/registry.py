@@ -24,14 +24,20 @@ from pi_hookspecs import (
     FlagDefinition,
     LoginMethod,
     ProviderDefinition,
+    RendererDefinition,
+    ShortcutDefinition,
     ToolDefinition,
+    ToolRendererDefinition,
     tool,
 )
 
 from .diagnostics import Diagnostic
 
 T = TypeVar("T")
-Kind = Literal["tool", "command", "flag", "provider", "api", "login method", "cli command", "credential source"]
+Kind = Literal[
+    "tool", "command", "flag", "provider", "api", "login method", "cli command", "credential source", "shortcut",
+    "message renderer", "entry renderer",
+]
 
 
 @dataclass(slots=True)
@@ -68,6 +74,12 @@ class Registry:
     cli_commands: dict[str, Registered[CliCommandDefinition]] = field(default_factory=dict)
     credentials: dict[str, Registered[CredentialSource]] = field(default_factory=dict)
     """Credential sources by provider name."""
+    shortcuts: dict[str, Registered[ShortcutDefinition]] = field(default_factory=dict)
+    """Interactive-mode keys (pi's notation) of the plugins."""
+    message_renderers: dict[str, Registered[RendererDefinition]] = field(default_factory=dict)
+    entry_renderers: dict[str, Registered[RendererDefinition]] = field(default_factory=dict)
+    tool_renderers: list[Registered[ToolRendererDefinition]] = field(default_factory=list)
+    """Tool renderer resolvers, in plugin load order."""
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     def by_plugin(self, plugin: str) -> dict[str, list[str]]:
@@ -150,6 +162,40 @@ class Registry:
         except ValidationError as exc:
             raise RegistrationError(f"invalid command: {_short(exc)}") from exc
         self._add("command", self.commands, definition.name, definition, plugin, source)
+        return definition
+
+    def register_shortcut(
+        self, key: Any, handler: Callable[..., Any] | None, plugin: str, source: str, **options: Any
+    ) -> ShortcutDefinition:
+        try:
+            if isinstance(key, ShortcutDefinition):
+                definition = key
+            else:
+                if handler is None or not callable(handler):
+                    raise RegistrationError(f"shortcut {key!r} needs a handler")
+                definition = ShortcutDefinition(key=key, handler=handler, **options)
+        except ValidationError as exc:
+            raise RegistrationError(f"invalid shortcut: {_short(exc)}") from exc
+        self._add("shortcut", self.shortcuts, definition.key, definition, plugin, source)
+        return definition
+
+    def register_renderer(
+        self, kind: Literal["message", "entry"], custom_type: Any, render: Any, plugin: str, source: str
+    ) -> RendererDefinition:
+        if not isinstance(custom_type, str) or not custom_type:
+            raise RegistrationError(f"{kind} renderer needs a custom_type (a non-empty string), got {custom_type!r}")
+        if not callable(render):
+            raise RegistrationError(f"{kind} renderer of {custom_type!r} must be callable")
+        definition = RendererDefinition(kind=kind, custom_type=custom_type, render=render)
+        table = self.message_renderers if kind == "message" else self.entry_renderers
+        self._add("message renderer" if kind == "message" else "entry renderer", table, custom_type, definition, plugin, source)
+        return definition
+
+    def register_tool_renderer(self, resolve: Any, plugin: str, source: str) -> ToolRendererDefinition:
+        if not callable(resolve):
+            raise RegistrationError(f"tool renderer must be a callable resolve(tool_name, next), got {type(resolve).__name__}")
+        definition = ToolRendererDefinition(resolve=resolve)
+        self.tool_renderers.append(Registered(definition, plugin, source))
         return definition
 
     def register_flag(self, name: Any, plugin: str, source: str, **options: Any) -> FlagDefinition:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from pi_hookspecs import UiPromptEndEvent, UiPromptStartEvent
 
 
 class NoUI:
@@ -35,5 +37,54 @@ class NoUI:
     def set_status(self, key: str, text: str | None) -> None:
         pass
 
-    def set_widget(self, key: str, lines: Sequence[str] | None) -> None:
+    def set_widget(
+        self, key: str, lines: Sequence[str] | None, *, placement: Literal["aboveEditor", "belowEditor"] = "aboveEditor"
+    ) -> None:
         pass
+
+    def set_title(self, title: str) -> None:
+        pass
+
+    def set_header(self, lines: str | Sequence[str] | None) -> None:
+        pass
+
+    def set_footer(self, lines: str | Sequence[str] | None) -> None:
+        pass
+
+    def set_working_message(self, message: str | None = None) -> None:
+        pass
+
+    def get_editor_text(self) -> str:
+        return ""
+
+    def set_editor_text(self, text: str) -> None:
+        pass
+
+
+class PromptSpan:
+    """``ui_prompt_start`` / ``ui_prompt_end`` around plugins' dialogs: nested or
+    overlapping dialogs make one span. ``emit(name, event)`` is set by the mode (its
+    events go to the session's plugins, not awaited)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.emit: Callable[[str, Any], None] | None = None
+        self._first: tuple[str, str | None] = ("select", None)
+
+    def start(self, kind: str, title: str | None) -> None:
+        self.depth += 1
+        if self.depth == 1:
+            self._first = (kind, title)
+            self._send("ui_prompt_start", UiPromptStartEvent, kind, title)
+
+    def end(self) -> None:
+        self.depth = max(0, self.depth - 1)
+        if self.depth == 0:
+            self._send("ui_prompt_end", UiPromptEndEvent, *self._first)
+
+    def _send(self, name: str, model: Any, kind: str, title: str | None) -> None:
+        if self.emit is not None:
+            try:
+                self.emit(name, model(kind=kind, title=title))
+            except Exception:  # best effort: a broken listener never blocks a dialog
+                pass

@@ -1,6 +1,7 @@
 """The AgentSession runtime: prompt pipeline, tool registry, event bridge and
 persistence, retry, compaction, reload and session replacement."""
 
+from .errors import MissingSessionCwdError
 from .events import (
     AutoRetryEndEvent,
     AutoRetryStartEvent,
@@ -23,6 +24,7 @@ __all__ = [
     "CompactionEndEvent",
     "CompactionStartEvent",
     "ExtensionErrorEvent",
+    "MissingSessionCwdError",
     "NoModelError",
     "NoticeEvent",
     "QueueUpdateEvent",

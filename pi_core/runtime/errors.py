@@ -11,4 +11,14 @@ class NoModelError(RuntimeError):
     """No usable model: none configured, its API's plugin missing, or no credentials."""
 
 
-__all__ = ["NoModelError", "SessionBusyError"]
+class MissingSessionCwdError(FileNotFoundError):
+    """A session whose working directory no longer exists (moved or deleted): interactive
+    mode offers to continue it in the current folder or to fork it there."""
+
+    def __init__(self, session_file: str, cwd: str) -> None:
+        super().__init__(f"the session's working directory no longer exists: {cwd}")
+        self.session_file = session_file
+        self.cwd = cwd
+
+
+__all__ = ["MissingSessionCwdError", "NoModelError", "SessionBusyError"]

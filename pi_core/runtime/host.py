@@ -14,6 +14,7 @@ replacement runs the same sequence:
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
@@ -23,6 +24,7 @@ from pi_hookspecs import Model, SessionBeforeForkEvent, SessionBeforeSwitchEvent
 
 from .._async import maybe_await
 from ..session import SessionManager
+from .errors import MissingSessionCwdError
 from .navigation import message_text
 from .services import ServiceOptions, create_services
 from .session import AgentSession
@@ -137,20 +139,63 @@ class SessionRuntime:
         await self._replace(manager, reason="new", model=old.model, thinking_level=old.thinking_level, with_session=with_session)
         return {"cancelled": False}
 
-    async def switch_session(self, session_path: str, *, with_session: WithSession = None) -> dict[str, Any]:
+    async def switch_session(
+        self, session_path: str, *, with_session: WithSession = None, cwd: str | None = None
+    ) -> dict[str, Any]:
+        """Continue the session at ``session_path``; ``cwd`` runs it in another working
+        directory than its own (not stored: "Continue here" for a session whose folder is
+        gone). Raises :class:`MissingSessionCwdError` when its folder no longer exists."""
         old = self.session
         path = str(Path(session_path).expanduser().resolve())
         event = SessionBeforeSwitchEvent(reason="resume", target_session_file=path)
         if await self._cancelled("session_before_switch", event):
             return {"cancelled": True}
-        manager = SessionManager.open(path)  # fails here, before the old session is torn down
-        cwd = manager.get_cwd()
-        if not Path(cwd).is_dir():
+        manager = SessionManager.open(path, cwd=cwd)  # fails here, before the old session is torn down
+        session_cwd = manager.get_cwd()
+        if not Path(session_cwd).is_dir():
             manager.close()
-            raise FileNotFoundError(f"the session's working directory no longer exists: {cwd}")
+            raise MissingSessionCwdError(path, session_cwd)
         await old.abort_and_wait() if old.is_busy else None
         await self._replace(manager, reason="resume", model=None, thinking_level=None, with_session=with_session)
         return {"cancelled": False}
+
+    async def fork_file(self, session_path: str, *, with_session: WithSession = None) -> dict[str, Any]:
+        """A new session of the current working directory holding a copy of the whole
+        session at ``session_path`` (of any folder; the original stays unchanged)."""
+        old = self.session
+        path = str(Path(session_path).expanduser().resolve())
+        if await self._cancelled("session_before_fork", SessionBeforeForkEvent(entry_id="", position="at")):
+            return {"cancelled": True}
+        await old.abort_and_wait() if old.is_busy else None
+        manager = SessionManager.fork_from(path, old.cwd, session_dir=old.sm.get_session_dir() or self.session_dir)
+        await self._replace(manager, reason="fork", model=old.model, thinking_level=old.thinking_level, with_session=with_session)
+        return {"cancelled": False}
+
+    async def import_session(self, source: str, *, cwd: str | None = None) -> dict[str, Any]:
+        """``/import``: copy a session file next to the current session (keeping its id
+        and working directory) and continue it. ``cwd`` as in :meth:`switch_session`."""
+        resolved = Path(source).expanduser().resolve()
+        if not resolved.is_file():
+            raise FileNotFoundError(f"no such session file: {resolved}")
+        directory = Path(self.session.sm.get_session_dir() or resolved.parent)
+        directory.mkdir(parents=True, exist_ok=True)
+        target = directory / resolved.name
+        stored = target.resolve() == resolved
+        suffix = 1
+        while not stored and target.exists():
+            target = directory / f"{resolved.stem}-{suffix}{resolved.suffix}"
+            suffix += 1
+        if not stored:
+            shutil.copyfile(resolved, target)
+        try:
+            result = await self.switch_session(str(target), cwd=cwd)
+        except BaseException:
+            if not stored:  # nothing was imported: no stray copy for a retry
+                target.unlink(missing_ok=True)
+            raise
+        if result.get("cancelled") and not stored:
+            target.unlink(missing_ok=True)
+        return {**result, "path": str(target)}
 
     async def fork(
         self, entry_id: str, *, position: Literal["before", "at"] = "before", with_session: WithSession = None

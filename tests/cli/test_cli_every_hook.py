@@ -58,6 +58,24 @@ class Tour:
         register("tour-compact", self.compact)
         register("tour-tree", self.tree)
         register("tour-replace", self.replace)
+        register("tour-ask", self.ask)
+
+    @hookimpl
+    def register_shortcuts(self, register):
+        log("register_shortcuts")
+        register("ctrl+shift+y", lambda ctx: None, description="the tour's key")
+
+    @hookimpl
+    def register_message_renderers(self, register):
+        log("register_message_renderers")
+
+    @hookimpl
+    def register_entry_renderers(self, register):
+        log("register_entry_renderers")
+
+    @hookimpl
+    def register_tool_renderers(self, register):
+        log("register_tool_renderers")
 
     @hookimpl
     def register_flags(self, register):
@@ -81,6 +99,10 @@ class Tour:
         ctx.set_session_name("tour")
         ctx.set_thinking_level("high")
         await ctx.set_model(ctx.model)
+
+    async def ask(self, args, ctx):
+        # a dialog nobody answers in time: ui_prompt_start, then ui_prompt_end
+        await ctx.ui.confirm("Continue the tour?", timeout=0.05)
 
     async def compact(self, args, ctx):
         for _ in range(2):
@@ -163,6 +185,9 @@ def test_every_hook_fires_in_a_real_pi_run(wire: WireServer, tmp_path: Path) -> 
 
     with RpcProcess("-e", str(plugin), "--no-session", cwd=cwd, env={"HOOK_LOG": str(log), "PI_EXTENSIONS": ""}) as rpc:
         assert rpc.ok("bash", command="echo from-user")["output"].strip() == "from-user"
+        rpc.command("prompt", message="/tour-ask")
+        rpc.wait_for(lambda r: r.get("type") == "extension_ui_request" and r.get("method") == "confirm")
+        rpc.ok("get_state")  # after the dialog timed out and the command ended
         rpc.close_stdin()
         assert rpc.wait() == 0
     fired = set(log.read_text().split())

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import os
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -23,23 +25,30 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding import DynamicKeyBindings, KeyBindings, KeyPressEvent
 from prompt_toolkit.output import create_output
 from prompt_toolkit.styles import Style
 from rich.text import Text
 
-from pi_hookspecs import AbortController
+from pi_hookspecs import AbortController, ImageContent
 
 from ... import __version__
+from ..._async import maybe_await
 from ..._paths import agent_dir
+from ...ai import supported_thinking_levels
 from ...runtime import AgentSession, NoModelError, SessionBusyError, SessionRuntime
 from ...session import SessionManager
 from ..bootstrap import CliError, diagnostics_of, initial_input, open_runtime, start_runtime
-from .commands import BUILTINS, JobKind, ago, builtin_argument_values, builtin_infos, replay
+from .base import JobKind, replay
+from .commands import BUILTINS, builtin_argument_values, builtin_infos
 from .completion import CommandInfo, PiCompleter, plugin_argument_values, wants_completion_while_typing
-from .dialogs import Dialogs, Option, TerminalUI, trust_asker
+from .dialogs import Dialogs, TerminalUI, trust_asker
+from .keys import KeyError_, external_editor_command, install_sequences, load_keymap, to_prompt_toolkit
 from .output import StreamToTranscript, Transcript, plain, terminal_width
 from .render import EventRenderer, LiveView
+from .sessions_ui import SessionPicker, ask_missing_cwd
+from .system import read_clipboard, run_editor
+from .theme import load_theme
 
 PROMPT_STYLE = Style.from_dict(
     {
@@ -55,6 +64,7 @@ PROMPT_STYLE = Style.from_dict(
 )
 HISTORY_FILE = "interactive-history"
 DOUBLE_CTRL_C_SECONDS = 2.0
+DOUBLE_ESCAPE_SECONDS = 0.8
 Mode = Literal["steer", "follow_up"]
 
 
@@ -69,6 +79,15 @@ class Job:
     kind: JobKind
     """``prompt``: input given to the session (a run, or a plugin command); ``bash``: a
     user shell command; ``command``: a built-in command working in the background."""
+
+
+@dataclass
+class PluginShortcut:
+    id: str
+    keys: list[str]
+    prompt_keys: list[tuple[str, ...]]
+    definition: Any
+    plugin: str
 
 
 class InteractiveApp:
@@ -96,6 +115,18 @@ class InteractiveApp:
         self._prompt_stopped = asyncio.Event()
         self._prompt_stopped.set()
         self._ticker: asyncio.Task[None] | None = None
+        self._escape_at = 0.0
+        self._tasks: set[asyncio.Future[Any]] = set()
+        self._entries_at_open = 0
+        self.images: list[ImageContent] = []
+        """Images pasted with Ctrl+V, sent with the next message."""
+        self._scoped_refs: list[str] | None = None
+        self.theme_problems: list[str] = []
+        self.theme = load_theme(args.theme, None, os.getcwd(), self.theme_problems)
+        self.out.set_theme(self.theme)
+        install_sequences()
+        self.keymap = load_keymap()
+        self._key_bindings = self._bindings()
         self.prompt: PromptSession[str] = self._make_prompt()
 
     # ------------------------------------------------------------------ state
@@ -112,7 +143,171 @@ class InteractiveApp:
         return self.runtime.session
 
     def set_draft(self, text: str) -> None:
-        self.draft = text
+        if self._prompt_active:
+            buffer = self.prompt.default_buffer
+            buffer.text = text
+            buffer.cursor_position = len(text)
+            self.invalidate()
+        else:
+            self.draft = text
+
+    def get_draft(self) -> str:
+        return self.prompt.default_buffer.text if self._prompt_active else self.draft
+
+    # ------------------------------------------------------------------ settings, keys, models
+
+    def settings_changed(self) -> None:
+        """Re-read what the terminal takes from the settings (after ``/settings``,
+        ``/reload``, a new session)."""
+        if self._runtime is None:
+            return
+        settings = self.session.settings
+        self.renderer.configure(settings)
+        self.theme = load_theme(self.args.theme or settings.get("theme"), settings, self.session.cwd, self.theme_problems)
+        self.apply_theme()
+
+    def apply_theme(self) -> None:
+        self.out.set_theme(self.theme)
+        self.prompt.style = self.theme.prompt_style()
+        self.dialogs.style = self.theme.dialog_style()
+        self.invalidate()
+
+    def reload_keys(self) -> None:
+        self.keymap = load_keymap(extra={s.id: s.keys for s in self.plugin_shortcuts()})
+        self._key_bindings = self._bindings()
+        for problem in self.keymap.problems:
+            self.out.line(problem, "yellow")
+
+    @property
+    def scoped_models(self) -> list[tuple[Any, str | None]]:
+        if self._runtime is None:
+            return []
+        registry = self.session.models
+        available = {m.ref: m for m in registry.available()}
+        if self._scoped_refs is not None:
+            return [(available[r], None) for r in self._scoped_refs if r in available]
+        patterns = self.args.models or self.session.settings.enabled_models
+        if not patterns:
+            return []
+        selections, _warnings = registry.resolve_scope(patterns)
+        return [(s.model, s.thinking_level) for s in selections if s.model.ref in available]
+
+    def set_scoped_models(self, refs: list[str]) -> None:
+        self._scoped_refs = refs or None
+
+    async def cycle_model(self, step: int) -> None:
+        session = self.session
+        scoped = self.scoped_models
+        candidates = scoped or [(m, None) for m in session.models.available()]
+        if len(candidates) < 2:
+            self.live.flash("Only one model to cycle through (/scoped-models)" if candidates else "No model available", 2.0)
+            self.invalidate()
+            return
+        refs = [m.ref for m, _ in candidates]
+        current = session.model.ref if session.model is not None else None
+        index = refs.index(current) if current in refs else (-1 if step > 0 else 0)
+        model, level = candidates[(index + step) % len(candidates)]
+        if not await session.set_model(model, source="cycle"):
+            self.out.line(f"✖ No API key for provider {model.provider!r}", "red")
+            return
+        if level is not None:
+            await session.set_thinking_level(level)
+        self.out.line(f"Model: {model.ref} (thinking {session.thinking_level})" + ("" if scoped else " · all models"), "green")
+
+    async def cycle_thinking(self) -> None:
+        session = self.session
+        levels = supported_thinking_levels(session.model) if session.model is not None else ["off"]
+        if len(levels) < 2:
+            self.live.flash(f"{session.model.ref if session.model else 'This model'} has no thinking levels to cycle", 2.0)
+            self.invalidate()
+            return
+        current = session.thinking_level
+        index = levels.index(current) if current in levels else -1
+        await session.set_thinking_level(levels[(index + 1) % len(levels)])
+
+    def toggle_tool_output(self) -> None:
+        expanded = self.renderer.toggle_expanded()
+        self.live.flash("Tool output expanded" if expanded else "Tool output collapsed", 1.5)
+        self.invalidate()
+
+    def toggle_thinking(self) -> None:
+        hidden = self.renderer.toggle_thinking()
+        self.live.flash("Thinking blocks hidden" if hidden else "Thinking blocks shown", 1.5)
+        self.invalidate()
+
+    async def edit_externally(self) -> None:
+        """Ctrl+G: the draft in the external editor; what it saves becomes the draft."""
+        setting = self.session.settings.get("externalEditor") if self._runtime else None
+        command = external_editor_command(setting)
+        if command is None:
+            self.live.flash("No external editor: set externalEditor in /settings, or $VISUAL / $EDITOR", 3.0)
+            self.invalidate()
+            return
+        draft = self.get_draft()
+        with tempfile.NamedTemporaryFile("w", suffix=".md", prefix="pi-draft-", delete=False, encoding="utf-8") as handle:
+            handle.write(draft)
+            path = handle.name
+        try:
+            code = await self.dialogs.exclusive(lambda: asyncio.to_thread(run_editor, command, path))
+            if code != 0:
+                self.out.line(f"✖ {command} exited with code {code}: the draft is unchanged", "red")
+                return
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+            self.set_draft(text[:-1] if text.endswith("\n") and not draft.endswith("\n") else text)
+        except OSError as exc:
+            self.out.line(f"✖ Cannot run the external editor {command!r}: {exc.strerror or exc}", "red")
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+    async def paste_from_clipboard(self) -> None:
+        """Ctrl+V: an image on the clipboard is attached to the next message (``[image N]``
+        marks it in the draft); else the clipboard's text is inserted."""
+        clip = await asyncio.to_thread(read_clipboard)
+        if clip.image is not None:
+            data, mime = clip.image
+            self.images.append(ImageContent(data=base64.b64encode(data).decode(), mime_type=mime))
+            self._insert(f"[image {len(self.images)}]")
+        elif clip.text:
+            self._insert(clip.text)
+        else:
+            self.live.flash(clip.problem or "The clipboard is empty", 3.0)
+            self.invalidate()
+
+    def _insert(self, text: str) -> None:
+        if self._prompt_active:
+            self.prompt.default_buffer.insert_text(text)
+        else:
+            self.draft += text
+
+    # ------------------------------------------------------------------ plugin shortcuts
+
+    def plugin_shortcuts(self) -> list[PluginShortcut]:
+        if self._runtime is None:
+            return []
+        out = []
+        for key, registered in self.session.plugins.registry.shortcuts.items():
+            shortcut = registered.value
+            try:
+                prompt_keys = [to_prompt_toolkit(key)]
+            except KeyError_:
+                continue
+            out.append(PluginShortcut(f"plugin:{registered.plugin}:{key}", [key], prompt_keys, shortcut, registered.plugin))
+        return out
+
+    def _plugin_shortcut_handler(self, shortcut: PluginShortcut) -> Callable[[KeyPressEvent], None]:
+        def handler(event: KeyPressEvent) -> None:
+            async def run() -> None:
+                ctx = self.session.context_host.command_context()
+                try:
+                    await maybe_await(shortcut.definition.handler(ctx))
+                except Exception as exc:
+                    self.out.line(f"✖ shortcut {shortcut.keys[0]} of plugin {shortcut.plugin}: {type(exc).__name__}: {exc}", "red")
+
+            self._spawn(run())
+
+        return handler
 
     def invalidate(self) -> None:
         self.prompt.app.invalidate()
@@ -129,7 +324,15 @@ class InteractiveApp:
     def _ui_changed(self) -> None:
         self.live.statuses = self.ui.statuses
         self.live.widgets = self.ui.widgets
+        self.live.widgets_below = self.ui.widgets_below
+        self.live.footer = self.ui.footer
+        self.live.working_message = self.ui.working_message
+        shown = bool(self.ui.widgets_below or self.ui.footer)
+        self.prompt.bottom_toolbar = self._below if shown else None
         self.invalidate()
+
+    def _below(self) -> StyleAndTextTuples:
+        return self.live.below(terminal_width())
 
     # ------------------------------------------------------------------ the prompt
 
@@ -142,7 +345,8 @@ class InteractiveApp:
             return InMemoryHistory()
 
     def _message(self) -> StyleAndTextTuples:
-        fragments = self.live.fragments(terminal_width())
+        known = self.prompt.app.renderer.height_is_known
+        fragments = self.live.fragments(terminal_width(), with_below=not known)
         return [*fragments, ("class:prompt", "› ")]
 
     def _make_prompt(self) -> PromptSession[str]:
@@ -150,12 +354,12 @@ class InteractiveApp:
         return PromptSession(
             self._message,
             multiline=True,
-            key_bindings=self._bindings(),
+            key_bindings=DynamicKeyBindings(lambda: self._key_bindings),
             history=self._history(),
             completer=completer,
             complete_while_typing=Condition(lambda: wants_completion_while_typing(self.prompt.default_buffer.text)),
             reserve_space_for_menu=6,
-            style=PROMPT_STYLE,
+            style=self.theme.prompt_style(),
             erase_when_done=True,
             output=self.output,
             prompt_continuation=lambda width, line, wrap: [("class:dim", "  ")],
@@ -163,51 +367,122 @@ class InteractiveApp:
         )
 
     def _bindings(self) -> KeyBindings:
+        """The input line's keys, from the keymap (``keybindings.json``) and the plugins'
+        shortcuts; rebuilt by :meth:`reload_keys`."""
         kb = KeyBindings()
-        busy = Condition(lambda: self.job is not None)
+        handlers: dict[str, Callable[[KeyPressEvent], None]] = {
+            "tui.input.submit": self._key_submit,
+            "tui.input.newLine": lambda event: event.current_buffer.insert_text("\n"),
+            "app.message.followUp": self._key_follow_up,
+            "app.message.dequeue": self._key_dequeue,
+            "app.interrupt": self._key_escape,
+            "app.clear": self._key_ctrl_c,
+            "app.exit": self._key_ctrl_d,
+            "app.thinking.cycle": lambda event: self._spawn(self.cycle_thinking()),
+            "app.model.cycleForward": lambda event: self._spawn(self.cycle_model(1)),
+            "app.model.cycleBackward": lambda event: self._spawn(self.cycle_model(-1)),
+            "app.model.select": lambda event: self._key_command("model"),
+            "app.tools.expand": lambda event: self.toggle_tool_output(),
+            "app.thinking.toggle": lambda event: self.toggle_thinking(),
+            "app.editor.external": lambda event: self._spawn(self.edit_externally()),
+            "app.message.copy": lambda event: self._key_command("copy"),
+            "app.clipboard.pasteImage": lambda event: self._spawn(self.paste_from_clipboard()),
+            "app.session.new": lambda event: self._key_command("new"),
+            "app.session.tree": lambda event: self._key_command("tree"),
+            "app.session.fork": lambda event: self._key_command("fork"),
+            "app.session.resume": lambda event: self._key_command("resume"),
+        }
+        for action, handler in handlers.items():
+            for keys in self.keymap.keys(action):
+                kb.add(*keys)(handler)
+        for shortcut in self.plugin_shortcuts():
+            for keys in shortcut.prompt_keys:
+                kb.add(*keys)(self._plugin_shortcut_handler(shortcut))
+        return kb
 
-        @kb.add("enter")
-        def _enter(event: KeyPressEvent) -> None:
-            buffer = event.current_buffer
-            state = buffer.complete_state
-            if state is not None and state.current_completion is not None:
-                buffer.apply_completion(state.current_completion)
-                return
-            self._mode = "steer"
-            buffer.validate_and_handle()
+    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.ensure_future(self._guard(coroutine))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
-        @kb.add("escape", "enter")
-        def _alt_enter(event: KeyPressEvent) -> None:
-            if self.job is not None:
-                self._mode = "follow_up"
-                event.current_buffer.validate_and_handle()
-            else:
-                event.current_buffer.insert_text("\n")
+    def _key_command(self, name: str) -> None:
+        builtin = BUILTINS[name]
+        if self.job is not None and not builtin.while_busy:
+            self.live.flash(f"/{name} waits for the current work", 2.0)
+            self.invalidate()
+            return
+        self._spawn(builtin.handler(self, ""))
 
-        @kb.add("c-j")
-        def _newline(event: KeyPressEvent) -> None:
+    def _key_submit(self, event: KeyPressEvent) -> None:
+        buffer = event.current_buffer
+        state = buffer.complete_state
+        if state is not None and state.current_completion is not None:
+            buffer.apply_completion(state.current_completion)
+            return
+        self._mode = "steer"
+        buffer.validate_and_handle()
+
+    def _key_follow_up(self, event: KeyPressEvent) -> None:
+        if self.job is not None:
+            self._mode = "follow_up"
+            event.current_buffer.validate_and_handle()
+        else:
             event.current_buffer.insert_text("\n")
 
-        @kb.add("escape", filter=busy)
-        def _escape(event: KeyPressEvent) -> None:
+    def _key_dequeue(self, event: KeyPressEvent) -> None:
+        if self._runtime is None:
+            return
+        steering, follow_up = self.session.clear_queue()
+        queued = [*steering, *follow_up]
+        if not queued:
+            self.live.flash("No queued messages", 1.5)
+            self.invalidate()
+            return
+        buffer = event.current_buffer
+        text = "\n\n".join([*queued, buffer.text] if buffer.text.strip() else queued)
+        buffer.text = text
+        buffer.cursor_position = len(text)
+        self.live.steering, self.live.follow_up = [], []
+        self.live.flash(f"{len(queued)} queued message(s) back in the input line", 2.0)
+        self.invalidate()
+
+    def _key_escape(self, event: KeyPressEvent) -> None:
+        if self.job is not None:
             self.abort_job()
+            return
+        if event.current_buffer.text:
+            return
+        now = time.monotonic()
+        if now - self._escape_at < DOUBLE_ESCAPE_SECONDS:
+            self._escape_at = 0.0
+            action = self.session.settings.get("doubleEscapeAction") if self._runtime else None
+            action = action if action in ("tree", "fork", "none") else "tree"
+            if action != "none":
+                self._key_command(action)
+        else:
+            self._escape_at = now
 
-        @kb.add("c-c")
-        def _ctrl_c(event: KeyPressEvent) -> None:
-            buffer = event.current_buffer
-            if self.job is not None:
-                self.abort_job()
-            elif buffer.text:
-                buffer.reset()
-                self._ctrl_c_at = 0.0
-            elif time.monotonic() - self._ctrl_c_at < DOUBLE_CTRL_C_SECONDS:
-                self.request_exit()
-            else:
-                self._ctrl_c_at = time.monotonic()
-                self.live.flash("Press Ctrl+C again to exit", DOUBLE_CTRL_C_SECONDS)
-                self.invalidate()
+    def _key_ctrl_c(self, event: KeyPressEvent) -> None:
+        buffer = event.current_buffer
+        if self.job is not None:
+            self.abort_job()
+        elif buffer.text:
+            buffer.reset()
+            self.images.clear()
+            self._ctrl_c_at = 0.0
+        elif time.monotonic() - self._ctrl_c_at < DOUBLE_CTRL_C_SECONDS:
+            self.request_exit()
+        else:
+            self._ctrl_c_at = time.monotonic()
+            self.live.flash("Press Ctrl+C again to exit", DOUBLE_CTRL_C_SECONDS)
+            self.invalidate()
 
-        return kb
+    def _key_ctrl_d(self, event: KeyPressEvent) -> None:
+        buffer = event.current_buffer
+        if buffer.text:
+            buffer.delete()
+        else:
+            self.request_exit()
 
     # PromptHost: dialogs take the terminal through these two.
 
@@ -336,7 +611,10 @@ class InteractiveApp:
             return
         self.out.print(Text.assemble(("› ", "bold cyan"), (text, "bold")))
         self.renderer.echoed.append(text)
-        self.start_job(session.prompt(text, source="interactive", streaming_behavior="steer"), kind="prompt", status="Working")
+        images, self.images = list(self.images), []
+        self.start_job(
+            session.prompt(text, images=images, source="interactive", streaming_behavior="steer"), kind="prompt", status="Working"
+        )
 
     async def _await_prompt_job(self) -> None:
         """A run starting or settling, or a plugin command: new input waits until the run
@@ -469,6 +747,8 @@ class InteractiveApp:
         self.out.bind(asyncio.get_running_loop())
         if self.args.resume and not await self._pick_startup_session():
             return 0
+        if not await self._check_session_cwd():
+            return 0
         try:
             self._runtime = await open_runtime(
                 self.args, mode="tui", ui=self.ui, ask_user_trust=trust_asker(self.dialogs), start=False
@@ -479,12 +759,20 @@ class InteractiveApp:
             return 1
         self.runtime.subscribe(self.renderer)
         self.runtime.on_rebind.append(self._bind_session)
+        self.ui.editor_text = self.get_draft
+        self.ui.put_editor_text = self.set_draft
+        self.ui.write_terminal = self.out.write
+        self.ui.prompts.emit = self._emit_ui_event
         self._bind_session(self.session)
-        self._header()
-        for line in diagnostics_of(self.runtime):
-            self.out.line(line, "yellow")
+        self.theme_problems.clear()
+        self.settings_changed()
+        self._entries_at_open = self.session.sm.get_entry_count()
         await start_runtime(self.runtime, self.args)
+        self._header()
+        for line in [*diagnostics_of(self.runtime), *self.theme_problems, *self.keymap.problems]:
+            self.out.line(line, "yellow")
         replay(self)
+        self.renderer.seen_entries = self.session.sm.get_entry_count()
         if initial.prompts:
             self.start_job(self._initial(initial.prompts, initial.images), kind="prompt", status="Working")
         loop = asyncio.get_running_loop()
@@ -505,26 +793,65 @@ class InteractiveApp:
             await self.session.prompt(text, images=images if index == 0 else (), source="interactive")
 
     async def _pick_startup_session(self) -> bool:
-        infos = SessionManager.list(os.getcwd(), self.args.session_dir)
-        if not infos:
+        if not SessionManager.list(os.getcwd(), self.args.session_dir):
             self.out.line("No saved sessions in this folder: starting a new one", "yellow")
             self.args.resume = False
             return True
-        options = [
-            Option(i.path, i.name or plain(i.first_message or "(no messages)")[:70], f"{ago(i.modified)} · {i.message_count} msgs")
-            for i in infos
-        ]
-        path = await self.dialogs.choose("Resume which session?", options, filterable=len(options) > 6)
+        picker = SessionPicker(self.dialogs, os.getcwd(), self.args.session_dir)
+        path = await picker.run()
         if path is None:
             return False
         self.args.session, self.args.resume = path, False
         return True
 
+    async def _check_session_cwd(self) -> bool:
+        """``--session`` (or a picked session) whose working folder is gone: Continue here
+        / Fork / Cancel (``False``: exit)."""
+        path = self.args.session
+        if not path or not os.path.isfile(path):
+            return True
+        from ...session.listing import session_info
+
+        info = session_info(path)
+        if info is None or not info.cwd or os.path.isdir(info.cwd):
+            return True
+        choice = await ask_missing_cwd(self.dialogs, path, info.cwd)
+        if choice is None:
+            return False
+        if choice == "fork":
+            self.args.fork, self.args.session = path, None
+        else:
+            self.args.session_cwd = os.getcwd()
+        return True
+
     def _bind_session(self, session: Any) -> None:
         session.on_shutdown = self.request_exit
+        if self._runtime is not None and self.prompt is not None:
+            self.renderer.seen_entries = session.sm.get_entry_count()
+            self.settings_changed()
+            self.reload_keys()
+
+    def _emit_ui_event(self, name: str, event: Any) -> None:
+        """``ui_prompt_start`` / ``ui_prompt_end`` to the plugins (not awaited)."""
+        if self._runtime is None:
+            return
+        session = self.session
+        if session.runner.has_handlers(name):
+            session.spawn(session.runner.emit(name, event))
 
     def _header(self) -> None:
+        """The startup header; ``quietStartup``: ``true`` leaves it out, ``"header"``
+        keeps only its first and last lines; a plugin's ``ctx.ui.set_header`` replaces it."""
         session = self.session
+        quiet = session.settings.get("quietStartup", False)
+        if quiet is True:
+            self._startup_warnings()
+            return
+        if self.ui.header is not None:
+            for line in self.ui.header:
+                self.out.line(plain(line), "cyan")
+            self._startup_warnings()
+            return
         model = session.model.ref if session.model is not None else "no model"
         self.out.print(
             Text.assemble(
@@ -536,23 +863,31 @@ class InteractiveApp:
                 (session.cwd, ""),
             )
         )
-        resources = session.services.resources
-        tools = session.tools
-        loaded = [f"{len(session.plugins.loaded)} plugins", f"{len(tools.active_names)} of {len(tools.all_definitions())} tools active"]
-        if resources.context_files:
-            loaded.append(", ".join(os.path.basename(c.path) for c in resources.context_files))
-        if resources.skills:
-            loaded.append(f"{len(resources.skills)} skills")
-        if resources.prompt_templates:
-            loaded.append(f"{len(resources.prompt_templates)} prompt templates")
-        self.out.line(" · ".join(loaded), "dim")
-        sm = session.sm
-        if sm.get_entry_count():
-            name = sm.get_session_name() or sm.get_session_id()
-            self.out.line(f"Session {name}: {sm.get_entry_count()} entries", "dim")
+        if quiet != "header":
+            resources = session.services.resources
+            tools = session.tools
+            loaded = [f"{len(session.plugins.loaded)} plugins", f"{len(tools.active_names)} of {len(tools.all_definitions())} tools active"]
+            if resources.context_files:
+                loaded.append(", ".join(os.path.basename(c.path) for c in resources.context_files))
+            if resources.skills:
+                loaded.append(f"{len(resources.skills)} skills")
+            if resources.prompt_templates:
+                loaded.append(f"{len(resources.prompt_templates)} prompt templates")
+            self.out.line(" · ".join(loaded), "dim")
+            scoped = self.scoped_models
+            if scoped:
+                self.out.line("Model scope (Ctrl+P): " + ", ".join(m.ref for m, _ in scoped), "dim")
+            sm = session.sm
+            if self._entries_at_open:
+                name = sm.get_session_name() or sm.get_session_id()
+                self.out.line(f"Session {name}: {self._entries_at_open} entries", "dim")
+        self._startup_warnings()
+        self.out.line("/help commands · /hotkeys keys · !cmd shell · Enter send · Shift+Enter or Ctrl+J new line · Ctrl+D exit", "dim")
+
+    def _startup_warnings(self) -> None:
+        session = self.session
         if session.model is not None and session.model.api == "faux":
             self.out.line("Offline demo model: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or /model) for real answers", "yellow")
-        self.out.line("/help commands · !cmd shell · Enter send · Ctrl+J new line · Ctrl+D exit", "dim")
 
     async def _shutdown(self) -> None:
         job = self.job

@@ -11,12 +11,8 @@ import asyncio
 import threading
 import time
 import webbrowser
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Any
 
-from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
 
@@ -26,63 +22,31 @@ from pi_hookspecs import (
     AbortError,
     AssistantMessage,
     BashExecutionMessage,
-    CustomMessage,
     UsageEntry,
     UserMessage,
 )
 
 from ...ai import supported_thinking_levels
 from ...ai.auth import ENV_API_KEYS, AuthFileError
-from ...runtime import AgentSession, SessionRuntime
-from ...session import SessionManager
+from ...runtime import AgentSession
 from ..bootstrap import diagnostics_of
+from .base import Builtin, CommandHost
 from .completion import CommandInfo
-from .dialogs import Dialogs, Option
-from .output import Transcript
-from .render import compact_args, content_text, context_usage, human_tokens, one_line, preview
-
-JobKind = Literal["prompt", "bash", "command"]
-
-
-class CommandHost(Protocol):
-    """What the built-in commands use of the interactive app."""
-
-    @property
-    def out(self) -> Transcript: ...
-    @property
-    def dialogs(self) -> Dialogs: ...
-    @property
-    def runtime(self) -> SessionRuntime: ...
-    @property
-    def session(self) -> AgentSession: ...
-
-    def set_draft(self, text: str) -> None: ...
-    def request_exit(self) -> None: ...
-    def command_infos(self) -> list[CommandInfo]: ...
-    def start_job(
-        self,
-        coroutine: Coroutine[Any, Any, Any],
-        *,
-        kind: JobKind,
-        status: str | None = None,
-        abort: Callable[[], None] | None = None,
-    ) -> None: ...
-
-
-Handler = Callable[[CommandHost, str], Coroutine[Any, Any, None]]
-
-
-@dataclass(frozen=True)
-class Builtin:
-    name: str
-    description: str
-    handler: Handler
-    while_busy: bool = False
-    """Usable while a run is active (the others wait for it to finish)."""
-    job: bool = False
-    """Runs in the background with the spinner (Ctrl+C cancels) instead of in line."""
-    argument_hint: str = ""
-
+from .dialogs import Option
+from .keys import ACTIONS, display
+from .render import content_text, context_usage, human_tokens, one_line
+from .sessions_ui import (
+    cmd_bug,
+    cmd_changelog,
+    cmd_clone,
+    cmd_copy,
+    cmd_export,
+    cmd_import,
+    cmd_resume,
+    cmd_share,
+    cmd_trust,
+)
+from .settings_ui import cmd_scoped_models, cmd_settings
 
 # --------------------------------------------------------------------------- session
 
@@ -93,54 +57,6 @@ async def cmd_new(app: CommandHost, args: str) -> None:
         app.out.line("New session cancelled by a plugin", "yellow")
         return
     app.out.line(f"New session {app.session.sm.get_session_id()}", "green")
-
-
-def ago(moment: datetime) -> str:
-    seconds = (datetime.now(UTC) - moment).total_seconds()
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{int(seconds // size)}{unit} ago"
-    return "just now"
-
-
-async def cmd_resume(app: CommandHost, args: str) -> None:
-    session = app.session
-    current = session.session_file
-    infos = SessionManager.list(session.cwd, app.runtime.session_dir)
-    options: list[Option[str]] = []
-    for info in infos:
-        title = info.name or one_line(info.first_message or "(no messages)", 70)
-        detail = f"{ago(info.modified)} · {info.message_count} msgs · {info.id[:8]}" + (
-            " · current" if info.path == current else ""
-        )
-        options.append(Option(info.path, title, detail))
-    options.append(Option("*all*", "Sessions of every folder…"))
-    path = await app.dialogs.choose("Resume which session?", options, filterable=len(options) > 6)
-    if path == "*all*":
-        infos = SessionManager.list_all(app.runtime.session_dir)
-        options = [
-            Option(i.path, i.name or one_line(i.first_message or "(no messages)", 60), f"{i.cwd} · {ago(i.modified)}")
-            for i in infos
-        ]
-        if not options:
-            app.out.line("No saved sessions", "yellow")
-            return
-        path = await app.dialogs.choose("Resume which session?", options, filterable=True)
-    if path is None:
-        return
-    if path == current:
-        app.out.line("That is the current session", "dim")
-        return
-    try:
-        result = await app.runtime.switch_session(path)
-    except Exception as exc:
-        app.out.line(f"✖ Cannot resume {path}: {exc}", "red")
-        return
-    if result.get("cancelled"):
-        app.out.line("Resume cancelled by a plugin", "yellow")
-        return
-    app.out.line(f"Resumed {app.session.sm.get_session_id()} in {app.session.cwd}", "green")
-    replay(app)
 
 
 async def cmd_fork(app: CommandHost, args: str) -> None:
@@ -166,36 +82,78 @@ async def cmd_fork(app: CommandHost, args: str) -> None:
         app.out.line("The message is back in the input line: edit it and press Enter", "dim")
 
 
-def _entry_label(entry: Any) -> str | None:
-    """A one-line description of a tree entry; ``None`` for bookkeeping entries."""
+TREE_FILTERS = ("default", "no-tools", "user-only", "labeled-only", "all")
+TREE_ACTIONS: list[tuple[tuple[str, ...], str, str]] = [
+    (("L",), "label", "Shift+L label"),
+    (("c-left",), "fold", "Ctrl+←/→ fold/unfold"),
+    (("escape", "left"), "fold", ""),
+    (("c-right",), "unfold", ""),
+    (("escape", "right"), "unfold", ""),
+    (("c-d",), "filter:default", "filter: Ctrl+D default"),
+    (("c-t",), "filter:no-tools", "Ctrl+T no tools"),
+    (("c-u",), "filter:user-only", "Ctrl+U user only"),
+    (("c-l",), "filter:labeled-only", "Ctrl+L labeled"),
+    (("c-a",), "filter:all", "Ctrl+A all"),
+    (("c-o",), "filter:next", "Ctrl+O next"),
+]
+
+
+def _entry_label(entry: Any) -> tuple[str, str] | None:
+    """``(kind, one-line description)`` of a tree entry; kind is ``user``, ``assistant``,
+    ``tool`` (a tool result), ``other`` (shown by the default filter) or ``meta``
+    (bookkeeping: model and thinking changes, labels, names; shown by ``all``)."""
     kind = entry.type
     if kind == "message":
         message = entry.message
         role = getattr(message, "role", "?")
         if isinstance(message, UserMessage):
-            return "user: " + one_line(content_text(message.content), 80)
+            return "user", "user: " + one_line(content_text(message.content), 80)
         if isinstance(message, AssistantMessage):
             text = message.text().strip()
             calls = ", ".join(c.name for c in message.tool_calls())
             body = one_line(text, 70) if text else ""
             if calls:
                 body = f"{body} [{calls}]".strip()
-            return "assistant: " + (body or f"({message.stop_reason})")
+            return "assistant", "assistant: " + (body or f"({message.stop_reason})")
         if isinstance(message, BashExecutionMessage):
-            return "bash: " + one_line(message.command, 70)
+            return "other", "bash: " + one_line(message.command, 70)
         if role == "toolResult":
-            return None
-        return None if role == "system" else f"{role}"
+            mark = "✖ " if getattr(message, "is_error", False) else ""
+            name = getattr(message, "tool_name", "tool")
+            return "tool", f"  {mark}{name} → " + one_line(content_text(getattr(message, "content", "")), 60)
+        return ("meta", role) if role == "system" else ("other", f"{role}")
     if kind == "compaction":
-        return "compaction: " + one_line(entry.summary, 70)
+        return "other", "compaction: " + one_line(entry.summary, 70)
     if kind == "branch_summary":
-        return "branch summary: " + one_line(entry.summary, 70)
+        return "other", "branch summary: " + one_line(entry.summary, 70)
     if kind == "custom_message":
-        return f"[{entry.custom_type}] " + one_line(content_text(entry.content), 70)
-    return None
+        return "other", f"[{entry.custom_type}] " + one_line(content_text(entry.content), 70)
+    if kind == "model_change":
+        return "meta", f"model: {getattr(entry, 'provider', '')}/{getattr(entry, 'model_id', '')}"
+    if kind == "thinking_level_change":
+        return "meta", f"thinking: {getattr(entry, 'thinking_level', '')}"
+    if kind == "label":
+        return "meta", f"label: {getattr(entry, 'label', None) or '(cleared)'}"
+    if kind == "session_info":
+        return "meta", f"name: {getattr(entry, 'name', None) or '(cleared)'}"
+    return "meta", kind
 
 
-def tree_options(app: CommandHost) -> tuple[list[Option[str]], int]:
+def _shown(kind: str, labelled: bool, mode: str) -> bool:
+    if mode == "all":
+        return True
+    if mode == "user-only":
+        return kind == "user"
+    if mode == "labeled-only":
+        return labelled
+    if mode == "no-tools":
+        return kind in ("user", "assistant", "other")
+    return kind != "meta"
+
+
+def tree_options(app: CommandHost, mode: str = "default", folded: set[str] | frozenset[str] = frozenset()) -> tuple[list[Option[str]], int]:
+    """The entries of the session tree that filter ``mode`` shows, indented where the
+    tree branches; the descendants of ``folded`` entries are left out."""
     sm = app.session.sm
     leaf = sm.get_leaf_id()
     active = {e.id for e in sm.get_branch()}
@@ -204,42 +162,97 @@ def tree_options(app: CommandHost) -> tuple[list[Option[str]], int]:
     stack: list[tuple[Any, int]] = [(node, 0) for node in reversed(sm.get_tree())]
     while stack:
         node, depth = stack.pop()
-        label = _entry_label(node.entry)
-        shown_depth = depth
-        if label is not None:
+        described = _entry_label(node.entry)
+        children = node.children
+        is_folded = node.entry.id in folded and bool(children)
+        if described is not None and _shown(described[0], bool(node.label), mode):
             marker = "● " if node.entry.id in active else "○ "
+            fold = "▸ " if is_folded else ""
             tag = f" [{node.label}]" if node.label else ""
             detail = "← current" if node.entry.id == leaf else ""
-            options.append(Option(node.entry.id, "  " * depth + marker + label + tag, detail))
+            options.append(Option(node.entry.id, "  " * depth + fold + marker + described[1] + tag, detail))
         if node.entry.id == leaf:
             default = max(0, len(options) - 1)
-        children = node.children
+        if is_folded:
+            continue
         branching = len(children) > 1
         for child in reversed(children):
-            stack.append((child, shown_depth + (1 if branching else 0)))
+            stack.append((child, depth + (1 if branching else 0)))
     return options, default
+
+
+def _tree_filter(app: CommandHost) -> str:
+    value = app.session.settings.get("treeFilterMode")
+    return value if value in TREE_FILTERS else "default"
 
 
 async def cmd_tree(app: CommandHost, args: str) -> None:
     session = app.session
-    options, default = tree_options(app)
-    if not options:
-        app.out.line("The session tree is empty", "yellow")
+    mode = _tree_filter(app)
+    folded: set[str] = set()
+    query = ""
+    index: int | None = None
+    notes = ""
+    while True:
+        options, default = tree_options(app, mode, folded)
+        if not session.sm.get_entries():
+            app.out.line("The session tree is empty", "yellow")
+            return
+        picked = await app.dialogs.pick(
+            f"Go to which entry? (filter: {mode})",
+            options,
+            actions=TREE_ACTIONS,
+            default=default if index is None else index,
+            query=query,
+            message=notes or "● active branch. A user message goes back to before it (its text returns to the input line).",
+        )
+        notes = ""
+        if picked is None:
+            return
+        query, index = picked.query, picked.index
+        action, target = picked.action, picked.value
+        if action.startswith("filter:"):
+            wanted = action.split(":", 1)[1]
+            mode = TREE_FILTERS[(TREE_FILTERS.index(mode) + 1) % len(TREE_FILTERS)] if wanted == "next" else wanted
+            index = None
+            continue
+        if target is None:
+            continue
+        if action == "fold":  # fold the branch, or move up to the parent, as pi does
+            if target not in folded and session.sm.get_children(target):
+                folded.add(target)
+            else:
+                parent = getattr(session.sm.get_entry(target), "parent_id", None)
+                visible = [o.value for o in options]
+                while parent is not None and parent not in visible:
+                    parent = getattr(session.sm.get_entry(parent), "parent_id", None)
+                if parent is not None and not query:
+                    index = visible.index(parent)
+            continue
+        if action == "unfold":  # unfold, or move down
+            if target in folded:
+                folded.discard(target)
+            else:
+                index = picked.index + 1
+            continue
+        if action == "label":
+            current = session.sm.get_label(target) or ""
+            label = await app.dialogs.text("Label (empty clears it)", default=current, record=False)
+            if label is not None and label.strip() != current:
+                session.sm.set_label(target, label.strip() or None)
+                notes = f"Label {'set: ' + label.strip() if label.strip() else 'cleared'}"
+            continue
+        break
+    if target == session.sm.get_leaf_id():
         return
-    target = await app.dialogs.choose(
-        "Go to which entry?",
-        options,
-        default=default,
-        filterable=True,
-        message="● active branch. A user message goes back to before it (its text returns to the input line).",
-    )
-    if target is None or target == session.sm.get_leaf_id():
-        return
-    summarize = await app.dialogs.choose(
-        "Summarise the branch you leave?",
-        [Option("no", "No", key="n"), Option("yes", "Yes", key="y"), Option("custom", "Yes, with instructions…", key="i")],
-        filterable=False,
-    )
+    if session.settings.branch_summary_settings().skip_prompt:
+        summarize: str | None = "no"
+    else:
+        summarize = await app.dialogs.choose(
+            "Summarise the branch you leave?",
+            [Option("no", "No", key="n"), Option("yes", "Yes", key="y"), Option("custom", "Yes, with instructions…", key="i")],
+            filterable=False,
+        )
     if summarize is None:
         return
     instructions = None
@@ -462,10 +475,53 @@ async def cmd_help(app: CommandHost, args: str) -> None:
 
 
 KEYS_HELP = """\
-Enter send · Ctrl+J (or Alt+Enter when idle) new line · Tab complete · ↑↓ history
-While pi works: Enter steers · Alt+Enter queues a follow-up · Ctrl+C or Esc aborts
+Enter send · Shift+Enter or Ctrl+J new line · Tab complete · ↑↓ history · /hotkeys lists every key
+While pi works: Enter steers · Alt+Enter queues a follow-up · Alt+Up takes them back · Esc or Ctrl+C aborts
 !cmd runs a shell command (output goes to the model) · !!cmd keeps the output out of the context
 @path completes a file name · Ctrl+C clears the line, twice exits · Ctrl+D exits"""
+
+DIALOG_KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("/tree", (
+        ("Shift+L", "Edit the label of the entry"),
+        ("Ctrl+← / Alt+←", "Fold the branch, or move up"),
+        ("Ctrl+→ / Alt+→", "Unfold the branch, or move down"),
+        ("Ctrl+D / Ctrl+T / Ctrl+U / Ctrl+L / Ctrl+A", "Filter: default / no tools / user only / labeled / all"),
+        ("Ctrl+O", "Next filter"),
+    )),
+    ("Session picker (/resume)", (
+        ("Ctrl+R", "Rename the session"),
+        ("Ctrl+D", "Delete the session"),
+        ("Ctrl+S", "Sort: recent / created / name"),
+        ("Ctrl+N", "Named sessions only"),
+        ("Ctrl+P", "Show paths"),
+        ("Ctrl+A", "Sessions of every folder"),
+    )),
+    ("/scoped-models", (
+        ("Space or Enter", "Enable or disable the model"),
+        ("Ctrl+A / Ctrl+X", "Enable all / clear"),
+        ("Ctrl+S", "Save to enabledModels"),
+    )),
+    ("Every picker", (("↑↓ Enter Esc", "Move, pick, cancel; typing filters"),)),
+)
+
+
+async def cmd_hotkeys(app: CommandHost, args: str) -> None:
+    keymap = app.keymap
+    table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
+    table.add_column("key", style="bold cyan", no_wrap=True)
+    table.add_column("action")
+    table.add_column("id", style="dim")
+    for action in ACTIONS:
+        table.add_row(Text(keymap.describe(action.id)), Text(action.description), Text(action.id))
+    for shortcut in app.plugin_shortcuts():
+        description = shortcut.definition.description or "(no description)"
+        table.add_row(Text(display(shortcut.keys[0])), Text(f"{description}  (plugin {shortcut.plugin})"), Text(""))
+    app.out.print(table)
+    for title, rows in DIALOG_KEYS:
+        app.out.line(title, "bold")
+        for key, what in rows:
+            app.out.print(Text.assemble(("  " + key, "cyan"), ("  " + what, "")))
+    app.out.line(f"Remap keys in {keymap.path} (pi 1.6.0's keybindings.json format; /reload applies it)", "dim")
 
 
 async def cmd_quit(app: CommandHost, args: str) -> None:
@@ -600,14 +656,25 @@ BUILTINS: dict[str, Builtin] = {
     b.name: b
     for b in (
         Builtin("help", "Show commands and keys", cmd_help, while_busy=True),
-        Builtin("new", "Start a new session", cmd_new),
-        Builtin("resume", "Resume another session", cmd_resume),
-        Builtin("fork", "New session from an earlier user message", cmd_fork),
-        Builtin("tree", "Move to another entry of this session's tree", cmd_tree),
-        Builtin("compact", "Summarise older context", cmd_compact, job=True, argument_hint="[instructions]"),
-        Builtin("reload", "Reload plugins, skills, prompt templates and context files", cmd_reload),
+        Builtin("settings", "Open settings (written to the user or project file)", cmd_settings),
         Builtin("model", "Select a model", cmd_model, argument_hint="[pattern]"),
         Builtin("thinking", "Set the thinking level", cmd_thinking, argument_hint="[level]"),
+        Builtin("scoped-models", "Choose the models Ctrl+P cycles through", cmd_scoped_models),
+        Builtin("new", "Start a new session", cmd_new),
+        Builtin("resume", "Resume another session (rename, delete, sort, filter)", cmd_resume),
+        Builtin("fork", "New session from an earlier user message", cmd_fork),
+        Builtin("clone", "Duplicate the session at its current position", cmd_clone),
+        Builtin("tree", "Move to another entry of this session's tree", cmd_tree),
+        Builtin("compact", "Summarise older context", cmd_compact, job=True, argument_hint="[instructions]"),
+        Builtin("import", "Import a JSONL session (keeps its id and folder)", cmd_import, argument_hint="<path.jsonl>"),
+        Builtin("copy", "Copy the last answer to the clipboard", cmd_copy, while_busy=True),
+        Builtin("export", "Export the session as HTML (or .jsonl)", cmd_export, argument_hint="[file]"),
+        Builtin("share", "Share the session as a secret GitHub gist (gh)", cmd_share),
+        Builtin("bug", "Write a bug report archive", cmd_bug, argument_hint="[description]"),
+        Builtin("trust", "Save a project trust decision for future pi processes", cmd_trust),
+        Builtin("reload", "Reload keys, plugins, skills, prompt templates, themes and context files", cmd_reload),
+        Builtin("hotkeys", "Show the keyboard shortcuts", cmd_hotkeys, while_busy=True),
+        Builtin("changelog", "Show what changed in pi", cmd_changelog, while_busy=True, argument_hint="[all]"),
         Builtin("tools", "List tools (✓ active)", cmd_tools, while_busy=True),
         Builtin("name", "Set or show the session name", cmd_name, while_busy=True, argument_hint="[name]"),
         Builtin("session", "Session file, id, messages, tokens and cost", cmd_session, while_busy=True),
@@ -636,30 +703,3 @@ def builtin_argument_values(app: CommandHost, name: str, prefix: str) -> list[tu
     return []
 
 
-# --------------------------------------------------------------------------- replay
-
-
-def replay(app: CommandHost, limit: int = 20) -> None:
-    """Print the end of the active branch (after ``/resume``, ``-c``, ``--session``)."""
-    messages = [m for m in app.session.messages if getattr(m, "role", "") != "system"]
-    if not messages:
-        return
-    if len(messages) > limit:
-        app.out.line(f"… {len(messages) - limit} earlier messages", "dim")
-    for message in messages[-limit:]:
-        if isinstance(message, UserMessage):
-            lines, more = preview(content_text(message.content), 3)
-            app.out.print(Text("› " + "\n".join(lines) + (f" … (+{more} lines)" if more else ""), style="bold"))
-        elif isinstance(message, AssistantMessage):
-            text = message.text().strip()
-            if text:
-                app.out.print(Markdown(text))
-            for call in message.tool_calls():
-                app.out.print(Text(f"⚙ {call.name} {compact_args(call.arguments)}", style="cyan"))
-        elif isinstance(message, BashExecutionMessage):
-            app.out.print(Text(f"$ {message.command}", style="bold"))
-        elif isinstance(message, CustomMessage) and message.display:
-            app.out.print(Text(f"[{message.custom_type}] {one_line(content_text(message.content), 100)}", style="magenta"))
-        elif getattr(message, "role", "") in ("compactionSummary", "branchSummary"):
-            app.out.line(f"({message.role}) {one_line(getattr(message, 'summary', ''), 100)}", "dim")
-    app.out.line("─" * 20, "dim")

@@ -25,8 +25,9 @@ from prompt_toolkit.shortcuts import PromptSession
 from prompt_toolkit.styles import Style
 from rich.text import Text
 
+from ...extensions.ui import PromptSpan
 from ...resources.trust import TrustAnswer, trust_requiring_project_resources
-from .output import Transcript
+from .output import Transcript, plain
 
 T = TypeVar("T")
 
@@ -54,6 +55,18 @@ class Option(Generic[T]):
     key: str | None = None
 
 
+@dataclass(frozen=True)
+class Picked(Generic[T]):
+    """What :meth:`Dialogs.pick` returns: ``action`` is ``"select"`` (Enter) or the name
+    of an extra key's action; ``value`` the option under the cursor (``None`` when the
+    list shows nothing); ``query`` the filter typed so far."""
+
+    action: str
+    value: T | None
+    query: str = ""
+    index: int = 0
+
+
 class PromptHost(Protocol):
     """The input loop, as dialogs see it."""
 
@@ -77,17 +90,24 @@ class Chooser(Generic[T]):
         default: int = 0,
         filterable: bool = False,
         output: Output | None = None,
+        actions: Sequence[tuple[Sequence[str], str, str]] = (),
+        query: str = "",
+        style: Style | None = None,
     ) -> None:
         self.title = title
         self.message = message
         self.options = list(options)
         self.filterable = filterable
-        self.query = ""
+        self.query = query
         self.cursor = max(0, min(default, len(self.options) - 1))
+        self.actions = list(actions)
+        """Extra keys: ``(prompt_toolkit keys, action name, hint)``; pressing one ends the
+        dialog with that action (see :class:`Picked`)."""
+        self.action = "select"
         self.app: Application[Option[T] | None] = Application(
             layout=Layout(HSplit([Window(FormattedTextControl(self._fragments, show_cursor=False), dont_extend_height=True)])),
             key_bindings=self._bindings(),
-            style=STYLE,
+            style=style or STYLE,
             full_screen=False,
             erase_when_done=True,
             output=output,
@@ -106,8 +126,9 @@ class Chooser(Generic[T]):
         if count:
             self.cursor = (self.cursor + delta) % count
 
-    def _pick(self, option: Option[T] | None) -> None:
+    def _pick(self, option: Option[T] | None, action: str = "select") -> None:
         if self.app.is_running and not self.app.is_done:
+            self.action = action
             self.app.exit(result=option)
 
     # ------------------------------------------------------------------ drawing
@@ -138,7 +159,8 @@ class Chooser(Generic[T]):
         if len(shown) > MAX_ROWS:
             out += [("class:dim", f"  ({self.cursor + 1}/{len(shown)})"), ("", "\n")]
         hint = "↑↓ move · Enter select · Esc cancel" + (" · type to filter" if self.filterable else "")
-        out.append(("class:dim", f"  {hint}"))
+        extra = " · ".join(h for _, _, h in self.actions if h)
+        out.append(("class:dim", f"  {hint}" + (f"\n  {extra}" if extra else "")))
         return out
 
     # ------------------------------------------------------------------ keys
@@ -183,6 +205,9 @@ class Chooser(Generic[T]):
                 self.query = self.query[:-1]
                 self.cursor = 0
 
+        for keys, action, _hint in self.actions:
+            kb.add(*keys)(self._action_handler(action))
+
         @kb.add(Keys.Any)
         def _key(event: KeyPressEvent) -> None:
             char = event.data
@@ -200,8 +225,15 @@ class Chooser(Generic[T]):
 
         return kb
 
-    async def run(self, timeout: float | None = None) -> Option[T] | None:
-        if not self.options:
+    def _action_handler(self, action: str) -> Callable[[KeyPressEvent], None]:
+        def handler(event: KeyPressEvent) -> None:
+            shown = self.visible()
+            self._pick(shown[self.cursor] if shown else None, action)
+
+        return handler
+
+    async def run(self, timeout: float | None = None, *, allow_empty: bool = False) -> Option[T] | None:
+        if not self.options and not allow_empty:
             return None
         picked: Option[T] | None = await _run_with_timeout(self.app, timeout, lambda: self._pick(None))
         return picked
@@ -226,6 +258,7 @@ class Dialogs:
         self.output = output
         self.host: PromptHost | None = None
         self._lock: asyncio.Lock | None = None
+        self.style: Style = STYLE
 
     async def exclusive(self, run: Callable[[], Awaitable[T]]) -> T:
         if self._lock is None:
@@ -265,6 +298,7 @@ class Dialogs:
                 default=default,
                 filterable=len(options) > 9 if filterable is None else filterable,
                 output=self.output,
+                style=self.style,
             )
             return await chooser.run(timeout)
 
@@ -273,9 +307,42 @@ class Dialogs:
             self._record(title, picked.label if picked is not None else "(cancelled)")
         return picked.value if picked is not None else None
 
-    async def confirm(self, title: str, message: str = "", *, timeout: float | None = None) -> bool:
+    async def pick(
+        self,
+        title: str,
+        options: Sequence[Option[T]],
+        *,
+        actions: Sequence[tuple[Sequence[str], str, str]],
+        message: str = "",
+        default: int = 0,
+        query: str = "",
+        filterable: bool = True,
+    ) -> Picked[T] | None:
+        """A picker with extra keys (``actions``: prompt_toolkit keys, action name, hint):
+        the caller acts and usually opens it again. ``None`` when cancelled."""
+        result: list[Picked[T] | None] = []
+
+        async def run() -> None:
+            chooser = Chooser(
+                title, options, message=message, default=default, filterable=filterable,
+                output=self.output, actions=actions, query=query, style=self.style,
+            )
+            option = await chooser.run(allow_empty=True)
+            if chooser.action == "select" and option is None:
+                result.append(None)
+                return
+            shown = chooser.visible()
+            index = shown.index(option) if option is not None and option in shown else 0
+            result.append(Picked(chooser.action, option.value if option is not None else None, chooser.query, index))
+
+        await self.exclusive(run)
+        return result[0] if result else None
+
+    async def confirm(self, title: str, message: str = "", *, timeout: float | None = None, record: bool = True) -> bool:
         options: list[Option[bool]] = [Option(True, "Yes", key="y"), Option(False, "No", key="n")]
-        answer: bool | None = await self.choose(title, options, message=message, timeout=timeout, filterable=False)
+        answer: bool | None = await self.choose(
+            title, options, message=message, timeout=timeout, filterable=False, record=record
+        )
         return bool(answer)
 
     async def text(
@@ -286,6 +353,7 @@ class Dialogs:
         default: str = "",
         timeout: float | None = None,
         password: bool = False,
+        record: bool = True,
     ) -> str | None:
         """One line of text; ``None`` when cancelled (Esc, Ctrl+C) or timed out.
         ``password``: shown as ``*`` and not recorded in the transcript."""
@@ -301,7 +369,7 @@ class Dialogs:
             session: PromptSession[str | None] = PromptSession(
                 [("class:question", "? "), ("class:title", title), ("", "\n"), ("class:cursor", "› ")],
                 key_bindings=kb,
-                style=STYLE,
+                style=self.style,
                 erase_when_done=True,
                 output=self.output,
                 placeholder=[("class:dim", placeholder)] if placeholder else None,
@@ -323,7 +391,8 @@ class Dialogs:
 
         answer = await self.exclusive(run)
         shown = "(hidden)" if password and answer else answer
-        self._record(title, shown if shown is not None else "(cancelled)")
+        if record:
+            self._record(title, shown if shown is not None else "(cancelled)")
         return answer
 
     async def editor(self, title: str, prefill: str = "") -> str | None:
@@ -346,7 +415,7 @@ class Dialogs:
                 ],
                 multiline=True,
                 key_bindings=kb,
-                style=STYLE,
+                style=self.style,
                 erase_when_done=True,
                 output=self.output,
                 prompt_continuation="",
@@ -366,6 +435,9 @@ Level = Literal["info", "warning", "error"]
 _NOTIFY_STYLE = {"info": ("ℹ", "blue"), "warning": ("⚠", "yellow"), "error": ("✖", "red")}
 
 
+Placement = Literal["aboveEditor", "belowEditor"]
+
+
 class TerminalUI:
     """``ctx.ui`` in interactive mode (the :class:`pi_hookspecs.UIContext` protocol)."""
 
@@ -374,18 +446,43 @@ class TerminalUI:
         self.on_change = on_change
         self.statuses: dict[str, str] = {}
         self.widgets: dict[str, list[str]] = {}
+        """Widgets above the input line."""
+        self.widgets_below: dict[str, list[str]] = {}
+        self.header: list[str] | None = None
+        self.footer: list[str] | None = None
+        self.working_message: str | None = None
+        self.prompts = PromptSpan()
+        self.editor_text: Callable[[], str] = lambda: ""
+        self.put_editor_text: Callable[[str], None] = lambda text: None
+        self.write_terminal: Callable[[str], None] = lambda text: None
 
     async def confirm(self, title: str, message: str = "", *, timeout: float | None = None) -> bool:
-        return await self.dialogs.confirm(title, message, timeout=timeout)
+        self.prompts.start("confirm", title)
+        try:
+            return await self.dialogs.confirm(title, message, timeout=timeout)
+        finally:
+            self.prompts.end()
 
     async def select(self, title: str, options: Sequence[str], *, timeout: float | None = None) -> str | None:
-        return await self.dialogs.choose(title, [Option(o, o) for o in options], timeout=timeout)
+        self.prompts.start("select", title)
+        try:
+            return await self.dialogs.choose(title, [Option(o, o) for o in options], timeout=timeout)
+        finally:
+            self.prompts.end()
 
     async def input(self, title: str, placeholder: str = "", *, timeout: float | None = None) -> str | None:
-        return await self.dialogs.text(title, placeholder=placeholder, timeout=timeout)
+        self.prompts.start("input", title)
+        try:
+            return await self.dialogs.text(title, placeholder=placeholder, timeout=timeout)
+        finally:
+            self.prompts.end()
 
     async def editor(self, title: str, prefill: str = "") -> str | None:
-        return await self.dialogs.editor(title, prefill)
+        self.prompts.start("editor", title)
+        try:
+            return await self.dialogs.editor(title, prefill)
+        finally:
+            self.prompts.end()
 
     def notify(self, message: str, level: Level = "info") -> None:
         icon, color = _NOTIFY_STYLE.get(level, _NOTIFY_STYLE["info"])
@@ -398,16 +495,43 @@ class TerminalUI:
             self.statuses.pop(key, None)
         self._changed()
 
-    def set_widget(self, key: str, lines: Sequence[str] | None) -> None:
+    def set_widget(self, key: str, lines: Sequence[str] | None, *, placement: Placement = "aboveEditor") -> None:
+        self.widgets.pop(key, None)
+        self.widgets_below.pop(key, None)
         if lines:
-            self.widgets[key] = [str(line) for line in lines]
-        else:
-            self.widgets.pop(key, None)
+            table = self.widgets_below if placement == "belowEditor" else self.widgets
+            table[key] = [str(line) for line in lines]
         self._changed()
+
+    def set_title(self, title: str) -> None:
+        self.write_terminal(f"\x1b]0;{plain(title)}\x07")
+
+    def set_header(self, lines: str | Sequence[str] | None) -> None:
+        self.header = _lines(lines)
+
+    def set_footer(self, lines: str | Sequence[str] | None) -> None:
+        self.footer = _lines(lines)
+        self._changed()
+
+    def set_working_message(self, message: str | None = None) -> None:
+        self.working_message = message or None
+        self._changed()
+
+    def get_editor_text(self) -> str:
+        return self.editor_text()
+
+    def set_editor_text(self, text: str) -> None:
+        self.put_editor_text(text)
 
     def _changed(self) -> None:
         if self.on_change is not None:
             self.on_change()
+
+
+def _lines(value: str | Sequence[str] | None) -> list[str] | None:
+    if value is None:
+        return None
+    return str(value).splitlines() if isinstance(value, str) else [str(line) for line in value]
 
 
 def trust_asker(dialogs: Dialogs) -> Callable[[str], Awaitable[Any]]:

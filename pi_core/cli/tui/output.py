@@ -44,6 +44,7 @@ class Transcript:
         self._waiting = False
         self.loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
+        self._themed = False
         color = not os.environ.get("NO_COLOR")
         self.console = Console(
             file=io.StringIO(),
@@ -95,6 +96,13 @@ class Transcript:
             self._drain()
 
     # ------------------------------------------------------------------ rich
+
+    def set_theme(self, theme: Any) -> None:
+        """Colours of a :class:`~pi_core.cli.tui.theme.Theme` for what is printed next."""
+        if self._themed:
+            self.console.pop_theme()
+        self.console.push_theme(theme.rich_theme())
+        self._themed = True
 
     def render(self, *renderables: Any, **options: Any) -> str:
         """``renderables`` as terminal text (ANSI styles unless NO_COLOR)."""

@@ -16,7 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markdown import Markdown
+from rich.segment import Segment
+from rich.syntax import Syntax
 from rich.text import Text
 
 from pi_hookspecs import (
@@ -185,6 +189,10 @@ class LiveView:
     hint_until: float = 0.0
     statuses: dict[str, str] = field(default_factory=dict)
     widgets: dict[str, list[str]] = field(default_factory=dict)
+    widgets_below: dict[str, list[str]] = field(default_factory=dict)
+    footer: list[str] | None = None
+    working_message: str | None = None
+    """A plugin's text for the spinner line (``ctx.ui.set_working_message``)."""
 
     def set_status(self, status: str | None) -> None:
         if status != self.status:
@@ -202,7 +210,13 @@ class LiveView:
         """Whether the area changes by itself (spinner, elapsed time, a hint to expire)."""
         return self.status is not None or (self.hint is not None and time.monotonic() < self.hint_until)
 
-    def fragments(self, width: int) -> StyleAndTextTuples:
+    def fragments(self, width: int, *, with_below: bool = False) -> StyleAndTextTuples:
+        """The area above the input line; ``with_below``: also what belongs below it
+        (where the terminal cannot report the cursor position, nothing can be drawn
+        below the input line)."""
+        if with_below:
+            below = self.below(width)
+            return [*self.fragments(width), *below, ("", "\n")] if below else self.fragments(width)
         width = max(10, width - 1)
         out: StyleAndTextTuples = []
 
@@ -230,7 +244,8 @@ class LiveView:
         if self.status is not None:
             frame = SPINNER[int(now * 10) % len(SPINNER)]
             elapsed = f" {now - self.status_since:.0f}s" if self.status_since else ""
-            add("class:spinner", f"{frame} {self.status}{elapsed} · Enter steers · Alt+Enter follow-up · Ctrl+C aborts")
+            label = plain(self.working_message) if self.working_message else self.status
+            add("class:spinner", f"{frame} {label}{elapsed} · Enter steers · Alt+Enter follow-up · Ctrl+C aborts")
         if self.statuses:
             add("class:dim", " · ".join(plain(s) for s in self.statuses.values()))
         if self.hint is not None:
@@ -239,6 +254,50 @@ class LiveView:
             else:
                 self.hint = None
         return out
+
+    def below(self, width: int) -> StyleAndTextTuples:
+        """Under the input line: widgets placed ``belowEditor``, then a plugin's footer."""
+        width = max(10, width - 1)
+        lines: list[tuple[str, str]] = []
+        for widget in self.widgets_below.values():
+            lines += [("", plain(line)) for line in widget]
+        if self.footer is not None:
+            lines += [("class:footer", plain(line)) for line in self.footer]
+        out: StyleAndTextTuples = []
+        for index, (style, text) in enumerate(lines):
+            text = text if len(text) <= width else text[: width - 1] + "…"
+            out.append((style, text + ("\n" if index < len(lines) - 1 else "")))
+        return out
+
+
+# --------------------------------------------------------------------------- markdown
+
+
+def _member(obj: Any, name: str) -> Any:
+    if obj is None:
+        return None
+    value = obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+    return value if callable(value) else None
+
+
+class IndentedMarkdown(Markdown):
+    """rich's Markdown with code blocks prefixed by ``markdown.codeBlockIndent``."""
+
+    def __init__(self, text: str, *, code_indent: str = "  ") -> None:
+        super().__init__(text)
+        indent = code_indent
+
+        class IndentedCode(self.elements["fence"]):  # type: ignore[name-defined,misc]
+            def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+                code = str(self.text).rstrip()
+                width = max(10, options.max_width - cell_len(indent))
+                syntax = Syntax(code, self.lexer_name, theme=self.theme, word_wrap=True, padding=0)
+                for line in console.render_lines(syntax, options.update(width=width), pad=False):
+                    yield Segment(indent, console.get_style("markdown.code_block"))
+                    yield from line
+                    yield Segment.line()
+
+        self.elements = {**self.elements, "fence": IndentedCode, "code_block": IndentedCode}  # type: ignore[misc]
 
 
 # --------------------------------------------------------------------------- events
@@ -256,18 +315,133 @@ class EventRenderer:
         self.echoed: list[str] = []
         """Texts the user typed and the transcript already shows (not repeated when the
         message reaches the model)."""
+        self.hide_thinking = False
+        self.expanded = False
+        """Ctrl+O: tool output in full instead of a preview."""
+        self.code_indent = "  "
+        self.recent_results: list[tuple[str, str, bool]] = []
+        """``(tool, output, is_error)`` of the latest tool calls (printed in full by Ctrl+O)."""
+        self.seen_entries = 0
+        self._render_failures: set[str] = set()
+
+    def configure(self, settings: Any) -> None:
+        """Take what rendering uses from the settings (``hideThinkingBlock``,
+        ``markdown.codeBlockIndent``)."""
+        try:
+            self.hide_thinking = settings.hide_thinking_block
+        except Exception as exc:
+            self.out.line(f"settings: {exc}", "yellow")
+        markdown = settings.get("markdown")
+        indent = markdown.get("codeBlockIndent") if isinstance(markdown, dict) else None
+        self.code_indent = indent if isinstance(indent, str) else "  "
+
+    def toggle_thinking(self) -> bool:
+        self.hide_thinking = not self.hide_thinking
+        return self.hide_thinking
+
+    def toggle_expanded(self) -> bool:
+        self.expanded = not self.expanded
+        if self.expanded and self.recent_results:
+            self.out.line(f"── output of the last {len(self.recent_results)} tool call(s) in full (Ctrl+O collapses) ──", "dim")
+            for name, text, is_error in self.recent_results:
+                self.out.print(Text(f"⚙ {name}", style="cyan"))
+                self.out.print(Text(plain(text.rstrip("\n")) or "(no output)", style="red" if is_error else "tool.output"))
+        return self.expanded
+
+    def markdown(self, text: str) -> Any:
+        return IndentedMarkdown(text, code_indent=self.code_indent)
+
+    # ------------------------------------------------------------------ plugin renderers
+
+    def _plugin_render(self, what: str, render: Callable[..., Any], *args: Any) -> bool:
+        """Print what a plugin's renderer returns; ``False``: pi draws it itself."""
+        try:
+            result = render(*args)
+        except Exception as exc:
+            if what not in self._render_failures:
+                self._render_failures.add(what)
+                self.out.line(f"✖ {what} failed: {type(exc).__name__}: {exc}", "red")
+            return False
+        if result is None:
+            return False
+        if isinstance(result, str):
+            self.out.print(Text(plain(result)))
+        elif isinstance(result, (list, tuple)):
+            self.out.print(Text("\n".join(plain(str(line)) for line in result)))
+        else:
+            self.out.print(result)
+        return True
+
+    def _registry(self) -> Any:
+        try:
+            return self.session().plugins.registry
+        except Exception:
+            return None
+
+    def tool_renderer(self, tool_name: str) -> Any:
+        """The render object the plugins' resolvers choose for ``tool_name`` (pi's
+        ``registerToolRenderer`` chain: each resolver may defer with ``next()``)."""
+        registry = self._registry()
+        resolvers = list(registry.tool_renderers) if registry is not None else []
+        if not resolvers:
+            return None
+
+        def chain(index: int) -> Any:
+            if index >= len(resolvers):
+                return None
+            registered = resolvers[index]
+            try:
+                return registered.value.resolve(tool_name, lambda: chain(index + 1))
+            except Exception as exc:
+                key = f"tool renderer of plugin {registered.plugin}"
+                if key not in self._render_failures:
+                    self._render_failures.add(key)
+                    self.out.line(f"✖ {key} failed: {type(exc).__name__}: {exc}", "red")
+                return chain(index + 1)
+
+        return chain(0)
+
+    def scan_entries(self) -> None:
+        """Draw custom entries appended since the last look (``ctx.append_entry``) that a
+        plugin registered a renderer for."""
+        try:
+            sm = self.session().sm
+        except Exception:
+            return
+        count = sm.get_entry_count()
+        if count <= self.seen_entries:
+            self.seen_entries = count
+            return
+        registry = self._registry()
+        renderers = registry.entry_renderers if registry is not None else {}
+        if renderers:
+            for entry in sm.get_entries()[self.seen_entries:]:
+                self.render_entry(entry, renderers)
+        self.seen_entries = count
+
+    def render_entry(self, entry: Any, renderers: Any) -> None:
+        if getattr(entry, "type", None) != "custom":
+            return
+        registered = renderers.get(entry.custom_type)
+        if registered is not None:
+            self._plugin_render(
+                f"entry renderer {entry.custom_type!r} of plugin {registered.plugin}",
+                registered.value.render, entry, {"expanded": self.expanded},
+            )
 
     def __call__(self, event: Any) -> None:
         handler = getattr(self, f"on_{event.type}", None)
         if handler is not None:
             handler(event)
             self.changed()
+        self.scan_entries()
 
     # ------------------------------------------------------------------ runs
 
     def on_agent_start(self, event: AgentStartEvent) -> None:
         if self.totals is None:
             self.totals = RunTotals()
+            self.recent_results = []
         self.live.set_status("Working")
 
     def on_message_start(self, event: MessageStartEvent) -> None:
@@ -305,6 +479,13 @@ class EventRenderer:
                 self.totals.add(message.usage)
             self.print_assistant(message)
         elif isinstance(message, CustomMessage) and message.display:
+            registry = self._registry()
+            registered = registry.message_renderers.get(message.custom_type) if registry is not None else None
+            if registered is not None and self._plugin_render(
+                f"message renderer {message.custom_type!r} of plugin {registered.plugin}",
+                registered.value.render, message, {"expanded": self.expanded},
+            ):
+                return
             lines, more = preview(content_text(message.content), PREVIEW_LINES)
             body = "\n".join(lines) + (f"\n… ({more} more lines)" if more else "")
             self.out.print(Text.assemble((f"[{message.custom_type}] ", "magenta"), (body, "")))
@@ -312,10 +493,13 @@ class EventRenderer:
     def print_assistant(self, message: AssistantMessage) -> None:
         for block in message.content:
             if isinstance(block, ThinkingContent) and block.thinking.strip():
-                self.out.print(Text(plain(block.thinking.strip()), style="dim italic"))
+                if self.hide_thinking:
+                    self.out.print(Text("(thinking hidden · Ctrl+T shows it)", style="dim"))
+                else:
+                    self.out.print(Text(plain(block.thinking.strip()), style="thinking"))
         text = message.text().strip()
         if text:
-            self.out.print(Markdown(text))
+            self.out.print(self.markdown(text))
         if message.stop_reason == "error":
             self.out.print(Text(f"✖ {message.error_message or 'the model request failed'}", style="red"))
         elif message.stop_reason == "aborted":
@@ -326,6 +510,12 @@ class EventRenderer:
         args = compact_args(event.args)
         self.live.tools[event.tool_call_id] = RunningTool(event.tool_name, args, nested=nested)
         self.live.set_status(f"Running {event.tool_name}")
+        renderer = self.tool_renderer(event.tool_name)
+        render_call = _member(renderer, "render_call")
+        if render_call is not None and self._plugin_render(
+            f"render_call of {event.tool_name}", render_call, event.args, {"expanded": self.expanded}
+        ):
+            return
         self.out.print(
             Text.assemble(("  ↳ " if nested else "", "dim"), ("⚙ ", "cyan"), (event.tool_name, "bold cyan"), (f" {args}", "cyan"))
         )
@@ -339,7 +529,15 @@ class EventRenderer:
         self.live.tools.pop(event.tool_call_id, None)
         indent = "      " if event.parent_tool_call_id else "    "
         text = content_text(event.result.content)
-        lines, more = preview(text, PREVIEW_LINES)
+        self.recent_results = [*self.recent_results[-9:], (event.tool_name, text, event.is_error)]
+        renderer = self.tool_renderer(event.tool_name)
+        render_result = _member(renderer, "render_result")
+        if render_result is not None and self._plugin_render(
+            f"render_result of {event.tool_name}", render_result, event.result,
+            {"expanded": self.expanded, "is_error": event.is_error},
+        ):
+            return
+        lines, more = preview(text, 100_000 if self.expanded else PREVIEW_LINES)
         style = "red" if event.is_error else "dim"
         if not lines:
             lines = ["(error)" if event.is_error else "(no output)"]
