@@ -97,6 +97,7 @@ CORE_PACKAGES = [
     "pi_core/session",
     "pi_core/extensions",
     "pi_core/cli",
+    "pi_core/export",
     "pi_core/builtins.py",
     "pi_core/__init__.py",
     "pi_core/__main__.py",
