@@ -1,0 +1,227 @@
+"""Key bindings of interactive mode, remappable in ``<agent dir>/keybindings.json``.
+
+The file uses pi 1.6.0's format: an object from action ids (``app.model.cycleForward``,
+``tui.input.newLine`` … or the older names such as ``cycleModelForward``) to a key or
+a list of keys, in pi's notation: ``ctrl+p``, ``shift+ctrl+p``, ``alt+up``,
+``shift+tab``, ``escape``, ``f5`` … An empty list switches an action off. Unknown
+actions, keys pi cannot read and an unreadable file are reported in one line each;
+the defaults then stay in force.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prompt_toolkit.input.ansi_escape_sequences import ANSI_SEQUENCES
+from prompt_toolkit.keys import Keys
+
+from ..._paths import agent_dir
+
+KEYBINDINGS_FILE = "keybindings.json"
+
+
+@dataclass(frozen=True)
+class Action:
+    id: str
+    defaults: tuple[str, ...]
+    description: str
+
+
+ACTIONS: tuple[Action, ...] = (
+    Action("tui.input.submit", ("enter",), "Send the message (steer while pi works)"),
+    Action("tui.input.newLine", ("shift+enter", "ctrl+j"), "New line"),
+    Action("app.message.followUp", ("alt+enter",), "Queue a follow-up message (new line when idle)"),
+    Action("app.message.dequeue", ("alt+up",), "Take queued messages back into the input line"),
+    Action("app.interrupt", ("escape",), "Abort the current work; twice on an empty line: doubleEscapeAction"),
+    Action("app.clear", ("ctrl+c",), "Clear the input line (abort while pi works); twice exits"),
+    Action("app.exit", ("ctrl+d",), "Exit when the input line is empty"),
+    Action("app.thinking.cycle", ("shift+tab",), "Cycle the thinking level"),
+    Action("app.model.cycleForward", ("ctrl+p",), "Next model of the scope (/scoped-models, --models)"),
+    Action("app.model.cycleBackward", ("shift+ctrl+p",), "Previous model of the scope"),
+    Action("app.model.select", ("ctrl+l",), "Open the model picker"),
+    Action("app.tools.expand", ("ctrl+o",), "Expand or collapse tool output"),
+    Action("app.thinking.toggle", ("ctrl+t",), "Show or hide thinking blocks"),
+    Action("app.editor.external", ("ctrl+g",), "Edit the draft in $VISUAL / $EDITOR (externalEditor)"),
+    Action("app.message.copy", ("ctrl+x",), "Copy the last answer"),
+    Action("app.clipboard.pasteImage", ("ctrl+v",), "Paste an image (or text) from the clipboard"),
+    Action("app.session.new", (), "Start a new session"),
+    Action("app.session.tree", (), "Open the session tree"),
+    Action("app.session.fork", (), "Fork the session"),
+    Action("app.session.resume", (), "Resume a session"),
+)
+BY_ID = {a.id: a for a in ACTIONS}
+
+LEGACY_NAMES = {
+    "submit": "tui.input.submit",
+    "newLine": "tui.input.newLine",
+    "followUp": "app.message.followUp",
+    "dequeue": "app.message.dequeue",
+    "interrupt": "app.interrupt",
+    "clear": "app.clear",
+    "exit": "app.exit",
+    "cycleThinkingLevel": "app.thinking.cycle",
+    "cycleModelForward": "app.model.cycleForward",
+    "cycleModelBackward": "app.model.cycleBackward",
+    "selectModel": "app.model.select",
+    "expandTools": "app.tools.expand",
+    "toggleThinking": "app.thinking.toggle",
+    "externalEditor": "app.editor.external",
+    "pasteImage": "app.clipboard.pasteImage",
+    "newSession": "app.session.new",
+    "tree": "app.session.tree",
+    "fork": "app.session.fork",
+    "resume": "app.session.resume",
+}
+
+# Keys terminals only report with the kitty keyboard protocol or xterm's
+# modifyOtherKeys: their sequences are taught to prompt_toolkit as spare function keys.
+_EXTRA_SEQUENCES: dict[str, tuple[tuple[str, ...], Keys]] = {
+    "shift+enter": (("\x1b[13;2u", "\x1b[27;2;13~"), Keys.F20),
+    "shift+ctrl+p": (("\x1b[112;6u", "\x1b[27;6;112~", "\x1b[80;6u"), Keys.F21),
+    "ctrl+shift+p": (("\x1b[112;6u", "\x1b[27;6;112~", "\x1b[80;6u"), Keys.F21),
+    "ctrl+enter": (("\x1b[13;5u", "\x1b[27;5;13~"), Keys.F22),
+}
+_NAMED = {
+    "enter": "enter", "return": "enter", "escape": "escape", "esc": "escape", "tab": "tab", "space": "space",
+    "backspace": "backspace", "delete": "delete", "insert": "insert", "up": "up", "down": "down", "left": "left",
+    "right": "right", "home": "home", "end": "end", "pageup": "pageup", "pagedown": "pagedown",
+}
+_installed = False
+
+
+def install_sequences() -> None:
+    """Teach prompt_toolkit the escape sequences of the extra keys (once)."""
+    global _installed
+    if _installed:
+        return
+    for sequences, key in _EXTRA_SEQUENCES.values():
+        for sequence in sequences:
+            ANSI_SEQUENCES.setdefault(sequence, key)
+    _installed = True
+
+
+class KeyError_(ValueError):
+    pass
+
+
+def to_prompt_toolkit(key: str) -> tuple[str, ...]:
+    """pi's key notation as prompt_toolkit keys: ``ctrl+p`` -> ``("c-p",)``,
+    ``alt+up`` -> ``("escape", "up")``, ``shift+tab`` -> ``("s-tab",)``. Raises
+    :class:`KeyError_` for a key this terminal layer cannot tell apart."""
+    text = key.strip().lower()
+    if text in _EXTRA_SEQUENCES:
+        return (_EXTRA_SEQUENCES[text][1].value,)
+    parts = text.split("+")
+    base, mods = parts[-1], set(parts[:-1])
+    unknown = mods - {"ctrl", "alt", "shift", "meta", "option"}
+    if unknown or not base:
+        raise KeyError_(f"unknown modifier in {key!r}")
+    alt = bool(mods & {"alt", "meta", "option"})
+    ctrl, shift = "ctrl" in mods, "shift" in mods
+    if base in _NAMED:
+        name = _NAMED[base]
+        if name == "tab" and shift and not ctrl:
+            name = "s-tab"
+        elif ctrl and shift and name in ("up", "down", "left", "right", "home", "end"):
+            name = f"c-s-{name}"
+        elif ctrl and name in ("up", "down", "left", "right", "home", "end", "delete", "pageup", "pagedown"):
+            name = f"c-{name}"
+        elif shift and name in ("up", "down", "left", "right", "home", "end", "delete"):
+            name = f"s-{name}"
+        elif ctrl or shift:
+            raise KeyError_(f"{key!r} is not reported by terminals as a key of its own")
+        if name == "space":
+            name = " "
+        return ("escape", name) if alt else (name,)
+    if len(base) == 1:
+        if ctrl and shift:
+            raise KeyError_(f"{key!r} is not reported by terminals as a key of its own")
+        if ctrl:
+            if not (base.isalpha() or base in "@\\]^_"):
+                raise KeyError_(f"{key!r} is not reported by terminals as a key of its own")
+            name = f"c-{base}"
+        else:
+            name = base.upper() if shift else base
+        return ("escape", name) if alt else (name,)
+    if base.startswith("f") and base[1:].isdigit() and 1 <= int(base[1:]) <= 19 and not (mods - {"shift", "ctrl"}):
+        prefix = "c-" if ctrl else "s-" if shift else ""
+        return (f"{prefix}{base}",)
+    raise KeyError_(f"unknown key {key!r}")
+
+
+def display(key: str) -> str:
+    """``shift+ctrl+p`` -> ``Shift+Ctrl+P``."""
+    return "+".join(part.capitalize() if len(part) > 1 else part.upper() for part in key.split("+"))
+
+
+@dataclass
+class Keymap:
+    bindings: dict[str, list[str]] = field(default_factory=dict)
+    """Action id -> keys in pi's notation."""
+    problems: list[str] = field(default_factory=list)
+    path: Path | None = None
+
+    def keys(self, action: str) -> list[tuple[str, ...]]:
+        out = []
+        for key in self.bindings.get(action, []):
+            try:
+                out.append(to_prompt_toolkit(key))
+            except KeyError_:
+                continue
+        return out
+
+    def describe(self, action: str) -> str:
+        keys = self.bindings.get(action, [])
+        return ", ".join(display(k) for k in keys) if keys else "(unbound)"
+
+
+def load_keymap(directory: Path | None = None, extra: Mapping[str, list[str]] | None = None) -> Keymap:
+    """The defaults, then ``keybindings.json`` of the agent folder on top."""
+    path = (directory or agent_dir()) / KEYBINDINGS_FILE
+    keymap = Keymap({a.id: list(a.defaults) for a in ACTIONS}, path=path)
+    if extra:
+        for extra_id, extra_keys in extra.items():
+            keymap.bindings.setdefault(extra_id, list(extra_keys))
+    if not path.exists():
+        return keymap
+    try:
+        raw: Any = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (OSError, ValueError) as exc:
+        keymap.problems.append(f"{path}: cannot read it ({exc}); the default keys apply")
+        return keymap
+    if not isinstance(raw, dict):
+        keymap.problems.append(f"{path}: must hold a JSON object of action -> key(s); the default keys apply")
+        return keymap
+    for name, value in raw.items():
+        if name == "$schema":
+            continue
+        action = LEGACY_NAMES.get(name, name)
+        if action not in keymap.bindings:
+            keymap.problems.append(f"{path}: unknown action {name!r} (/hotkeys lists them)")
+            continue
+        keys = [value] if isinstance(value, str) else value
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            keymap.problems.append(f"{path}: {name} must be a key or a list of keys, found {json.dumps(value)}")
+            continue
+        good = []
+        for key in keys:
+            try:
+                to_prompt_toolkit(key)
+                good.append(key.strip().lower())
+            except KeyError_ as exc:
+                keymap.problems.append(f"{path}: {name}: {exc}")
+        keymap.bindings[action] = good
+    return keymap
+
+
+def external_editor_command(settings_value: Any) -> str | None:
+    """The command Ctrl+G runs: ``externalEditor``, then ``$VISUAL``, ``$EDITOR``."""
+    for candidate in (settings_value, os.environ.get("VISUAL"), os.environ.get("EDITOR")):
+        if isinstance(candidate, str) and candidate.strip():
+            return candidate.strip()
+    return None
