@@ -539,12 +539,11 @@ class RpcServer:
             )
         finally:
             self._bash.discard(controller)
-        data: dict[str, Any] = {
-            "output": message.output,
-            "exitCode": message.exit_code,
-            "cancelled": bool(message.cancelled),
-            "truncated": bool(message.truncated),
-        }
+        data: dict[str, Any] = {"output": message.output}
+        if message.exit_code is not None:  # absent when cancelled, as pi 1.6.0
+            data["exitCode"] = message.exit_code
+        data["cancelled"] = bool(message.cancelled)
+        data["truncated"] = bool(message.truncated)
         if message.full_output_path:
             data["fullOutputPath"] = message.full_output_path
         return data

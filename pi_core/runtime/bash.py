@@ -9,6 +9,7 @@ is active so it never lands between a tool call and its result.
 
 from __future__ import annotations
 
+import codecs
 import inspect
 import os
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from typing import Any
 from pi_hookspecs import AgentMessage, BashExecutionMessage, BashResult, BashSpawnEvent, UserBashEvent
 
 from ..extensions import Blocked, EventRunner
+from ..tools.ansi import AnsiStream
 from ..tools.output import OutputAccumulator
 from ..tools.shell import PreparedSpawn, ShellNotFoundError, resolve_shell, run_in_process_group, run_launched
 
@@ -71,11 +73,19 @@ class LocalBashOperations:
                 return BashResult(output=f"Blocked: {spawn.blocked}", exit_code=None, cancelled=True)
             argv, env, pass_fds = spawn.event.argv, spawn.event.env, spawn.event.pass_fds
         output = OutputAccumulator(temp_prefix="pi-user-bash")
+        # What the user, the session and the model see is plain text (as pi 1.6.0):
+        # escape sequences, control characters and carriage returns removed.
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        plain = AnsiStream()
+
+        def deliver(text: str) -> None:
+            if text:
+                output.append(text.encode("utf-8"))
+                if on_data is not None:
+                    on_data(text)
 
         def data(chunk: bytes) -> None:
-            output.append(chunk)
-            if on_data is not None:
-                on_data(chunk.decode("utf-8", errors="replace"))
+            deliver(plain.feed(decoder.decode(chunk)))
 
         try:
             if spawn is not None and spawn.event.launch is not None:
@@ -85,15 +95,18 @@ class LocalBashOperations:
                     argv, cwd=cwd, env=env, on_data=data, signal=signal, timeout=timeout, pass_fds=pass_fds
                 )
         finally:
+            deliver(plain.feed(decoder.decode(b"", final=True)) + plain.flush())
             output.finish()
             if spawn is not None:
                 await spawn.finish()
         snapshot = output.snapshot()
         output.close()
+        cancelled = outcome.stopped in ("aborted", "cancelled", "timeout")
         return BashResult(
             output=snapshot.content,
-            exit_code=outcome.exit_code,
-            cancelled=outcome.stopped in ("aborted", "cancelled", "timeout"),
+            # absent (not null) when the command was stopped or has no exit code, as pi 1.6.0
+            exit_code=None if cancelled else outcome.exit_code,
+            cancelled=cancelled,
             truncated=snapshot.truncation.truncated,
             full_output_path=snapshot.full_output_path,
         )

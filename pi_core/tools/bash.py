@@ -87,7 +87,8 @@ def _check_timeout(timeout: float | None) -> float | None:
 
 
 def _details(snapshot: OutputSnapshot, exit_code: int | None) -> dict[str, Any]:
-    details: dict[str, Any] = {"exitCode": exit_code}
+    # exitCode only when there is one (absent, not null, when the command was stopped)
+    details: dict[str, Any] = {"exitCode": exit_code} if exit_code is not None else {}
     if snapshot.truncation.truncated:
         details["truncation"] = snapshot.truncation.to_json()
         details["fullOutputPath"] = snapshot.full_output_path
@@ -219,7 +220,7 @@ async def run_bash(args: BashArgs, ctx: Any) -> ToolResult:
 def _result(outcome: ProcessOutcome, output: OutputAccumulator, timeout: float | None) -> ToolResult:
     snapshot = output.snapshot()
     text = _format(snapshot, output)
-    details = _details(snapshot, outcome.exit_code)
+    details = _details(snapshot, None if outcome.stopped else outcome.exit_code)
     if outcome.stopped == "aborted" or outcome.stopped == "cancelled":
         return ToolResult.error(_with_status(text, "Command aborted"), details=details)
     if outcome.stopped == "timeout":

@@ -118,6 +118,7 @@ async def test_timeout_kills_the_command(bash, ctx, tmp_path):
     assert time.monotonic() - started < 5
     assert result.is_error
     assert text(result) == "waiting\n\nCommand timed out after 0.3 seconds"
+    assert "exitCode" not in result.details  # absent, not null: the command has none
     assert all(wait_gone(pid) for pid in read_pids(tmp_path / "pids"))
 
 
