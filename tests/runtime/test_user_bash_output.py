@@ -7,10 +7,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from pi_hookspecs import AbortController
-
 from pi_core.runtime.bash import LocalBashOperations
 from pi_core.tools.ansi import AnsiStream, sanitize_output
+from pi_hookspecs import AbortController
 
 COLOURED = r"printf '\033[1;31mred\033[0m\r\nplain\t\033]8;;https://example.com\033\\link\033]8;;\033\\ \001bell\n'"
 
