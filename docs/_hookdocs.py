@@ -1,10 +1,12 @@
 """Render ``docs/hooks.md`` from the hookspecs: their sections (``HOOK_GROUPS``), typed
-signatures, rules and docstrings, all declared in ``pi_hookspecs/specs.py``.
+signatures, rules and docstrings, all declared in ``pi_hookspecs/specs.py``; and
+``docs/context.md`` from the context protocols (``docs/_contextdocs.py``).
 
-    uv run python docs/_hookdocs.py          # rewrite docs/hooks.md
-    uv run python docs/_hookdocs.py --check  # exit 1 when it is out of date
+    uv run python docs/_hookdocs.py          # rewrite docs/hooks.md and docs/context.md
+    uv run python docs/_hookdocs.py --check  # exit 1 when one is out of date (nothing written)
 
-``tests/test_hookspec_docs.py`` fails when the file and the docstrings drift apart.
+``tests/test_hookspec_docs.py`` and ``tests/test_context_docs.py`` fail when the files
+and the docstrings drift apart.
 """
 
 from __future__ import annotations
@@ -129,10 +131,32 @@ def rule_text(rule: Rule) -> str:
     return _RULE_TEXT[rule.value].format(fail_closed=fail_closed)
 
 
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import _contextdocs
+
+    parser = argparse.ArgumentParser(
+        prog="docs/_hookdocs.py",
+        description="Regenerate docs/hooks.md (from the hookspecs) and docs/context.md (from the ctx protocols).",
+    )
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 and name the stale files when one is out of date")
+    args = parser.parse_args(argv)
+    pages = {TARGET: render(), _contextdocs.TARGET: _contextdocs.render()}
+    stale = [path for path, text in pages.items() if (path.read_text() if path.exists() else "") != text]
+    if args.check:
+        for path in stale:
+            print(f"{path} is out of date: run python docs/_hookdocs.py", file=sys.stderr)
+        return 1 if stale else 0
+    for path in stale:
+        path.write_text(pages[path])
+        print(f"wrote {path}")
+    if not stale:
+        print("docs/hooks.md and docs/context.md are up to date")
+    return 0
+
+
 if __name__ == "__main__":
-    text = render()
-    if "--check" in sys.argv:
-        current = TARGET.read_text() if TARGET.exists() else ""
-        sys.exit(0 if current == text else 1)
-    TARGET.write_text(text)
-    print(f"wrote {TARGET}")
+    sys.exit(main())

@@ -151,8 +151,9 @@ class SessionView(Protocol):
 
 class ContextUsage(Protocol):
     """How full the context is (``ctx.get_context_usage()``)."""
-    """Estimated tokens of the context the next request would send; ``None`` when unknown."""
+
     tokens: int | None
+    """Estimated tokens of the context the next request would send; ``None`` when unknown."""
     context_window: int
     """The model's context window in tokens."""
     percent: float | None

@@ -17,7 +17,8 @@ class UICall:
     """One call a plugin made on ``ctx.ui``."""
 
     method: str
-    """``confirm``, ``select``, ``input``, ``editor``, ``notify``, ``set_status`` or ``set_widget``."""
+    """The ``ctx.ui`` method: ``confirm``, ``select``, ``input``, ``editor``, ``notify``,
+    ``set_status``, ``set_widget``, ``set_title`` …"""
     args: dict[str, Any]
     """The call's arguments by name (``title``, ``message``, ``options``, ``level`` …)."""
     answer: Any = None
@@ -39,9 +40,12 @@ class RecordingUI:
     Each dialog takes the next answer scripted for its method with :meth:`answer`
     (a value, or a callable receiving the :class:`UICall`); without one it answers like
     print mode (``confirm`` -> ``False``, the others ``None``). Every call, dialogs and
-    ``notify``/``set_status``/``set_widget`` alike, is appended to :attr:`calls`."""
+    ``notify``/``set_status``/``set_widget``/``set_title``/… alike, is appended to
+    :attr:`calls`."""
 
     calls: list[UICall] = field(default_factory=list)
+    editor_text: str = ""
+    """The input line's text (``ctx.ui.set_editor_text`` / ``get_editor_text``); a test may set it."""
     _answers: dict[str, deque[Answer]] = field(default_factory=lambda: {m: deque() for m in DIALOGS})
 
     def answer(self, method: Literal["confirm", "select", "input", "editor"], *answers: Answer) -> RecordingUI:
@@ -119,8 +123,33 @@ class RecordingUI:
     def set_status(self, key: str, text: str | None) -> None:
         self.calls.append(UICall("set_status", {"key": key, "text": text}))
 
-    def set_widget(self, key: str, lines: Sequence[str] | None) -> None:
-        self.calls.append(UICall("set_widget", {"key": key, "lines": None if lines is None else list(lines)}))
+    def set_widget(
+        self, key: str, lines: Sequence[str] | None, *, placement: Literal["aboveEditor", "belowEditor"] = "aboveEditor"
+    ) -> None:
+        self.calls.append(
+            UICall("set_widget", {"key": key, "lines": None if lines is None else list(lines), "placement": placement})
+        )
+
+    def set_title(self, title: str) -> None:
+        self.calls.append(UICall("set_title", {"title": title}))
+
+    def set_header(self, lines: str | Sequence[str] | None) -> None:
+        self.calls.append(UICall("set_header", {"lines": lines if lines is None or isinstance(lines, str) else list(lines)}))
+
+    def set_footer(self, lines: str | Sequence[str] | None) -> None:
+        self.calls.append(UICall("set_footer", {"lines": lines if lines is None or isinstance(lines, str) else list(lines)}))
+
+    def set_working_message(self, message: str | None = None) -> None:
+        self.calls.append(UICall("set_working_message", {"message": message}))
+
+    def get_editor_text(self) -> str:
+        """The input line's text: what ``set_editor_text`` last put there (``""`` at first)."""
+        self.calls.append(UICall("get_editor_text", {}, answer=self.editor_text))
+        return self.editor_text
+
+    def set_editor_text(self, text: str) -> None:
+        self.calls.append(UICall("set_editor_text", {"text": text}))
+        self.editor_text = text
 
 
 __all__ = ["DEFAULTS", "DIALOGS", "RecordingUI", "UICall"]
