@@ -112,12 +112,26 @@ def _problem(error: dict[str, Any]) -> str:
         return "unknown field"
     if kind == "missing":
         return "required field is missing"
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        return f"expected an object, got {_json_kind(error.get('input'))}"
     message = str(error.get("msg", "invalid value"))
     if "input" in error and kind not in ("model_type", "dict_type"):
         shown = json.dumps(error["input"]) if not isinstance(error["input"], dict) else "an object"
         if len(shown) <= 60:
             message += f" (got {shown})"
     return message
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "null" if value is None else type(value).__name__
 
 
 def format_validation_error(path: Path, error: ValidationError) -> str:
@@ -145,14 +159,80 @@ def parse_models_json(text: str, path: Path) -> ModelsFile:
         raise ModelsConfigError(format_validation_error(path, error)) from None
 
 
+def parse_models_json_lenient(text: str, path: Path) -> tuple[ModelsFile, list[str]]:
+    """Validate the text of a ``models.json``, leaving out what is broken instead of the
+    whole file: a model with a bad field is skipped (the provider's other models stay),
+    so is a bad ``modelOverrides`` entry; a bad provider field is ignored; a provider
+    that is not an object is skipped. Returns the usable part and one message per
+    problem (file and field). Raises :class:`ModelsConfigError` when nothing is usable
+    (invalid JSON, not an object, ``providers`` not an object)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ModelsConfigError(
+            f"{path}: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+        ) from None
+    if not isinstance(data, dict):
+        raise ModelsConfigError(f"{path}: expected a JSON object with \"providers\", got {type(data).__name__}")
+    problems: list[str] = []
+    for _ in range(1000):  # each pass removes one broken part
+        try:
+            return ModelsFile.model_validate(data), problems
+        except ValidationError as error:
+            first = error.errors()[0]
+            problems.append(_prune(data, tuple(first.get("loc", ())), _problem(first), path))  # type: ignore[arg-type]
+    raise ModelsConfigError(f"{path}: too many problems")  # pragma: no cover - a bound, not a case
+
+
+def _prune(data: dict[str, Any], loc: tuple[Any, ...], problem: str, path: Path) -> str:
+    """Remove the part of ``data`` that ``loc`` is inside; the message saying so."""
+    where = f"{path}: {_location(loc)}: {problem}"
+    if not loc or loc[0] != "providers":
+        if loc:
+            data.pop(loc[0], None)
+        return f"{where}; ignored"
+    providers = data["providers"]
+    if len(loc) == 1 or not isinstance(providers, dict):
+        raise ModelsConfigError(where)
+    name = loc[1]
+    provider = providers.get(name)
+    if len(loc) == 2 or not isinstance(provider, dict):
+        providers.pop(name, None)
+        return f"{where}; provider {name!r} is skipped"
+    field = loc[2]
+    items = provider.get(field)
+    if field == "models" and len(loc) >= 4 and isinstance(loc[3], int) and isinstance(items, list):
+        entry = items.pop(loc[3])
+        model_id = entry.get("id") if isinstance(entry, dict) else None
+        what = f"model {name}/{model_id}" if isinstance(model_id, str) and model_id else f"this model of {name!r}"
+        return f"{where}; {what} is skipped"
+    if field == "modelOverrides" and len(loc) >= 4 and isinstance(items, dict):
+        items.pop(loc[3], None)
+        return f"{where}; the override of {name}/{loc[3]} is skipped"
+    provider.pop(field, None)
+    return f"{where}; ignored"
+
+
 def load_models_json(path: Path) -> ModelsFile | None:
     """The parsed file, ``None`` when it does not exist; raises :class:`ModelsConfigError`."""
+    text = _read(path)
+    return parse_models_json(text, path) if text is not None else None
+
+
+def load_models_json_lenient(path: Path) -> tuple[ModelsFile | None, list[str]]:
+    """The usable part of the file (see :func:`parse_models_json_lenient`) and its
+    problems; ``(None, [])`` when the file does not exist or is empty."""
+    text = _read(path)
+    return parse_models_json_lenient(text, path) if text is not None else (None, [])
+
+
+def _read(path: Path) -> str | None:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
     except OSError as error:
         raise ModelsConfigError(f"{path}: cannot be read: {error.strerror or error}") from None
-    if not text.strip():
-        return None
-    return parse_models_json(text, path)
+    except UnicodeDecodeError as error:
+        raise ModelsConfigError(f"{path}: not UTF-8 text (byte {error.start}); expected a JSON object") from None
+    return text if text.strip() else None

@@ -47,7 +47,7 @@ from .auth import (
     resolve_config_value,
 )
 from .catalog import DEFAULT_MODELS
-from .config import ModelOverride, ModelsConfigError, ModelsFile, load_models_json
+from .config import ModelOverride, ModelsConfigError, ModelsFile, load_models_json_lenient
 from .dispatch import provider_label, run_api, run_stream_function
 from .faux import offline_demo_model
 from .stream import AssistantMessageStream, MessageBuilder
@@ -175,7 +175,10 @@ class ModelRegistry:
         self._credential_sources: dict[str, tuple[str, CredentialSource]] = {}
         self._login_methods: dict[str, tuple[str, LoginMethod]] = {}
         self._models_file: ModelsFile | None = None
+        self._file_problems: list[str] = []
         self.models_error: str | None = None
+        self.models_problems: list[str] = []
+        """Broken parts of ``models.json`` left out (one message each); the rest is used."""
         self._providers: dict[str, _Provider] = {}
         self._built: dict[tuple[str, str], Model] = {}
         self._refs: list[_Ref] | None = None
@@ -189,15 +192,15 @@ class ModelRegistry:
 
     @property
     def errors(self) -> list[str]:
-        return [e for e in (self.models_error, self.auth.check()) if e]
+        return [e for e in (self.models_error, *self.models_problems, self.auth.check()) if e]
 
     def reload(self) -> None:
         """Re-read ``models.json`` and rebuild the model list."""
         try:
-            self._models_file = load_models_json(self.models_path)
+            self._models_file, self._file_problems = load_models_json_lenient(self.models_path)
             self.models_error = None
         except ModelsConfigError as error:
-            self._models_file = None
+            self._models_file, self._file_problems = None, []
             self.models_error = str(error)
         self._rebuild()
 
@@ -300,14 +303,9 @@ class ModelRegistry:
             )
         for plugin in self._plugin_providers:
             self._apply_plugin(providers, plugin)
+        self.models_problems = list(self._file_problems)
         if self._models_file is not None:
-            problem = self._apply_models_file(providers, self._models_file)
-            if problem:
-                self.models_error = problem
-                self._providers = {}
-                self._models_file = None
-                self._rebuild()
-                return
+            self.models_problems += self._apply_models_file(providers, self._models_file)
         self._providers = providers
         self._built = {}
         self._refs = None
@@ -331,17 +329,21 @@ class ModelRegistry:
         if plugin.models:
             existing.models = dict(plugin.models)
 
-    def _apply_models_file(self, providers: dict[str, _Provider], file: ModelsFile) -> str | None:
+    def _apply_models_file(self, providers: dict[str, _Provider], file: ModelsFile) -> list[str]:
+        """Apply the file's providers; a new provider without ``baseUrl`` / ``api`` is
+        skipped (one message each), the others still apply."""
         path = self.models_path
+        problems: list[str] = []
         for name, config in file.providers.items():
             provider = providers.get(name)
             if provider is None:
                 missing_api = not config.api and any(not m.api for m in config.models or [])
                 if not config.base_url or missing_api or (not config.api and not config.models):
-                    return (
+                    problems.append(
                         f"{path}: providers.{name}: a new provider needs \"baseUrl\" and \"api\" "
-                        "(on the provider or on each of its models)"
+                        "(on the provider or on each of its models); provider skipped"
                     )
+                    continue
                 provider = providers[name] = _Provider(name=name, source="models.json")
             if config.base_url is not None:
                 _route(provider, config.base_url)
@@ -363,7 +365,7 @@ class ModelRegistry:
                 entry = self._entry(provider, model_id)
                 if entry is not None:
                     provider.models[model_id] = _merge_override(entry, override)
-        return None
+        return problems
 
     def _entry(self, provider: _Provider, model_id: str) -> dict[str, Any] | None:
         """The provider's entry of ``model_id``, read from the catalogue on first use."""

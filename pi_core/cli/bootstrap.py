@@ -276,4 +276,5 @@ def diagnostics_of(runtime: SessionRuntime) -> list[str]:
         if d.level == "error" or (d.level == "warning" and d.kind == "settings")
     ]
     out += session.services.diagnostics
+    out += [str(d) for d in session.sm.diagnostics]  # skipped or repaired lines of the session file
     return out

@@ -46,7 +46,7 @@ from ..resources.packages import (
     normalize,
     recorded,
 )
-from ..resources.settings import read_settings_file
+from ..resources.settings import SettingsError, read_settings_for_update
 
 packages_app = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False)
 
@@ -259,7 +259,11 @@ def settings_path(local: bool) -> Path:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    return read_settings_file(path)
+    try:  # a broken file stops the command before it installs or removes anything
+        return read_settings_for_update(path, "packages")
+    except SettingsError as exc:
+        typer.echo(f"pi: {exc} (fix it first: nothing was installed, removed or recorded)", err=True)
+        raise typer.Exit(1) from None
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:

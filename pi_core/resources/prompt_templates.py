@@ -169,7 +169,7 @@ def load_prompt_template(path: Path, source: str = "path") -> tuple[PromptTempla
         frontmatter, body = parse_frontmatter(read_text(path))
     except (OSError, FrontmatterError) as exc:
         message = f"cannot read prompt template: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
-        diagnostics.append(ResourceDiagnostic("warning", f"{message}; the template is not loaded", str(path), kind="prompt"))
+        diagnostics.append(ResourceDiagnostic("error", f"{message}; the template is not loaded", str(path), kind="prompt"))
         return None, diagnostics
     description = frontmatter.get("description")
     if not isinstance(description, str) or not description.strip():

@@ -89,6 +89,21 @@ def read_settings_file(path: Path) -> dict[str, Any]:
     return data
 
 
+def read_settings_for_update(path: Path, *keys: str) -> dict[str, Any]:
+    """The JSON object in ``path`` for a command that rewrites it (``pi install``,
+    ``pi remove``): raises :class:`SettingsError` when the file is broken or one of
+    ``keys`` (top-level keys the command changes) holds a wrong value, so the command
+    stops before it changes anything and never writes back less than it read."""
+    from .settings_keys import BY_KEY
+
+    data = read_settings_file(path)
+    for key in keys:
+        entry = BY_KEY.get(key)
+        if key in data and entry is not None and not entry.check(data[key]):
+            raise SettingsError(path, f"{key} must be {entry.expected}, found {json.dumps(data[key])}")
+    return data
+
+
 def migrate_settings(data: dict[str, Any]) -> dict[str, Any]:
     """Rewrite (in memory, never on disk) keys older pi versions wrote:
     ``queueMode`` -> ``steeringMode``, the old ``skills`` object -> a path list,
@@ -779,6 +794,7 @@ __all__ = [
     "merge_settings",
     "migrate_settings",
     "read_settings_file",
+    "read_settings_for_update",
     "resolve_default_tools",
     "session_dir_setting",
     "unknown_key_errors",

@@ -155,12 +155,15 @@ def load_skill_file(path: Path, source: str = "path") -> tuple[Skill | None, lis
     declared = path.name == SKILL_FILE_NAME
 
     def warn(message: str) -> None:
-        diagnostics.append(ResourceDiagnostic("warning", message, str(path), kind="skill"))
+        # a problem that keeps the skill out is an error (shown in every mode), a
+        # problem it loads despite is a warning
+        level: Literal["error", "warning"] = "error" if message.endswith("the skill is not loaded") else "warning"
+        diagnostics.append(ResourceDiagnostic(level, message, str(path), kind="skill"))
 
     try:
         text = read_text(path)
     except OSError as exc:
-        warn(f"cannot read skill file: {exc.strerror or exc}")
+        warn(f"cannot read skill file: {exc.strerror or exc}; the skill is not loaded")
         return None, diagnostics
     try:
         frontmatter, _ = parse_frontmatter(text)

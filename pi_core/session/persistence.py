@@ -12,9 +12,12 @@ The low-level file (locking, whole-line appends, atomic rewrites) is
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from pi_hookspecs import SESSION_VERSION
 
 from .errors import InvalidSessionError, SessionClosedError, SessionDiagnostic, SessionReadOnlyError
 from .migration import migrate
@@ -42,6 +45,7 @@ def read_session(file_path: str, data: bytes, file: SessionFile | None) -> Store
     header = records[0] if records else None
     if header is None or header.get("type") != "session" or not isinstance(header.get("id"), str):
         raise InvalidSessionError(f"Not a pi session file (its first line is no session header): {file_path}")
+    _check_version(file_path, header)
     diagnostics = list(parsed.diagnostics)
     if file is not None:
         if parsed.complete_size < len(data) and not parsed.missing_newline:
@@ -54,6 +58,25 @@ def read_session(file_path: str, data: bytes, file: SessionFile | None) -> Store
     if migrate(records) and file is not None:
         file.replace(dump_line(record) for record in records)
     return StoredSession(header, records[1:], parsed.line_numbers[1:], diagnostics)
+
+
+def _check_version(file_path: str, header: dict[str, Any]) -> None:
+    """A header whose ``version`` is not a whole number, or is newer than this pi
+    reads, is refused: opening it would rewrite it (new entry ids) in a format it does
+    not have. No ``version`` is format 1 (pi's first files)."""
+    if "version" not in header:
+        return
+    version = header["version"]
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise InvalidSessionError(
+            f"{file_path}:1: the session header's version must be a whole number from 1 to {SESSION_VERSION}, "
+            f"found {json.dumps(version)}; the file was not opened or changed"
+        )
+    if version > SESSION_VERSION:
+        raise InvalidSessionError(
+            f"{file_path}:1: session format version {version} is newer than this pi reads ({SESSION_VERSION}); "
+            "the file was not opened or changed (update pi to open it)"
+        )
 
 
 class SessionWriter:

@@ -145,10 +145,28 @@ def test_models_json_json_error_names_file_and_line(agent_dir: Path) -> None:
 def test_models_json_schema_errors_name_the_field(agent_dir: Path, data: object, expected: str) -> None:
     path = write_models(agent_dir, data)
     registry = ModelRegistry()
-    assert len(registry.errors) == 1
-    assert registry.errors[0].startswith(f"{path}: ")
+    # the broken part first; a new provider left without baseUrl by it is a second line
+    assert 1 <= len(registry.errors) <= 2 and all(e.startswith(f"{path}: ") for e in registry.errors)
     assert expected in registry.errors[0]
     assert registry.get("openai", "gpt-5.5") is not None
+
+
+def test_one_bad_model_hides_neither_the_others_nor_the_provider(agent_dir: Path) -> None:
+    path = write_models(agent_dir, {"providers": {
+        "lm": {"baseUrl": "http://x/v1", "api": "openai-completions", "apiKey": "k",
+               "models": [{"id": "bad", "contextWindow": "big"}, {"id": "good"}],
+               "modelOverrides": {"good": {"maxTokens": -1}}},
+        "broken": 5,
+    }})
+    registry = ModelRegistry()
+    assert registry.get("lm", "good") is not None and registry.get("lm", "bad") is None
+    assert registry.errors == [
+        f'{path}: providers.lm.models[0].contextWindow: Input should be a valid integer, unable to parse string as an '
+        f'integer (got "big"); model lm/bad is skipped',
+        f"{path}: providers.lm.modelOverrides.good.maxTokens: Input should be greater than 0 (got -1); "
+        "the override of lm/good is skipped",
+        f"{path}: providers.broken: expected an object, got a number; provider 'broken' is skipped",
+    ]
 
 
 def test_reload_picks_up_changes(agent_dir: Path) -> None:

@@ -156,7 +156,7 @@ def test_missing_name_falls_back_to_the_directory(tmp_path: Path) -> None:
 def test_missing_description(tmp_path: Path) -> None:
     declared = make_skill(tmp_path / "nodesc", "nodesc", description=None)
     skill, diagnostics = load_skill_file(declared)
-    assert skill is None and [d.level for d in diagnostics] == ["warning"]
+    assert skill is None and [d.level for d in diagnostics] == ["error"]  # not loaded: an error, shown in every mode
     assert "description is required" in str(diagnostics[0]) and str(diagnostics[0]).startswith(str(declared))
     plain = make_skill(tmp_path / "plain", "plain", description=None, file="notes.md")
     assert load_skill_file(plain) == (None, [])  # plain Markdown: silently not a skill

@@ -332,6 +332,8 @@ def read_config_file(path: Path) -> tuple[dict[str, Any] | None, str | None]:
         return None, None
     except OSError as exc:
         return None, f"{path}: cannot read: {exc.strerror or exc}"
+    except UnicodeDecodeError as exc:
+        return None, f"{path}: not UTF-8 text (byte {exc.start}); expected a JSON object"
     if not text.strip():
         return {}, None
     try:
