@@ -8,6 +8,7 @@ import os
 import re
 import sys
 from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import Any
 
 from ..ai import ModelRegistry
@@ -128,14 +129,62 @@ def print_sessions(*, all_dirs: bool = False, as_json: bool = False, session_dir
     if not infos:
         print("No sessions." + ("" if all_dirs else " (--all lists every folder's sessions)"))
         return 0
+    prefixes = unique_prefixes([str(info.id) for info in infos])
+    width = max(len(p) for p in prefixes.values())
     for info in infos:
         data = _info_json(info)
         title = data.get("name") or (data.get("first_message") or "").splitlines()[0:1]
         title = title if isinstance(title, str) else (title[0] if title else "")
-        print(f"{str(data.get('id', ''))[:8]}  {data.get('modified', '')}  {data.get('message_count', 0):>4} msgs  {title[:60]}")
+        short = prefixes[str(info.id)].ljust(width)
+        print(f"{short}  {human_time(info.modified):<16}  {data.get('message_count', 0):>4} msgs  {title[:60]}")
         if all_dirs:
-            print(f"          {data.get('cwd', '')}")
+            print(f"{'':{width}}  {data.get('cwd', '')}")
     return 0
+
+
+def unique_prefixes(ids: list[str], minimum: int = 8) -> dict[str, str]:
+    """The shortest prefix of each id (at least ``minimum`` characters) that no other id
+    of the list shares, so ``pi --session <prefix>`` opens it. Session ids are UUIDv7:
+    their first characters are the start time, the same for sessions of one minute."""
+    ordered = sorted(set(ids))
+
+    def common(a: str, b: str) -> int:
+        n = 0
+        for x, y in zip(a, b, strict=False):
+            if x != y:
+                break
+            n += 1
+        return n
+
+    result: dict[str, str] = {}
+    for index, session_id in enumerate(ordered):
+        shared = 0
+        if index > 0:
+            shared = max(shared, common(session_id, ordered[index - 1]))
+        if index + 1 < len(ordered):
+            shared = max(shared, common(session_id, ordered[index + 1]))
+        length = max(minimum, shared + 1)
+        if length < len(session_id) and session_id[length - 1] == "-":
+            length += 1  # never end a prefix on a dash
+        result[session_id] = session_id[:length]
+    return result
+
+
+def human_time(moment: Any, now: datetime | None = None) -> str:
+    """A date a person reads, in local time: ``today 14:05``, ``yesterday 09:12``,
+    ``Mon 28 Nov 16:40`` within the year, ``2025-11-28 16:40`` before it."""
+    if not isinstance(moment, datetime):
+        return str(moment)
+    local = moment.astimezone()
+    now = (now or datetime.now(UTC)).astimezone()
+    days = (now.date() - local.date()).days
+    if days == 0:
+        return f"today {local:%H:%M}"
+    if days == 1:
+        return f"yesterday {local:%H:%M}"
+    if local.year == now.year:
+        return f"{local:%a %d %b %H:%M}"
+    return f"{local:%Y-%m-%d %H:%M}"
 
 
 def _info_json(info: SessionInfo) -> dict[str, Any]:
