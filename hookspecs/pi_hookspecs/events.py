@@ -329,7 +329,7 @@ class AgentBeforeSettleEvent(Event):
     type: Literal["agent_before_settle"] = "agent_before_settle"
     entries: list[DraftEntry] = Field(default_factory=list)
     continue_: bool = False
-    context: BoundaryContext = Field(default_factory=BoundaryContext)
+    context: BoundaryContext = Field(default_factory=BoundaryContext.model_construct)
     outcome: Literal["completed", "error", "aborted"] = "completed"
     """How the run's last activity ended."""
 
@@ -355,7 +355,7 @@ class TurnEndEvent(Event):
     outcome: Literal["completed", "error", "aborted"] = "completed"
     entries: list[DraftEntry] = Field(default_factory=list)
     continue_: bool = False
-    context: BoundaryContext = Field(default_factory=BoundaryContext)
+    context: BoundaryContext = Field(default_factory=BoundaryContext.model_construct)
 
 
 # --------------------------------------------------------------------------- messages
