@@ -104,10 +104,10 @@ Use exactly this layout:
 ## Original Request
 [What the user asked for in this turn]
 
-## Early Progress
+## Progress So Far
 - [Decisions taken and work done in this beginning]
 
-## Context for Suffix
+## Context Needed to Continue
 - [What a reader needs to follow the kept remainder]
 
 Be brief."""
@@ -144,10 +144,12 @@ Use exactly this layout:
 {_CLOSING}"""
 
 BRANCH_SUMMARY_PREAMBLE = """\
-Before coming back here, the user explored another branch of this conversation. \
-What happened there:
+Before coming back to this point, the user tried another branch of the conversation.
+What happened on that branch:
 
 """
+"""Heads a branch summary (stored with it), telling the model the summary describes
+work done elsewhere, not here (pi 1.6.0's meaning, pi's words)."""
 
 SPLIT_TURN_SEPARATOR = "\n\n---\n\n**Turn Context (split turn):**\n\n"
 """Joins the history summary and the turn-prefix summary of a split turn."""

@@ -212,7 +212,7 @@ async def generate_turn_prefix_summary(
     session_id: str | None = None,
 ) -> Summary:
     """Summarise the beginning of a split user-message span (Original Request, Early
-    Progress, Context for Suffix). Raises :class:`CompactionError`."""
+    So Far, Context Needed to Continue). Raises :class:`CompactionError`."""
     prompt = build_prompt(_transcript(messages, convert_to_llm), TURN_PREFIX_PROMPT)
     return await request_summary(
         prompt,
