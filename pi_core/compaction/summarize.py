@@ -211,7 +211,7 @@ async def generate_turn_prefix_summary(
     thinking_level: str | None = None,
     session_id: str | None = None,
 ) -> Summary:
-    """Summarise the beginning of a split user-message span (Original Request, Early
+    """Summarise the beginning of a split user-message span (Original Request, Progress
     So Far, Context Needed to Continue). Raises :class:`CompactionError`."""
     prompt = build_prompt(_transcript(messages, convert_to_llm), TURN_PREFIX_PROMPT)
     return await request_summary(

@@ -12,6 +12,7 @@ from pi_core.compaction import (
     prepare_branch_entries,
     prepare_tree,
 )
+from pi_core.compaction.prompts import BRANCH_SUMMARY_PREAMBLE
 from pi_hookspecs import BranchSummaryMessage, CompactionSummaryMessage, ToolResultMessage, UserMessage
 
 
@@ -126,7 +127,7 @@ async def test_generate_branch_summary() -> None:
     assert "[User]: try approach B" in prompt
     assert "## Next Steps" in prompt and "## Critical Context" not in prompt
     assert prompt.endswith("Additional focus: mention costs")
-    assert result.summary.startswith("Before coming back here")
+    assert result.summary.startswith(BRANCH_SUMMARY_PREAMBLE)
     assert "## Goal\nApproach B" in result.summary
     assert result.summary.endswith("<read-files>\nb.py\n</read-files>\n\n<modified-files>\nc.py\n</modified-files>")
     assert result.details == {"readFiles": ["b.py"], "modifiedFiles": ["c.py"]}
