@@ -3,6 +3,7 @@
 
     python3 tasks.py demo     # set up .venv, then an offline pi session (no API key needed)
     python3 tasks.py test     # set up .venv, then ruff, mypy and the whole test suite
+    python3 tasks.py test -k EXPR | PATH...   # set up .venv, then only pytest with these arguments
     python3 tasks.py bench    # set up .venv, then every benchmark
     python3 tasks.py setup    # only set up .venv
 
@@ -104,9 +105,15 @@ CORE_PACKAGES = [
 ]
 
 
-def test() -> None:
+def test(*pytest_args: str) -> None:
+    """ruff, mypy and every test; with arguments only ``pytest ARGS`` (a subset: ``-k
+    EXPR``, test files, ``-x`` …), without ruff and mypy."""
     uv = setup()
     env = uv_env()
+    if pytest_args:
+        say(f"pytest {' '.join(pytest_args)}")
+        run(*uv, "run", "--no-sync", "pytest", *pytest_args, env=env)
+        return
     say("ruff check")
     run(*uv, "run", "--no-sync", "ruff", "check", ".", env=env)
     say("mypy --strict on the plugin contract, the core and the plugins")
@@ -160,8 +167,14 @@ def bench() -> None:
 
 
 TASKS = {"setup": setup, "demo": demo, "test": test, "bench": bench}
+USAGE = f"""usage: python3 tasks.py {{{'|'.join(TASKS)}}}
+       python3 tasks.py test [PYTEST ARGS...]   e.g. test -k install, test tests/cli/test_cli_packages.py -x"""
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1] not in TASKS:
-        sys.exit(f"usage: python3 tasks.py {{{'|'.join(TASKS)}}}")
-    TASKS[sys.argv[1]]()
+    task, extra = (sys.argv[1], sys.argv[2:]) if len(sys.argv) > 1 else ("", [])
+    if task in ("-h", "--help", "help"):
+        print(__doc__.strip())
+        sys.exit(0)
+    if task not in TASKS or (extra and task != "test"):
+        sys.exit(USAGE)
+    TASKS[task](*extra)
