@@ -152,8 +152,10 @@ _TUI = "pi_core/cli/tui"
 _NO_WEBSOCKET = "this pi talks to providers over HTTP streaming (SSE) only; there is no WebSocket transport"
 
 
-def _tui(key: str, check: Callable[[Any], bool], expected: str, *, pending: bool = True) -> SettingKey:
-    return SettingKey(key, "interactive", check, expected, where=(_TUI,), reads=key.rsplit(".", 1)[-1], pending=pending)
+def _tui(key: str, check: Callable[[Any], bool], expected: str, reads: str = "") -> SettingKey:
+    """An interactive-mode key; ``reads``: how ``pi_core/cli/tui`` reads it (empty: it
+    does not yet, the key is ``pending``)."""
+    return SettingKey(key, "interactive", check, expected, where=(_TUI,), reads=reads, pending=not reads)
 
 
 def _refused(key: str, check: Callable[[Any], bool], expected: str, reason: str, *inert: Any, **kw: Any) -> SettingKey:
@@ -173,7 +175,7 @@ KEYS: tuple[SettingKey, ...] = (
                ("pi_core/runtime/agent_hooks.py",), "thinking_budgets"),
     SettingKey("enabledModels", "run", _str_list, "a list of model patterns", ("pi_core/cli/bootstrap.py",),
                "enabled_models"),
-    _tui("hideThinkingBlock", _bool, "true or false"),
+    _tui("hideThinkingBlock", _bool, "true or false", ".hide_thinking_block"),
     _tui("showCacheMissNotices", _bool, "true or false"),
     SettingKey("cacheWarming", "run", _one_of("off", "streaming", "idle"), _words("off", "streaming", "idle"),
                ("pi_core/runtime",), "cacheWarming", reason="prompt-cache warming (issue 17 item 2)", user_only=True),
@@ -182,10 +184,11 @@ KEYS: tuple[SettingKey, ...] = (
                "steering_mode"),
     SettingKey("followUpMode", "run", _one_of("all", "one-at-a-time"), _words("all", "one-at-a-time"), (_SESSION,),
                "follow_up_mode"),
-    _tui("externalEditor", _str, "a string"),
-    _tui("doubleEscapeAction", _one_of("tree", "fork", "none"), _words("tree", "fork", "none")),
+    _tui("externalEditor", _str, "a string", 'get("externalEditor")'),
+    _tui("doubleEscapeAction", _one_of("tree", "fork", "none"), _words("tree", "fork", "none"),
+         'get("doubleEscapeAction")'),
     _tui("treeFilterMode", _one_of("default", "no-tools", "user-only", "labeled-only", "all"),
-         _words("default", "no-tools", "user-only", "labeled-only", "all")),
+         _words("default", "no-tools", "user-only", "labeled-only", "all"), 'get("treeFilterMode")'),
     SettingKey("defaultProjectTrust", "run", _one_of("ask", "always", "never"), _words("ask", "always", "never"),
                ("pi_core/runtime/services.py",), "defaultProjectTrust", user_only=True),
     # ---- tools
@@ -198,7 +201,7 @@ KEYS: tuple[SettingKey, ...] = (
     # ---- sessions
     SettingKey("sessionDir", "run", _str, "a string", ("pi_core/cli/bootstrap.py",), "session_dir_setting("),
     _refused("sessionShareDestination", _one_of("auto", "gist", "radius"), _words("auto", "gist", "radius"),
-             "this pi has no /share command (a session is a file; pi --export makes HTML of it)"),
+             "/share makes a GitHub gist; this pi cannot share to Radius", "auto", "gist"),
     # ---- compaction and branch summaries
     SettingKey("compaction.enabled", "run", _bool, "true or false", (_SESSION,), "compaction_settings("),
     SettingKey("compaction.reserveTokens", "run", _non_negative_int, "a non-negative integer", (_SESSION,),
@@ -210,10 +213,10 @@ KEYS: tuple[SettingKey, ...] = (
                (_SESSION,), "compaction_settings("),
     SettingKey("branchSummary.reserveTokens", "run", _non_negative_int, "a non-negative integer", (_SESSION,),
                "branch_summary_settings("),
-    _tui("branchSummary.skipPrompt", _bool, "true or false"),
+    _tui("branchSummary.skipPrompt", _bool, "true or false", ".skip_prompt"),
     # ---- terminal and display
-    _tui("theme", _str, "a string"),
-    _tui("quietStartup", _bool_or("header"), 'true, false or "header"'),
+    _tui("theme", _str, "a string", 'get("theme")'),
+    _tui("quietStartup", _bool_or("header"), 'true, false or "header"', 'get("quietStartup"'),
     _tui("tuiMode", _one_of("regular", "fullscreen"), _words("regular", "fullscreen")),
     _tui("fullscreenExitOutput", _one_of("transcript", "resume-hint"), _words("transcript", "resume-hint")),
     _tui("fullscreenScrollbar", _one_of("auto", "always", "hidden"), _words("auto", "always", "hidden")),
@@ -233,7 +236,7 @@ KEYS: tuple[SettingKey, ...] = (
     _refused("images.autoResize", _bool, "true or false",
              "this pi sends images at their own size (it has no image library to resize them)", False),
     SettingKey("images.blockImages", "run", _bool, "true or false", (_SESSION,), "block_images"),
-    _tui("markdown.codeBlockIndent", _str, "a string"),
+    _tui("markdown.codeBlockIndent", _str, "a string", 'get("codeBlockIndent")'),
     _tui("markdown.mermaid", _one_of("off", "final", "streaming"), _words("off", "final", "streaming")),
     # ---- network and retries
     _refused("transport", _one_of("auto", "sse", "websocket", "websocket-cached"),
@@ -283,6 +286,8 @@ KEYS: tuple[SettingKey, ...] = (
                "disabledExtensions", in_reference=False),
     SettingKey("requiredExtensions", "run", _str_list, "a list of plugin names", ("pi_core/extensions/host.py",),
                "requiredExtensions", user_only=True, in_reference=False),
+    SettingKey("hookTimeout", "run", lambda v: _number(v) and v >= 0, "a non-negative number of seconds",
+               ("pi_core/extensions/guard.py",), 'get("hookTimeout")', in_reference=False),
     SettingKey("autoEnableCodemode", "plugin", _bool, "true or false", ("plugins/codemode/pi_codemode/description.py",),
                "autoEnableCodemode", in_reference=False),
     SettingKey("$schema", "kept", _str, "a string", reason="editor validation", in_reference=False),

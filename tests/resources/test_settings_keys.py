@@ -52,10 +52,6 @@ def _source(path: str) -> str:
     return "\n".join(file.read_text() for file in files if "__pycache__" not in file.parts)
 
 
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
-
-
 SETTINGS_SOURCE = (REPO / "pi_core/resources/settings.py").read_text()
 
 
@@ -64,6 +60,8 @@ def test_a_key_with_an_effect_is_read_where_the_registry_says(entry: SettingKey)
     """``reads`` appears in one of the ``where`` files; an accessor of Settings named
     there reads the key itself (its last part, quoted, in settings.py)."""
     assert entry.where and entry.reads, f"{entry.key}: say who reads it"
+    if not any((REPO / path).exists() for path in entry.where):
+        pytest.xfail(f"{entry.key}: {entry.where} is not in this tree yet (another change)")
     found = any(entry.reads in _source(path) for path in entry.where)
     if not found and entry.key == "cacheWarming":
         pytest.xfail("cacheWarming: prompt-cache warming (issue 17 item 2) is built by another change")
@@ -76,11 +74,22 @@ def test_a_key_with_an_effect_is_read_where_the_registry_says(entry: SettingKey)
 
 @pytest.mark.parametrize("entry", [e for e in KEYS if e.use == "interactive" and not e.pending], ids=lambda e: e.key)
 def test_an_interactive_key_is_read_by_the_terminal_ui(entry: SettingKey) -> None:
-    source = _source("pi_core/cli/tui")
-    leaf = entry.key.rsplit(".", 1)[-1]
-    assert f'"{leaf}"' in source or f"'{leaf}'" in source or f".{_snake(leaf)}" in source, (
-        f"{entry.key} is declared read by the terminal UI, but pi_core/cli/tui does not read it"
+    assert entry.reads in _source("pi_core/cli/tui"), (
+        f"{entry.key} is declared read by the terminal UI ({entry.reads!r}), but pi_core/cli/tui does not read it"
     )
+    accessor = entry.reads.lstrip(".")
+    if re.fullmatch(r"[a-z_]+", accessor) and f"def {accessor}" in SETTINGS_SOURCE:  # a Settings accessor
+        assert f'"{entry.key.rsplit(".", 1)[-1]}"' in SETTINGS_SOURCE, f"Settings.{accessor} does not read {entry.key}"
+
+
+def test_pending_interactive_keys_are_named_in_the_docs() -> None:
+    """docs/settings.md lists exactly the interactive keys the terminal UI does not read
+    yet under "Not yet implemented"."""
+    docs = (REPO / "docs/settings.md").read_text()
+    section = docs[docs.index("**Not yet implemented:**") :]
+    section = section[: section.index("\n\n")]
+    named = set(re.findall(r"`([A-Za-z.]+)`", section))
+    assert named == {entry.key for entry in KEYS if entry.pending}
 
 
 @pytest.mark.parametrize("entry", KEYS, ids=lambda e: e.key)
@@ -104,7 +113,7 @@ def test_a_wrong_value_is_one_error_naming_file_and_key_and_the_default_applies(
 @pytest.mark.parametrize("entry", [e for e in KEYS if e.use == "refused"], ids=lambda e: e.key)
 def test_a_refused_key_is_one_warning_unless_its_value_asks_for_nothing(tmp_path: Path, entry: SettingKey) -> None:
     assert entry.reason
-    candidates = [True, "websocket", ["x"], "gist", 1000]
+    candidates = [True, "websocket", ["x"], "radius", 1000]
     asking = next(value for value in candidates if entry.check(value) and value not in entry.inert)
     for value, expected in [(asking, 1), *((inert, 0) for inert in entry.inert)]:
         data: dict[str, object] = {}
