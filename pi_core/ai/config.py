@@ -16,7 +16,7 @@ from pi_hookspecs import camel_alias
 
 
 class _Config(BaseModel):
-    model_config = ConfigDict(alias_generator=camel_alias, populate_by_name=True, extra="forbid")
+    model_config = ConfigDict(alias_generator=camel_alias, populate_by_name=True, extra="forbid", defer_build=True)
 
 
 class CostTier(_Config):
