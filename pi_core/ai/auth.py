@@ -258,8 +258,10 @@ class AuthStore:
             self.error = None
         except AuthFileError as error:
             self._data, self.error = {}, str(error)
-        except (OSError, UnicodeDecodeError) as error:
-            self._data, self.error = {}, f"{path}: cannot be read: {error}"
+        except UnicodeDecodeError as error:
+            self._data, self.error = {}, f"{path}: not UTF-8 text (byte {error.start}); expected a JSON object"
+        except OSError as error:
+            self._data, self.error = {}, f"{path}: cannot be read: {error.strerror or error}"
         return self._data
 
     def reload(self) -> None:
@@ -338,8 +340,10 @@ class AuthStore:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return {}
-        except (OSError, UnicodeDecodeError) as error:
-            raise AuthFileError(f"{path}: cannot be read: {error}") from None
+        except UnicodeDecodeError as error:
+            raise AuthFileError(f"{path}: not UTF-8 text (byte {error.start}); expected a JSON object") from None
+        except OSError as error:
+            raise AuthFileError(f"{path}: cannot be read: {error.strerror or error}") from None
         return _parse_auth(path, text)
 
     def modify(

@@ -141,11 +141,13 @@ def test_byte_order_mark_is_accepted(agent_dir: Path) -> None:
     [
         ('{\n  "openai": {"type": "api_key", "key": "sk-1"},\n}\n', "invalid JSON at line 3"),
         ('["openai"]', "expected an object of providers, got list"),
+        ('{"openai": {"type": "api_key", "key": "sk-\udcff"}}', "not UTF-8 text (byte 42)"),
     ],
 )
 def test_broken_file_is_reported_and_never_rewritten(agent_dir: Path, text: str, problem: str) -> None:
     path = agent_dir / "auth.json"
-    path.write_text(text)
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    text = path.read_text(errors="surrogateescape")
     store = AuthStore()
     assert store.api_key("openai") is None
     assert store.error is not None and store.error.startswith(str(path)) and problem in store.error
@@ -154,7 +156,7 @@ def test_broken_file_is_reported_and_never_rewritten(agent_dir: Path, text: str,
         with pytest.raises(AuthFileError) as caught:
             write()
         assert str(path) in str(caught.value) and problem in str(caught.value)
-        assert path.read_text() == text  # the other keys are not dropped: the file is untouched
+        assert path.read_text(errors="surrogateescape") == text  # the other keys are not dropped: untouched
     assert not (agent_dir / "auth.json.lock").exists()
 
 
