@@ -40,9 +40,7 @@ from .._paths import agent_dir, project_dir
 from ..resources.packages import (
     Recorded,
     extensions_of,
-    guess_distribution,
     installed,
-    is_path_or_url,
     normalize,
     recorded,
 )
@@ -178,14 +176,34 @@ def parse_spec(raw: str, *, editable: bool = False) -> Spec:
     (a project folder, a wheel, an sdist)."""
     if raw.startswith("-e "):
         raw, editable = raw[3:].strip(), True
-    if editable or (is_path_or_url(raw) and "://" not in raw and not raw.startswith("git+")):
+    if editable or _looks_like_path(raw):
         path = Path(raw).expanduser().resolve()
         text = str(path)
         return Spec(text, f"-e {text}" if editable else text, editable, path, _project_name(path))
-    if "://" in raw or raw.startswith("git+"):
+    if ("://" in raw or raw.startswith("git+")) and "@" not in raw.split("://", 1)[0]:
         fragment = dict(part.partition("=")[::2] for part in raw.partition("#")[2].split("&") if part)
         return Spec(raw, raw, False, None, fragment.get("egg") or None)
-    return Spec(raw, raw, False, None, guess_distribution(raw))
+    return Spec(raw, raw, False, None, _requirement_name(raw))  # also PEP 508's ``pi-foo @ URL``
+
+
+def _requirement_name(raw: str) -> str | None:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        return Requirement(raw).name
+    except InvalidRequirement:
+        return None
+
+
+def _looks_like_path(raw: str) -> bool:
+    """pip's rule: a local path when it says so (``./x``, ``/x``, ``~/x``, ``dir/x``) or names
+    an existing archive (``x.whl``, ``x.tar.gz``, ``x.zip``); a bare ``pi-foo`` is a
+    requirement even when a folder of that name exists here."""
+    if "://" in raw or raw.startswith("git+"):
+        return False
+    if raw.startswith((".", "/", "~")) or os.sep in raw or (os.altsep and os.altsep in raw):
+        return True
+    return raw.endswith((".whl", ".tar.gz", ".zip")) and Path(raw).is_file()
 
 
 def _project_name(path: Path) -> str | None:
@@ -311,6 +329,10 @@ def install_command(
         raise typer.Exit(2)
     path = settings_path(local)
     data = _read(path)
+    for folder in editable:
+        if "://" in folder or folder.startswith("git+"):
+            _fail("install", f"-e {folder}: -e takes a local project folder; install a URL without it: "
+                  f"pi install {shlex.quote(folder)}")
     for spec in wanted:
         if spec.path is not None and not spec.path.exists():
             _fail("install", f"{spec.path}: no such file or folder")

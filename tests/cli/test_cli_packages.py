@@ -234,3 +234,33 @@ def test_remove_of_something_neither_recorded_nor_installed_says_so(venv: Path, 
     assert out.stderr.strip().splitlines() == [
         f"pi remove: pi-never-heard-of is neither installed nor recorded in {os.environ['PI_CODING_AGENT_DIR']}"
         "/settings.json"]
+
+
+@pytest.mark.parametrize(("spec", "name", "is_path"), [
+    ("pi-foo", "pi-foo", False),
+    ("pi-foo==1.2", "pi-foo", False),
+    ("pi-foo[extra]>=1,<2", "pi-foo", False),
+    ("pi-foo @ git+https://example.com/o/pi-foo.git@v1", "pi-foo", False),
+    ("git+https://example.com/o/pi-foo.git@v1#egg=pi-bar", "pi-bar", False),
+    ("git+ssh://git@example.com/o/pi-foo.git", None, False),
+    ("tests", "tests", False),  # a bare word is a requirement even when such a folder exists (pip's rule)
+    ("./tests", None, True),
+])
+def test_specs_read_as_pip_reads_them(spec: str, name: str | None, is_path: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pi_core.cli.packages import parse_spec
+
+    monkeypatch.chdir(REPO)
+    parsed = parse_spec(spec)
+    assert (parsed.name, parsed.path is not None) == (name, is_path)
+    assert parse_spec(spec, editable=True).record.startswith("-e /") or not is_path
+
+
+def test_minus_e_with_a_url_is_refused_with_the_command_to_use(capsys: pytest.CaptureFixture[str]) -> None:
+    from pi_core.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["install", "-e", "git+https://example.com/o/pi-foo.git"])
+    assert exit_info.value.code == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "pi install: -e git+https://example.com/o/pi-foo.git: -e takes a local project folder; install a URL "
+        "without it: pi install git+https://example.com/o/pi-foo.git"]

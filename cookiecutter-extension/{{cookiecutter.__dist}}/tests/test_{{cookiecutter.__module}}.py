@@ -53,7 +53,7 @@ def test_the_redactor_hides_secrets_from_the_model(pi: PiHarness) -> None:
     pi.write("config.txt", "key = sk-abc123\n")
     pi.script(call("read", path="config.txt"), ECHO)
     run = pi.prompt("show the config")
-    assert run.tool_results[0].text == "key = [redacted]"
+    assert run.tool_results[0].text.splitlines() == ["key = [redacted]"]
     assert "sk-abc123" not in str(run.requests[1].messages[-1])  # the exact request the model got
 
 
@@ -87,7 +87,7 @@ def test_a_trusted_project_cannot_loosen_the_policy(pi: PiHarness) -> None:
     run = pi.prompt("clean the disk, show the config, greet Ada")
     blocked, read, greeted = run.tool_results
     assert blocked.is_error and blocked.text.startswith("{{ cookiecutter.__module }}: the command matches")
-    assert read.text == "key = [redacted]"
+    assert read.text.splitlines() == ["key = [redacted]"]
     assert greeted.text == "Yo, Ada!"  # keys that are not policy may come from the project
     assert pi.ui.notifications == [
         ("warning", f"{{ cookiecutter.__module }}: ignored {SETTINGS_KEY}.blockedCommands, {SETTINGS_KEY}.redact of the "
