@@ -205,14 +205,38 @@ async def test_errors_go_to_listeners_and_the_error_list() -> None:
 
 
 async def test_cancellation_is_not_swallowed() -> None:
-    class Cancels:
+    """Cancelling the caller cancels the handler and reaches the caller; a handler that
+    cancels itself is a plugin error (it cannot cancel pi's run)."""
+    started = asyncio.Event()
+    cancelled: list[bool] = []
+
+    class Waits:
         @hookimpl
         async def agent_start(self) -> None:
+            started.set()
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                cancelled.append(True)
+                raise
+
+    class Cancels:
+        @hookimpl
+        async def turn_start(self) -> None:
             raise asyncio.CancelledError
 
-    host = await load_host(Cancels)
+    host = await load_host(Waits, Cancels)
+    caller = asyncio.ensure_future(host.runner.emit("agent_start", h.AgentStartEvent()))
+    await started.wait()
+    caller.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await host.runner.emit("agent_start", h.AgentStartEvent())
+        await caller
+    await asyncio.sleep(0)
+    assert cancelled == [True]
+    heard: list[Any] = []
+    host.runner.add_error_listener(heard.append)
+    await host.runner.emit("turn_start", h.TurnStartEvent())
+    assert [e.plugin for e in heard] == ["Cancels"] and "cancelled" in heard[0].message
 
 
 async def test_trace_prints_every_call(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import sys
+from typing import Any
 
 from pi_hookspecs import FlagDefinition
 
 from ..extensions import LoadOptions, PluginHost, Registered
 from .options import build_parser
-from .process import allow_fast_exit
+from .process import STOP_SIGNALS, allow_fast_exit, install_stop_signals, run_main, signal_status
 
 
 def _wants_plugin_flags(argv: list[str], known: argparse.ArgumentParser) -> bool:
@@ -73,7 +75,7 @@ def run(argv: list[str]) -> int:
     stdin_text = None
     if not sys.stdin.isatty():
         stdin_text = sys.stdin.read() or None
-    return asyncio.run(_run_print(args, stdin_text, json_mode=mode == "json"))
+    return run_main(_run_print(args, stdin_text, json_mode=mode == "json"))
 
 
 def _export(session_file: str, rest: list[str]) -> int:
@@ -95,27 +97,57 @@ def _export(session_file: str, rest: list[str]) -> int:
 
 
 async def _run_print(args: argparse.Namespace, stdin_text: str | None, *, json_mode: bool) -> int:
+    """Print or json mode. SIGINT, SIGTERM and SIGHUP stop it in an orderly way (see
+    :mod:`.process`): during start-up the start is cancelled; during a run the run is
+    aborted (bash commands stopped) and no further prompt starts; then the runtime is
+    disposed of and the status is ``128 + signal number``."""
     # the runtime, here rather than at the top: ``pi --help`` does not need it (see ``run``)
     from ..runtime import NoModelError, SessionBusyError
     from .bootstrap import CliError, diagnostics_of, initial_input, open_runtime
     from .print_mode import run_print
 
+    loop = asyncio.get_running_loop()
+    main_task = asyncio.current_task()
+    stop: dict[str, Any] = {"signum": None, "runtime": None}
+
+    def on_signal(signum: int) -> None:
+        stop["signum"] = signum
+        if stop["runtime"] is not None:
+            stop["runtime"].session.abort()
+        elif main_task is not None:
+            main_task.cancel()
+
+    remove_signals = install_stop_signals(loop, on_signal, (signal.SIGINT, *STOP_SIGNALS))
     try:
-        initial = initial_input(args.messages, stdin_text=stdin_text, cwd=os.getcwd())
-        runtime = await open_runtime(args, mode="json" if json_mode else "print", start=False)
-    except CliError as exc:
-        print(f"pi: {exc}", file=sys.stderr)
-        return 1
-    for line in diagnostics_of(runtime):
-        print(f"pi: {line}", file=sys.stderr)
-    try:
-        status = await run_print(runtime, initial, args, json_mode=json_mode)
-    except (NoModelError, SessionBusyError, CliError) as exc:
-        print(f"pi: {exc}", file=sys.stderr)
-        status = 1
+        try:
+            initial = initial_input(args.messages, stdin_text=stdin_text, cwd=os.getcwd())
+            runtime = await open_runtime(args, mode="json" if json_mode else "print", start=False)
+        except CliError as exc:
+            print(f"pi: {exc}", file=sys.stderr)
+            return 1
+        except asyncio.CancelledError:
+            if stop["signum"] is None:
+                raise
+            return signal_status(stop["signum"], 1)
+        stop["runtime"] = runtime
+        for line in diagnostics_of(runtime):
+            print(f"pi: {line}", file=sys.stderr)
+        try:
+            status = await run_print(
+                runtime, initial, args, json_mode=json_mode, stopped=lambda: stop["signum"] is not None
+            )
+        except (NoModelError, SessionBusyError, CliError) as exc:
+            print(f"pi: {exc}", file=sys.stderr)
+            status = 1
+        finally:
+            await runtime.dispose("quit")
+            if stop["signum"] is not None:
+                from ..tools.shell import kill_all_groups
+
+                kill_all_groups()  # anything the abort did not reach
     finally:
-        await runtime.dispose("quit")
+        remove_signals()
     # session_shutdown ran, child processes are stopped, the session file is fsynced and
     # closed: the process may end without interpreter teardown (see .process).
     allow_fast_exit()
-    return status
+    return signal_status(stop["signum"], status)

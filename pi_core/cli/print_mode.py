@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from pi_hookspecs import AssistantMessage, MessageUpdateEvent, PiModel
@@ -16,6 +17,16 @@ from .bootstrap import InitialInput, start_runtime
 def event_record(event: PiModel) -> dict[str, Any] | None:
     """The JSON record of a session event. ``message_update`` is delta-only: no
     cumulative message, no ``partial`` snapshot (so the stream stays linear)."""
+    kind = getattr(event, "type", None)
+    if kind == "turn_start":
+        return {"type": "turn_start"}  # index and time are for plugins, as pi 1.6.0's stream
+    if kind == "turn_end":
+        # the boundary's proposal and context preview are for plugins; clients get the turn
+        return {
+            "type": "turn_end",
+            "message": event.message.to_json(),
+            "toolResults": [result.to_json() for result in event.tool_results],
+        }
     if isinstance(event, MessageUpdateEvent):
         update = event.assistant_message_event
         if update is None:
@@ -68,11 +79,17 @@ def report_extension_errors(event: Any) -> None:
 
 
 async def run_print(
-    runtime: SessionRuntime, initial: InitialInput, args: Any = None, *, json_mode: bool = False
+    runtime: SessionRuntime,
+    initial: InitialInput,
+    args: Any = None,
+    *,
+    json_mode: bool = False,
+    stopped: Callable[[], bool] | None = None,
 ) -> int:
     """Run the prompts. A runtime not started yet (``open_runtime(start=False)`` with its
     ``args``) is started once the outputs are subscribed, so what ``session_start``
-    handlers report is shown too."""
+    handlers report is shown too. Once ``stopped()`` is true (a stop signal arrived) no
+    further prompt starts."""
     session = runtime.session
     writer = None
     runtime.subscribe(report_extension_errors)
@@ -89,6 +106,8 @@ async def run_print(
         return 1
     status = 0
     for index, text in enumerate(initial.prompts):
+        if stopped is not None and stopped():
+            break
         await session.prompt(text, images=initial.images if index == 0 else (), source="sdk")
     if json_mode:
         # As pi 1.6.0: the stream is the result, a failed request included (its error

@@ -21,16 +21,37 @@ another process (tests, embedding) keeps Python's normal collector and exit.
   :func:`exit_process` then runs the ``atexit`` handlers, flushes stdout and stderr and
   leaves with ``os._exit``. A non-daemon thread still running (a normal exit waits for
   it) or a failing flush falls back to the normal shutdown.
+* **The event loop** of print, json, rpc and interactive mode runs in :func:`run_main`:
+  like ``asyncio.run``, except that tasks still running when the mode returns (a
+  plugin's coroutine that swallows cancellation, say) get :data:`STRAGGLER_GRACE`
+  seconds to end after being cancelled, instead of keeping pi alive for ever.
+* **Signals.** :func:`install_stop_signals` makes SIGTERM and SIGHUP (and SIGINT where
+  the mode wants it) an orderly stop: the mode aborts the run (bash commands' process
+  groups get SIGTERM, then SIGKILL), disposes of the runtime (``session_shutdown``, MCP
+  servers stopped, the session file flushed and closed) and exits with ``128 + signal
+  number``. A second signal ends the process at once: every bash command's process
+  group still running is killed first (:func:`pi_core.tools.shell.kill_all_groups`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
+import contextlib
 import gc
 import os
+import signal
 import sys
 import threading
-from typing import NoReturn
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, NoReturn, TypeVar
+
+T = TypeVar("T")
+
+STRAGGLER_GRACE = 1.0
+"""Seconds tasks still running after a mode returned get to end once cancelled."""
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+"""Signals that stop pi in an orderly way in every mode."""
 
 _state = {"entry": False, "paused": False, "fast_exit": False}
 
@@ -83,3 +104,79 @@ def exit_process(status: int) -> NoReturn:
     except (OSError, ValueError):
         sys.exit(status)  # the normal shutdown reports it (and sets the status) as before
     os._exit(status)
+
+
+def run_main(main: Coroutine[Any, Any, T]) -> T:
+    """Run ``main`` on a new event loop and close it, as ``asyncio.run`` does, but never
+    wait more than :data:`STRAGGLER_GRACE` seconds for tasks left running (cancelled
+    first). SIGINT is left to the mode (:func:`install_stop_signals`): without a handler
+    it raises ``KeyboardInterrupt``."""
+    loop = asyncio.new_event_loop()
+    try:
+        asyncio.set_event_loop(loop)
+        return loop.run_until_complete(main)
+    finally:
+        try:
+            pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.wait(pending, timeout=STRAGGLER_GRACE))
+                for task in pending:
+                    if not task.done():  # it refuses to end: leave it without a warning
+                        task._log_destroy_pending = False  # type: ignore[attr-defined]
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+
+
+def install_stop_signals(
+    loop: asyncio.AbstractEventLoop,
+    on_signal: Callable[[int], Any],
+    signums: Sequence[int] = STOP_SIGNALS,
+) -> Callable[[], None]:
+    """Call ``on_signal(signum)`` on the loop when one of ``signums`` arrives; a second
+    one ends the process at once (:func:`hard_exit`). Returns a function that removes
+    the handlers (where signal handlers cannot be installed, nothing is done)."""
+    received: list[int] = []
+
+    def handle(signum: int) -> None:
+        received.append(signum)
+        if len(received) > 1:
+            hard_exit(signum)
+        on_signal(signum)
+
+    installed: list[int] = []
+    for signum in signums:
+        try:
+            loop.add_signal_handler(signum, handle, signum)
+            installed.append(signum)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no such signal here
+            pass
+
+    def remove() -> None:
+        for signum in installed:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.remove_signal_handler(signum)
+        installed.clear()
+
+    return remove
+
+
+def hard_exit(signum: int) -> NoReturn:
+    """A second stop signal: kill the process groups of running bash commands and leave
+    at once with ``128 + signum``. Entries already appended to the session file are on
+    disk (each is written and flushed as it is appended)."""
+    from ..tools.shell import kill_all_groups
+
+    kill_all_groups(signal.SIGKILL)
+    with contextlib.suppress(Exception):
+        sys.stderr.write(f"pi: {signal.Signals(signum).name} again: exiting at once\n")
+        sys.stderr.flush()
+    os._exit(128 + signum)
+
+
+def signal_status(signum: int | None, status: int) -> int:
+    """The exit status of a mode that a signal stopped: ``128 + signum``."""
+    return 128 + signum if signum is not None else status

@@ -10,8 +10,9 @@ events. Stdout carries nothing but protocol records: file descriptor 1 is pointe
 stderr (and 0 at ``/dev/null``) for the rest of the process.
 
 Shutdown: stdin EOF lets the work in flight finish, then disposes the runtime;
-SIGTERM/SIGHUP/SIGINT abort it first; a second signal exits at once; ``ctx.shutdown()``
-shuts down once no command is being handled and the session is idle.
+SIGTERM/SIGHUP/SIGINT abort it first and the process exits with ``128 + signal number``;
+a second signal exits at once (bash commands' process groups killed first);
+``ctx.shutdown()`` shuts down once no command is being handled and the session is idle.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from ..compaction import estimate_context_tokens
 from ..runtime import AgentSession, SessionBusyError, SessionRuntime
 from .bootstrap import CliError, diagnostics_of, model_scope, open_runtime, start_runtime
 from .print_mode import event_record
+from .process import hard_exit, run_main, signal_status
 from .rpc_ui import NO_DATA, LineReader, RawJson, RpcOutput, RpcUI, dumps
 
 Command = dict[str, Any]
@@ -79,7 +81,7 @@ def run_rpc(args: argparse.Namespace) -> int:
         os.dup2(null, 1)
         os.close(null)
     try:
-        return asyncio.run(RpcServer(args, in_fd=in_fd, out_fd=out_fd).serve())
+        return run_main(RpcServer(args, in_fd=in_fd, out_fd=out_fd).serve())
     finally:  # give the descriptors back (matters when embedded, e.g. in a test)
         sys.stdout.flush()
         os.dup2(out_fd, 1)
@@ -102,6 +104,7 @@ class RpcServer:
         self._abort = asyncio.Event()
         self._stopping = False
         self._signals = 0
+        self._signum: int | None = None
         self._commands: set[asyncio.Task[Any]] = set()
         self._runs: set[asyncio.Task[Any]] = set()
         self._accept_lock = asyncio.Lock()
@@ -145,7 +148,7 @@ class RpcServer:
         self._check_plugin_shutdown()
         await self._stop.wait()
         await self._shutdown()
-        return 0
+        return signal_status(self._signum, 0)
 
     def request_stop(self, *, abort: bool) -> None:
         """Begin an orderly shutdown (abort the work in flight first when ``abort``)."""
@@ -158,8 +161,8 @@ class RpcServer:
     def _on_signal(self, signum: int) -> None:
         self._signals += 1
         if self._signals > 1:
-            print(f"pi: {signal.Signals(signum).name} again: exiting at once", file=sys.stderr)
-            os._exit(128 + signum)
+            hard_exit(signum)
+        self._signum = signum
         self.ui.close()
         self.request_stop(abort=True)
 
@@ -177,6 +180,10 @@ class RpcServer:
                 await self.runtime.dispose("quit")
             except Exception as exc:
                 print(f"pi: shutdown: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if self._signum is not None:
+            from ..tools.shell import kill_all_groups
+
+            kill_all_groups()  # anything the abort did not reach
 
     async def _drain(self) -> None:
         """Wait for commands and runs in flight; once aborted, give them a grace period."""

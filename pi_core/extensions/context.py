@@ -8,11 +8,13 @@ raise :class:`~pi_hookspecs.StaleContextError`.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
 from pi_hookspecs import StaleContextError
 
+from .guard import in_worker, on_loop, waiting_for_user
 from .ui import NoUI
 
 
@@ -84,7 +86,44 @@ class ContextHost:
         method = getattr(self, f"action_{action}", None)
         if method is None:
             raise self.unavailable(action)
-        return method(*args, **kwargs)
+        return on_loop(method, *args, **kwargs)  # a synchronous handler's thread: on the loop
+
+
+_DIALOGS = frozenset({"select", "confirm", "input", "editor", "custom"})
+
+
+class _GuardedUI:
+    """``ctx.ui`` as handlers see it: dialogs pause the handler deadline while they wait
+    for the user; called from a synchronous handler's worker thread, the other methods
+    run on the event loop's thread (:func:`~.guard.on_loop`)."""
+
+    __slots__ = ("_ui",)
+
+    def __init__(self, ui: Any) -> None:
+        self._ui = ui
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._ui, name)
+        if not callable(value):
+            return value
+        if name in _DIALOGS:
+            def dialog(*args: Any, **kwargs: Any) -> Any:
+                result = value(*args, **kwargs)
+                return waiting_for_user(result) if inspect.isawaitable(result) else result
+
+            return dialog
+        if in_worker():
+            return lambda *args, **kwargs: on_loop(value, *args, **kwargs)
+        return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "_ui":
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._ui, name, value)
+
+    def __repr__(self) -> str:
+        return repr(self._ui)
 
 
 class ExtensionContextImpl:
@@ -119,7 +158,7 @@ class ExtensionContextImpl:
 
     @property
     def ui(self) -> Any:
-        return self._h().ui
+        return _GuardedUI(self._h().ui)
 
     @property
     def session_manager(self) -> Any:
@@ -281,7 +320,7 @@ class ProjectTrustContextImpl:
 
     @property
     def ui(self) -> Any:
-        return self._h().ui
+        return _GuardedUI(self._h().ui)
 
 
 class ToolContextImpl(ExtensionContextImpl):

@@ -50,6 +50,7 @@ from .context import (
     ProjectTrustContextImpl,
 )
 from .diagnostics import Diagnostic, ExtensionLoadError, describe_exception
+from .guard import hook_timeout_setting
 from .registry import RegistrationError, Registry
 from .runner import WRAPPERS_REFUSED, EventRunner, PluginHooks
 from .sources import (
@@ -152,6 +153,7 @@ class PluginHost:
         self.context_host.use_settings(self.settings)
         self.pm = self._new_pm()
         self.runner = EventRunner(self.pm, ctx=self.make_context())
+        self.runner.timeout = hook_timeout_setting(self.settings.merged)
         self.hooks = PluginHooks(self.runner)
         """``ctx.hook`` of every context of this runtime."""
         self.context_host.hook = self.hooks
@@ -361,6 +363,7 @@ class PluginHost:
         if project_trusted:
             self.settings = load_settings(self.cwd, agent_dir=self.agent_dir, project_trusted=True)
             self.context_host.use_settings(self.settings)
+            self.runner.timeout = hook_timeout_setting(self.settings.merged)
         project = self.project_sources(diagnostics)
         for diagnostic in diagnostics:
             self._diag(diagnostic.level, diagnostic.message, plugin=diagnostic.plugin, source=diagnostic.source, path=diagnostic.path)

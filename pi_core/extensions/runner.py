@@ -71,6 +71,7 @@ from pi_hookspecs import (
 )
 
 from .diagnostics import describe_exception
+from .guard import DEFAULT_HOOK_TIMEOUT, HandlerAbandoned, HandlerExit, HandlerGuard, HandlerTimeout
 
 
 @dataclass(slots=True)
@@ -109,11 +110,12 @@ class HookReturnError(TypeError):
 
 
 class _Impl:
-    __slots__ = ("fn", "mode", "plugin")
+    __slots__ = ("fn", "is_async", "mode", "plugin")
 
     def __init__(self, plugin: str, fn: Callable[..., Any], argnames: tuple[str, ...]) -> None:
         self.plugin = plugin
         self.fn = fn
+        self.is_async = inspect.iscoroutinefunction(fn)
         self.mode = {
             (): 0,
             ("event",): 1,
@@ -160,8 +162,19 @@ class EventRunner:
         self._cache: dict[str, tuple[_Impl, ...]] = {}
         self._trace = os.environ.get("PI_TRACE_HOOKS") == "1" if trace is None else trace
         self._refused: set[tuple[str, str]] = set()
+        self.guard = HandlerGuard(DEFAULT_HOOK_TIMEOUT)
         self.pm = pm
         self.attach(pm)
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds each handler call may take (the ``hookTimeout`` setting); ``None``:
+        no deadline. See :mod:`.guard`."""
+        return self.guard.timeout
+
+    @timeout.setter
+    def timeout(self, value: float | None) -> None:
+        self.guard.timeout = value
 
     # ------------------------------------------------------------------ handlers
 
@@ -226,8 +239,12 @@ class EventRunner:
         return error
 
     def _report_exc(self, impl: _Impl, hook: str, exc: BaseException) -> HookError:
-        if isinstance(exc, HookReturnError):
+        if isinstance(exc, HookReturnError | HandlerTimeout | HandlerAbandoned):
             return self.report(impl.plugin, hook, str(exc), exc)
+        if isinstance(exc, HandlerExit):
+            return self.report(
+                impl.plugin, hook, f"handler raised {describe_exception(exc.original)} (a plugin cannot end pi)", exc
+            )
         return self.report(impl.plugin, hook, f"handler raised {describe_exception(exc)}", exc)
 
     async def _outcome(self, plugin: str, hook: str, outcome: Any, message: str | None, event: Any, ctx: Any) -> None:
@@ -263,23 +280,27 @@ class EventRunner:
     async def _call(self, impl: _Impl, hook: str, event: Any, ctx: Any) -> Any:
         # The caller (emit / emit_boundary) restores CURRENT_PLUGIN once afterwards.
         CURRENT_PLUGIN.set(impl.plugin)
-        if self._trace:
-            start = time.perf_counter()
-            try:
-                result = impl.call(event, ctx)
-                if result is not None and inspect.isawaitable(result):
-                    result = await result
-            except Exception as exc:
+        before = _snapshot(event) if hook in IN_PLACE_EVENTS else None
+        start = time.perf_counter() if self._trace else 0.0
+        try:
+            result = await self.guard.call(lambda: impl.call(event, ctx), impl.is_async, _abort_signal(ctx))
+        except Exception as exc:
+            if self._trace:
                 print(f"pi trace: {hook} <- {impl.plugin}: raised {describe_exception(exc)}", file=sys.stderr)
-                raise
+            if before is not None:
+                _undo_invalid(event, before)
+            raise
+        if self._trace:
             took = (time.perf_counter() - start) * 1000
             shown = repr(result)
             shown = shown if len(shown) < 200 else shown[:197] + "..."
             print(f"pi trace: {hook} <- {impl.plugin}: {shown} ({took:.2f} ms)", file=sys.stderr)
-            return result
-        result = impl.call(event, ctx)
-        if result is not None and inspect.isawaitable(result):
-            return await result
+        if before is not None:
+            problem = _undo_invalid(event, before)
+            if problem is not None:
+                raise HookReturnError(
+                    f"handler changed the {hook} event in place to an invalid value ({problem}); the change was undone"
+                )
         return result
 
     async def emit(self, name: str, event: Any, ctx: Any = None) -> Any:
@@ -300,13 +321,7 @@ class EventRunner:
             try:
                 for impl in impls:
                     try:
-                        if self._trace:
-                            await self._call(impl, name, event, ctx)
-                            continue
-                        CURRENT_PLUGIN.set(impl.plugin)
-                        result = impl.call(event, ctx)
-                        if result is not None and inspect.isawaitable(result):
-                            await result
+                        await self._call(impl, name, event, ctx)
                     except Exception as exc:
                         error = self._report_exc(impl, name, exc)
                         await self._outcome(impl.plugin, name, "failed", error.message, event, ctx)
@@ -394,6 +409,53 @@ class EventRunner:
         event.entries = entries
         event.continue_ = cont
         return BoundaryResult(entries=entries, continue_=cont)
+
+
+IN_PLACE_EVENTS = frozenset(
+    {"input", "before_agent_start", "tool_call", "tool_result", "bash_spawn", "message_end", "before_provider_headers"}
+)
+"""Events whose handlers may change the event in place: after each handler the event is
+validated again, and an invalid change is undone and reported naming the plugin."""
+
+
+def _abort_signal(ctx: Any) -> Any:
+    """The run's abort signal as ``ctx`` sees it (``None`` when there is none)."""
+    try:
+        return getattr(ctx, "signal", None)
+    except Exception:  # a stale context, or no session yet
+        return None
+
+
+def _snapshot(event: Any) -> dict[str, Any] | None:
+    try:
+        return event.model_dump(warnings=False)  # type: ignore[no-any-return]
+    except Exception:
+        return None
+
+
+def _undo_invalid(event: Any, before: dict[str, Any] | None) -> str | None:
+    """Validate ``event`` after a handler changed it; when invalid, put the fields back
+    as they were (``before``, its dump) and return what was wrong."""
+    if before is None:
+        return None
+    model = type(event)
+    try:
+        after = event.model_dump(warnings=False)
+        if after == before:
+            return None
+        model.model_validate(after)
+        return None
+    except ValidationError as exc:
+        problem = _short_validation(exc)
+    except Exception as exc:
+        problem = f"{type(exc).__name__}: {exc}"
+    try:
+        restored = model.model_validate(before)
+    except Exception:  # the event does not survive a round trip: nothing to compare with
+        return None
+    for field in model.model_fields:
+        setattr(event, field, getattr(restored, field))
+    return problem
 
 
 def _unchanged(name: str, rule: Rule, event: Any) -> Any:

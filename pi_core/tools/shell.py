@@ -173,6 +173,17 @@ def kill_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
+_live_groups: set[int] = set()
+"""Process groups of the commands running now (their shells' pids)."""
+
+
+def kill_all_groups(sig: int = signals.SIGKILL) -> None:
+    """Send ``sig`` to the process group of every command still running (pi is exiting
+    at once: nothing is left behind)."""
+    for pgid in list(_live_groups):
+        kill_group(pgid, sig)
+
+
 class _Protocol(asyncio.SubprocessProtocol):
     """Output chunks to ``on_data``; futures for the shell's exit and the pipe's end."""
 
@@ -263,6 +274,7 @@ async def run_in_process_group(
         pass_fds=tuple(pass_fds),
     )
     pgid = transport.get_pid()
+    _live_groups.add(pgid)
     with _stop_requests(loop, signal, timeout) as stop:
         try:
             first: list[asyncio.Future[Any]] = [protocol.exited, stop]
@@ -281,6 +293,7 @@ async def run_in_process_group(
             kill_group(pgid, signals.SIGKILL)
             raise
         finally:
+            _live_groups.discard(pgid)
             transport.close()
     if protocol.error is not None:
         raise protocol.error

@@ -221,14 +221,31 @@ def _client_for(url: str) -> httpx2.AsyncClient:
     return client
 
 
+class InvalidHeaderError(ProviderError):
+    """A request header (from models.json, the request options or a
+    ``before_provider_headers`` handler) that cannot be sent; raised before the request."""
+
+
 def _final_headers(headers: dict[str, str | None]) -> dict[str, str]:
-    """Headers as sent: ``None`` values dropped, a later spelling of a name wins."""
+    """Headers as sent: ``None`` values dropped, a later spelling of a name wins. A name
+    or value that is not a string, or holds a line break or NUL (header injection), is
+    refused with :class:`InvalidHeaderError` naming the header."""
     merged: dict[str, tuple[str, str]] = {}
     for key, value in headers.items():
+        if not isinstance(key, str) or not key or any(c in key for c in "\r\n\0:"):
+            raise InvalidHeaderError(f"invalid request header name {key!r}; the request was not sent")
         if value is None:
             merged.pop(key.lower(), None)
-        else:
-            merged[key.lower()] = (key, value)
+            continue
+        if not isinstance(value, str):
+            raise InvalidHeaderError(
+                f"request header {key!r} must be a string, not {type(value).__name__}; the request was not sent"
+            )
+        if "\r" in value or "\n" in value or "\0" in value:
+            raise InvalidHeaderError(
+                f"request header {key!r} contains a line break (CR/LF) or NUL; the request was not sent"
+            )
+        merged[key.lower()] = (key, value)
     return dict(merged.values())
 
 

@@ -39,6 +39,7 @@ from ...ai import supported_thinking_levels
 from ...runtime import AgentSession, NoModelError, SessionBusyError, SessionRuntime
 from ...session import SessionManager
 from ..bootstrap import CliError, diagnostics_of, initial_input, open_runtime, start_runtime
+from ..process import install_stop_signals, run_main, signal_status
 from .base import JobKind, replay
 from .commands import BUILTINS, builtin_argument_values, builtin_infos
 from .completion import CommandInfo, PiCompleter, plugin_argument_values, wants_completion_while_typing
@@ -64,7 +65,10 @@ PROMPT_STYLE = Style.from_dict(
 )
 HISTORY_FILE = "interactive-history"
 DOUBLE_CTRL_C_SECONDS = 2.0
-DOUBLE_ESCAPE_SECONDS = 0.8
+DOUBLE_ESCAPE_SECONDS = 0.5  # as pi 1.6.0
+ESCAPE_TIMEOUT = 0.05
+"""How long a lone Esc waits for the rest of an Alt+key sequence (terminals send those
+in one write); prompt_toolkit's default of 0.5 s would make a double Esc impossible."""
 Mode = Literal["steer", "follow_up"]
 
 
@@ -128,6 +132,7 @@ class InteractiveApp:
         self.keymap = load_keymap()
         self._key_bindings = self._bindings()
         self.prompt: PromptSession[str] = self._make_prompt()
+        self.prompt.app.ttimeoutlen = ESCAPE_TIMEOUT
 
     # ------------------------------------------------------------------ state
 
@@ -778,13 +783,25 @@ class InteractiveApp:
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signal.SIGINT, self._on_sigint)
+        stop_signals = install_stop_signals(loop, self._on_stop_signal)  # SIGTERM, SIGHUP
         try:
             await self.read_loop()
         finally:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(signal.SIGINT)
+            stop_signals()
             await self._shutdown()
-        return 0
+        return signal_status(self.stop_signum, 0)
+
+    stop_signum: int | None = None
+
+    def _on_stop_signal(self, signum: int) -> None:
+        """SIGTERM or SIGHUP: abort the run (bash commands stopped), then leave as
+        /quit does; the exit status is ``128 + signum``."""
+        self.stop_signum = signum
+        if self.job is not None:
+            self.abort_job()
+        self.request_exit()
 
     async def _initial(self, prompts: list[str], images: list[Any]) -> None:
         for index, text in enumerate(prompts):
@@ -921,4 +938,4 @@ def run_app(args: argparse.Namespace) -> int:
         finally:
             sys.stdout, sys.stderr = app.stdout, app.stderr
 
-    return asyncio.run(main())
+    return run_main(main())

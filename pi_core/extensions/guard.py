@@ -1,0 +1,284 @@
+"""Running one hook handler so that it cannot take pi down.
+
+The event runner (:mod:`.runner`) calls every handler through :class:`HandlerGuard`:
+
+* **Synchronous handlers run in a worker thread** (one daemon thread per event loop,
+  handlers one at a time, in call order), so the event loop stays free while they run:
+  Esc, Ctrl+C, signals, the TUI and the RPC reader keep working even when a handler
+  blocks (``time.sleep``, a socket read, a lock). Context variables the handler sets
+  are copied back into the caller's context afterwards, and what a handler does
+  through ``ctx`` (its actions and ``ctx.ui``) is carried out on the event loop's
+  thread (:func:`on_loop`).
+* **Coroutine handlers run as their own task**, so that one which swallows
+  cancellation can be left behind instead of awaited for ever.
+* **Every call has a deadline**: the ``hookTimeout`` setting (seconds, default
+  :data:`DEFAULT_HOOK_TIMEOUT`; ``0`` means none). Time a handler spends waiting for
+  the user in a ``ctx.ui`` dialog does not count. A handler still running at the
+  deadline is abandoned (a coroutine is cancelled first) and reported; gates
+  (``tool_call``, ``bash_spawn``, ``user_bash``, ``file_access``) then fail closed.
+* **An abort ends the wait**: when the run's abort signal (``ctx.signal``) fires while
+  a handler runs (Esc, Ctrl+C, SIGINT, ``ctx.abort()``, an RPC ``abort``), the handler
+  gets :data:`ABORT_GRACE` seconds to finish (a coroutine is cancelled), then it is
+  abandoned and reported.
+* **``SystemExit`` and ``KeyboardInterrupt`` raised by a handler are plugin errors**
+  (:class:`HandlerExit`), never an exit of pi.
+
+An abandoned synchronous handler cannot be stopped (Python threads cannot be killed):
+its thread is left to finish in the background and later calls get a new worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import inspect
+import threading
+from collections.abc import Awaitable, Callable
+from queue import SimpleQueue
+from typing import Any
+
+DEFAULT_HOOK_TIMEOUT = 120.0
+"""Seconds a hook handler may run before pi goes on without it (``hookTimeout``)."""
+ABORT_GRACE = 0.5
+"""Seconds a handler may take to finish after the run was aborted."""
+
+
+class HandlerTimeout(Exception):
+    """A handler did not finish before its deadline."""
+
+
+class HandlerAbandoned(Exception):
+    """The run was aborted while a handler ran, and it did not finish in time."""
+
+
+class HandlerExit(Exception):
+    """A handler raised ``SystemExit`` or ``KeyboardInterrupt``."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(f"{type(original).__name__}({original})")
+        self.original = original
+
+
+_thread = threading.local()
+_user_waits = 0
+"""How many ``ctx.ui`` dialogs are waiting for the user (deadlines pause meanwhile)."""
+
+
+def hook_timeout_setting(settings: Any) -> float | None:
+    """The ``hookTimeout`` of merged settings: seconds, ``None`` for no deadline. A
+    value that is not a non-negative number is ignored (the settings reader reports
+    wrong types)."""
+    value = settings.get("hookTimeout") if isinstance(settings, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return DEFAULT_HOOK_TIMEOUT
+    return float(value) if value > 0 else None
+
+
+def in_worker() -> bool:
+    """Whether the calling thread is a hook worker thread."""
+    return getattr(_thread, "loop", None) is not None
+
+
+def on_loop(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``; from a hook worker thread, called on the event loop's
+    thread (which is free: it awaits the handler) and waited for."""
+    loop: asyncio.AbstractEventLoop | None = getattr(_thread, "loop", None)
+    if loop is None:
+        return fn(*args, **kwargs)
+    done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            done.set_result(fn(*args, **kwargs))
+        except BaseException as exc:
+            done.set_exception(exc)
+
+    loop.call_soon_threadsafe(run)
+    return done.result()
+
+
+async def waiting_for_user(awaitable: Awaitable[Any]) -> Any:
+    """Await a ``ctx.ui`` dialog; handler deadlines pause while it is open."""
+    global _user_waits
+    _user_waits += 1
+    try:
+        return await awaitable
+    finally:
+        _user_waits -= 1
+
+
+class _Worker:
+    """A daemon thread that runs synchronous handlers, one at a time."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.abandoned = False
+        self.queue: SimpleQueue[tuple[asyncio.Future[Any], Callable[[], Any], contextvars.Context] | None] = (
+            SimpleQueue()
+        )
+        thread = threading.Thread(target=self._run, name="pi-hook-worker", daemon=True)
+        thread.start()
+
+    def submit(self, fn: Callable[[], Any], context: contextvars.Context) -> asyncio.Future[Any]:
+        future = self.loop.create_future()
+        self.queue.put((future, fn, context))
+        return future
+
+    def stop(self) -> None:
+        self.queue.put(None)
+
+    def _run(self) -> None:
+        _thread.loop = self.loop
+        while not self.abandoned:
+            item = self.queue.get()
+            if item is None:
+                return
+            future, fn, context = item
+            try:
+                outcome: tuple[bool, Any] = (True, context.run(fn))
+            except (SystemExit, KeyboardInterrupt) as exc:
+                outcome = (False, HandlerExit(exc).with_traceback(exc.__traceback__))
+            except BaseException as exc:
+                outcome = (False, exc)
+            try:
+                self.loop.call_soon_threadsafe(_settle, future, outcome)
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                return
+
+
+def _settle(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
+    if future.done():
+        return
+    ok, value = outcome
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+
+
+async def _contained(awaitable: Awaitable[Any]) -> Any:
+    try:
+        return await awaitable
+    except (SystemExit, KeyboardInterrupt) as exc:
+        raise HandlerExit(exc).with_traceback(exc.__traceback__) from None
+
+
+def _adopt(context: contextvars.Context) -> None:
+    """Set in the current context what a handler set in its copy."""
+    for var, value in context.items():
+        if var.get(_UNSET) is not value:
+            var.set(value)
+
+
+_UNSET: Any = object()
+
+
+class HandlerGuard:
+    """Calls handlers with the containment described in the module docstring."""
+
+    def __init__(self, timeout: float | None = DEFAULT_HOOK_TIMEOUT) -> None:
+        self.timeout = timeout
+        self._worker: _Worker | None = None
+
+    def _worker_for(self, loop: asyncio.AbstractEventLoop) -> _Worker:
+        worker = self._worker
+        if worker is None or worker.loop is not loop or worker.abandoned:
+            if worker is not None and not worker.abandoned:
+                worker.stop()
+            worker = self._worker = _Worker(loop)
+        return worker
+
+    def _abandon(self, worker: _Worker) -> None:
+        worker.abandoned = True
+        if self._worker is worker:
+            self._worker = None
+
+    async def call(self, fn: Callable[[], Any], is_async: bool, signal: Any) -> Any:
+        """Run ``fn()`` (a handler bound to its arguments); ``is_async`` when it is a
+        coroutine function. ``signal``: the run's abort signal, or ``None``."""
+        loop = asyncio.get_running_loop()
+        if is_async:
+            try:
+                awaitable = fn()
+            except (SystemExit, KeyboardInterrupt) as exc:
+                raise HandlerExit(exc).with_traceback(exc.__traceback__) from None
+            return await self._await(loop, awaitable, signal)
+        worker = self._worker_for(loop)
+        context = contextvars.copy_context()
+        future = worker.submit(fn, context)
+        try:
+            result = await self._wait(loop, future, signal)
+        finally:
+            if not future.done():
+                self._abandon(worker)
+        _adopt(context)
+        if result is not None and inspect.isawaitable(result):
+            result = await self._await(loop, result, signal)
+        return result
+
+    async def _await(self, loop: asyncio.AbstractEventLoop, awaitable: Awaitable[Any], signal: Any) -> Any:
+        context = contextvars.copy_context()
+        task = loop.create_task(_contained(awaitable), context=context)
+        try:
+            result = await self._wait(loop, task, signal)
+        finally:
+            if not task.done():
+                task.cancel()
+        _adopt(context)
+        return result
+
+    async def _wait(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], signal: Any) -> Any:
+        """The result of ``future``, unless its deadline passes or ``signal`` fires."""
+        aborted: asyncio.Future[None] | None = None
+        remove: Callable[[], Any] | None = None
+        if signal is not None and not getattr(signal, "aborted", True):
+            aborted = loop.create_future()
+            waiter = aborted
+
+            def settle() -> None:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+            def on_abort(_reason: Any) -> None:
+                try:
+                    loop.call_soon_threadsafe(settle)
+                except RuntimeError:  # the loop is closed
+                    pass
+
+            remove = signal.add_callback(on_abort)
+        timeout = self.timeout
+        deadline = None if timeout is None else loop.time() + timeout
+        try:
+            while True:
+                waiters: set[asyncio.Future[Any]] = {future}
+                if aborted is not None:
+                    waiters.add(aborted)
+                remaining = None if deadline is None else max(0.0, deadline - loop.time())
+                await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+                if future.done():
+                    if future.cancelled():
+                        raise HandlerAbandoned("the handler was cancelled")
+                    return future.result()
+                if aborted is not None and aborted.done():
+                    if isinstance(future, asyncio.Task):
+                        future.cancel()
+                    await asyncio.wait({future}, timeout=ABORT_GRACE)
+                    if future.done() and not future.cancelled():
+                        return future.result()
+                    raise HandlerAbandoned(
+                        "the run was aborted while the handler was running"
+                        + ("" if future.done() else "; pi went on without it")
+                    )
+                if _user_waits > 0 and timeout is not None:
+                    deadline = loop.time() + timeout  # the user is answering a dialog
+                    continue
+                if isinstance(future, asyncio.Task):
+                    future.cancel()
+                    await asyncio.wait({future}, timeout=0.1)
+                raise HandlerTimeout(
+                    f"handler did not finish within {timeout:g} s (setting hookTimeout); pi went on without it"
+                )
+        finally:
+            if remove is not None:
+                remove()
