@@ -49,7 +49,8 @@ class ContextHooks:
 
     * ``current_head(messages)`` - the transcript's prompt and tools as one system message;
     * ``forced_prompt()`` - the prompt a ``before_agent_start`` handler forced (or ``None``);
-    * ``block_images()`` - the ``images.blockImages`` setting.
+    * ``block_images()`` - the ``images.blockImages`` setting;
+    * ``fit_images()`` - the ``images.autoResize`` setting (``None``: off).
     """
 
     def __init__(
@@ -59,12 +60,14 @@ class ContextHooks:
         current_head: Callable[[Sequence[AgentMessage]], SystemMessage | None],
         forced_prompt: Callable[[], str | None],
         block_images: Callable[[], bool],
+        fit_images: Callable[[], bool] | None = None,
     ) -> None:
         self.runner = runner
         self._current_head = current_head
         self._forced_prompt = forced_prompt
         self._block_images = block_images
-        self._llm_cache: tuple[int, AgentMessage, bool, list[AgentMessage]] | None = None
+        self._fit_images = fit_images
+        self._llm_cache: tuple[int, AgentMessage, tuple[bool, bool], list[AgentMessage]] | None = None
 
     async def transform_context(self, messages: list[AgentMessage], signal: Any) -> list[AgentMessage]:
         runner = self.runner
@@ -91,22 +94,33 @@ class ContextHooks:
 
     def convert_to_llm(self, messages: list[AgentMessage]) -> list[AgentMessage]:
         """The session's messages in provider roles (images replaced when
-        ``images.blockImages``). The transcript grows by appending, so only the messages
-        added since the previous request are converted."""
+        ``images.blockImages``, shrunk to the models' limits when ``images.autoResize``).
+        The transcript grows by appending, so only the messages added since the previous
+        request are converted."""
         block = bool(self._block_images())
+        mode = (block, not block and self._fit_images is not None and bool(self._fit_images()))
         cached = self._llm_cache
         if cached is not None:
-            count, last, was_blocked, converted = cached
-            if was_blocked == block and count and len(messages) >= count and messages[count - 1] is last:
+            count, last, was_mode, converted = cached
+            if was_mode == mode and count and len(messages) >= count and messages[count - 1] is last:
                 tail = cast(list[AgentMessage], convert_to_llm(messages[count:]))
-                out = converted + ([block_images(m) for m in tail] if block else tail)
-                self._llm_cache = (len(messages), messages[-1], block, out)
+                out = converted + self._images(tail, mode)
+                self._llm_cache = (len(messages), messages[-1], mode, out)
                 return list(out)
-        out = cast(list[AgentMessage], convert_to_llm(messages))
-        if block:
-            out = [block_images(m) for m in out]
-        self._llm_cache = (len(messages), messages[-1], block, out) if messages else None
+        out = self._images(cast(list[AgentMessage], convert_to_llm(messages)), mode)
+        self._llm_cache = (len(messages), messages[-1], mode, out) if messages else None
         return list(out)
+
+    @staticmethod
+    def _images(messages: list[AgentMessage], mode: tuple[bool, bool]) -> list[AgentMessage]:
+        block, fit = mode
+        if block:
+            return [block_images(m) for m in messages]
+        if fit:
+            from ..ai.images import fit_message_images  # Pillow only once images are about
+
+            return [fit_message_images(m) for m in messages]
+        return messages
 
 
 def clone(obj: Any) -> Any:

@@ -215,6 +215,7 @@ class AgentSession:
             current_head=self._loadout.current_head,
             forced_prompt=lambda: self._loadout.forced_prompt,
             block_images=lambda: self.settings.block_images,
+            fit_images=lambda: self.settings.auto_resize_images,
         )
         provider = ProviderHooks(
             runner, settings=lambda: self.settings, session_id=sm.get_session_id, api_key=lambda: self.api_key_override

@@ -129,3 +129,30 @@ def test_refused_and_unknown_keys_are_one_line_each(wire: WireServer, cwd: Path)
         "HTTP streaming (SSE) only; there is no WebSocket transport",
         f"pi: {path}: unknown setting transport_typo",
     ]
+
+
+def test_images_auto_resize_shrinks_what_the_model_sees(wire: WireServer, cwd: Path) -> None:
+    import base64
+    import io
+
+    from PIL import Image
+
+    Image.new("RGB", (3000, 1500), (10, 120, 200)).save(cwd / "wide.png")
+    models_json({"local": chat_provider(wire.url, {"id": "m", "input": ["text", "image"]})})
+    sizes = []
+    for setting in ({}, {"images": {"autoResize": False}}):
+        settings_json(setting)
+        wire.enqueue(text_reply("ok"))
+        out = run_pi("-p", "--model", "local/m", "@wide.png", "what is this?", cwd=cwd)
+        assert out.returncode == 0 and out.stderr == "", out.stderr
+        parts = wire.requests[-1].body["messages"][-1]["content"]
+        url = next(p["image_url"]["url"] for p in parts if p["type"] == "image_url")
+        with Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))) as image:
+            sizes.append(image.size)
+        notes = [p["text"] for p in parts if p["type"] == "text" and p["text"].startswith("[Image: original")]
+        assert notes == (["[Image: original 3000x1500, displayed at 2000x1000. Multiply coordinates by 1.50 "
+                          "to map to original image.]"] if not setting else [])
+    assert sizes == [(2000, 1000), (3000, 1500)]
+    # the session keeps the original
+    session = next((agent_dir() / "sessions").rglob("*.jsonl")).read_text()
+    assert "[Image: original" not in session
