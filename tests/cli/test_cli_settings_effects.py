@@ -156,3 +156,14 @@ def test_images_auto_resize_shrinks_what_the_model_sees(wire: WireServer, cwd: P
     # the session keeps the original
     session = next((agent_dir() / "sessions").rglob("*.jsonl")).read_text()
     assert "[Image: original" not in session
+
+
+def test_enabled_models_scope_rpc_model_cycling(wire: WireServer, cwd: Path) -> None:
+    from rpc_client import RpcProcess
+
+    models_json({"local": chat_provider(wire.url, {"id": "a"}, {"id": "b"}, {"id": "c"})})
+    settings_json({"enabledModels": ["local/a", "local/c"]})
+    with RpcProcess(cwd=cwd, env={"PI_EXTENSIONS": ""}) as rpc:
+        assert rpc.ok("get_state")["model"]["id"] == "a"
+        cycled = [rpc.ok("cycle_model") for _ in range(2)]
+    assert [(c["model"]["id"], c["isScoped"]) for c in cycled] == [("c", True), ("a", True)]
