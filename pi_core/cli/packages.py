@@ -426,7 +426,12 @@ def remove_command(
             continue
         entries = [e for e in entries
                    if e not in match and not (e.distribution and normalize(e.distribution) == normalize(name))]
-        if normalize(name) in have:
+        if normalize(name) in have and not match and not extensions_of(name):
+            # not recorded and not a plugin: pi's own dependencies (pydantic, …) live here too
+            typer.echo(f"pi remove: {name} is not a plugin package (no pi.extensions entry point) and not "
+                       f"recorded in {path}; pi removes only plugin packages", err=True)
+            status = 1
+        elif normalize(name) in have:
             names.append(name)
         elif match:
             typer.echo(f"{name} was not installed; dropped its record")

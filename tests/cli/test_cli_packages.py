@@ -264,3 +264,11 @@ def test_minus_e_with_a_url_is_refused_with_the_command_to_use(capsys: pytest.Ca
     assert capsys.readouterr().err.splitlines() == [
         "pi install: -e git+https://example.com/o/pi-foo.git: -e takes a local project folder; install a URL "
         "without it: pi install git+https://example.com/o/pi-foo.git"]
+
+
+def test_remove_never_uninstalls_what_is_not_a_plugin(venv: Path, tmp_path: Path) -> None:
+    out = pi(venv, "remove", "pydantic", cwd=tmp_path)
+    assert out.returncode == 1
+    assert "pi remove: pydantic is not a plugin package (no pi.extensions entry point)" in out.stderr
+    still = subprocess.run([str(venv / "bin" / "python"), "-c", "import pydantic"], capture_output=True)
+    assert still.returncode == 0  # pi's own dependency is still there
