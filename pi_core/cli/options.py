@@ -21,10 +21,11 @@ SUBCOMMANDS = ("extensions", "models", "sessions")
 
 EPILOG = """commands:
   pi extensions list [--json]   plugins: source, version, hooks, tools, commands, errors
-  pi install SPEC [-l] [-U]     install a plugin package into pi's environment (and record it)
-  pi remove SPEC [-l]           uninstall it (alias: pi uninstall)
-  pi update [SPEC]              upgrade recorded packages
-  pi list                       recorded packages, versions and their extensions
+  pi install SPEC [-l] [-U]     install a plugin package into pi's environment (and record it):
+                                a name[==version], a git+URL, a folder; -e PATH: editable
+  pi remove SPEC [-l]           uninstall it, by name or source (alias: pi uninstall)
+  pi update [SPEC]              upgrade recorded packages, showing their versions
+  pi list                       recorded packages, installed versions and their extensions
   pi models [SEARCH]            models and whether their provider has a key
   pi sessions [--all]           saved sessions of this folder
   pi --export SESSION.jsonl [OUT.html]
