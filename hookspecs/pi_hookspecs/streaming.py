@@ -265,10 +265,14 @@ class MessageBuilder:
         assert isinstance(block, ToolCall)
         return block
 
-    def tool_delta(self, index: int, delta: str) -> None:
+    def tool_delta(self, index: int, delta: str, *, report_empty: bool = False) -> None:
         """Append a piece of the arguments' JSON; the arguments are re-parsed so the
-        partial message always holds the arguments received so far."""
+        partial message always holds the arguments received so far. An empty piece is
+        reported only with ``report_empty`` (pi 1.6.0 reports every chunk of an
+        OpenAI-style tool call, with or without arguments)."""
         if not delta:
+            if report_empty:
+                self._emit(ToolCallDeltaEvent(content_index=index, delta="", partial=self.message))
             return
         text = self._json.get(index, "") + delta
         self._json[index] = text

@@ -124,10 +124,11 @@ class AssistantMessageStream:
         if event.type in ("done", "error"):
             self._time(event.message if event.type == "done" else event.error)
         elif partial is not None:
+            # The thinking level is the final message's (as pi 1.6.0 records it).
             if event.type == "start":
-                event.partial = partial.model_copy(update={"content": list(partial.content)})
+                event.partial = partial.model_copy(update={"content": list(partial.content), "thinking_level": None})
             else:
-                event.partial = partial.model_copy()
+                event.partial = partial.model_copy(update={"thinking_level": None})
         self._queue.put_nowait(event)
 
     def _time(self, message: AssistantMessage) -> None:

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from pi_hookspecs import AssistantMessage, MessageUpdateEvent, PiModel
+from pi_hookspecs import AssistantMessage, MessageUpdateEvent, PiModel, TurnEndEvent
 
 from ..runtime import SessionRuntime
 from .bootstrap import InitialInput, start_runtime
@@ -20,13 +20,22 @@ def event_record(event: PiModel) -> dict[str, Any] | None:
     kind = getattr(event, "type", None)
     if kind == "turn_start":
         return {"type": "turn_start"}  # index and time are for plugins, as pi 1.6.0's stream
-    if kind == "turn_end":
+    if isinstance(event, TurnEndEvent):
         # the boundary's proposal and context preview are for plugins; clients get the turn
         return {
             "type": "turn_end",
             "message": event.message.to_json(),
             "toolResults": [result.to_json() for result in event.tool_results],
         }
+    if kind in ("tool_execution_end", "tool_execution_update"):
+        # a result as pi 1.6.0 shows it: content and details; isError/terminate only when set
+        shown = event.to_json()
+        result = shown.get("result" if kind == "tool_execution_end" else "partialResult")
+        if isinstance(result, dict):
+            for flag in ("isError", "terminate"):
+                if result.get(flag) is False:
+                    del result[flag]
+        return shown
     if isinstance(event, MessageUpdateEvent):
         update = event.assistant_message_event
         if update is None:

@@ -30,7 +30,7 @@ from ._common import (
     run_abortable,
     setting,
 )
-from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, byte_len, format_size, split_lines, truncate_head
+from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, byte_len, format_size, truncate_head
 
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 """Images larger than this are described, not attached."""
@@ -133,7 +133,9 @@ def _image_result(data: bytes, mime: str, path: str, ctx: Any) -> ToolResult:
 
 def _text_result(data: bytes | str, args: ReadArgs) -> ToolResult:
     text = data if isinstance(data, str) else data.decode("utf-8", errors="replace")
-    lines = split_lines(text)
+    # As pi 1.6.0: lines are what split("\n") gives, so a final newline stays in the text
+    # (and counts as an empty last line).
+    lines = text.split("\n")
     total = len(lines)
     start = max(0, args.offset - 1) if args.offset else 0
     if start > 0 and start >= total:

@@ -84,7 +84,11 @@ async def test_text_stream_usage_and_cost(wire: WireServer) -> None:
     events = await collect(s)
     kinds = [e.type for e in events]  # type: ignore[attr-defined]
     assert kinds[0] == "start" and kinds[1] == "text_start" and kinds[-2:] == ["text_end", "done"]
-    assert all(e.partial is events[0].partial for e in events)  # type: ignore[attr-defined]
+    # each event carries the message as it was when emitted (the stream runs ahead of
+    # its consumer): the start is empty, the final message comes with done
+    start = events[0].partial  # type: ignore[attr-defined]
+    assert start.content == [] and start.stop_reason == "pending" and start.usage.output == 0
+    assert events[-1].partial is events[-1].message  # type: ignore[attr-defined]
     deltas = "".join(e.delta for e in events if e.type == "text_delta")  # type: ignore[attr-defined]
     assert deltas == "Hello there, friend."
     message = await s.result()

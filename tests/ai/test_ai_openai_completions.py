@@ -138,7 +138,7 @@ async def test_reasoning_field_replayed_and_tool_results(wire: WireServer) -> No
     assistant = messages[2]
     assert assistant["reasoning"] == "think" and assistant["content"] is None
     assert assistant["tool_calls"] == [
-        {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}
+        {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": '{"command":"ls"}'}}
     ]
     assert messages[3] == {"role": "tool", "tool_call_id": "call_1", "content": "a.txt"}
     assert messages[4]["role"] == "user"

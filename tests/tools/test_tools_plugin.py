@@ -88,7 +88,7 @@ async def test_a_context_with_only_cwd_is_enough(tmp_path):
     tools = {d.name: d for d in builtin_tools()}
     assert text(await tools["write"].run({"path": "a.txt", "content": "hi\n"}, ctx)).startswith("Successfully wrote")
     assert text(await tools["bash"].run({"command": "cat a.txt"}, ctx)) == "hi\n"
-    assert text(await tools["read"].run({"path": "a.txt"}, ctx)) == "hi"
+    assert text(await tools["read"].run({"path": "a.txt"}, ctx)) == "hi\n"
     edited = await tools["edit"].run({"path": "a.txt", "oldText": "hi", "newText": "ho"}, ctx)
     assert not edited.is_error
     assert text(await tools["ls"].run({}, ctx)) == "a.txt"

@@ -37,7 +37,7 @@ async def test_small_file_is_returned_whole(read, ctx, tmp_path):
     write(tmp_path / "a.txt", "hello\nworld\n")
     result = await call(read, ctx, path="a.txt")
     assert not result.is_error
-    assert text(result) == "hello\nworld"
+    assert text(result) == "hello\nworld\n"  # the final newline kept, as pi 1.6.0
     assert result.details is None
 
 
@@ -46,35 +46,35 @@ async def test_long_file_is_cut_at_2000_lines_with_a_continuation_notice(read, c
     result = await call(read, ctx, path="big.txt")
     body = text(result)
     assert body.splitlines()[0] == "line 1"
-    assert "line 2000\n\n[Showing lines 1-2000 of 2500. Use offset=2001 to continue.]" in body
+    assert "line 2000\n\n[Showing lines 1-2000 of 2501. Use offset=2001 to continue.]" in body
     assert "line 2001" not in body
     assert result.details["truncation"]["truncatedBy"] == "lines"
     assert result.details["truncation"]["totalLines"] == 2500
     again = await call(read, ctx, path="big.txt", offset=2001)
-    assert text(again).splitlines()[0] == "line 2001" and text(again).endswith("line 2500")
+    assert text(again).splitlines()[0] == "line 2001" and text(again).endswith("line 2500\n")
 
 
 async def test_byte_limit_cuts_before_the_line_limit(read, ctx, tmp_path):
     write(tmp_path / "wide.txt", "".join(f"{i:04d}" + "x" * 96 + "\n" for i in range(1000)))  # 101 bytes a line
     result = await call(read, ctx, path="wide.txt")
     shown = DEFAULT_MAX_BYTES // 101  # complete lines that fit
-    assert f"[Showing lines 1-{shown} of 1000 (50.0KB limit). Use offset={shown + 1} to continue.]" in text(result)
+    assert f"[Showing lines 1-{shown} of 1001 (50.0KB limit). Use offset={shown + 1} to continue.]" in text(result)
     assert result.details["truncation"]["truncatedBy"] == "bytes"
 
 
 async def test_offset_and_limit_select_a_window_and_say_what_remains(read, ctx, tmp_path):
     write(tmp_path / "f.txt", lines(10))
     result = await call(read, ctx, path="f.txt", offset=3, limit=2)
-    assert text(result) == "line 3\nline 4\n\n[6 more lines in file. Use offset=5 to continue.]"
+    assert text(result) == "line 3\nline 4\n\n[7 more lines in file. Use offset=5 to continue.]"
     tail = await call(read, ctx, path="f.txt", offset=9, limit=5)
-    assert text(tail) == "line 9\nline 10"
+    assert text(tail) == "line 9\nline 10\n"
 
 
 async def test_offset_beyond_the_end_is_an_error(read, ctx, tmp_path):
     write(tmp_path / "f.txt", lines(3))
     result = await call(read, ctx, path="f.txt", offset=10)
     assert result.is_error
-    assert text(result) == "Offset 10 is beyond end of file (3 lines total)"
+    assert text(result) == "Offset 10 is beyond end of file (4 lines total)"
 
 
 async def test_a_single_line_larger_than_the_limit_points_to_bash(read, ctx, tmp_path):
@@ -89,7 +89,7 @@ async def test_a_single_line_larger_than_the_limit_points_to_bash(read, ctx, tmp
 async def test_invalid_utf8_is_replaced_not_fatal(read, ctx, tmp_path):
     write(tmp_path / "latin1.txt", "caf\xe9\n".encode("latin-1"))
     result = await call(read, ctx, path="latin1.txt")
-    assert text(result) == "caf\ufffd"
+    assert text(result) == "caf\ufffd\n"
 
 
 @pytest.mark.parametrize(

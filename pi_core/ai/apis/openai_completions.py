@@ -8,7 +8,7 @@ OpenRouter, …); the differences between endpoints are the ``compat`` options o
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeGuard
 
 from pi_hookspecs import (
     AssistantMessage,
@@ -156,7 +156,8 @@ def _assistant_message(message: AssistantMessage, model: Model, compat: dict[str
             {
                 "id": call.id,
                 "type": "function",
-                "function": {"name": call.name, "arguments": json.dumps(call.arguments or {})},
+                "function": {"name": call.name, "arguments": json.dumps(call.arguments or {}, separators=(",", ":"),
+                                                                       ensure_ascii=False)},
             }
             for call in calls
         ]
@@ -568,8 +569,7 @@ class _ChunkState:
             if name and not block.name:
                 block.name = name
             arguments = function.get("arguments") if function is not None else None
-            if isinstance(arguments, str) and arguments:
-                out.tool_delta(index, arguments)
+            out.tool_delta(index, arguments if isinstance(arguments, str) else "", report_empty=True)
 
 
 def _merge_detail(state: _ChunkState, detail: dict[str, Any]) -> None:
@@ -612,8 +612,8 @@ def _apply_usage(out: MessageBuilder, usage: dict[str, Any]) -> None:
         _apply_reported_cost(result.cost, usage)
 
 
-def _valid_cost(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 and value != float("inf")
+def _valid_cost(value: Any) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < float("inf")
 
 
 def _apply_reported_cost(cost: Any, reported: dict[str, Any]) -> None:

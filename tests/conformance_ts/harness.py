@@ -1,0 +1,260 @@
+"""The conformance harness: one scripted conversation run by this pi and, when ``PI_TS``
+names an installed pi 1.6.0, by pi 1.6.0 itself, against the same local OpenAI-style
+endpoint; what a client sees (the ``--mode json`` stream, the session file, the provider
+requests, the RPC responses and events) reduced to a comparable shape.
+
+Normalisation replaces what legitimately differs from one run to the next: ids (entry,
+session and generated call ids become ``<id1>``, ``<id2>``… in order of appearance, so
+``parentId`` links stay checked), timestamps, durations, the working directory and temp
+paths. It also replaces the texts that are pi's own words by design — the system prompt,
+tool descriptions and schemas (see docs/rpc.md, "Differences from pi 1.6.0") — with
+their names, so everything else is compared byte for byte.
+
+Golden files (``golden/<name>.json``) hold this pi's normalised outcome; run with
+``PI_CONFORMANCE_RECORD=1`` to record them again after a deliberate change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ai"))
+
+from wire_server import Canned, WireServer, chat_chunks, json_error
+
+HERE = Path(__file__).resolve().parent
+GOLDEN = HERE / "golden"
+PI = [sys.executable, "-m", "pi_core"]
+PI_TS = os.environ.get("PI_TS", "")
+SKIP_REASON = "PI_TS does not name an installed pi 1.6.0 (shared/tools/install-pi-ts)"
+MODEL = "local/local-model"
+
+
+def have_pi_ts() -> bool:
+    return bool(PI_TS) and Path(PI_TS).exists()
+
+
+def pi_ts_package() -> Path | None:
+    """pi 1.6.0's npm package next to the ``PI_TS`` launcher (for its ``RpcClient``)."""
+    if not have_pi_ts():
+        return None
+    package = Path(PI_TS).resolve().parent / "node_modules" / "@earendil-works" / "pi-coding-agent"
+    return package if (package / "dist" / "modes" / "rpc" / "rpc-client.js").is_file() else None
+
+
+# --------------------------------------------------------------------------- the endpoint
+
+
+def text_reply(text: str, usage: dict[str, Any] | None = None) -> Canned:
+    return chat_chunks([{"content": text[i : i + 8]} for i in range(0, len(text), 8)],
+                       usage=usage or {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})
+
+
+def tool_reply(name: str, args: dict[str, Any], call_id: str = "call_1") -> Canned:
+    arguments = json.dumps(args)
+    return chat_chunks(
+        [
+            {"tool_calls": [{"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}]},
+            {"tool_calls": [{"index": 0, "function": {"arguments": arguments[:10]}}]},
+            {"tool_calls": [{"index": 0, "function": {"arguments": arguments[10:]}}]},
+        ],
+        finish_reason="tool_calls",
+        usage={"prompt_tokens": 20, "completion_tokens": 8, "total_tokens": 28},
+    )
+
+
+PROVIDER_ERROR = "the model is not available to this key"
+
+
+def rejected() -> Canned:
+    """A permanent provider error (400: not retried by either pi)."""
+    return json_error(400, {"error": {"message": PROVIDER_ERROR, "type": "invalid_request_error"}})
+
+
+def write_agent_dir(agent: Path, url: str) -> None:
+    """models.json pointing at the local endpoint; settings that keep runs comparable
+    (no retries: a failure is reported at once)."""
+    agent.mkdir(parents=True, exist_ok=True)
+    models = {
+        "providers": {
+            "local": {
+                "baseUrl": f"{url}/v1",
+                "api": "openai-completions",
+                "apiKey": "test-key",
+                "models": [
+                    {"id": "local-model", "contextWindow": 32000, "maxTokens": 1024},
+                    {"id": "think-model", "reasoning": True, "contextWindow": 32000, "maxTokens": 1024},
+                ],
+            }
+        }
+    }
+    (agent / "models.json").write_text(json.dumps(models))
+    (agent / "settings.json").write_text(json.dumps({"retry": {"enabled": False}}))
+
+
+# --------------------------------------------------------------------------- running
+
+
+def environment(agent: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update({"PI_CODING_AGENT_DIR": str(agent), "PI_EXTENSIONS": "", "PYTHONUNBUFFERED": "1",
+                "PI_OFFLINE": "1", "NO_COLOR": "1"})
+    return env
+
+
+def run_json(which: str, args: list[str], *, cwd: Path, agent: Path) -> subprocess.CompletedProcess[str]:
+    """``pi --mode json`` of this pi (``which="py"``) or of pi 1.6.0 (``"ts"``)."""
+    command = [*PI] if which == "py" else [PI_TS]
+    return subprocess.run([*command, "--mode", "json", *args], cwd=cwd, env=environment(agent),
+                          capture_output=True, text=True, timeout=120)
+
+
+def session_records(agent: Path) -> list[dict[str, Any]]:
+    files = sorted((agent / "sessions").rglob("*.jsonl"))
+    assert len(files) == 1, f"expected one session file, found {files}"
+    return [json.loads(line) for line in files[0].read_text().splitlines() if line.strip()]
+
+
+def request_bodies(server: WireServer) -> list[Any]:
+    return [request.body for request in server.requests]
+
+
+# --------------------------------------------------------------------------- normalising
+
+_ID_KEYS = {"id", "parentId", "targetId", "firstKeptEntryId", "fromId", "leafId", "sessionId", "messageEntryId"}
+_TIME_KEYS = {"timestamp", "modified", "created"}
+_DURATION_KEYS = {"durationMs", "duration_ms", "wall_time_seconds"}
+
+
+class Normaliser:
+    """Replaces run-specific values with stable placeholders (ids keep their identity
+    across a whole outcome)."""
+
+    def __init__(self, cwd: Path, extra_paths: tuple[Path, ...] = ()) -> None:
+        self.ids: dict[str, str] = {}
+        self.paths = [(str(p), f"<path{i}>") for i, p in enumerate((cwd, *extra_paths))]
+
+    def _id(self, value: str) -> str:
+        if value not in self.ids:
+            self.ids[value] = f"<id{len(self.ids) + 1}>"
+        return self.ids[value]
+
+    def _text(self, value: str) -> str:
+        for path, name in self.paths:
+            value = value.replace(path, name)
+        return re.sub(r"/tmp/pi-[\w-]+\.log", "<temp-file>", value)
+
+    def __call__(self, value: Any, key: str | None = None) -> Any:
+        if isinstance(value, dict):
+            return self._dict(value)
+        if isinstance(value, list):
+            return [self(item, key) for item in value]
+        if key in _ID_KEYS and isinstance(value, str):
+            return self._id(value)
+        if key in _TIME_KEYS and value is not None:
+            return "<time>"
+        if key in _DURATION_KEYS and value is not None:
+            return "<duration>"
+        if key == "cwd" and isinstance(value, str):
+            return "<cwd>"
+        if key == "errorMessage" and isinstance(value, str) and PROVIDER_ERROR in value:
+            # the wording of a provider error is the HTTP client's (OpenAI's JS SDK in pi
+            # 1.6.0); both must carry the status and the provider's own message
+            return "<provider error 400>" if "400" in value else value
+        if isinstance(value, str):
+            return self._text(value)
+        return value
+
+    def _dict(self, value: dict[str, Any]) -> dict[str, Any]:
+        if value.get("role") == "system":
+            return self._system_message(value)
+        # structuredContent (what codemode scripts receive): pi 1.6.0's built-in tools
+        # fill it, this pi's return text (a documented difference)
+        out = {k: self(v, k) for k, v in value.items() if k != "structuredContent"}
+        if value.get("type") == "session" and "version" in value:
+            out["id"] = "<session>"
+        return out
+
+    def _system_message(self, message: dict[str, Any]) -> dict[str, Any]:
+        """pi's own prompt words and tool texts: only their structure is compared."""
+        out = {k: self(v, k) for k, v in message.items() if k not in ("sections", "toolsAdded", "content")}
+        if isinstance(message.get("content"), str):
+            out["content"] = "<system prompt>" if message["content"] else ""
+        if "sections" in message:
+            out["sections"] = sorted(message["sections"] or {})
+        if "toolsAdded" in message:
+            out["toolsAdded"] = [tool["name"] for tool in message["toolsAdded"]]
+        return out
+
+
+def normalise_request(body: Any, normalise: Normaliser) -> Any:
+    """A provider request with the system prompt and tool declarations (pi's words)
+    reduced to their presence and names."""
+    body = dict(body)
+    if "tools" in body:
+        body["tools"] = [tool["function"]["name"] for tool in body["tools"]]
+    messages = []
+    for message in body.get("messages", []):
+        if message.get("role") in ("system", "developer"):
+            message = {**message, "content": "<system prompt>"}
+        messages.append(message)
+    body["messages"] = messages
+    return normalise(body)
+
+
+# --------------------------------------------------------------------------- goldens
+
+
+def check_golden(name: str, outcome: Any) -> None:
+    """``outcome`` equals the recorded golden file (recorded when missing or when
+    ``PI_CONFORMANCE_RECORD=1``)."""
+    path = GOLDEN / f"{name}.json"
+    text = json.dumps(outcome, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+    if os.environ.get("PI_CONFORMANCE_RECORD") == "1" or not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        return
+    assert json.loads(path.read_text()) == outcome, f"differs from {path} (PI_CONFORMANCE_RECORD=1 records it again)"
+
+
+def first_difference(ours: Any, theirs: Any, where: str = "$") -> str | None:
+    """Where two JSON values first differ (a readable assertion message)."""
+    if type(ours) is not type(theirs) and not (isinstance(ours, int | float) and isinstance(theirs, int | float)):
+        return f"{where}: {json.dumps(ours)[:300]} != {json.dumps(theirs)[:300]}"
+    if isinstance(ours, dict):
+        for key in sorted(set(ours) | set(theirs)):
+            if key not in ours or key not in theirs:
+                side = "ours" if key in ours else "pi 1.6.0's"
+                value = ours.get(key, theirs.get(key))
+                return f"{where}.{key}: only in {side} ({json.dumps(value)[:200]})"
+            found = first_difference(ours[key], theirs[key], f"{where}.{key}")
+            if found:
+                return found
+        return None
+    if isinstance(ours, list):
+        if len(ours) != len(theirs):
+            return f"{where}: {len(ours)} items != {len(theirs)} items"
+        for index, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+            found = first_difference(a, b, f"{where}[{index}]")
+            if found:
+                return found
+        return None
+    return None if ours == theirs else f"{where}: {json.dumps(ours)[:300]} != {json.dumps(theirs)[:300]}"
+
+
+Scenario = Callable[[WireServer], None]
+
+
+def fresh_dir(path: Path) -> Path:
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return path

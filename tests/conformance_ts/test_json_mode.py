@@ -1,0 +1,93 @@
+"""``pi --mode json`` conformance: the event stream, the session file and the provider
+requests of scripted conversations, against golden files and (with ``PI_TS``) against
+pi 1.6.0 run on the same endpoint in the same test."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import (
+    MODEL,
+    Normaliser,
+    check_golden,
+    first_difference,
+    fresh_dir,
+    have_pi_ts,
+    normalise_request,
+    rejected,
+    request_bodies,
+    run_json,
+    session_records,
+    text_reply,
+    tool_reply,
+    write_agent_dir,
+)
+from wire_server import Canned, WireServer
+
+
+@dataclass
+class Case:
+    name: str
+    args: list[str]
+    replies: list[Canned]
+    files: dict[str, str] = field(default_factory=dict)
+
+
+CASES = [
+    Case("text_answer", ["--model", MODEL, "hi"], [text_reply("Hello there, friend.")]),
+    Case(
+        "tool_call",
+        ["--model", MODEL, "what is in notes.txt?"],
+        [tool_reply("read", {"path": "notes.txt"}), text_reply("It says alpha and beta.")],
+        files={"notes.txt": "alpha\nbeta\n"},
+    ),
+    Case("provider_error", ["--model", MODEL, "hi"], [rejected()]),
+    Case(
+        "reasoning_model_default_level",
+        ["--model", "local/think-model", "think"],
+        [text_reply("Thought about it.", usage={"prompt_tokens": 12, "completion_tokens": 9, "total_tokens": 21,
+                                                  "completion_tokens_details": {"reasoning_tokens": 4}})],
+    ),
+    Case("two_prompts", ["--model", MODEL, "one", "two"], [text_reply("first"), text_reply("second")]),
+]
+
+
+@pytest.fixture(scope="module")
+def wire() -> Any:
+    server = WireServer()
+    yield server
+    server.close()
+
+
+def run_case(which: str, case: Case, wire: WireServer, root: Path) -> dict[str, Any]:
+    wire.reset()
+    wire.enqueue(*case.replies)
+    cwd = fresh_dir(root / "project")  # the same folder for both pis: the same session folder name
+    for name, text in case.files.items():
+        (cwd / name).write_text(text)
+    agent = fresh_dir(root / f"agent-{which}")
+    write_agent_dir(agent, wire.url)
+    done = run_json(which, case.args, cwd=cwd, agent=agent)
+    assert done.returncode == 0, done.stderr[-3000:]
+    normalise = Normaliser(cwd)
+    events = [__import__("json").loads(line) for line in done.stdout.splitlines() if line.strip()]
+    return {
+        "exit": done.returncode,
+        "events": normalise(events),
+        "session": normalise(session_records(agent)),
+        "requests": [normalise_request(body, normalise) for body in request_bodies(wire)],
+    }
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_json_mode_matches_golden_and_pi_1_6_0(case: Case, wire: WireServer, tmp_path: Path) -> None:
+    ours = run_case("py", case, wire, tmp_path)
+    check_golden(f"json_{case.name}", ours)
+    if not have_pi_ts():
+        pytest.skip("compared with the golden file only: PI_TS does not name an installed pi 1.6.0")
+    theirs = run_case("ts", case, wire, tmp_path)
+    difference = first_difference(ours, theirs)
+    assert difference is None, f"differs from pi 1.6.0 at {difference}"
