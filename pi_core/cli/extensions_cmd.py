@@ -44,7 +44,11 @@ def collect(
         }
     return {
         "plugins": plugins,
-        "diagnostics": [d.to_json() for d in host.diagnostics],
+        "diagnostics": [
+            *(d.to_json() for d in host.diagnostics),
+            # a broken settings file changes what loads (disabledExtensions …): say so
+            *({"level": e.level, "message": str(e), "source": "settings"} for e in host.settings.errors),
+        ],
         "projectTrusted": host.project_trusted,
     }
 

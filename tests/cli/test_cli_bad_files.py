@@ -158,3 +158,13 @@ def test_install_and_remove_stop_before_changing_anything_when_settings_are_brok
             assert line.startswith(f"pi: {path}") and problem in line
             assert line.endswith("(fix it first: nothing was installed, removed or recorded)")
             assert path.read_text() == text
+
+
+def test_commands_without_a_session_report_a_broken_settings_file_once(tmp_path: Path) -> None:
+    path = agent_dir() / "settings.json"
+    path.write_bytes(b"\xff\xfe{}")
+    problem = f"{path}: not UTF-8 text (byte 0); expected a JSON object"
+    for command in (["extensions", "list"], ["config"]):
+        out = run_pi(*command, cwd=tmp_path)
+        assert "Traceback" not in out.stderr
+        assert (out.stdout + out.stderr).count(problem) == 1, (command, out.stdout, out.stderr)
