@@ -16,6 +16,7 @@ that are not installed gets a message with the exact ``pi install`` command.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import importlib.util
 import json
@@ -85,6 +86,7 @@ def _probe(*cmd: str) -> bool:
         return False
 
 
+@functools.cache
 def find_installer() -> Installer:
     """The first of: ``uv`` in pi's own environment (a ``uv sync`` environment such as
     the one ``tasks.py`` makes has it), the ``uv`` package's binary, ``uv`` on PATH, pip in
@@ -111,10 +113,12 @@ def find_installer() -> Installer:
     if base and sys.prefix != sys.base_prefix:  # a virtual environment: try the Python it was made from
         if _probe(base, "-m", "uv", "--version"):
             return Installer((base, "-m", "uv"), "uv", True)
-        if _probe(base, "-m", "pip", "install", "--help"):
-            pip_help = subprocess.run([base, "-m", "pip", "--help"], capture_output=True, text=True).stdout
-            if "--python" in pip_help:
-                return Installer((base, "-m", "pip"), "pip", True)
+        try:
+            pip_help = subprocess.run([base, "-m", "pip", "--help"], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            pip_help = None
+        if pip_help is not None and pip_help.returncode == 0 and "--python" in pip_help.stdout:
+            return Installer((base, "-m", "pip"), "pip", True)
     raise NoInstaller(
         f"no installer for {sys.executable}: uv is not in its environment nor on PATH, and it has no pip; "
         f"add one with: {sys.executable} -m ensurepip   (or install uv: https://docs.astral.sh/uv/)"

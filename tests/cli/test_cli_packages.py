@@ -272,3 +272,54 @@ def test_remove_never_uninstalls_what_is_not_a_plugin(venv: Path, tmp_path: Path
     assert "pi remove: pydantic is not a plugin package (no pi.extensions entry point)" in out.stderr
     still = subprocess.run([str(venv / "bin" / "python"), "-c", "import pydantic"], capture_output=True)
     assert still.returncode == 0  # pi's own dependency is still there
+
+
+@pytest.fixture
+def bare(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No uv beside pi's Python, no uv package, none on PATH, no pip: a venv made from
+    ``tmp_path/base-python`` (a script the test writes)."""
+    import importlib.util
+    import shutil
+    import sysconfig
+
+    import pi_core.cli.packages as packages
+
+    packages.find_installer.cache_clear()
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    real_get_path = sysconfig.get_path
+    monkeypatch.setattr(sysconfig, "get_path", lambda name, *a, **k: str(empty) if name == "scripts"
+                        else real_get_path(name, *a, **k))
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in ("uv", "pip")
+                        else real_find_spec(name, *a))
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "venv"))
+    monkeypatch.setattr(sys, "_base_executable", str(tmp_path / "base-python"), raising=False)
+    yield tmp_path / "base-python"
+    packages.find_installer.cache_clear()
+
+
+def test_without_any_installer_the_message_says_how_to_get_one(bare: Path) -> None:
+    from pi_core.cli.packages import NoInstaller, find_installer
+
+    bare.write_text("#!/bin/sh\nexit 1\n")
+    bare.chmod(0o755)
+    with pytest.raises(NoInstaller) as error:
+        find_installer()
+    assert str(error.value) == (
+        f"no installer for {sys.executable}: uv is not in its environment nor on PATH, and it has no pip; "
+        f"add one with: {sys.executable} -m ensurepip   (or install uv: https://docs.astral.sh/uv/)")
+
+
+def test_the_base_python_s_pip_is_aimed_at_pi_s_environment(bare: Path) -> None:
+    from pi_core.cli.packages import find_installer
+
+    # `-m uv` fails, `-m pip --help` lists --python (pip >= 22.3)
+    bare.write_text('#!/bin/sh\n[ "$2" = "pip" ] && echo "  --python <python>  Run pip with the specified Python"'
+                    ' && exit 0\nexit 1\n')
+    bare.chmod(0o755)
+    installer = find_installer()
+    assert (installer.kind, installer.describe()) == ("pip", "base-python -m pip")
+    assert installer.argv("install", ["pi-foo"]) == [
+        str(bare), "-m", "pip", "--python", sys.executable, "install", "pi-foo"]
