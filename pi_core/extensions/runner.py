@@ -54,10 +54,10 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import pluggy
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from pi_hookspecs import (
     EVENTS,
@@ -426,36 +426,79 @@ def _abort_signal(ctx: Any) -> Any:
         return None
 
 
-def _snapshot(event: Any) -> dict[str, Any] | None:
+def _snapshot(event: Any) -> Any:
+    """A deep copy of ``event`` before a handler may change it (``None``: cannot copy)."""
     try:
-        return event.model_dump(warnings=False)  # type: ignore[no-any-return]
+        return event.model_copy(deep=True)
     except Exception:
         return None
 
 
-def _undo_invalid(event: Any, before: dict[str, Any] | None) -> str | None:
-    """Validate ``event`` after a handler changed it; when invalid, put the fields back
-    as they were (``before``, its dump) and return what was wrong."""
+def _undo_invalid(event: Any, before: Any) -> str | None:
+    """Validate ``event`` after a handler may have changed it in place; put every
+    top-level field holding an invalid value back as it was (``before``) and return
+    what was wrong (``None``: valid)."""
     if before is None:
         return None
-    model = type(event)
     try:
-        after = event.model_dump(warnings=False)
-        if after == before:
+        if event == before:
             return None
-        model.model_validate(after)
-        return None
-    except ValidationError as exc:
-        problem = _short_validation(exc)
-    except Exception as exc:
-        problem = f"{type(exc).__name__}: {exc}"
+    except Exception:
+        pass
+    problems: list[str] = []
+    for name in type(event).model_fields:
+        found = _field_problems(type(event), name, getattr(event, name, None), name)
+        if found:
+            problems.extend(found)
+            _put_back(event, name, getattr(before, name, None))
+    return "; ".join(problems[:3]) or None
+
+
+_ADAPTERS: dict[tuple[type[BaseModel], str], TypeAdapter[Any]] = {}
+
+
+def _field_problems(model: type[BaseModel], name: str, value: Any, where: str) -> list[str]:
+    """What is wrong with ``value`` as field ``name`` of ``model`` (nested models, also
+    in lists, are checked field by field: pydantic accepts model instances as they are)."""
+    adapter = _ADAPTERS.get((model, name))
+    if adapter is None:
+        info = model.model_fields[name]
+        annotation = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+        adapter = _ADAPTERS[(model, name)] = TypeAdapter(annotation)
     try:
-        restored = model.model_validate(before)
-    except Exception:  # the event does not survive a round trip: nothing to compare with
-        return None
-    for field in model.model_fields:
-        setattr(event, field, getattr(restored, field))
-    return problem
+        adapter.validate_python(value)
+    except ValidationError as exc:
+        return [
+            f"{where}{''.join(f'.{part}' for part in error.get('loc', ()))}: {error.get('msg')}"
+            for error in exc.errors()[:3]
+        ]
+    except Exception as exc:  # an annotation pydantic cannot check on its own
+        return [f"{where}: {type(exc).__name__}: {exc}"]
+    items = [value] if isinstance(value, BaseModel) else value if isinstance(value, list) else []
+    problems: list[str] = []
+    for index, item in enumerate(items):
+        if isinstance(item, BaseModel):
+            prefix = where if item is value else f"{where}.{index}"
+            for field in type(item).model_fields:
+                problems.extend(_field_problems(type(item), field, getattr(item, field, None), f"{prefix}.{field}"))
+    return problems
+
+
+def _put_back(target: Any, name: str, old: Any) -> None:
+    """Restore field ``name`` to ``old``, keeping the identity of the model, list or dict
+    it holds when it still holds one (pi keeps references, e.g. to the run's system
+    prompt options)."""
+    current = getattr(target, name, None)
+    if isinstance(current, BaseModel) and type(current) is type(old):
+        for field in type(current).model_fields:
+            _put_back(current, field, getattr(old, field, None))
+    elif isinstance(current, list) and isinstance(old, list):
+        current[:] = old
+    elif isinstance(current, dict) and isinstance(old, dict):
+        current.clear()
+        current.update(old)
+    else:
+        setattr(target, name, old)
 
 
 def _unchanged(name: str, rule: Rule, event: Any) -> Any:

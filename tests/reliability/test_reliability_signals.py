@@ -1,0 +1,154 @@
+"""Signals against a running bash tool leave nothing behind: SIGTERM, SIGHUP and
+SIGINT stop the command's whole process group (the shell and a background child),
+the session keeps every entry written so far, and pi exits with ``128 + signal``.
+A handler blocking synchronously (or swallowing cancellation) does not delay SIGINT."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from reliability_helpers import (
+    PI,
+    RpcProcess,
+    env_with,
+    group_members,
+    of_type,
+    scripted_model,
+    session_files,
+    session_records,
+    steps_env,
+    write_plugin,
+)
+
+WAIT = 20.0
+
+
+def _wait_for(predicate: object, timeout: float = WAIT) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        time.sleep(0.05)
+
+
+def _command(pidfile: Path) -> str:
+    # the shell writes its pid (= its process group), starts a background child and waits
+    return f"echo $$ > {pidfile}.tmp && mv {pidfile}.tmp {pidfile}; sleep 300 & sleep 301"
+
+
+def _running_group(pidfile: Path) -> int:
+    _wait_for(pidfile.exists)
+    pgid = int(pidfile.read_text())
+    _wait_for(lambda: len(group_members(pgid)) >= 3)  # the shell and both sleeps
+    return pgid
+
+
+def _no_orphans(pgid: int) -> None:
+    _wait_for(lambda: not group_members(pgid), timeout=5)
+
+
+@pytest.fixture
+def cwd(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    return root
+
+
+@pytest.mark.parametrize(
+    ("mode", "signum"),
+    [("print", signal.SIGTERM), ("print", signal.SIGHUP), ("print", signal.SIGINT), ("json", signal.SIGTERM)],
+)
+def test_a_signal_stops_the_bash_group_and_pi(mode: str, signum: int, cwd: Path, tmp_path: Path) -> None:
+    pidfile = tmp_path / "shell.pid"
+    flags = ["-p"] if mode == "print" else ["--mode", "json"]
+    proc = subprocess.Popen(
+        [*PI, *flags, *scripted_model(tmp_path), "go"],
+        cwd=cwd, env=env_with(**steps_env(_command(pidfile))),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        pgid = _running_group(pidfile)
+        started = time.monotonic()
+        proc.send_signal(signum)
+        _out, err = proc.communicate(timeout=WAIT)
+        assert time.monotonic() - started < 5
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signum, err
+    assert b"Traceback" not in err
+    _no_orphans(pgid)
+    (session_file,) = session_files()
+    records = session_records(session_file)  # every line complete
+    roles = [r["message"]["role"] for r in records if r["type"] == "message" and r["message"]["role"] != "system"]
+    assert roles[:2] == ["user", "assistant"]  # the prompt and the tool call are on disk
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_rpc_mode_stops_the_bash_group_on_a_signal(signum: int, cwd: Path, tmp_path: Path) -> None:
+    pidfile = tmp_path / "shell.pid"
+    env = {**steps_env(_command(pidfile)), "PI_EXTENSIONS": ""}
+    with RpcProcess(*scripted_model(tmp_path), cwd=cwd, env=env) as rpc:
+        rpc.ok("get_state")
+        rpc.command("prompt", message="go")
+        rpc.wait_for(of_type("tool_execution_start"))
+        pgid = _running_group(pidfile)
+        rpc.send_signal(signum)
+        assert rpc.wait(timeout=WAIT) == 128 + signum, rpc.stderr
+    _no_orphans(pgid)
+
+
+BLOCKING = '''
+import asyncio
+import os
+import time
+from pathlib import Path
+
+from pi_hookspecs import hookimpl
+
+if os.environ["HANG"] == "sync":
+    @hookimpl
+    def tool_call(event):
+        Path(os.environ["MARKER"]).write_text("in the handler")
+        time.sleep(3600)
+else:
+    @hookimpl
+    async def tool_call(event):
+        Path(os.environ["MARKER"]).write_text("in the handler")
+        while True:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                pass
+'''
+
+
+@pytest.mark.parametrize("hang", ["sync", "async"])
+def test_sigint_ends_print_mode_at_once_while_a_handler_hangs(hang: str, cwd: Path, tmp_path: Path) -> None:
+    """The default deadline is two minutes; SIGINT does not wait for it."""
+    marker = tmp_path / "marker"
+    plugin = write_plugin(tmp_path, "blocking", BLOCKING)
+    proc = subprocess.Popen(
+        [*PI, "-p", *scripted_model(tmp_path), "-e", str(plugin), "go"],
+        cwd=cwd, env=env_with(**steps_env("echo never"), HANG=hang, MARKER=str(marker)),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        _wait_for(marker.exists)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=WAIT)
+        took = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGINT, err
+    assert took < 3, took  # the abort leaves the handler behind within ABORT_GRACE
+    assert b"blocking" in err and b"aborted" in err
+    assert b"Traceback" not in err
+    assert not os.path.exists(tmp_path / "never")
