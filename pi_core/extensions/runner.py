@@ -463,7 +463,7 @@ def _field_problems(model: type[BaseModel], name: str, value: Any, where: str) -
     adapter = _ADAPTERS.get((model, name))
     if adapter is None:
         info = model.model_fields[name]
-        annotation = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+        annotation: Any = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
         adapter = _ADAPTERS[(model, name)] = TypeAdapter(annotation)
     try:
         adapter.validate_python(value)
