@@ -69,6 +69,8 @@ DOUBLE_ESCAPE_SECONDS = 0.5  # as pi 1.6.0
 ESCAPE_TIMEOUT = 0.05
 """How long a lone Esc waits for the rest of an Alt+key sequence (terminals send those
 in one write); prompt_toolkit's default of 0.5 s would make a double Esc impossible."""
+PREFIX_TIMEOUT = 0.3
+"""How long a key that starts a longer binding (Esc before Enter, Up …) waits."""
 Mode = Literal["steer", "follow_up"]
 
 
@@ -133,6 +135,7 @@ class InteractiveApp:
         self._key_bindings = self._bindings()
         self.prompt: PromptSession[str] = self._make_prompt()
         self.prompt.app.ttimeoutlen = ESCAPE_TIMEOUT
+        self.prompt.app.timeoutlen = PREFIX_TIMEOUT
 
     # ------------------------------------------------------------------ state
 

@@ -110,7 +110,7 @@ def refresh_settings(settings: Settings) -> None:
 
 
 def _shown(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def theme_names(app: CommandHost) -> list[str]:
