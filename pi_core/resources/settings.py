@@ -640,15 +640,16 @@ def load_settings(
     )
     settings.user = _load_file(user_path, settings)
     if project_trusted:
-        settings.project = _load_file(project_path, settings)
+        settings.project = _load_file(project_path, settings, project=True)
     settings.merged = merge_settings(settings.user, settings.project)
     return settings
 
 
-def _load_file(path: Path, settings: Settings) -> dict[str, Any]:
+def _load_file(path: Path, settings: Settings, *, project: bool = False) -> dict[str, Any]:
     """One settings file, migrated and checked against the key registry: broken files
     and mistyped values are recorded in ``settings.errors`` (mistyped values dropped),
-    undeclared top-level keys in ``settings.unknown``."""
+    undeclared top-level keys in ``settings.unknown``; a project file setting a key of
+    the user file only gets a warning (the value is never used)."""
     from .settings_keys import check_settings_data
 
     try:
@@ -660,6 +661,13 @@ def _load_file(path: Path, settings: Settings) -> dict[str, Any]:
         settings.errors.append(SettingsError(path, "the file is empty; write {} or remove it", level="warning"))
     issues, unknown = check_settings_data(data)
     settings.errors += [SettingsError(path, issue.message, level=issue.level) for issue in issues]
+    if project:
+        user_file = settings.user_path or "the user settings"
+        settings.errors += [
+            SettingsError(path, f"{key} can only be set in {user_file}; ignored here", level="warning")
+            for key in data
+            if key in USER_ONLY_KEYS
+        ]
     settings.unknown += [(path, key) for key in unknown]
     return data
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_core.resources.settings import load_settings, unknown_key_errors
+from pi_core.resources.settings import USER_ONLY_KEYS, load_settings, unknown_key_errors
 from pi_core.resources.settings_keys import BY_KEY, GROUPS, KEYS, SettingKey, reference_keys
 
 REPO = Path(__file__).resolve().parents[2]
@@ -165,3 +165,19 @@ def test_docs_say_what_each_key_does_here() -> None:
     for entry in KEYS:
         if entry.use == "refused":
             assert f"`{entry.key}`" in section, entry.key
+
+
+def test_user_only_keys_in_a_project_file_are_one_warning_each(tmp_path: Path) -> None:
+    assert {entry.key for entry in KEYS if entry.user_only} == USER_ONLY_KEYS
+    agent, project = tmp_path / "agent", tmp_path / "project"
+    (project / ".pi").mkdir(parents=True)
+    agent.mkdir()
+    (project / ".pi" / "settings.json").write_text(json.dumps({"httpProxy": "http://p:1", "defaultProjectTrust": "always",
+                                                               "defaultModel": "m"}))
+    settings = load_settings(project, agent_dir=agent, project_trusted=True)
+    where = project / ".pi" / "settings.json"
+    assert [str(e) for e in settings.errors] == [
+        f"{where}: {key} can only be set in {agent / 'settings.json'}; ignored here"
+        for key in ("httpProxy", "defaultProjectTrust")
+    ]
+    assert settings.http_proxy is None and settings.default_project_trust == "ask" and settings.default_model == "m"
