@@ -4,7 +4,6 @@ the offline demo model (each prompt: a ``bash ls`` tool call, then a summary).""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import stat
 import time

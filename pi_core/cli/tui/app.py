@@ -36,6 +36,7 @@ from ... import __version__
 from ..._async import maybe_await
 from ..._paths import agent_dir
 from ...ai import supported_thinking_levels
+from ...resources.settings import SettingsError
 from ...runtime import AgentSession, NoModelError, SessionBusyError, SessionRuntime
 from ...session import SessionManager
 from ..bootstrap import CliError, diagnostics_of, initial_input, open_runtime, start_runtime
@@ -48,6 +49,7 @@ from .keys import KeyError_, external_editor_command, install_sequences, load_ke
 from .output import StreamToTranscript, Transcript, plain, terminal_width
 from .render import EventRenderer, LiveView
 from .sessions_ui import SessionPicker, ask_missing_cwd
+from .settings_ui import refresh_settings, write_setting
 from .system import read_clipboard, run_editor
 from .theme import load_theme
 
@@ -235,13 +237,19 @@ class InteractiveApp:
 
     def toggle_tool_output(self) -> None:
         expanded = self.renderer.toggle_expanded()
-        self.live.flash("Tool output expanded" if expanded else "Tool output collapsed", 1.5)
-        self.invalidate()
+        self.out.line("Tool output: in full (Ctrl+O collapses)" if expanded else "Tool output: previews (Ctrl+O expands)", "dim")
 
     def toggle_thinking(self) -> None:
+        """Ctrl+T: as pi 1.6.0, saved as ``hideThinkingBlock`` in the user settings."""
         hidden = self.renderer.toggle_thinking()
-        self.live.flash("Thinking blocks hidden" if hidden else "Thinking blocks shown", 1.5)
-        self.invalidate()
+        self.out.line(f"Thinking blocks: {'hidden' if hidden else 'visible'}", "dim")
+        if self._runtime is None:
+            return
+        try:
+            write_setting(self.session.cwd, "user", "hideThinkingBlock", hidden)
+            refresh_settings(self.session.settings)
+        except (SettingsError, OSError) as exc:
+            self.out.line(f"✖ hideThinkingBlock not saved: {exc}", "red")
 
     async def edit_externally(self) -> None:
         """Ctrl+G: the draft in the external editor; what it saves becomes the draft."""
