@@ -100,9 +100,11 @@ class EventBridge:
                 await runner.emit(kind, event)
         elif kind != "turn_end" and runner.has_handlers(kind):
             await runner.emit(kind, event)
-        self._emit(event)
         if kind == "message_end":
+            # on disk before anyone hears of it: a message a client saw end (json mode's
+            # stdout, an RPC event) survives a kill -9 (tests/reliability)
             self.persist(event.message)
+        self._emit(event)
 
     # ------------------------------------------------------------------ persistence
 
