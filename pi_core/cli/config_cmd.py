@@ -23,7 +23,7 @@ import typer
 from .._fs import atomic_write
 from .._paths import agent_dir, project_dir
 from ..resources.prompt_templates import load_prompt_templates
-from ..resources.settings import ResourceKind, SettingsError, load_settings, read_settings_file
+from ..resources.settings import ResourceKind, SettingsError, load_settings, read_settings_for_update
 from ..resources.skills import load_skills
 from ..resources.trust import TrustStore
 
@@ -60,8 +60,8 @@ def settings_file(cwd: str, scope: Scope) -> Path:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        return read_settings_file(path)
+    try:  # the keys toggle() rewrites must hold what it expects, or nothing is written
+        return read_settings_for_update(path, "disabledExtensions", "skills", "prompts")
     except SettingsError as error:
         raise ConfigError(str(error)) from None
 

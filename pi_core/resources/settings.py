@@ -99,8 +99,12 @@ def read_settings_for_update(path: Path, *keys: str) -> dict[str, Any]:
     data = read_settings_file(path)
     for key in keys:
         entry = BY_KEY.get(key)
-        if key in data and entry is not None and not entry.check(data[key]):
-            raise SettingsError(path, f"{key} must be {entry.expected}, found {json.dumps(data[key])}")
+        if key not in data or entry is None:
+            continue
+        value = data[key]
+        # a resource list in pi's older object form is read (migrated), never rewritten
+        if not entry.check(value) or (key in RESOURCE_LIST_KEYS and not isinstance(value, list)):
+            raise SettingsError(path, f"{key} must be {entry.expected}, found {json.dumps(value)}")
     return data
 
 

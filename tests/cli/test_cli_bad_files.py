@@ -168,3 +168,14 @@ def test_commands_without_a_session_report_a_broken_settings_file_once(tmp_path:
         out = run_pi(*command, cwd=tmp_path)
         assert "Traceback" not in out.stderr
         assert (out.stdout + out.stderr).count(problem) == 1, (command, out.stdout, out.stderr)
+
+
+def test_pi_config_never_rewrites_a_list_it_cannot_read(tmp_path: Path) -> None:
+    path = agent_dir() / "settings.json"
+    for text in ('{"disabledExtensions": "acme"}', '{"skills": {"customDirectories": ["~/sk"]}}'):
+        path.write_text(text)
+        out = run_pi("config", cwd=tmp_path)
+        assert out.returncode == 1 and "Traceback" not in out.stderr
+        [line] = out.stderr.splitlines()
+        assert line.startswith(f"pi: {path}: ") and " must be " in line
+        assert path.read_text() == text
