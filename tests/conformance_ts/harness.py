@@ -222,7 +222,9 @@ def check_golden(name: str, outcome: Any) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         return
-    assert json.loads(path.read_text()) == outcome, f"differs from {path} (PI_CONFORMANCE_RECORD=1 records it again)"
+    recorded = json.loads(path.read_text())
+    difference = first_difference(outcome, recorded)
+    assert difference is None, f"differs from {path.name} at {difference} (PI_CONFORMANCE_RECORD=1 records it again)"
 
 
 def first_difference(ours: Any, theirs: Any, where: str = "$") -> str | None:

@@ -1,0 +1,42 @@
+// Drives `pi --mode rpc` with pi 1.6.0's own RpcClient (from its npm package, path in
+// RPC_CLIENT) through one scripted session and prints what the client saw as JSON:
+// each command's result and the events of each run.
+import { pathToFileURL } from "node:url";
+
+const { RpcClient } = await import(pathToFileURL(process.env.RPC_CLIENT).href);
+const client = new RpcClient({
+  cliPath: process.env.RPC_SHIM,
+  cwd: process.cwd(),
+  model: process.env.RPC_MODEL,
+});
+const out = { steps: [] };
+const step = (name, value) => out.steps.push({ name, value: value === undefined ? null : value });
+let events = [];
+client.onEvent((event) => events.push(event));
+const takeEvents = () => {
+  const taken = events;
+  events = [];
+  return taken;
+};
+
+try {
+  await client.start();
+  step("get_state", await client.getState());
+  step("get_available_thinking_levels", await client.getAvailableThinkingLevels());
+  step("prompt_events", await client.promptAndWait("what is in notes.txt?"));
+  takeEvents();
+  step("get_last_assistant_text", await client.getLastAssistantText());
+  step("get_messages", await client.getMessages());
+  step("bash", await client.bash("printf '\\033[1;31mred\\033[0m\\r\\nplain\\n'; exit 3"));
+  step("bash_events", takeEvents());
+  step("set_thinking_level_unknown", await client.setThinkingLevel("extreme"));
+  step("get_state_after", await client.getState());
+  step("set_session_name", await client.setSessionName("conformance"));
+  step("state_events", takeEvents());
+  step("get_entries", await client.getEntries());
+} catch (error) {
+  out.error = String(error && error.message ? error.message : error);
+} finally {
+  await client.stop();
+}
+process.stdout.write(JSON.stringify(out) + "\n");
