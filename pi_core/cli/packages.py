@@ -533,9 +533,9 @@ def _plugin_distributions() -> dict[str, tuple[str, str]]:
 def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """What this agent folder (and the project) recorded, and what pi's environment has.
 
-    A record is what ``pi install`` wrote to settings ``packages``: it says which
+    A record is what 'pi install' wrote to the settings key "packages": which
     packages this setup wants. pi loads what is installed in its environment, recorded
-    or not (``pi install``, ``pip install``, ``uv sync`` all put plugins there), so the
+    or not ('pi install', 'pip install' and 'uv sync' all put plugins there), so the
     list shows both: recorded packages with their installed version (or MISSING and
     the command that installs them), then installed plugins nobody recorded.
     """
@@ -579,7 +579,8 @@ def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
             name = f"{row['distribution']} " if row["distribution"] and row["distribution"] != row["source"] else ""
             typer.echo(f"  {row['source']}  {name}{state}{exts}")
     if not any(r["scope"] != "environment" for r in rows):
-        typer.echo("No packages recorded. Install one with: pi install NAME")
+        typer.echo(f"No packages recorded in {paths['user']} or {paths['project']}. "
+                   "Install one with: pi install NAME|PATH|git+URL")
     extra = [r for r in rows if r["scope"] == "environment"]
     if extra:
         typer.echo(f"Installed in pi's environment ({sys.executable}) without a record here "

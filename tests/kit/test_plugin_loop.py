@@ -144,7 +144,7 @@ def test_render_install_run_edit_reinstall_list_editable_update_remove(
     assert packages(agent_dir) == []
     plugins = json.loads(ok(pi(venv, "extensions", "list", "--json", cwd=project)).stdout)
     assert not [p for p in plugins["plugins"] if p["name"] == "hello"]
-    assert "No packages recorded." in ok(pi(venv, "list", cwd=project)).stdout
+    assert f"No packages recorded in {agent_dir / 'settings.json'} or " in ok(pi(venv, "list", cwd=project)).stdout
 
     # and by name
     ok(pi(venv, "install", str(plugin), cwd=project))
