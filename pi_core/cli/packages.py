@@ -45,7 +45,7 @@ from ..resources.packages import (
     normalize,
     recorded,
 )
-from ..resources.settings import SettingsError, read_settings_for_update
+from ..resources.settings import SettingsError, read_settings_file, read_settings_for_update
 
 packages_app = typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False)
 
@@ -545,9 +545,9 @@ def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
     for scope, local in (("user", False), ("project", True)):
         path = settings_path(local)
         paths[scope] = path
-        try:
-            data = _read(path)
-        except Exception as exc:
+        try:  # listing changes nothing: a broken file is named and the other one still listed
+            data = read_settings_file(path)
+        except SettingsError as exc:
             typer.echo(f"warning: {exc}", err=True)
             continue
         for entry in recorded(data):
