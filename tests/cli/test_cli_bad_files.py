@@ -179,3 +179,29 @@ def test_pi_config_never_rewrites_a_list_it_cannot_read(tmp_path: Path) -> None:
         [line] = out.stderr.splitlines()
         assert line.startswith(f"pi: {path}: ") and " must be " in line
         assert path.read_text() == text
+
+
+def test_interactive_mode_shows_each_bad_file_once(tmp_path: Path) -> None:
+    from interactive_pty import Pi
+
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    settings = agent_dir() / "settings.json"
+    settings.write_text('{"defaultTools": "bash", "fancyMode": 1}')
+    skill = agent_dir() / "skills" / "broken" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: broken\ndescription: [unclosed\n---\nbody\n")
+    pi = Pi(cwd=cwd)
+    try:
+        pi.expect("› ")
+        pi.line("/quit")
+        pi.wait_exit()
+        screen = pi.screen_text()
+    finally:
+        pi.close()
+    flat = " ".join(screen.split())  # the terminal may wrap a long line
+    for fragment in (f'{settings}: defaultTools must be a list of tool names, found "bash"',
+                     f"{settings}: unknown setting fancyMode",
+                     f"{skill}: invalid YAML frontmatter"):
+        assert flat.count(fragment) == 1, (fragment, screen)
+    assert "Traceback" not in screen
