@@ -178,7 +178,7 @@ KEYS: tuple[SettingKey, ...] = (
     _tui("hideThinkingBlock", _bool, "true or false", ".hide_thinking_block"),
     _tui("showCacheMissNotices", _bool, "true or false"),
     SettingKey("cacheWarming", "run", _one_of("off", "streaming", "idle"), _words("off", "streaming", "idle"),
-               ("pi_core/runtime",), "cacheWarming", reason="prompt-cache warming (issue 17 item 2)", user_only=True),
+               ("pi_core/runtime",), "cache_warming", reason="prompt-cache warming (issue 17 item 2)", user_only=True),
     # ---- interaction
     SettingKey("steeringMode", "run", _one_of("all", "one-at-a-time"), _words("all", "one-at-a-time"), (_SESSION,),
                "steering_mode"),
