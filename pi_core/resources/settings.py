@@ -5,12 +5,16 @@ level deep; resource lists (``extensions``, ``skills``, ``prompts``, ``themes``,
 ``packages``) are combined, user entries first. Project settings only count once the
 project is trusted; ``defaultProjectTrust`` (and the other user-only keys) is read
 from the user file alone. A file that is not valid JSON is reported (file, line and
-column) and ignored; it is never rewritten. Unknown keys are kept as they are.
+column) and ignored; it is never rewritten. Unknown keys are kept as they are (and
+reported unless a plugin claims them).
 
-:class:`Settings` holds the raw dictionaries and offers typed accessors with the
-TypeScript pi's keys and defaults. An accessor raises :class:`SettingsError` (naming
-the file and the key) when the value has the wrong type; :meth:`Settings.validate`
-collects every such error at once.
+Each file is checked against the key registry (:mod:`.settings_keys`) when it loads: a
+value of the wrong type is recorded in :attr:`Settings.errors` (naming the file and the
+key) and dropped, so its default applies; refused and user-only-in-a-project keys are
+warnings there. :class:`Settings` holds the (checked) dictionaries and offers typed
+accessors with the TypeScript pi's keys and defaults; an accessor still raises
+:class:`SettingsError` for a value a caller put in the dictionaries itself, and
+:meth:`Settings.validate` collects such errors.
 """
 
 from __future__ import annotations
