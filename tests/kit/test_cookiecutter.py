@@ -112,6 +112,18 @@ def test_the_rendered_code_is_ruff_clean(rendered: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_the_rendered_package_is_mypy_strict_clean(rendered: Path) -> None:
+    packages = [str(rendered / dist / dist.replace("-", "_")) for dist in NAMES]
+    result = subprocess.run(
+        [str(BIN / "mypy"), "--strict", "--cache-dir", str(rendered.parent / "mypy-cache"), *packages],
+        cwd=rendered.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 @pytest.mark.parametrize("dist", list(NAMES))
 def test_the_generated_tests_pass_in_a_fresh_environment(venv: Path, rendered: Path, dist: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PI_") and k != "VIRTUAL_ENV"}
