@@ -278,8 +278,8 @@ KEYS: tuple[SettingKey, ...] = (
     _refused("collapseChangelog", _bool, "true or false", "this pi shows no changelog after an update", False),
     _refused("enableInstallTelemetry", _bool, "true or false", "this pi never reports installs or updates", False),
     _refused("enableAnalytics", _bool, "true or false", "this pi collects no analytics", False),
-    _refused("warnings.anthropicExtraUsage", _bool, "true or false",
-             "this pi does not detect Anthropic paid extra usage, so it has no such warning to show", False),
+    # pi 1.6.0's interactive mode warns once when Anthropic runs on a subscription login
+    _tui("warnings.anthropicExtraUsage", _bool, "true or false"),
     # ---- this pi's own keys and older or bookkeeping keys pi 1.6.0 writes
     SettingKey("disabledExtensions", "run", _str_list, "a list of plugin names", ("pi_core/extensions/host.py",),
                "disabledExtensions", in_reference=False),
