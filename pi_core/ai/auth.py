@@ -237,6 +237,8 @@ class AuthStore:
         self._commands: dict[str, str | None] = {}
         self._lock = threading.Lock()
         self.error: str | None = None
+        self.warning: str | None = None
+        """Set when the file is readable or writable by other users (pi writes it 0600)."""
 
     @property
     def path(self) -> Path:
@@ -253,6 +255,12 @@ class AuthStore:
         if stamp == self._stamp:
             return self._data
         self._stamp = stamp
+        self.warning = (
+            f"{path} is readable by other users (mode {stat.st_mode & 0o777:04o}); it holds credentials: "
+            f"chmod 600 {path}"
+            if os.name == "posix" and stat.st_mode & 0o077
+            else None
+        )
         try:
             self._data = _parse_auth(path, path.read_text(encoding="utf-8"))
             self.error = None

@@ -101,6 +101,11 @@ def _session_manager(args: argparse.Namespace, cwd: str) -> SessionManager:
     if args.continue_:
         return SessionManager.continue_recent(cwd, session_dir)
     if args.session_id:
+        # claimed first: two processes starting the same id cannot both create it
+        from ..session.paths import resolve_session_dir
+        from ..session.storage import SessionIdClaim
+
+        SessionIdClaim.take(str(resolve_session_dir(cwd, session_dir)), args.session_id)
         try:
             return SessionManager.open(SessionManager.find(args.session_id, cwd=cwd, session_dir=session_dir))
         except Exception:

@@ -148,6 +148,8 @@ async def create_services(cwd: str | os.PathLike[str], options: ServiceOptions |
         except Exception as exc:
             diagnostics.append(f"error: provider {name!r} of plugin {registered.plugin!r}: {exc}")
     diagnostics += [f"error: {e}" for e in models.errors]
+    if models.auth.warning:
+        diagnostics.append(f"warning: {models.auth.warning}")
     return SessionServices(
         cwd=cwd,
         agent_dir=adir,

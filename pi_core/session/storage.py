@@ -15,17 +15,24 @@ Durability policy
   advisory and local: it does not exclude the TypeScript pi (which does not lock) and may
   not work on network file systems. Where ``fcntl`` is unavailable (Windows) no lock is
   taken.
+* A new session with an id chosen by the caller (``--session-id``) is claimed first
+  (:class:`SessionIdClaim`, a lock on ``.<id>.claim`` in the session folder, held until
+  the process ends): two processes starting the same id cannot both create it.
+* Session files are created readable by their owner only (0600), as are the folders pi
+  creates for them (0700). The temporary file of an interrupted rewrite
+  (``<file>.<pid>.tmp``) is removed the next time the session is opened.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pydantic_core import from_json
 
@@ -144,6 +151,107 @@ def read_first_line(path: str, limit: int = 1 << 20) -> dict[str, Any] | None:
     return obj if type(obj) is dict else None
 
 
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+
+
+def make_private_dirs(directory: str) -> None:
+    """Create ``directory`` and any missing parents readable by the owner only (folders
+    that exist keep their mode)."""
+    missing: list[str] = []
+    current = os.path.abspath(directory)
+    while not os.path.isdir(current):
+        missing.append(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    for path in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, DIR_MODE)
+
+
+def _remove_stale_rewrites(path: str) -> None:
+    """Remove ``<path>.<pid>.tmp`` files left by a rewrite that was interrupted (the
+    caller holds the file's lock, so nobody is rewriting it now)."""
+    directory = os.path.dirname(path) or "."
+    prefix = os.path.basename(path) + "."
+    with contextlib.suppress(OSError):
+        for name in os.listdir(directory):
+            if name.startswith(prefix) and name.endswith(".tmp") and name[len(prefix) : -4].isdigit():
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(directory, name))
+
+
+class SessionIdClaim:
+    """An exclusive claim on a session id in a session folder: a ``flock`` on
+    ``<folder>/.<id>.claim``, taken before looking for the session and held until the
+    process ends (or :meth:`release`). A second process claiming the same id gets
+    :class:`SessionIdTakenError` instead of creating a second file for it."""
+
+    _held: ClassVar[dict[tuple[str, str], SessionIdClaim]] = {}
+
+    def __init__(self, path: str, fd: int) -> None:
+        self.path = path
+        self._fd: int | None = fd
+
+    @classmethod
+    def take(cls, directory: str, session_id: str) -> SessionIdClaim:
+        key = (os.path.abspath(directory), session_id)
+        held = cls._held.get(key)
+        if held is not None and held._fd is not None:
+            return held
+        make_private_dirs(directory)
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in session_id)
+        path = os.path.join(directory, f".{safe}.claim")
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+            try:
+                _lock(fd, path)
+            except SessionLockedError:
+                os.close(fd)
+                raise SessionIdTakenError(session_id) from None
+            # a claim released (and its file removed) between open and lock: try again
+            try:
+                same = os.fstat(fd).st_ino == os.stat(path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        if not cls._held:
+            atexit.register(cls.release_all)
+        claim = cls._held[key] = cls(path, fd)
+        return claim
+
+    @classmethod
+    def release_all(cls) -> None:
+        """Release every claim of this process (at exit)."""
+        for claim in list(cls._held.values()):
+            claim.release()
+        cls._held.clear()
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+        os.close(self._fd)
+        self._fd = None
+
+
+class SessionIdTakenError(SessionLockedError):
+    """Another pi process is starting or using the session with this id."""
+
+    def __init__(self, session_id: str) -> None:
+        SessionError.__init__(
+            self,
+            f"Session {session_id} is in use by another pi process (started with the same --session-id). "
+            "Close that pi, or choose another id.",
+        )
+        self.path = session_id
+
+
 def _lock(fd: int, path: str) -> None:
     if _fcntl is None:  # pragma: no cover
         return
@@ -184,9 +292,9 @@ class SessionFile:
     def create(cls, path: str, lines: Iterable[bytes]) -> SessionFile:
         """Create a new file (it must not exist), lock it and write ``lines``."""
         directory = os.path.dirname(path) or "."
-        os.makedirs(directory, exist_ok=True)
+        make_private_dirs(directory)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, FILE_MODE)
         except FileExistsError:
             raise SessionError(f"Session file {path} was created by another process") from None
         try:
@@ -214,6 +322,7 @@ class SessionFile:
                 if os.fstat(fd).st_ino != os.stat(path).st_ino:
                     os.close(fd)
                     continue
+                _remove_stale_rewrites(path)
                 chunks = []
                 offset = 0
                 while chunk := os.pread(fd, 1 << 22, offset):
@@ -257,7 +366,7 @@ class SessionFile:
         """Atomically replace the whole file (write a locked temporary file, fsync, rename)."""
         directory = os.path.dirname(self.path) or "."
         tmp = f"{self.path}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, FILE_MODE)
         try:
             _lock(fd, tmp)
             data = b"".join(lines)

@@ -4,17 +4,63 @@
 replaced), keeps only a rolling tail in memory for display, counts lines and bytes, and
 as soon as the output outgrows the display limits writes the complete raw output to a
 private temp file (mode 0600) whose path the tool result names.
+
+Those files are removed when the process exits; files of a pi that could not clean up
+(killed) are removed by the next pi that writes one, once they are older than
+:data:`STALE_SECONDS`.
 """
 
 from __future__ import annotations
 
+import atexit
 import codecs
+import contextlib
 import os
 import tempfile
+import time
 from dataclasses import dataclass
 from typing import BinaryIO
 
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, byte_len, truncate_tail
+
+STALE_SECONDS = 24 * 3600
+"""Age after which another pi's overflow file is considered left behind."""
+
+_created: set[str] = set()
+_swept: set[str] = set()
+
+
+def _remove_created() -> None:
+    for path in list(_created):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    _created.clear()
+
+
+def _remember(path: str) -> None:
+    if not _created:
+        atexit.register(_remove_created)
+    _created.add(path)
+
+
+def remove_stale_files(prefix: str, suffix: str = ".log", *, max_age: float = STALE_SECONDS) -> None:
+    """Remove this user's ``<prefix>-*<suffix>`` files in the temp folder older than
+    ``max_age`` seconds (left by a pi that was killed). Once per prefix and process."""
+    if prefix in _swept:
+        return
+    _swept.add(prefix)
+    folder = tempfile.gettempdir()
+    now = time.time()
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    with contextlib.suppress(OSError):
+        for name in os.listdir(folder):
+            if not (name.startswith(f"{prefix}-") and name.endswith(suffix)):
+                continue
+            path = os.path.join(folder, name)
+            with contextlib.suppress(OSError):
+                info = os.stat(path, follow_symlinks=False)
+                if (uid is None or info.st_uid == uid) and now - info.st_mtime > max_age and path not in _created:
+                    os.unlink(path)
 
 
 @dataclass
@@ -137,7 +183,9 @@ class OutputAccumulator:
     def _ensure_file(self) -> None:
         if self._file is not None or self.full_output_path is not None:
             return
+        remove_stale_files(self._prefix)
         fd, path = tempfile.mkstemp(prefix=f"{self._prefix}-", suffix=".log")
+        _remember(path)
         self._file = os.fdopen(fd, "wb")
         self.full_output_path = path
         for chunk in self._pending:

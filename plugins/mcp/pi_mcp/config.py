@@ -502,16 +502,53 @@ def expand_home(value: str) -> str:
 # --------------------------------------------------------------------------- editing (pi mcp add/remove)
 
 
+def _has_secrets(data: Mapping[str, Any]) -> bool:
+    """Whether a server of ``data`` carries environment variables, headers or an OAuth
+    client secret (tokens)."""
+    servers = data.get("mcpServers")
+    return isinstance(servers, Mapping) and any(
+        isinstance(server, Mapping)
+        and bool(
+            server.get("env")
+            or server.get("headers")
+            or (isinstance(server.get("oauth"), Mapping) and server["oauth"].get("clientSecret"))
+        )
+        for server in servers.values()
+    )
+
+
 def write_config_file(path: Path, data: Mapping[str, Any]) -> None:
-    """Write ``data`` as indented JSON (atomically, keeping the file's mode)."""
+    """Write ``data`` as indented JSON (atomically, keeping the file's mode). A file
+    holding secrets (a server's ``env``, ``headers`` or OAuth client secret) is
+    readable by its owner only:
+    created 0600, and an existing file loses its group and other permissions."""
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     mode = path.stat().st_mode & 0o777 if path.exists() else None
-    tmp.write_text(text, encoding="utf-8")
+    if _has_secrets(data):
+        mode = 0o600 if mode is None else mode & 0o700
+    # stale temporary files of an interrupted write (another pid that is gone)
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):
+        pid = stale.name[len(path.name) + 2 : -4]
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            stale.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666 if mode is None else mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
     if mode is not None:
         os.chmod(tmp, mode)
     os.replace(tmp, path)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # someone else's process
+        return True
+    return True
 
 
 

@@ -1,7 +1,8 @@
 """Server log notifications, appended to ``<agent dir>/mcp.log``.
 
 Each line is ``<time> [<server>] <level> <logger>: <message>``. The file moves to
-``mcp.log.1`` once it grows past 5 MB.
+``mcp.log.1`` once it grows past 5 MB. It is created readable by its owner only (0600):
+servers may log what they were given.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ class McpLog:
                     size = 0
                 if size and size + len(line) > self.max_bytes:
                     os.replace(self.path, self.path.with_name(self.path.name + ".1"))
-                with self.path.open("a", encoding="utf-8") as handle:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                with os.fdopen(fd, "a", encoding="utf-8") as handle:
                     handle.write(line)
             except OSError:
                 pass  # a log that cannot be written must not break the server connection

@@ -10,8 +10,12 @@ scripts) get the complete result.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import json
+import os
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -73,10 +77,45 @@ def shorten_text(text: str, limit: int = MAX_TEXT_CHARS) -> tuple[str, int]:
     return f"{text[:head]}\n…{removed} chars truncated…\n{text[-tail:]}", removed
 
 
+OVERFLOW_STALE_SECONDS = 24 * 3600
+"""Age after which an overflow file of another pi (one that was killed) is removed."""
+_overflow_files: set[str] = set()
+_swept = False
+
+
+def _remove_overflow_files() -> None:
+    for path in list(_overflow_files):
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    _overflow_files.clear()
+
+
+def _remove_stale_overflow_files() -> None:
+    """Once per process: this user's ``pi-mcp-*.txt`` files older than a day."""
+    global _swept
+    if _swept:
+        return
+    _swept = True
+    folder, now = tempfile.gettempdir(), time.time()
+    with contextlib.suppress(OSError):
+        for name in os.listdir(folder):
+            if name.startswith("pi-mcp-") and name.endswith(".txt"):
+                path = os.path.join(folder, name)
+                with contextlib.suppress(OSError):
+                    info = os.stat(path, follow_symlinks=False)
+                    if info.st_uid == os.getuid() and now - info.st_mtime > OVERFLOW_STALE_SECONDS:
+                        os.unlink(path)
+
+
 def save_full_text(text: str, prefix: str) -> str:
+    """Write ``text`` to a private temporary file (0600), removed when pi exits."""
+    _remove_stale_overflow_files()
     with tempfile.NamedTemporaryFile(
         "w", encoding="utf-8", prefix=f"pi-mcp-{prefix}-", suffix=".txt", delete=False
     ) as handle:
+        if not _overflow_files:
+            atexit.register(_remove_overflow_files)
+        _overflow_files.add(handle.name)
         handle.write(text)
         return handle.name
 
