@@ -204,6 +204,31 @@ async def test_hook_project_trust() -> None:
     assert result is not None and result.trusted == "no" and result.remember
 
 
+async def test_hook_cache_warming_decision() -> None:
+    class Stop:
+        @hookimpl
+        def cache_warming_decision(self, event: Any) -> Any:
+            return {"action": "stop"} if event.warm_cost > 0.5 else None
+
+    class Broken:
+        @hookimpl
+        def cache_warming_decision(self, event: Any) -> Any:
+            raise RuntimeError("no opinion")
+
+    class Observer:
+        @hookimpl(trylast=True)
+        def cache_warming_decision(self, event: Any) -> None:
+            self.saw = (event.action, event.miss_cost, event.continuation_probability)
+
+    host = await load_host(Stop, Broken, Observer)
+    event = h.CacheWarmingDecisionEvent(warm_cost=0.6, miss_cost=2.0, continuation_probability=1.0, action="warm")
+    results = await host.runner.emit("cache_warming_decision", event)
+    assert [r.action for r in results if r is not None] == ["stop"]  # the session takes the last action
+    observer = next(r.plugin for r in host.records if r.name == "Observer")
+    assert observer.saw == ("warm", 2.0, 1.0)
+    assert host.runner.errors[0].plugin == "Broken"
+
+
 async def test_hook_resources_discover() -> None:
     class Skills:
         @hookimpl
@@ -891,7 +916,7 @@ async def test_hook_file_access(tmp_path: Any) -> None:
         )
         run = await pi.aprompt("go")
         read, edited, written, local_edit, broken = run.tool_results
-        assert read.text == "unsaved buffer"
+        assert read.text == "unsaved buffer\n"
         assert not edited.is_error and buffers[str(project / "a.txt")] == "edited buffer\n"
         assert (project / "a.txt").read_text() == "on disk\n"  # the editor wrote, not pi
         assert not written.is_error and buffers[str(project / "new" / "c.txt")] == "fresh\n"

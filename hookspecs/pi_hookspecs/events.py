@@ -508,6 +508,27 @@ class ProviderStreamEvent(_ProviderEvent):
     data: Any = None
 
 
+# --------------------------------------------------------------------------- prompt-cache warming
+
+
+class CacheWarmingDecisionEvent(Event):
+    """Before a prompt-cache refresh: pi's cost estimate and its decision."""
+
+    type: Literal["cache_warming_decision"] = "cache_warming_decision"
+    warm_cost: float
+    """What this refresh costs (US dollars)."""
+    miss_cost: float
+    """What the next request would cost extra if the cache entry expired."""
+    continuation_probability: float
+    """pi's estimate that a request arrives before the entry expires (1 during a run)."""
+    action: Literal["warm", "stop"]
+    """pi's decision: refresh now, or stop warming until the next real request."""
+
+
+class CacheWarmingDecisionResult(StrictModel):
+    action: Literal["warm", "stop"] | None = None
+
+
 # --------------------------------------------------------------------------- model selection
 
 
@@ -650,6 +671,8 @@ __all__ = [
     "BoundaryContext",
     "BoundaryResult",
     "BranchSummaryResult",
+    "CacheWarmingDecisionEvent",
+    "CacheWarmingDecisionResult",
     "CompactReason",
     "CompactionPreparation",
     "CompactionResult",

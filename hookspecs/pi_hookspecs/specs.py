@@ -36,6 +36,8 @@ from .events import (
     BeforeProviderRequestEvent,
     BeforeProviderRequestResult,
     BoundaryResult,
+    CacheWarmingDecisionEvent,
+    CacheWarmingDecisionResult,
     ContextEvent,
     ContextResult,
     ContextWithSystemEvent,
@@ -883,6 +885,23 @@ def thinking_level_select(event: ThinkingLevelSelectEvent, ctx: ExtensionContext
     **Returns** nothing (notification).
 
     **Errors**: reported; the next handler runs.
+    """
+
+
+@event_spec(Rule.AGGREGATE, group="Model requests")
+def cache_warming_decision(event: CacheWarmingDecisionEvent, ctx: ExtensionContext) -> CacheWarmingDecisionResult | None:
+    """pi is about to refresh the prompt cache of the last request (the ``cacheWarming``
+    setting) and says what it decided: ``event.action`` (``"warm"`` or ``"stop"``) from
+    ``event.warm_cost``, ``event.miss_cost`` and ``event.continuation_probability``. Use
+    ``ctx.model`` and ``ctx.get_context_usage()`` for anything else.
+
+    **Returns** :class:`CacheWarmingDecisionResult` with ``action`` to override pi's
+    decision (``"stop"`` ends warming until the next real request), or ``None``.
+
+    **Combination** (last override): every handler runs; the last one that returns an
+    action decides.
+
+    **Errors**: reported; pi's own decision stands.
     """
 
 

@@ -397,6 +397,14 @@ class Settings:
         return self._typed(("httpProxy",), _str, cast(str | None, None)) or None
 
     @property
+    def cache_warming(self) -> Literal["off", "streaming", "idle"]:
+        """``cacheWarming`` of the user settings (a project cannot set it): keep the prompt
+        cache warm during runs (``streaming``) and also between them (``idle``, default)."""
+        value = self._typed(("cacheWarming",), _one_of(("off", "streaming", "idle")), "idle",
+                            '"off", "streaming" or "idle"')
+        return cast(Literal["off", "streaming", "idle"], value)
+
+    @property
     def hide_thinking_block(self) -> bool:
         return self._typed(("hideThinkingBlock",), _bool, False)
 

@@ -31,6 +31,7 @@ from pi_hookspecs import (
     AgentSettledEvent,
     AssistantMessage,
     BashExecutionMessage,
+    CacheWarmingDecisionEvent,
     CompactionEntry,
     CustomMessage,
     ImageContent,
@@ -46,6 +47,7 @@ from pi_hookspecs import (
     TextContent,
     ToolDefinition,
     ToolResult,
+    Usage,
     UserMessage,
 )
 
@@ -60,10 +62,11 @@ from ..session import SessionManager, current_system_message
 from .agent_hooks import ContextHooks, ProviderHooks, ToolHooks
 from .bash import UserBash
 from .bridge import EventBridge
+from .cache_warmer import CacheWarmer
 from .compactor import CompactionReason, Compactor, complete_summary
 from .context_host import SessionContextHost
 from .errors import NoModelError, SessionBusyError
-from .events import ExtensionErrorEvent, NoticeEvent, QueueUpdateEvent
+from .events import EntryAppendedEvent, ExtensionErrorEvent, NoticeEvent, QueueUpdateEvent
 from .loadout import Loadout
 from .model_control import ModelControl
 from .navigation import TreeNavigator, message_text
@@ -119,12 +122,21 @@ class AgentSession:
 
         settings = services.resources.settings
         context = self.sm.build_session_context()
+        base_stream = stream_fn or self.models.stream
         self.agent = Agent(
             messages=list(context.messages),
-            stream_fn=stream_fn or self.models.stream,
+            stream_fn=self._warming_stream(base_stream),
             steering_mode=settings.steering_mode,
             follow_up_mode=settings.follow_up_mode,
         )
+        self.cache_warmer = CacheWarmer(
+            stream=base_stream,
+            branch=lambda: list(self.sm.get_branch()),
+            record=self._record_cache_warm,
+            mode=lambda: self.settings.cache_warming,
+            decide=self._cache_warming_decision,
+        )
+        """Prompt-cache warming of the session's requests (the ``cacheWarming`` setting)."""
         self._model_control = ModelControl(
             self.agent.state, self.sm, self.runner, models=self.models, emit=self._emit, api_key=lambda: self.api_key_override
         )
@@ -357,6 +369,54 @@ class AgentSession:
     def _make_tool_context(self, call: Any, tool: ToolDefinition, signal: Any, on_update: Any) -> ToolContextImpl:
         return self.context_host.tool_context(call.id, signal, on_update, owner=self.tools.owner(tool.name))
 
+    # ================================================================== prompt-cache warming
+
+    def _warming_stream(self, stream: Callable[..., Any]) -> Callable[..., Any]:
+        """``stream`` that also starts warming the cache entry of each session request
+        (summaries, marked ``summary`` in their options, do not replace it)."""
+
+        def session_stream(model: Model, context: LlmContext, options: StreamOptions | None = None) -> Any:
+            options = options or StreamOptions()
+            if options.extra.pop("summary", False) is not True and options.session_id == self.sm.get_session_id():
+                state = self.agent.state
+                sent = list(state.messages)
+
+                def is_current() -> bool:
+                    current = state.model
+                    messages = state.messages
+                    return (
+                        current is not None and current.provider == model.provider and current.id == model.id
+                        and len(sent) <= len(messages) and all(a is b for a, b in zip(sent, messages, strict=False))
+                    )
+
+                self.cache_warmer.start(model, context, options, is_current)
+            return stream(model, context, options)
+
+        return session_stream
+
+    def _record_cache_warm(self, provider: str, model: str, usage: Usage, note: str | None) -> None:
+        entry_id = self.sm.append_usage("cache_warm", provider, model, usage, note)
+        entry = self.sm.get_entry(entry_id)
+        if entry is not None:
+            self._emit(EntryAppendedEvent(entry=entry.to_json()))
+
+    async def _cache_warming_decision(self, decision: Any) -> str:
+        """pi's decision, unless a ``cache_warming_decision`` handler returns an action
+        (the last one that does decides)."""
+        action: str = decision.action
+        if not self.runner.has_handlers("cache_warming_decision"):
+            return action
+        event = CacheWarmingDecisionEvent(
+            warm_cost=decision.warm_cost,
+            miss_cost=decision.miss_cost,
+            continuation_probability=decision.continuation_probability,
+            action=decision.action,
+        )
+        for result in await self.runner.emit("cache_warming_decision", event) or []:
+            if result is not None and result.action is not None:
+                action = result.action
+        return action
+
     async def _summarise(
         self, model: Model, context: LlmContext, options: StreamOptions, *, source: dict[str, Any] | None = None
     ) -> AssistantMessage:
@@ -364,6 +424,7 @@ class AgentSession:
         stream_fn = self.agent.stream_fn
         if stream_fn is None:
             raise TypeError("the agent has no stream function")
+        options = options.model_copy(update={"extra": {**options.extra, "summary": True}})
         return await retry_summary(
             lambda: complete_summary(stream_fn, model, context, options),
             settings=self.settings.retry_settings(),
@@ -481,6 +542,7 @@ class AgentSession:
 
     async def _settle(self, aborted: bool) -> None:
         self._busy = False
+        self.cache_warmer.on_agent_settled()
         event = AgentSettledEvent(aborted=aborted)
         if self.runner.has_handlers("agent_settled"):
             await self.runner.emit("agent_settled", event)
@@ -740,6 +802,7 @@ class AgentSession:
             return
         self._disposed = True
         self.abort()
+        self.cache_warmer.cancel()
         self.plugins.invalidate(reason)
         self._listeners.clear()
         self.sm.close()
