@@ -190,6 +190,25 @@ def has_trust_requiring_project_resources(cwd: str | os.PathLike[str], *, home: 
     return bool(trust_requiring_project_resources(cwd, home=home))
 
 
+def untrusted_note(cwd: str | os.PathLike[str]) -> str | None:
+    """One line saying what of the project was skipped because it is not trusted, and
+    how to trust it; ``None`` when the project has nothing that needs trust."""
+    found = trust_requiring_project_resources(cwd)
+    if not found:
+        return None
+    base = Path(canonical_path(cwd))
+    shown = []
+    for path in found:
+        try:
+            shown.append(str(path.relative_to(base)))
+        except ValueError:
+            shown.append(str(path))
+    return (
+        f"the project is not trusted, so pi skipped {', '.join(shown)}; to use them, pass --approve "
+        "(this run), or start pi here in a terminal and trust the project"
+    )
+
+
 # --------------------------------------------------------------------------- resolution
 
 TrustSource = Literal["cli", "no-project-resources", "plugin", "saved", "default", "user", "no-ui"]

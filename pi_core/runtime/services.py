@@ -26,7 +26,7 @@ from ..ai import ModelRegistry
 from ..extensions import LoadOptions, PluginHost
 from ..resources.loader import ResourceOptions, Resources, load_resources
 from ..resources.settings import load_settings
-from ..resources.trust import TrustDecision, resolve_project_trust
+from ..resources.trust import TrustDecision, resolve_project_trust, untrusted_note
 
 
 @dataclass
@@ -114,6 +114,10 @@ async def create_services(cwd: str | os.PathLike[str], options: ServiceOptions |
         on_diagnostic=lambda diagnostic: diagnostics.append(str(diagnostic)),
     )
     await plugins.load_phase_two(project_trusted=trust.trusted)
+    if not trust.trusted:
+        skipped = untrusted_note(cwd)
+        if skipped:
+            diagnostics.append(f"warning: {skipped}")
     missing = plugins.missing_required()
     if missing:
         settings_file = adir / "settings.json"

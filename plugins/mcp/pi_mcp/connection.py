@@ -34,7 +34,7 @@ import anyio.abc
 
 from . import sdk
 from .config import ConfigValueError, ServerEntry, expand_home, expand_mapping
-from .errors import McpUnavailableError, SignInRequiredError, describe, find
+from .errors import McpTimeoutError, McpUnavailableError, SignInRequiredError, describe, find
 from .log import McpLog
 from .stdio import discard_process, spawn_process, stdio_transport
 
@@ -421,8 +421,13 @@ class McpConnection:
         if isinstance(early, Exception):
             raise early
         process = early if early is not None else await self._start_process()
-        async with stdio_transport(process, before_streams=sdk.ready) as streams:
+        async with stdio_transport(process, before_streams=sdk.ready, on_fault=self._on_fault) as streams:
             yield streams
+
+    def _on_fault(self, text: str) -> None:
+        """A protocol fault of the stdio server (the waiting requests already failed)."""
+        if self.log is not None:
+            self.log.write(self.name, "error", "pi", text)
 
     @asynccontextmanager
     async def _streamable_http(self) -> Any:
@@ -527,7 +532,12 @@ class McpConnection:
         session = await self.session()
         try:
             return await call(session)
+        except McpTimeoutError:
+            self._restart_after_timeout(session)
+            raise
         except MCPError as exc:
+            if exc.error.code == types.REQUEST_TIMEOUT:
+                self._restart_after_timeout(session)
             if expired_retry and self._session_expired(exc):
                 # The HTTP server no longer knows the session (it restarted), so it did not
                 # run the request: connect again and send it once more.
@@ -544,6 +554,16 @@ class McpConnection:
             if exc.error.code == types.INTERNAL_ERROR and self._http is not None and self.http_error():
                 raise McpUnavailableError(f'MCP server "{self.name}": {exc.error.message}{self.http_error()}') from None
             raise
+
+    def _restart_after_timeout(self, session: ClientSession) -> None:
+        """A stdio server that let a request time out may be stuck: stop it; the next
+        request starts it again."""
+        if self.entry.config.transport != "stdio" or self._session is not session or self._closed:
+            return
+        if self.log is not None:
+            self.log.write(self.name, "warning", "pi", "a request timed out: the server is restarted before the next one")
+        self._drop()
+        self._set("disconnected", "a request timed out; the server starts again with the next request")
 
     def _session_expired(self, exc: MCPError) -> bool:
         """An HTTP 404 for the session: the server restarted (or expired the session)."""
@@ -580,7 +600,7 @@ class McpConnection:
                     name, arguments, read_timeout_seconds=math.inf, progress_callback=on_progress
                 )
             if scope.cancelled_caught:
-                raise McpUnavailableError(
+                raise McpTimeoutError(
                     f'MCP tool "{self.name}/{name}" did not answer within {timeout:g}s (without progress)'
                 )
             assert isinstance(result, types.CallToolResult)

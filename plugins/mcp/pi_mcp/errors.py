@@ -8,6 +8,11 @@ class McpUnavailableError(RuntimeError):
     connection during a call, or was shut down."""
 
 
+class McpTimeoutError(McpUnavailableError):
+    """A request got no answer within the server's timeout (a stdio server is then
+    restarted before the next request)."""
+
+
 class SignInRequiredError(RuntimeError):
     """An OAuth server rejected the connection and there is no usable token: the user
     must sign in (``pi mcp login NAME`` or ``/mcp login NAME``)."""

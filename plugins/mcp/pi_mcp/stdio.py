@@ -9,6 +9,12 @@ server as a child) are stopped too, so nothing is orphaned.
 It follows the ``mcp`` SDK's ``stdio_client`` but exposes the process id, which the
 group signals and the tests need, and starts the server before it needs the SDK: the
 server process starts up while the SDK is still being imported (:mod:`pi_mcp.sdk`).
+
+Protocol faults are caught here, at once, instead of leaving the request to its
+timeout: a line that is not a JSON-RPC message, or a reply whose id matches no request
+pi sent, fails every request waiting for an answer with an error naming the fault, and
+is reported through ``on_fault`` (pi-mcp writes it to ``mcp.log``). A late reply to a
+request that already ended (it timed out) is only reported.
 """
 
 from __future__ import annotations
@@ -171,15 +177,22 @@ async def discard_process(process: anyio.abc.Process) -> None:
             await process.aclose()
 
 
+def _shown(line: str, limit: int = 120) -> str:
+    line = line.strip()
+    return repr(line if len(line) <= limit else line[:limit] + "…")
+
+
 @asynccontextmanager
 async def stdio_transport(
     process: anyio.abc.Process,
     *,
     before_streams: Callable[[], Awaitable[None]] | None = None,
+    on_fault: Callable[[str], None] | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Take over a started server process: await ``before_streams()`` (the SDK import)
     while it starts up, then yield the (read, write) streams ``ClientSession`` takes.
-    The process is stopped when the context ends, however it ends."""
+    The process is stopped when the context ends, however it ends. ``on_fault(text)``
+    hears of protocol faults (see the module docstring)."""
     if before_streams is not None:
         try:
             await before_streams()
@@ -191,6 +204,43 @@ async def stdio_transport(
 
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    waiting: dict[Any, str] = {}
+    """Requests sent and not answered yet: id -> method."""
+    sent: set[Any] = set()
+
+    def fault(text: str) -> list[SessionMessage]:
+        """Report a fault; the error replies that end every waiting request."""
+        if on_fault is not None:
+            on_fault(text)
+        errors = [
+            SessionMessage(
+                types.JSONRPCError(
+                    jsonrpc="2.0", id=request_id, error=types.ErrorData(code=types.INTERNAL_ERROR, message=text)
+                )
+            )
+            for request_id in waiting
+        ]
+        waiting.clear()
+        return errors
+
+    def received(line: str) -> list[SessionMessage | Exception]:
+        """What one line from the server delivers to the session."""
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except ValueError as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            return [*fault(f"the server sent a malformed message {_shown(line)} ({first})")]
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            request_id = message.id
+            if request_id in waiting:
+                del waiting[request_id]
+            elif request_id in sent:
+                if on_fault is not None:
+                    on_fault(f"late reply to request {request_id!r} (it had ended); ignored")
+                return []
+            else:
+                return [*fault(f"the server replied to request {request_id!r}, which pi never sent: {_shown(line)}")]
+        return [SessionMessage(message)]
 
     async def stdout_reader() -> None:
         assert process.stdout is not None
@@ -204,16 +254,12 @@ async def stdio_transport(
                     for line in lines:
                         if not delivering or not line.strip():
                             continue
-                        try:
-                            item: SessionMessage | Exception = SessionMessage(
-                                types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                            )
-                        except ValueError as exc:
-                            item = exc
-                        try:
-                            await read_writer.send(item)
-                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                            delivering = False  # nobody listens any more: drain so the server can exit
+                        for item in received(line):
+                            try:
+                                await read_writer.send(item)
+                            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                                delivering = False  # nobody listens any more: drain so the server can exit
+                                break
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError, OSError):
             pass
 
@@ -222,6 +268,9 @@ async def stdio_transport(
         try:
             async with write_reader:
                 async for message in write_reader:
+                    if isinstance(message.message, types.JSONRPCRequest):
+                        waiting[message.message.id] = message.message.method
+                        sent.add(message.message.id)
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
                     await process.stdin.send(data.encode("utf-8"))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
