@@ -230,3 +230,89 @@ def test_renderer_shows_notices_and_plugin_errors() -> None:
     text = stream.getvalue()
     assert "warning: settings: unknown key" in text
     assert "extension error in /x/audit.py (turn_start): handler raised KeyError" in text
+
+
+# --------------------------------------------------------------------------- settings, themes, keys
+
+
+class Settings:
+    def __init__(self, **values: Any) -> None:
+        self.values = values
+        self.hide_thinking_block = bool(values.get("hideThinkingBlock"))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+
+def test_renderer_honours_code_block_indent_and_hidden_thinking() -> None:
+    from pi_hookspecs import MessageEndEvent, ThinkingContent
+
+    out, stream = transcript()
+    renderer = EventRenderer(out, LiveView(), FakeSession, lambda: None)
+    renderer.configure(Settings(hideThinkingBlock=True, markdown={"codeBlockIndent": "│ "}))
+    answer = AssistantMessage(
+        content=[ThinkingContent(thinking="secret plan"), TextContent(text="Run:\n\n```sh\nls -la\necho hi\n```\n")],
+        stop_reason="stop",
+    )
+    renderer(MessageEndEvent(message=answer))
+    text = plain(stream.getvalue())
+    assert "secret plan" not in text and "thinking hidden" in text
+    assert "│ ls -la" in text and "│ echo hi" in text
+    renderer.toggle_thinking()
+    renderer(MessageEndEvent(message=answer))
+    assert "secret plan" in plain(stream.getvalue())
+
+
+def test_terminal_ui_places_widgets_footer_and_working_message() -> None:
+    out, _stream = transcript()
+    ui = TerminalUI(Dialogs(out, DummyOutput()))
+    ui.set_widget("top", ["above"])
+    ui.set_widget("bottom", ["below"], placement="belowEditor")
+    ui.set_footer("my footer")
+    ui.set_working_message("Crunching")
+    live = LiveView(widgets=ui.widgets, widgets_below=ui.widgets_below, footer=ui.footer, working_message=ui.working_message)
+    live.set_status("Working")
+    above = "".join(text for _, text in live.fragments(60))
+    below = "".join(text for _, text in live.below(60))
+    assert "above" in above and "Crunching" in above and "below" not in above
+    assert below == "below\nmy footer"
+    assert "below" in "".join(text for _, text in live.fragments(60, with_below=True))  # no cursor reports: above
+    ui.set_widget("bottom", None)
+    assert ui.widgets_below == {}
+
+
+def test_theme_colours_are_read_as_pi_does(tmp_path: Path) -> None:
+    from pi_core.cli.tui.theme import ThemeError, load_theme, parse_color, theme_from_json
+
+    # the values pi 1.6.0's colour parser gives for the same inputs
+    assert parse_color("okhsl(295 50% 67%)") == "#a798d7"
+    assert parse_color("okhsl(83 99% 47%)") == "#8f6802"
+    assert parse_color("oklch(70% 0.1 200)") == "#40b1b7"
+    assert parse_color(196) == "#ff0000" and parse_color("#abc") == "#aabbcc" and parse_color("") is None
+    with pytest.raises(ThemeError, match="invalid colour"):
+        parse_color("reddish")
+    light = load_theme("light", None, str(tmp_path))
+    assert light.name == "light" and light.appearance == "light"
+    with pytest.raises(ThemeError, match="missing colour token"):
+        theme_from_json({"name": "x", "colors": {"accent": "#fff"}}, "x.json")
+    problems: list[str] = []
+    assert load_theme("nope", None, str(tmp_path), problems).name == "dark"
+    assert problems and "Theme 'nope' not found" in problems[0]
+
+
+def test_keys_in_pi_notation_map_to_prompt_toolkit(tmp_path: Path) -> None:
+    from pi_core.cli.tui.keys import KeyError_, load_keymap, to_prompt_toolkit
+
+    assert to_prompt_toolkit("ctrl+p") == ("c-p",)
+    assert to_prompt_toolkit("alt+up") == ("escape", "up")
+    assert to_prompt_toolkit("shift+tab") == ("s-tab",)
+    assert to_prompt_toolkit("shift+ctrl+p") == ("f21",)  # the kitty / modifyOtherKeys report
+    assert to_prompt_toolkit("ctrl+left") == ("c-left",)
+    with pytest.raises(KeyError_):
+        to_prompt_toolkit("ctrl+shift+x")
+    (tmp_path / "keybindings.json").write_text('{"cycleModelForward": "ctrl+n", "app.thinking.cycle": []}')
+    keymap = load_keymap(tmp_path)
+    assert keymap.bindings["app.model.cycleForward"] == ["ctrl+n"]
+    assert keymap.keys("app.thinking.cycle") == [] and keymap.describe("app.thinking.cycle") == "(unbound)"
+    (tmp_path / "keybindings.json").write_text("{broken")
+    assert "cannot read it" in load_keymap(tmp_path).problems[0]

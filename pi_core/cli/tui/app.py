@@ -126,6 +126,7 @@ class InteractiveApp:
         self._escape_at = 0.0
         self._tasks: set[asyncio.Future[Any]] = set()
         self._entries_at_open = 0
+        self._started = False
         self.images: list[ImageContent] = []
         """Images pasted with Ctrl+V, sent with the next message."""
         self._scoped_refs: list[str] | None = None
@@ -166,15 +167,22 @@ class InteractiveApp:
 
     # ------------------------------------------------------------------ settings, keys, models
 
-    def settings_changed(self) -> None:
+    def settings_changed(self, key: str | None = None) -> None:
         """Re-read what the terminal takes from the settings (after ``/settings``,
-        ``/reload``, a new session)."""
+        ``/reload``, a new session). A ``theme`` chosen in ``/settings`` wins over
+        ``--theme``. Problems (a theme that cannot be read) are printed once started."""
         if self._runtime is None:
             return
+        if key == "theme":
+            self.args.theme = None
         settings = self.session.settings
         self.renderer.configure(settings)
         self.theme = load_theme(self.args.theme or settings.get("theme"), settings, self.session.cwd, self.theme_problems)
         self.apply_theme()
+        if self._started:
+            for problem in self.theme_problems:
+                self.out.line(problem, "yellow")
+            self.theme_problems.clear()
 
     def apply_theme(self) -> None:
         self.out.set_theme(self.theme)
@@ -729,6 +737,8 @@ class InteractiveApp:
         if self.job is not None and self.job.task is task:
             self.job = None
         self.renderer.echoed.clear()
+        if self._runtime is not None:
+            self.renderer.scan_entries()  # entries a plugin command appended
         if self._runtime is not None and not self.session.is_busy:
             self.live.set_status(None)
             self.live.tools.clear()
@@ -789,6 +799,8 @@ class InteractiveApp:
             self.out.line(line, "yellow")
         replay(self)
         self.renderer.seen_entries = self.session.sm.get_entry_count()
+        self.theme_problems.clear()
+        self._started = True
         if initial.prompts:
             self.start_job(self._initial(initial.prompts, initial.images), kind="prompt", status="Working")
         loop = asyncio.get_running_loop()

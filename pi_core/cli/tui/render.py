@@ -28,6 +28,7 @@ from pi_hookspecs import (
     AgentStartEvent,
     AssistantMessage,
     CustomMessage,
+    CustomMessageEntry,
     ImageContent,
     MessageEndEvent,
     MessageStartEvent,
@@ -322,6 +323,9 @@ class EventRenderer:
         self.recent_results: list[tuple[str, str, bool]] = []
         """``(tool, output, is_error)`` of the latest tool calls (printed in full by Ctrl+O)."""
         self.seen_entries = 0
+        self.drawn_custom: list[tuple[str, str]] = []
+        """Custom messages drawn from their ``message_end`` (their entries are not drawn
+        again when :meth:`scan_entries` finds them)."""
         self._render_failures: set[str] = set()
 
     def configure(self, settings: Any) -> None:
@@ -414,8 +418,17 @@ class EventRenderer:
             return
         registry = self._registry()
         renderers = registry.entry_renderers if registry is not None else {}
-        if renderers:
-            for entry in sm.get_entries()[self.seen_entries:]:
+        for entry in sm.get_entries()[self.seen_entries:]:
+            if isinstance(entry, CustomMessageEntry) and entry.display:
+                # a plugin's message stored while idle has no message events: draw it here
+                key = (entry.custom_type, content_text(entry.content))
+                if key in self.drawn_custom:
+                    self.drawn_custom.remove(key)
+                else:
+                    self.draw_custom_message(
+                        CustomMessage(custom_type=entry.custom_type, content=entry.content, display=True, details=entry.details)
+                    )
+            elif renderers:
                 self.render_entry(entry, renderers)
         self.seen_entries = count
 
@@ -479,16 +492,21 @@ class EventRenderer:
                 self.totals.add(message.usage)
             self.print_assistant(message)
         elif isinstance(message, CustomMessage) and message.display:
-            registry = self._registry()
-            registered = registry.message_renderers.get(message.custom_type) if registry is not None else None
-            if registered is not None and self._plugin_render(
-                f"message renderer {message.custom_type!r} of plugin {registered.plugin}",
-                registered.value.render, message, {"expanded": self.expanded},
-            ):
-                return
-            lines, more = preview(content_text(message.content), PREVIEW_LINES)
-            body = "\n".join(lines) + (f"\n… ({more} more lines)" if more else "")
-            self.out.print(Text.assemble((f"[{message.custom_type}] ", "magenta"), (body, "")))
+            self.drawn_custom.append((message.custom_type, content_text(message.content)))
+            self.draw_custom_message(message)
+
+    def draw_custom_message(self, message: Any) -> None:
+        """A custom message: the plugins' renderer for its type, else ``[type] text``."""
+        registry = self._registry()
+        registered = registry.message_renderers.get(message.custom_type) if registry is not None else None
+        if registered is not None and self._plugin_render(
+            f"message renderer {message.custom_type!r} of plugin {registered.plugin}",
+            registered.value.render, message, {"expanded": self.expanded},
+        ):
+            return
+        lines, more = preview(content_text(message.content), PREVIEW_LINES)
+        body = "\n".join(lines) + (f"\n… ({more} more lines)" if more else "")
+        self.out.print(Text.assemble((f"[{message.custom_type}] ", "magenta"), (body, "")))
 
     def print_assistant(self, message: AssistantMessage) -> None:
         for block in message.content:

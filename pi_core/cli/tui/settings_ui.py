@@ -175,9 +175,9 @@ async def cmd_settings(app: CommandHost, args: str) -> None:
             notes.append(f"✖ {exc}")
             continue
         refresh_settings(settings)
-        app.settings_changed()
         shown = "removed" if value is None else f"= {_shown(value)}"
         app.out.line(f"{spec.key} {shown} ({path})", "green")
+        app.settings_changed(spec.key)
 
 
 _CANCEL: Any = object()
