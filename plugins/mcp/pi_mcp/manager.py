@@ -49,14 +49,21 @@ def has_direct_tools(config: ServerConfig) -> bool:
     return config.exposure == "direct" or "direct" in config.tool_exposure.values()
 
 
-def collect_registrations(ctx: Any, loaded: LoadedConfig) -> list[Any]:
-    """Call every plugin's ``register_mcp_servers`` (each with its own ``register``, so a
-    server is attributed to its plugin). Returns awaitables of async implementations."""
+def collect_registrations(ctx: Any, loaded: LoadedConfig, manager: McpManager | None = None) -> list[Any]:
+    """Call every plugin's ``register_mcp_servers`` (each with its own ``register`` and
+    ``unregister``, so a server is attributed to its plugin). Returns awaitables of async
+    implementations. Calls made after start-up (a plugin keeping the callables) reach
+    ``manager``, which connects or closes the server right away."""
     hook = getattr(getattr(ctx, "hook", None), "register_mcp_servers", None)
     if hook is None:
         return []
     owners: dict[str, str] = {}
     pending: list[Any] = []
+
+    def changed() -> None:
+        if manager is not None and manager.bound:
+            manager.registrations_changed()
+
     for impl in hook.get_hookimpls():  # load order: the first plugin to register a name keeps it
         plugin = impl.plugin_name
 
@@ -77,10 +84,26 @@ def collect_registrations(ctx: Any, loaded: LoadedConfig) -> list[Any]:
                 except ValueError as exc:
                     raise ValueError(f'MCP server "{name}": {exc}') from None
             owners[key] = _plugin
+            remove_registered(loaded, name, _plugin)
             add_registered(loaded, name, parsed, _plugin)
+            changed()
+
+        def unregister(name: str, /, _plugin: str = plugin) -> bool:
+            """Remove the plugin's own server ``name``; ``False`` when it has none of that name."""
+            key = normalized_server_name(name)
+            owner = owners.get(key)
+            if owner is not None and owner != _plugin:
+                raise ValueError(f'MCP server "{name}" is registered by plugin "{owner}", not "{_plugin}"')
+            if owner is None:
+                return False
+            del owners[key]
+            remove_registered(loaded, name, _plugin)
+            changed()
+            return True
 
         try:
-            kwargs = {"register": register} if "register" in impl.argnames else {}
+            callables = {"register": register, "unregister": unregister}
+            kwargs = {arg: callables[arg] for arg in impl.argnames if arg in callables}
             result = impl.function(**kwargs)
             if inspect.isawaitable(result):
                 pending.append((plugin, result))
@@ -89,10 +112,40 @@ def collect_registrations(ctx: Any, loaded: LoadedConfig) -> list[Any]:
     return pending
 
 
-async def load_session_config(ctx: Any, agent: Path | None = None) -> LoadedConfig:
+def remove_registered(loaded: LoadedConfig, name: str, plugin: str) -> None:
+    """Forget ``plugin``'s registration of ``name`` (also one a ``mcp.json`` server shadows)."""
+    source = f"plugin {plugin}"
+    wanted = normalized_server_name(name)
+    for key, entry in list(loaded.servers.items()):
+        if normalized_server_name(key) == wanted and entry.scope == "plugin" and entry.source == source:
+            del loaded.servers[key]
+    loaded.shadowed = [
+        e for e in loaded.shadowed if not (normalized_server_name(e.name) == wanted and e.source == source)
+    ]
+
+
+def registered_servers(loaded: LoadedConfig) -> list[dict[str, Any]]:
+    """Every server plugins registered (in effect or shadowed by ``mcp.json``), as
+    ``mcp_servers_change`` reports them: ``name``, ``plugin``, ``config`` (the
+    ``mcpServers`` entry as JSON), ``overridden`` (a ``mcp.json`` server wins)."""
+    out = []
+    for entry, overridden in [
+        *((e, False) for e in loaded.servers.values() if e.scope == "plugin"),
+        *((e, True) for e in loaded.shadowed),
+    ]:
+        out.append({
+            "name": entry.name,
+            "plugin": entry.source.removeprefix("plugin "),
+            "config": entry.config.model_dump(mode="json", by_alias=True, exclude_none=True),
+            "overridden": overridden,
+        })
+    return out
+
+
+async def load_session_config(ctx: Any, agent: Path | None = None, manager: McpManager | None = None) -> LoadedConfig:
     """``mcp.json`` files (the project's only when trusted) plus plugin registrations."""
     loaded = load_config(cwd=ctx.cwd, project_trusted=bool(ctx.is_project_trusted()), agent=agent)
-    for plugin, awaitable in collect_registrations(ctx, loaded):
+    for plugin, awaitable in collect_registrations(ctx, loaded, manager):
         try:
             await awaitable
         except Exception as exc:
@@ -119,6 +172,9 @@ class McpManager:
         self._owner: contextvars.Context | None = None
         self._switched_on: set[str] = set()
         self._deferred_pending = True
+        self.bound = False
+        """Start-up read the registrations: later ones connect (or close) right away."""
+        self._auth: Any = None
 
     # ------------------------------------------------------------------ start
 
@@ -129,28 +185,17 @@ class McpManager:
         # during a tool call) run in the context of this session_start handler, so pi
         # attributes the tools to this plugin whichever task registers them.
         self._owner = contextvars.copy_context()
-        self.config = await load_session_config(ctx, self.agent)
+        self.config = await load_session_config(ctx, self.agent, self)
+        self.bound = True
         for error in self.config.errors:
             self._notify(f"MCP config: {error}", "warning")
         enabled = [e for e in self.config.servers.values() if e.enabled]
         if not enabled:
             return
         from . import sdk
-        from .connection import McpConnection
-        from .oauth import OAuthFactory
 
-        auth = OAuthFactory(self.agent)
         for entry in enabled:
-            connection = McpConnection(
-                entry,
-                ctx.cwd,
-                log=self.log,
-                on_tools=self._on_tools,
-                on_change=self._on_change,
-                auth=auth,
-                deferred=not has_direct_tools(entry.config),
-            )
-            self.connections[entry.name] = connection
+            self.connections[entry.name] = self._connection(entry)
         # Every stdio server starts now and starts up beside the rest of pi's startup. The
         # connection attempts (tasks) take the processes over and await the SDK, which loads
         # in a background thread: right away when a server may have direct tools (the first
@@ -164,6 +209,82 @@ class McpManager:
         # codemode / tool_search are on from the first request for the servers that need them
         self._ensure_orchestrators()
         self._spawn(self._after_startup())
+
+    def _connection(self, entry: ServerEntry) -> McpConnection:
+        from .connection import McpConnection
+        from .oauth import OAuthFactory
+
+        if self._auth is None:
+            self._auth = OAuthFactory(self.agent)
+        return McpConnection(
+            entry,
+            self.ctx.cwd,
+            log=self.log,
+            on_tools=self._on_tools,
+            on_change=self._on_change,
+            auth=self._auth,
+            deferred=not has_direct_tools(entry.config),
+        )
+
+    # ------------------------------------------------------------------ registrations after start-up
+
+    def registrations_changed(self) -> None:
+        """A plugin registered or unregistered a server after start-up: tell the other
+        plugins (``mcp_servers_change``), close what went away, connect what came."""
+        if self._closed or self.ctx is None:
+            return
+        self._spawn(self._reconcile())
+
+    async def _reconcile(self) -> None:
+        servers = registered_servers(self.config)
+        hook = getattr(getattr(self.ctx, "hook", None), "mcp_servers_change", None)
+        if hook is not None:
+            try:
+                result = hook(servers=servers)
+                for value in result if isinstance(result, list) else []:
+                    if inspect.isawaitable(value):
+                        await value
+            except StaleContextError:
+                return
+            except Exception as exc:  # another plugin's handler: reported, MCP goes on
+                self._notify(f"mcp_servers_change handler failed: {type(exc).__name__}: {exc}", "warning")
+        removed = [
+            connection for name, connection in self.connections.items()
+            if connection.entry.scope == "plugin" and self.config.servers.get(name) is not connection.entry
+        ]
+        for connection in removed:
+            self._withdraw(connection.name)
+            del self.connections[connection.name]
+        added = [
+            entry for name, entry in self.config.servers.items() if entry.enabled and name not in self.connections
+        ]
+        for entry in added:
+            connection = self._connection(entry)
+            self.connections[entry.name] = connection
+        if removed:
+            await asyncio.gather(*(c.close() for c in removed), return_exceptions=True)
+            self._update_resource_tools()
+        if added:
+            from . import sdk
+
+            sdk.prefetch()
+            await asyncio.gather(*(self.connections[e.name].prestart() for e in added))
+            started = []
+            for entry in added:
+                connection = self.connections[entry.name]
+                connection.want()
+                started.append(connection.start())
+            self._ensure_orchestrators()
+            await asyncio.wait(started)
+            self._ensure_orchestrators()
+
+    def _withdraw(self, server: str) -> None:
+        """Make a server's tools unreachable (tools cannot be unregistered)."""
+        from .tools import withdrawn
+
+        for definition in self.registered.pop(server, {}).values():
+            self._register(withdrawn(definition))
+        self.exposures.pop(server, None)
 
     def _spawn(self, coroutine: Any) -> None:
         task = asyncio.ensure_future(coroutine)

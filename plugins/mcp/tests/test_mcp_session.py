@@ -489,3 +489,43 @@ async def test_tool_search_finds_a_deferred_server_tool_and_the_next_request_cal
         assert runtime.session.get_last_assistant_text() == "five"
     finally:
         await runtime.dispose()
+
+
+async def test_servers_registered_and_unregistered_during_the_session(pi_agent_dir: Path, pi_project: Path) -> None:
+    changes: list[list[dict[str, Any]]] = []
+
+    class Toggle:
+        @hookimpl
+        def register_mcp_servers(self, register: Any, unregister: Any) -> None:
+            self.register, self.unregister = register, unregister
+
+    class Watcher:  # a plugin that follows registrations (as another MCP connector would)
+        @hookimpl
+        def mcp_servers_change(self, servers: list[dict[str, Any]]) -> None:
+            changes.append(servers)
+
+    toggle = Toggle()
+    runtime, _ = await start(pi_project, plugins=(McpPlugin, toggle, Watcher))
+    try:
+        manager = manager_of(runtime)
+        assert manager.connections == {} and changes == []
+        toggle.register("late", stdio(exposure="direct", description="Registered later"))
+        deadline = time.monotonic() + WAIT  # it connects in the background, right away
+        while time.monotonic() < deadline and getattr(manager.find("late"), "state", None) != "connected":
+            await asyncio.sleep(0.05)
+        assert manager.find("late").state == "connected"
+        assert "mcp__late__echo" in runtime.session.tools.active_names
+        assert [(s["name"], s["plugin"], s["overridden"]) for s in changes[0]] == [("late", "Toggle", False)]
+        assert changes[0][0]["config"]["exposure"] == "direct"
+
+        assert toggle.unregister("late") is True
+        for _ in range(50):
+            if manager.find("late") is None:
+                break
+            await asyncio.sleep(0.05)
+        assert manager.find("late") is None and changes[-1] == []
+        definition = next(d for d in manager.ctx.get_all_tools() if d.name == "mcp__late__echo")
+        assert definition.exposure == "hidden"  # unreachable from now on
+        assert toggle.unregister("late") is False
+    finally:
+        await runtime.dispose()
