@@ -239,6 +239,9 @@ async def test_the_call_timeout_restarts_with_every_progress_notification(tmp_pa
         assert ticked.text_content() == "ticked" and not ticked.is_error  # 0.75s in all, progress every 0.25s
         slow = await call_mcp_tool(connection, "slow", {"seconds": 30}, Ctx(), "x")
         assert slow.is_error and 'MCP tool "fx/slow" did not answer within 0.5s' in slow.text_content()
+        # the server that timed out is restarted (with a timeout it can start in) for the next call
+        assert connection.state == "disconnected"
+        connection.entry.config = connection.entry.config.model_copy(update={"timeout": WAIT})
         assert (await call_mcp_tool(connection, "echo", {"text": "alive"}, Ctx(), "x")).text_content() == "alive"
     finally:
         await connection.close()
