@@ -15,13 +15,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 
-from cli_helpers import PI, agent_dir, jsonl, run_pi
+from cli_helpers import PI, agent_dir, configure_local_endpoint, jsonl, run_pi, text_reply
+from interactive_pty import Pi
 from rpc_client import RpcProcess, of_type, session_records
 
 __all__ = [
     "PI",
+    "Pi",
     "RpcProcess",
     "agent_dir",
+    "configure_local_endpoint",
     "group_members",
     "jsonl",
     "of_type",
@@ -29,6 +32,7 @@ __all__ = [
     "scripted_model",
     "session_files",
     "session_records",
+    "text_reply",
     "write_plugin",
 ]
 
