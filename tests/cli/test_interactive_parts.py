@@ -243,13 +243,19 @@ class Settings:
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)
 
+    def lookup(self, *keys: str) -> tuple[Any, None]:
+        node: Any = self.values
+        for key in keys:
+            node = node.get(key) if isinstance(node, dict) else None
+        return node, None
+
 
 def test_renderer_honours_code_block_indent_and_hidden_thinking() -> None:
     from pi_hookspecs import MessageEndEvent, ThinkingContent
 
     out, stream = transcript()
     renderer = EventRenderer(out, LiveView(), FakeSession, lambda: None)
-    renderer.configure(Settings(hideThinkingBlock=True, markdown={"codeBlockIndent": "│ "}))
+    renderer.configure(Settings(hideThinkingBlock=True, markdown={"codeBlockIndent": "│ "}, outputPad=0))
     answer = AssistantMessage(
         content=[ThinkingContent(thinking="secret plan"), TextContent(text="Run:\n\n```sh\nls -la\necho hi\n```\n")],
         stop_reason="stop",
@@ -261,6 +267,20 @@ def test_renderer_honours_code_block_indent_and_hidden_thinking() -> None:
     renderer.toggle_thinking()
     renderer(MessageEndEvent(message=answer))
     assert "secret plan" in plain(stream.getvalue())
+
+
+def test_renderer_pads_output_and_reports_progress_as_configured() -> None:
+    from pi_hookspecs import AgentSettledEvent, AgentStartEvent, MessageEndEvent
+
+    out, stream = transcript()
+    renderer = EventRenderer(out, LiveView(), FakeSession, lambda: None)
+    renderer.configure(Settings(terminal={"showTerminalProgress": True}))  # outputPad: 1 by default
+    renderer(AgentStartEvent())
+    renderer(MessageEndEvent(message=AssistantMessage(content=[TextContent(text="padded")], stop_reason="stop")))
+    renderer(AgentSettledEvent())
+    text = stream.getvalue()
+    assert "\x1b]9;4;3\x07" in text and "\x1b]9;4;0\x07" in text
+    assert "\n padded" in "\n" + plain(text)
 
 
 def test_terminal_ui_places_widgets_footer_and_working_message() -> None:

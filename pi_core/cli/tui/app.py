@@ -26,7 +26,7 @@ from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import DynamicKeyBindings, KeyBindings, KeyPressEvent
-from prompt_toolkit.output import create_output
+from prompt_toolkit.output import ColorDepth, create_output
 from prompt_toolkit.styles import Style
 from rich.text import Text
 
@@ -127,6 +127,8 @@ class InteractiveApp:
         self._tasks: set[asyncio.Future[Any]] = set()
         self._entries_at_open = 0
         self._started = False
+        self.editor_padding = 0
+        """``editorPaddingX``: spaces before the input line."""
         self.images: list[ImageContent] = []
         """Images pasted with Ctrl+V, sent with the next message."""
         self._scoped_refs: list[str] | None = None
@@ -177,6 +179,15 @@ class InteractiveApp:
             self.args.theme = None
         settings = self.session.settings
         self.renderer.configure(settings)
+        visible = settings.get("autocompleteMaxVisible")
+        self.prompt.reserve_space_for_menu = visible if isinstance(visible, int) and 3 <= visible <= 20 else 5
+        padding = settings.get("editorPaddingX")
+        self.editor_padding = padding if isinstance(padding, int) and 0 <= padding <= 3 else 0
+        true_color, _ = settings.lookup("terminal", "trueColor")
+        self.out.set_true_color(true_color if isinstance(true_color, bool) else None)
+        self.prompt.color_depth = (
+            None if not isinstance(true_color, bool) else ColorDepth.TRUE_COLOR if true_color else ColorDepth.DEPTH_8_BIT
+        )
         self.theme = load_theme(self.args.theme or settings.get("theme"), settings, self.session.cwd, self.theme_problems)
         self.apply_theme()
         if self._started:
@@ -371,7 +382,7 @@ class InteractiveApp:
     def _message(self) -> StyleAndTextTuples:
         known = self.prompt.app.renderer.height_is_known
         fragments = self.live.fragments(terminal_width(), with_below=not known)
-        return [*fragments, ("class:prompt", "› ")]
+        return [*fragments, ("", " " * self.editor_padding), ("class:prompt", "› ")]
 
     def _make_prompt(self) -> PromptSession[str]:
         completer = PiCompleter(self.command_infos, self.argument_values, lambda: self.session.cwd if self._runtime else os.getcwd())
@@ -386,7 +397,7 @@ class InteractiveApp:
             style=self.theme.prompt_style(),
             erase_when_done=True,
             output=self.output,
-            prompt_continuation=lambda width, line, wrap: [("class:dim", "  ")],
+            prompt_continuation=lambda width, line, wrap: [("class:dim", " " * (self.editor_padding + 2))],
             enable_history_search=False,
         )
 

@@ -44,12 +44,17 @@ class Transcript:
         self._waiting = False
         self.loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
-        self._themed = False
+        self._theme: Any = None
+        self.console = self._console(None)
+
+    def _console(self, true_color: bool | None) -> Console:
         color = not os.environ.get("NO_COLOR")
-        self.console = Console(
+        systems: dict[bool | None, Any] = {True: "truecolor", False: "256", None: "auto"}
+        return Console(
             file=io.StringIO(),
-            force_terminal=color and stream.isatty(),
+            force_terminal=color and self.stream.isatty(),
             no_color=not color,
+            color_system=systems[true_color],
             highlight=False,
             emoji=False,
             soft_wrap=False,
@@ -97,12 +102,19 @@ class Transcript:
 
     # ------------------------------------------------------------------ rich
 
+    def set_true_color(self, enabled: bool | None) -> None:
+        """``terminal.trueColor``: 24-bit colours (``True``), the 256-colour palette
+        (``False``) or what the terminal announces (``None``)."""
+        self.console = self._console(enabled)
+        if self._theme is not None:
+            self.console.push_theme(self._theme.rich_theme())
+
     def set_theme(self, theme: Any) -> None:
         """Colours of a :class:`~pi_core.cli.tui.theme.Theme` for what is printed next."""
-        if self._themed:
+        if self._theme is not None:
             self.console.pop_theme()
         self.console.push_theme(theme.rich_theme())
-        self._themed = True
+        self._theme = theme
 
     def render(self, *renderables: Any, **options: Any) -> str:
         """``renderables`` as terminal text (ANSI styles unless NO_COLOR)."""

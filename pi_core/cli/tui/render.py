@@ -19,6 +19,7 @@ from prompt_toolkit.formatted_text import StyleAndTextTuples
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markdown import Markdown
+from rich.padding import Padding
 from rich.segment import Segment
 from rich.syntax import Syntax
 from rich.text import Text
@@ -284,8 +285,8 @@ def _member(obj: Any, name: str) -> Any:
 class IndentedMarkdown(Markdown):
     """rich's Markdown with code blocks prefixed by ``markdown.codeBlockIndent``."""
 
-    def __init__(self, text: str, *, code_indent: str = "  ") -> None:
-        super().__init__(text)
+    def __init__(self, text: str, *, code_indent: str = "  ", hyperlinks: bool = True) -> None:
+        super().__init__(text, hyperlinks=hyperlinks)
         indent = code_indent
 
         class IndentedCode(self.elements["fence"]):  # type: ignore[name-defined,misc]
@@ -322,6 +323,9 @@ class EventRenderer:
         self.code_indent = "  "
         self.recent_results: list[tuple[str, str, bool]] = []
         """``(tool, output, is_error)`` of the latest tool calls (printed in full by Ctrl+O)."""
+        self.pad = 1
+        self.hyperlinks = True
+        self.progress = False
         self.seen_entries = 0
         self.drawn_custom: list[tuple[str, str]] = []
         """Custom messages drawn from their ``message_end`` (their entries are not drawn
@@ -329,8 +333,10 @@ class EventRenderer:
         self._render_failures: set[str] = set()
 
     def configure(self, settings: Any) -> None:
-        """Take what rendering uses from the settings (``hideThinkingBlock``,
-        ``markdown.codeBlockIndent``)."""
+        """Take what rendering uses from the settings: ``hideThinkingBlock``,
+        ``markdown.codeBlockIndent``, ``outputPad``, ``terminal.hyperlinks`` and
+        ``terminal.showTerminalProgress`` (values of the wrong type were dropped when the
+        file loaded, so the defaults apply)."""
         try:
             self.hide_thinking = settings.hide_thinking_block
         except Exception as exc:
@@ -338,6 +344,16 @@ class EventRenderer:
         markdown = settings.get("markdown")
         indent = markdown.get("codeBlockIndent") if isinstance(markdown, dict) else None
         self.code_indent = indent if isinstance(indent, str) else "  "
+        pad = settings.get("outputPad")
+        self.pad = pad if pad in (0, 1) and not isinstance(pad, bool) else 1
+        hyperlinks, _ = settings.lookup("terminal", "hyperlinks")
+        self.hyperlinks = hyperlinks is not False
+        progress, _ = settings.lookup("terminal", "showTerminalProgress")
+        self.progress = progress is True
+
+    def block(self, renderable: Any) -> None:
+        """Print a message, tool output or summary with the ``outputPad`` margin."""
+        self.out.print(Padding(renderable, (0, 0, 0, self.pad)) if self.pad else renderable)
 
     def toggle_thinking(self) -> bool:
         self.hide_thinking = not self.hide_thinking
@@ -353,7 +369,7 @@ class EventRenderer:
         return self.expanded
 
     def markdown(self, text: str) -> Any:
-        return IndentedMarkdown(text, code_indent=self.code_indent)
+        return IndentedMarkdown(text, code_indent=self.code_indent, hyperlinks=self.hyperlinks)
 
     # ------------------------------------------------------------------ plugin renderers
 
@@ -455,6 +471,8 @@ class EventRenderer:
         if self.totals is None:
             self.totals = RunTotals()
             self.recent_results = []
+            if self.progress:
+                self.out.write("\x1b]9;4;3\x07")  # OSC 9;4: busy, in the terminal's tab
         self.live.set_status("Working")
 
     def on_message_start(self, event: MessageStartEvent) -> None:
@@ -506,18 +524,18 @@ class EventRenderer:
             return
         lines, more = preview(content_text(message.content), PREVIEW_LINES)
         body = "\n".join(lines) + (f"\n… ({more} more lines)" if more else "")
-        self.out.print(Text.assemble((f"[{message.custom_type}] ", "magenta"), (body, "")))
+        self.block(Text.assemble((f"[{message.custom_type}] ", "magenta"), (body, "")))
 
     def print_assistant(self, message: AssistantMessage) -> None:
         for block in message.content:
             if isinstance(block, ThinkingContent) and block.thinking.strip():
                 if self.hide_thinking:
-                    self.out.print(Text("(thinking hidden · Ctrl+T shows it)", style="dim"))
+                    self.block(Text("(thinking hidden · Ctrl+T shows it)", style="dim"))
                 else:
-                    self.out.print(Text(plain(block.thinking.strip()), style="thinking"))
+                    self.block(Text(plain(block.thinking.strip()), style="thinking"))
         text = message.text().strip()
         if text:
-            self.out.print(self.markdown(text))
+            self.block(self.markdown(text))
         if message.stop_reason == "error":
             self.out.print(Text(f"✖ {message.error_message or 'the model request failed'}", style="red"))
         elif message.stop_reason == "aborted":
@@ -534,7 +552,7 @@ class EventRenderer:
             f"render_call of {event.tool_name}", render_call, event.args, {"expanded": self.expanded}
         ):
             return
-        self.out.print(
+        self.block(
             Text.assemble(("  ↳ " if nested else "", "dim"), ("⚙ ", "cyan"), (event.tool_name, "bold cyan"), (f" {args}", "cyan"))
         )
 
@@ -562,13 +580,15 @@ class EventRenderer:
         body = "\n".join(indent + line for line in lines)
         if more:
             body += f"\n{indent}… ({more} more lines)"
-        self.out.print(Text(body, style=style))
+        self.block(Text(body, style=style))
 
     def on_queue_update(self, event: QueueUpdateEvent) -> None:
         self.live.steering = list(event.steering)
         self.live.follow_up = list(event.follow_up)
 
     def on_agent_settled(self, event: AgentSettledEvent) -> None:
+        if self.progress and self.totals is not None:
+            self.out.write("\x1b]9;4;0\x07")
         self.live.set_status(None)
         self.live.text = self.live.thinking = ""
         self.live.tools.clear()

@@ -37,7 +37,7 @@ class SettingSpec:
 
 
 SETTINGS: tuple[SettingSpec, ...] = (
-    SettingSpec("theme", "choice", "dark", "Colour theme of the terminal (/settings lists the themes found)"),
+    SettingSpec("theme", "choice", "system", "Colour theme of the terminal (/settings lists the themes found)"),
     SettingSpec("defaultThinkingLevel", "choice", "medium", "Thinking level at startup", tuple(THINKING_LEVELS)),
     SettingSpec("hideThinkingBlock", "bool", False, "Hide thinking blocks in the transcript (Ctrl+T toggles)"),
     SettingSpec("quietStartup", "choice", False, "Startup header: false shows all, header only the header, true nothing", (False, "header", True)),
