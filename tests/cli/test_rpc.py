@@ -58,8 +58,10 @@ class Ask:
         text = await ctx.ui.editor("Edit", "prefilled")
         cancelled = await ctx.ui.confirm("Cancel me")
         late = await ctx.ui.confirm("Nobody answers this", timeout=0.2)
-        ctx.ui.set_widget("ask", ["done"])
-        ctx.ui.notify(json.dumps([choice, name, text, cancelled, late]))
+        ctx.ui.set_widget("ask", ["done"], placement="belowEditor")
+        ctx.ui.set_working_message("asking")  # needs a terminal: nothing is sent, as in pi 1.6.0
+        ctx.ui.set_footer(["footer"])
+        ctx.ui.notify(json.dumps([choice, name, text, cancelled, late, ctx.ui.get_editor_text()]))
 
     def bye(self, args, ctx):
         ctx.shutdown()
@@ -73,6 +75,16 @@ class Ask:
     def session_shutdown(self, event):
         with open(os.environ["RPC_TEST_MARK"], "a") as fh:
             fh.write("shutdown " + event.reason + "\\n")
+
+    @hookimpl
+    def ui_prompt_start(self, event):
+        with open(os.environ["RPC_TEST_MARK"], "a") as fh:
+            fh.write(f"waiting {event.kind} {event.title}\\n")
+
+    @hookimpl
+    def ui_prompt_end(self, event):
+        with open(os.environ["RPC_TEST_MARK"], "a") as fh:
+            fh.write(f"answered {event.kind}\\n")
 """
 
 HANG_PLUGIN = """
@@ -359,8 +371,9 @@ def test_extension_ui_dialogs_commands_and_errors(cwd: Path, tmp_path: Path) -> 
         assert late["timeout"] == 200
         widget = rpc.wait_for(of_type("extension_ui_request", method="setWidget"))
         assert widget["widgetKey"] == "ask" and widget["widgetLines"] == ["done"]
+        assert widget["widgetPlacement"] == "belowEditor"
         note = rpc.wait_for(of_type("extension_ui_request", method="notify"))
-        assert json.loads(note["message"]) == ["green", "Ada", "edited", False, False]
+        assert json.loads(note["message"]) == ["green", "Ada", "edited", False, False, ""]
         assert rpc.response(command_id)["data"] == {"disposition": "handled"}
         rpc.send({"type": "extension_ui_response", "id": late["id"], "confirmed": True})  # too late: ignored
 
@@ -377,7 +390,11 @@ def test_extension_ui_dialogs_commands_and_errors(cwd: Path, tmp_path: Path) -> 
         assert bye["data"] == {"disposition": "handled"}
         assert rpc.rest() == []
         assert rpc.wait() == 0
-    assert mark.read_text() == "shutdown quit\n"
+    assert mark.read_text().splitlines() == [
+        "waiting select Pick one", "answered select", "waiting input Your name", "answered input",
+        "waiting editor Edit", "answered editor", "waiting confirm Cancel me", "answered confirm",
+        "waiting confirm Nobody answers this", "answered confirm", "shutdown quit",
+    ]
 
 
 # --------------------------------------------------------------------------- shutdown
@@ -393,7 +410,11 @@ def test_stdin_eof_finishes_the_run_and_closes_the_session(cwd: Path, tmp_path: 
         rest = rpc.rest()
         assert rpc.wait() == 0
     assert rest[-1] == {"type": "agent_settled", "aborted": False}
-    assert mark.read_text() == "shutdown quit\n"
+    assert mark.read_text().splitlines() == [
+        "waiting select Pick one", "answered select", "waiting input Your name", "answered input",
+        "waiting editor Edit", "answered editor", "waiting confirm Cancel me", "answered confirm",
+        "waiting confirm Nobody answers this", "answered confirm", "shutdown quit",
+    ]
     records = session_records(session_file)
     messages = [r["message"] for r in records if r["type"] == "message"]
     assert [m["role"] for m in messages if m["role"] != "system"] == ["user", "assistant", "toolResult", "assistant"]
