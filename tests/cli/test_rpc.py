@@ -410,11 +410,7 @@ def test_stdin_eof_finishes_the_run_and_closes_the_session(cwd: Path, tmp_path: 
         rest = rpc.rest()
         assert rpc.wait() == 0
     assert rest[-1] == {"type": "agent_settled", "aborted": False}
-    assert mark.read_text().splitlines() == [
-        "waiting select Pick one", "answered select", "waiting input Your name", "answered input",
-        "waiting editor Edit", "answered editor", "waiting confirm Cancel me", "answered confirm",
-        "waiting confirm Nobody answers this", "answered confirm", "shutdown quit",
-    ]
+    assert mark.read_text() == "shutdown quit\n"
     records = session_records(session_file)
     messages = [r["message"] for r in records if r["type"] == "message"]
     assert [m["role"] for m in messages if m["role"] != "system"] == ["user", "assistant", "toolResult", "assistant"]
