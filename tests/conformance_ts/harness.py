@@ -179,6 +179,12 @@ class Normaliser:
         # structuredContent (what codemode scripts receive): pi 1.6.0's built-in tools
         # fill it, this pi's return text (a documented difference)
         out = {k: self(v, k) for k, v in value.items() if k != "structuredContent"}
+        if value.get("type") == "tool_execution_end" and isinstance(out.get("result"), dict):
+            # the event's isError is what clients read; whether the result repeats it
+            # depends on whether the tool threw or returned its error (documented)
+            out["result"] = {k: v for k, v in out["result"].items() if k != "isError"}
+        if value.get("stopReason") == "aborted" and "errorMessage" in out:
+            out["errorMessage"] = "<aborted>"  # pi's own words (documented)
         if value.get("type") == "session" and "version" in value:
             out["id"] = "<session>"
         return out

@@ -34,6 +34,23 @@ try {
   step("set_session_name", await client.setSessionName("conformance"));
   step("state_events", takeEvents());
   step("get_entries", await client.getEntries());
+  // An aborted run: the slow tool is stopped and the run ends with the empty aborted
+  // assistant message pi 1.6.0 records.
+  const toolStarted = new Promise((resolve) => {
+    const off = client.onEvent((event) => {
+      if (event.type === "tool_execution_start") {
+        off();
+        resolve();
+      }
+    });
+  });
+  const abortedRun = client.collectEvents();
+  await client.prompt("run the slow command");
+  await toolStarted;
+  await client.abort();
+  step("aborted_run_events", await abortedRun);
+  takeEvents();
+  step("get_messages_after_abort", await client.getMessages());
 } catch (error) {
   out.error = String(error && error.message ? error.message : error);
 } finally {

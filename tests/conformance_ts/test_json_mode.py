@@ -36,6 +36,9 @@ class Case:
     args: list[str]
     replies: list[Canned]
     files: dict[str, str] = field(default_factory=dict)
+    before: list[list[str]] = field(default_factory=list)
+    """Runs made first in the same folder (their replies lead ``replies``); only the
+    last run's stream is compared, the session file as it ends up."""
 
 
 CASES = [
@@ -54,6 +57,17 @@ CASES = [
                                                   "completion_tokens_details": {"reasoning_tokens": 4}})],
     ),
     Case("two_prompts", ["--model", MODEL, "one", "two"], [text_reply("first"), text_reply("second")]),
+    Case(
+        "resume_restores_the_thinking_level",
+        ["-c", "and now?"],
+        [text_reply("Thought once."), text_reply("Thought again.")],
+        before=[["--model", "local/think-model", "--thinking", "high", "think hard"]],
+    ),
+    Case(
+        "invalid_thinking_level",
+        ["--model", "local/think-model", "--thinking", "extreme", "hi"],
+        [text_reply("Medium it is.")],
+    ),
 ]
 
 
@@ -72,6 +86,9 @@ def run_case(which: str, case: Case, wire: WireServer, root: Path) -> dict[str, 
         (cwd / name).write_text(text)
     agent = fresh_dir(root / f"agent-{which}")
     write_agent_dir(agent, wire.url)
+    for args in case.before:
+        first = run_json(which, args, cwd=cwd, agent=agent)
+        assert first.returncode == 0, first.stderr[-3000:]
     done = run_json(which, case.args, cwd=cwd, agent=agent)
     assert done.returncode == 0, done.stderr[-3000:]
     normalise = Normaliser(cwd)

@@ -1,7 +1,7 @@
 """``pi --mode rpc`` driven by pi 1.6.0's own ``RpcClient`` (its npm package, run with
 node): a scripted session (state, a prompt with a tool call, the last answer, the
 messages, a user bash command with coloured output and a failing status, an unknown
-thinking level, a session name, the entries), compared with a golden file and with
+thinking level, a session name, the entries, a run aborted in its tool), compared with a golden file and with
 pi 1.6.0 itself driven by the same client in the same test."""
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ pytestmark = [
 def drive(which: str, wire: WireServer, root: Path) -> dict[str, Any]:
     assert PACKAGE is not None and NODE is not None
     wire.reset()
-    wire.enqueue(tool_reply("read", {"path": "notes.txt"}), text_reply("It says alpha and beta."))
+    wire.enqueue(tool_reply("read", {"path": "notes.txt"}), text_reply("It says alpha and beta."),
+                 tool_reply("bash", {"command": "sleep 5"}, call_id="call_2"))
     cwd = fresh_dir(root / "project")
     (cwd / "notes.txt").write_text("alpha\nbeta\n")
     agent = fresh_dir(root / f"agent-{which}")
@@ -108,6 +109,8 @@ def test_rpc_client_of_pi_1_6_0_sees_the_same_session(wire: WireServer, tmp_path
     assert steps["get_last_assistant_text"] == "It says alpha and beta."
     assert steps["bash"]["output"] == "red\nplain\n" and steps["bash"]["exitCode"] == 3
     assert steps["get_state_after"]["thinkingLevel"] == "off"
+    last = steps["get_messages_after_abort"][-1]
+    assert (last["role"], last["content"], last["stopReason"]) == ("assistant", [], "aborted")
     check_golden("rpc_session", ours)
     theirs = drive("ts", wire, tmp_path)
     difference = first_difference(ours, theirs)
