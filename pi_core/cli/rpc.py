@@ -502,7 +502,8 @@ class RpcServer:
             "summary": entry.summary,
             "firstKeptEntryId": entry.first_kept_entry_id,
             "tokensBefore": entry.tokens_before,
-            "estimatedTokensAfter": estimate_context_tokens(list(session.messages)).tokens,
+            # as compaction_end reports it: every message of the new context estimated
+            "estimatedTokensAfter": estimate_context_tokens(list(session.messages), use_usage=False).tokens,
         }
         if entry.usage is not None:
             data["usage"] = entry.usage.to_json()

@@ -79,7 +79,7 @@ def rejected() -> Canned:
     return json_error(400, {"error": {"message": PROVIDER_ERROR, "type": "invalid_request_error"}})
 
 
-def write_agent_dir(agent: Path, url: str) -> None:
+def write_agent_dir(agent: Path, url: str, settings: dict[str, Any] | None = None) -> None:
     """models.json pointing at the local endpoint; settings that keep runs comparable
     (no retries: a failure is reported at once)."""
     agent.mkdir(parents=True, exist_ok=True)
@@ -97,7 +97,7 @@ def write_agent_dir(agent: Path, url: str) -> None:
         }
     }
     (agent / "models.json").write_text(json.dumps(models))
-    (agent / "settings.json").write_text(json.dumps({"retry": {"enabled": False}}))
+    (agent / "settings.json").write_text(json.dumps({"retry": {"enabled": False}, **(settings or {})}))
 
 
 # --------------------------------------------------------------------------- running
@@ -165,6 +165,9 @@ class Normaliser:
             return "<duration>"
         if key == "cwd" and isinstance(value, str):
             return "<cwd>"
+        if key == "estimatedTokensAfter" and isinstance(value, int):
+            # estimated from the whole new context, system prompt (pi's own words) included
+            return "<estimate>" if value > 0 else value
         if key == "errorMessage" and isinstance(value, str) and PROVIDER_ERROR in value:
             # the wording of a provider error is the HTTP client's (OpenAI's JS SDK in pi
             # 1.6.0); both must carry the status and the provider's own message
@@ -208,12 +211,25 @@ def normalise_request(body: Any, normalise: Normaliser) -> Any:
     if "tools" in body:
         body["tools"] = [tool["function"]["name"] for tool in body["tools"]]
     messages = []
+    summary_request = False
     for message in body.get("messages", []):
         if message.get("role") in ("system", "developer"):
+            summary_request = "summar" in json.dumps(message.get("content", "")).lower()
             message = {**message, "content": "<system prompt>"}
+        elif summary_request and message.get("role") == "user":
+            # the summary request: the transcript with pi's own instructions around it;
+            # only the transcript (the [User]: … lines) is compared
+            message = {**message, "content": [{"type": "text", "text": _transcript(message["content"])}]}
         messages.append(message)
     body["messages"] = messages
     return normalise(body)
+
+
+def _transcript(content: Any) -> str:
+    text = content if isinstance(content, str) else "".join(block.get("text", "") for block in content)
+    start = min((i for i in (text.find("[User]:"), text.find("[Assistant")) if i >= 0), default=0)
+    ends = [i for i in (text.find("</conversation>"), text.find("\n# Instructions")) if i >= 0]
+    return "<summary request> " + text[start: min(ends) if ends else len(text)].strip()
 
 
 # --------------------------------------------------------------------------- goldens

@@ -27,6 +27,8 @@ try {
   takeEvents();
   step("get_last_assistant_text", await client.getLastAssistantText());
   step("get_messages", await client.getMessages());
+  step("compact", await client.compact("keep the file names"));
+  step("compact_events", takeEvents());
   step("bash", await client.bash("printf '\\033[1;31mred\\033[0m\\r\\nplain\\n'; exit 3"));
   step("bash_events", takeEvents());
   step("set_thinking_level_unknown", await client.setThinkingLevel("extreme"));

@@ -1,7 +1,7 @@
 """``pi --mode rpc`` driven by pi 1.6.0's own ``RpcClient`` (its npm package, run with
 node): a scripted session (state, a prompt with a tool call, the last answer, the
-messages, a user bash command with coloured output and a failing status, an unknown
-thinking level, a session name, the entries, a run aborted in its tool), compared with a golden file and with
+messages, a compaction, a user bash command with coloured output and a failing status,
+an unknown thinking level, a session name, the entries, a run aborted in its tool), compared with a golden file and with
 pi 1.6.0 itself driven by the same client in the same test."""
 
 from __future__ import annotations
@@ -47,11 +47,12 @@ def drive(which: str, wire: WireServer, root: Path) -> dict[str, Any]:
     assert PACKAGE is not None and NODE is not None
     wire.reset()
     wire.enqueue(tool_reply("read", {"path": "notes.txt"}), text_reply("It says alpha and beta."),
+                 text_reply("## Goal\nRead notes.txt.\n\n## Next Steps\n1. Nothing."),
                  tool_reply("bash", {"command": "sleep 5"}, call_id="call_2"))
     cwd = fresh_dir(root / "project")
     (cwd / "notes.txt").write_text("alpha\nbeta\n")
     agent = fresh_dir(root / f"agent-{which}")
-    write_agent_dir(agent, wire.url)
+    write_agent_dir(agent, wire.url, {"compaction": {"keepRecentTokens": 1}})
     target = [*PI] if which == "py" else [PI_TS]
     env = {
         **environment(agent),
@@ -109,6 +110,10 @@ def test_rpc_client_of_pi_1_6_0_sees_the_same_session(wire: WireServer, tmp_path
     assert steps["get_last_assistant_text"] == "It says alpha and beta."
     assert steps["bash"]["output"] == "red\nplain\n" and steps["bash"]["exitCode"] == 3
     assert steps["get_state_after"]["thinkingLevel"] == "off"
+    end = next(e for e in steps["compact_events"] if e["type"] == "compaction_end")
+    assert end["result"]["estimatedTokensAfter"] == "<estimate>" and end["result"]["usage"]["output"] == 5
+    compaction = next(e for e in steps["get_entries"]["entries"] if e["type"] == "compaction")
+    assert compaction["fromHook"] is False
     last = steps["get_messages_after_abort"][-1]
     assert (last["role"], last["content"], last["stopReason"]) == ("assistant", [], "aborted")
     check_golden("rpc_session", ours)
