@@ -147,6 +147,11 @@ def test_tree_labels_filters_folding_and_double_escape(spawn: Callable[..., Pi])
     pi.send("\x1b")  # double Esc on an empty line: doubleEscapeAction "tree"
     pi.expect("Go to which entry? (filter: default)")
     pi.expect("bash → ")  # tool results are shown by the default filter
+    pi.send("\x1b[5~")  # PageUp: to the first entry, your message
+    pi.send("\x1b[1;5D")  # Ctrl+←: fold the branch under it
+    pi.expect("▸ ● user: alpha")
+    pi.send("\x1b[1;5C")  # Ctrl+→: unfold
+    pi.expect("● assistant:")
     pi.send("\x15")  # Ctrl+U: user messages only
     pi.expect("Go to which entry? (filter: user-only)")
     pi.send("L")  # Shift+L: label the entry under the cursor

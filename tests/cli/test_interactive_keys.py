@@ -89,7 +89,15 @@ def two_models() -> None:
 
 def test_keybindings_json_remaps_and_hotkeys_lists_them(spawn: Callable[..., Pi]) -> None:
     (agent_dir() / "keybindings.json").write_text(
-        json.dumps({"app.model.select": "ctrl+y", "expandTools": ["ctrl+e"], "app.bogus": "ctrl+k", "app.exit": "hyper+q"})
+        json.dumps(
+            {
+                "app.model.select": "ctrl+y",
+                "expandTools": ["ctrl+e"],
+                "app.session.rename": "ctrl+b",
+                "app.bogus": "ctrl+k",
+                "app.exit": "hyper+q",
+            }
+        )
     )
     pi = spawn()
     pi.expect("unknown action 'app.bogus' (/hotkeys lists them)")
@@ -100,6 +108,7 @@ def test_keybindings_json_remaps_and_hotkeys_lists_them(spawn: Callable[..., Pi]
     pi.expect("Open the model picker")
     pi.expect("Ctrl+E")  # the legacy name expandTools maps to app.tools.expand
     pi.expect("Session picker (/resume)")
+    pi.expect("Ctrl+B  Rename the session")  # the pickers' keys are remapped the same way
     pi.expect("keybindings.json")
     pi.send("\x19")  # Ctrl+Y: the model picker
     pi.expect("Which model?")

@@ -34,6 +34,7 @@ def register_shortcuts(register):
         ctx.ui.set_editor_text("replaced by the plugin")
 
     register("ctrl+y", swap, description="Swap the draft")
+    register("ctrl+l", swap, description="Wants pi's key")
 
 
 @hookimpl
@@ -140,6 +141,7 @@ def test_plugin_shortcut_renderers_widgets_header_and_prompt_events(spawn: Calla
     pi.expect("ctx ")
     pi.line("/hotkeys")
     pi.expect("Swap the draft  (plugin ui)")
+    pi.expect("Wants pi's key  (plugin ui; not bound: the key is pi's app.model.select)")
     pi.line("/ask")
     pi.expect("Proceed?")
     pi.send("y")

@@ -96,6 +96,8 @@ class PluginShortcut:
     prompt_keys: list[tuple[str, ...]]
     definition: Any
     plugin: str
+    taken_by: str | None = None
+    """pi's action that has the key (the shortcut is then not bound)."""
 
 
 class InteractiveApp:
@@ -202,10 +204,12 @@ class InteractiveApp:
         self.invalidate()
 
     def reload_keys(self) -> None:
-        self.keymap = load_keymap(extra={s.id: s.keys for s in self.plugin_shortcuts()})
+        """``keybindings.json`` and the plugins' shortcuts again (new session, ``/reload``)."""
+        self.keymap = load_keymap()
         self._key_bindings = self._bindings()
-        for problem in self.keymap.problems:
-            self.out.line(problem, "yellow")
+        if self._started:
+            for problem in self.keymap.problems:
+                self.out.line(problem, "yellow")
 
     @property
     def scoped_models(self) -> list[tuple[Any, str | None]]:
@@ -328,7 +332,8 @@ class InteractiveApp:
                 prompt_keys = [to_prompt_toolkit(key)]
             except KeyError_:
                 continue
-            out.append(PluginShortcut(f"plugin:{registered.plugin}:{key}", [key], prompt_keys, shortcut, registered.plugin))
+            taken_by = self.keymap.owner(prompt_keys[0])
+            out.append(PluginShortcut(f"plugin:{registered.plugin}:{key}", [key], prompt_keys, shortcut, registered.plugin, taken_by))
         return out
 
     def _plugin_shortcut_handler(self, shortcut: PluginShortcut) -> Callable[[KeyPressEvent], None]:
@@ -431,8 +436,9 @@ class InteractiveApp:
             for keys in self.keymap.keys(action):
                 kb.add(*keys)(handler)
         for shortcut in self.plugin_shortcuts():
-            for keys in shortcut.prompt_keys:
-                kb.add(*keys)(self._plugin_shortcut_handler(shortcut))
+            if shortcut.taken_by is None:  # a key of pi's own actions stays pi's
+                for keys in shortcut.prompt_keys:
+                    kb.add(*keys)(self._plugin_shortcut_handler(shortcut))
         return kb
 
     def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
@@ -848,7 +854,7 @@ class InteractiveApp:
             self.out.line("No saved sessions in this folder: starting a new one", "yellow")
             self.args.resume = False
             return True
-        picker = SessionPicker(self.dialogs, os.getcwd(), self.args.session_dir)
+        picker = SessionPicker(self.dialogs, os.getcwd(), self.args.session_dir, self.keymap)
         path = await picker.run()
         if path is None:
             return False

@@ -33,7 +33,7 @@ from ..bootstrap import diagnostics_of
 from .base import Builtin, CommandHost
 from .completion import CommandInfo
 from .dialogs import Option
-from .keys import ACTIONS, display
+from .keys import ACTIONS, PICKER_KEYS, display
 from .render import content_text, context_usage, human_tokens, one_line
 from .sessions_ui import (
     cmd_bug,
@@ -83,19 +83,17 @@ async def cmd_fork(app: CommandHost, args: str) -> None:
 
 
 TREE_FILTERS = ("default", "no-tools", "user-only", "labeled-only", "all")
-TREE_ACTIONS: list[tuple[tuple[str, ...], str, str]] = [
-    (("L",), "label", "Shift+L label"),
-    (("c-left",), "fold", "Ctrl+←/→ fold/unfold"),
-    (("escape", "left"), "fold", ""),
-    (("c-right",), "unfold", ""),
-    (("escape", "right"), "unfold", ""),
-    (("c-d",), "filter:default", "filter: Ctrl+D default"),
-    (("c-t",), "filter:no-tools", "Ctrl+T no tools"),
-    (("c-u",), "filter:user-only", "Ctrl+U user only"),
-    (("c-l",), "filter:labeled-only", "Ctrl+L labeled"),
-    (("c-a",), "filter:all", "Ctrl+A all"),
-    (("c-o",), "filter:next", "Ctrl+O next"),
-]
+TREE_ACTIONS: tuple[tuple[str, str], ...] = (
+    ("app.tree.editLabel", "label"),
+    ("app.tree.foldOrUp", "fold"),
+    ("app.tree.unfoldOrDown", "unfold"),
+    ("app.tree.filter.default", "filter:default"),
+    ("app.tree.filter.noTools", "filter:no-tools"),
+    ("app.tree.filter.userOnly", "filter:user-only"),
+    ("app.tree.filter.labeledOnly", "filter:labeled-only"),
+    ("app.tree.filter.all", "filter:all"),
+    ("app.tree.filter.cycleForward", "filter:next"),
+)
 
 
 def _entry_label(entry: Any) -> tuple[str, str] | None:
@@ -201,7 +199,7 @@ async def cmd_tree(app: CommandHost, args: str) -> None:
         picked = await app.dialogs.pick(
             f"Go to which entry? (filter: {mode})",
             options,
-            actions=TREE_ACTIONS,
+            actions=app.keymap.picker_actions(TREE_ACTIONS),
             default=default if index is None else index,
             query=query,
             message=notes or "● active branch. A user message goes back to before it (its text returns to the input line).",
@@ -480,31 +478,6 @@ While pi works: Enter steers · Alt+Enter queues a follow-up · Alt+Up takes the
 !cmd runs a shell command (output goes to the model) · !!cmd keeps the output out of the context
 @path completes a file name · Ctrl+C clears the line, twice exits · Ctrl+D exits"""
 
-DIALOG_KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
-    ("/tree", (
-        ("Shift+L", "Edit the label of the entry"),
-        ("Ctrl+← / Alt+←", "Fold the branch, or move up"),
-        ("Ctrl+→ / Alt+→", "Unfold the branch, or move down"),
-        ("Ctrl+D / Ctrl+T / Ctrl+U / Ctrl+L / Ctrl+A", "Filter: default / no tools / user only / labeled / all"),
-        ("Ctrl+O", "Next filter"),
-    )),
-    ("Session picker (/resume)", (
-        ("Ctrl+R", "Rename the session"),
-        ("Ctrl+D", "Delete the session"),
-        ("Ctrl+S", "Sort: recent / created / name"),
-        ("Ctrl+N", "Named sessions only"),
-        ("Ctrl+P", "Show paths"),
-        ("Ctrl+A", "Sessions of every folder"),
-    )),
-    ("/scoped-models", (
-        ("Space or Enter", "Enable or disable the model"),
-        ("Ctrl+A / Ctrl+X", "Enable all / clear"),
-        ("Ctrl+S", "Save to enabledModels"),
-    )),
-    ("Every picker", (("↑↓ Enter Esc", "Move, pick, cancel; typing filters"),)),
-)
-
-
 async def cmd_hotkeys(app: CommandHost, args: str) -> None:
     keymap = app.keymap
     table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
@@ -515,12 +488,14 @@ async def cmd_hotkeys(app: CommandHost, args: str) -> None:
         table.add_row(Text(keymap.describe(action.id)), Text(action.description), Text(action.id))
     for shortcut in app.plugin_shortcuts():
         description = shortcut.definition.description or "(no description)"
-        table.add_row(Text(display(shortcut.keys[0])), Text(f"{description}  (plugin {shortcut.plugin})"), Text(""))
+        taken = f"; not bound: the key is pi's {shortcut.taken_by}" if shortcut.taken_by else ""
+        table.add_row(Text(display(shortcut.keys[0])), Text(f"{description}  (plugin {shortcut.plugin}{taken})"), Text(""))
     app.out.print(table)
-    for title, rows in DIALOG_KEYS:
+    for title, actions in PICKER_KEYS:
         app.out.line(title, "bold")
-        for key, what in rows:
-            app.out.print(Text.assemble(("  " + key, "cyan"), ("  " + what, "")))
+        for action in actions:
+            app.out.print(Text.assemble(("  " + keymap.describe(action.id), "cyan"), ("  " + action.description, "")))
+    app.out.print(Text.assemble(("  ↑↓ Enter Esc", "cyan"), ("  in every picker: move, pick, cancel; typing filters", "")))
     app.out.line(f"Remap keys in {keymap.path} (pi 1.6.0's keybindings.json format; /reload applies it)", "dim")
 
 

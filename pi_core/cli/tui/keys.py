@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,37 @@ ACTIONS: tuple[Action, ...] = (
     Action("app.session.fork", (), "Fork the session"),
     Action("app.session.resume", (), "Resume a session"),
 )
+PICKER_KEYS: tuple[tuple[str, tuple[Action, ...]], ...] = (
+    ("/tree", (
+        Action("app.tree.editLabel", ("shift+l",), "Edit the label of the entry"),
+        Action("app.tree.foldOrUp", ("ctrl+left", "alt+left"), "Fold the branch, or move up"),
+        Action("app.tree.unfoldOrDown", ("ctrl+right", "alt+right"), "Unfold the branch, or move down"),
+        Action("app.tree.filter.default", ("ctrl+d",), "Filter: default"),
+        Action("app.tree.filter.noTools", ("ctrl+t",), "Filter: no tool results"),
+        Action("app.tree.filter.userOnly", ("ctrl+u",), "Filter: your messages only"),
+        Action("app.tree.filter.labeledOnly", ("ctrl+l",), "Filter: labelled entries only"),
+        Action("app.tree.filter.all", ("ctrl+a",), "Filter: everything"),
+        Action("app.tree.filter.cycleForward", ("ctrl+o",), "Next filter"),
+    )),
+    ("Session picker (/resume)", (
+        Action("app.session.rename", ("ctrl+r",), "Rename the session"),
+        Action("app.session.delete", ("ctrl+d",), "Delete the session"),
+        Action("app.session.toggleSort", ("ctrl+s",), "Sort: recent / created / name"),
+        Action("app.session.toggleNamedFilter", ("ctrl+n",), "Named sessions only"),
+        Action("app.session.togglePath", ("ctrl+p",), "Show paths"),
+        Action("tui.input.tab", ("tab",), "This folder / every folder"),
+    )),
+    ("/scoped-models", (
+        Action("app.models.toggle", ("space",), "Enable or disable the model (Enter too)"),
+        Action("app.models.enableAll", ("ctrl+a",), "Enable all"),
+        Action("app.models.clearAll", ("ctrl+x",), "Clear all"),
+        Action("app.models.save", ("ctrl+s",), "Save to enabledModels"),
+    )),
+)
+"""Keys of the pickers (remappable like the others)."""
 BY_ID = {a.id: a for a in ACTIONS}
+for _title, _actions in PICKER_KEYS:
+    BY_ID.update({a.id: a for a in _actions})
 
 LEGACY_NAMES = {
     "submit": "tui.input.submit",
@@ -175,18 +205,32 @@ class Keymap:
                 continue
         return out
 
+    def picker_actions(self, actions: Sequence[tuple[str, str]]) -> list[tuple[tuple[str, ...], str, str]]:
+        """``(action id, name)`` pairs as a picker's extra keys: ``(keys, name, hint)``."""
+        out: list[tuple[tuple[str, ...], str, str]] = []
+        for action_id, name in actions:
+            keys = self.keys(action_id)
+            hint = f"{display(self.bindings[action_id][0])} {BY_ID[action_id].description.lower()}" if keys else ""
+            for index, key in enumerate(keys):
+                out.append((key, name, hint if index == 0 else ""))
+        return out
+
+    def owner(self, keys: tuple[str, ...]) -> str | None:
+        """The input line's action bound to ``keys``, if any."""
+        for action in ACTIONS:
+            if keys in self.keys(action.id):
+                return action.id
+        return None
+
     def describe(self, action: str) -> str:
         keys = self.bindings.get(action, [])
         return ", ".join(display(k) for k in keys) if keys else "(unbound)"
 
 
-def load_keymap(directory: Path | None = None, extra: Mapping[str, list[str]] | None = None) -> Keymap:
+def load_keymap(directory: Path | None = None) -> Keymap:
     """The defaults, then ``keybindings.json`` of the agent folder on top."""
     path = (directory or agent_dir()) / KEYBINDINGS_FILE
-    keymap = Keymap({a.id: list(a.defaults) for a in ACTIONS}, path=path)
-    if extra:
-        for extra_id, extra_keys in extra.items():
-            keymap.bindings.setdefault(extra_id, list(extra_keys))
+    keymap = Keymap({a.id: list(a.defaults) for a in BY_ID.values()}, path=path)
     if not path.exists():
         return keymap
     try:

@@ -28,6 +28,7 @@ from ...session import SessionManager
 from ...session.listing import SessionInfo
 from .base import CommandHost, ago, replay
 from .dialogs import Dialogs, Option
+from .keys import Keymap
 from .render import one_line
 from .system import copy_to_clipboard
 
@@ -53,14 +54,14 @@ async def ask_missing_cwd(dialogs: Dialogs, session_file: str, cwd: str) -> CwdC
 
 SortMode = Literal["recent", "created", "name"]
 SORTS: tuple[SortMode, ...] = ("recent", "created", "name")
-PICKER_ACTIONS: list[tuple[tuple[str, ...], str, str]] = [
-    (("c-r",), "rename", "Ctrl+R rename"),
-    (("c-d",), "delete", "Ctrl+D delete"),
-    (("c-s",), "sort", "Ctrl+S sort"),
-    (("c-n",), "named", "Ctrl+N named only"),
-    (("c-p",), "paths", "Ctrl+P paths"),
-    (("c-a",), "all", "Ctrl+A all folders"),
-]
+PICKER_ACTIONS: tuple[tuple[str, str], ...] = (
+    ("app.session.rename", "rename"),
+    ("app.session.delete", "delete"),
+    ("app.session.toggleSort", "sort"),
+    ("app.session.toggleNamedFilter", "named"),
+    ("app.session.togglePath", "paths"),
+    ("tui.input.tab", "all"),
+)
 
 
 @dataclass
@@ -70,6 +71,7 @@ class SessionPicker:
     dialogs: Dialogs
     cwd: str
     session_dir: str | None
+    keymap: Keymap
     current: str | None = None
     sort: SortMode = "recent"
     named_only: bool = False
@@ -113,7 +115,7 @@ class SessionPicker:
             picked = await self.dialogs.pick(
                 self.title(),
                 [self.option(i) for i in infos],
-                actions=PICKER_ACTIONS,
+                actions=self.keymap.picker_actions(PICKER_ACTIONS),
                 query=query,
                 default=index,
                 message="\n".join(self.notes) or ("No sessions match this view" if not infos else ""),
@@ -174,7 +176,7 @@ class SessionPicker:
 
 async def cmd_resume(app: CommandHost, args: str) -> None:
     session = app.session
-    picker = SessionPicker(app.dialogs, session.cwd, app.runtime.session_dir, current=session.session_file)
+    picker = SessionPicker(app.dialogs, session.cwd, app.runtime.session_dir, app.keymap, current=session.session_file)
     path = await picker.run()
     if path is None:
         return

@@ -222,12 +222,10 @@ async def cmd_scoped_models(app: CommandHost, args: str) -> None:
         picked = await app.dialogs.pick(
             f"Models for Ctrl+P cycling ({len(chosen) or 'all'} enabled)",
             options,
-            actions=[
-                (("space",), "toggle", "Space toggle"),
-                (("c-a",), "all", "Ctrl+A enable all"),
-                (("c-x",), "clear", "Ctrl+X clear"),
-                (("c-s",), "save", "Ctrl+S save to settings"),
-            ],
+            actions=app.keymap.picker_actions(
+                [("app.models.toggle", "toggle"), ("app.models.enableAll", "all"), ("app.models.clearAll", "clear"),
+                 ("app.models.save", "save")]
+            ),
             query=query,
             default=index,
             message="Enter toggles too; Esc keeps the choice for this session only.",
