@@ -90,6 +90,26 @@ async def test_text_usage_and_request_shape(wire: WireServer) -> None:
     assert body["store"] is False and "tools" not in body  # as pi 1.6.0: every host not known to reject it
 
 
+async def test_reasoning_tokens_and_the_cost_openrouter_billed(wire: WireServer) -> None:
+    usage = {"prompt_tokens": 100, "completion_tokens": 40, "total_tokens": 140,
+             "completion_tokens_details": {"reasoning_tokens": 25}, "cost": 0.0123, "is_byok": False}
+    wire.enqueue(chat_chunks([{"content": "ok"}], usage=usage))
+    message = await stream(model_for(wire, provider="openrouter"), ctx(), OPTIONS).result()
+    assert message.usage.reasoning == 25
+    assert message.usage.cost.total == pytest.approx(0.0123) and message.usage.cost.total_from_provider is True
+    # with the user's own key, the upstream cost is added to OpenRouter's fee
+    byok = {**usage, "is_byok": True, "cost": 0.001, "cost_details": {"upstream_inference_cost": 0.02}}
+    wire.enqueue(chat_chunks([{"content": "ok"}], usage=byok))
+    message = await stream(model_for(wire, provider="openrouter"), ctx(), OPTIONS).result()
+    assert message.usage.cost.total == pytest.approx(0.021) and message.usage.cost.total_from_provider is True
+    # elsewhere the total is pi's computation, and reasoning is 0 when not reported
+    wire.enqueue(chat_chunks([{"content": "ok"}], usage={"prompt_tokens": 10, "completion_tokens": 2,
+                                                          "total_tokens": 12, "cost": 5}))
+    message = await stream(model_for(wire), ctx(), OPTIONS).result()
+    assert message.usage.reasoning == 0 and message.usage.cost.total_from_provider is False
+    assert message.usage.cost.total == pytest.approx((10 * 1 + 2 * 2) / 1e6)
+
+
 async def test_reasoning_deltas_and_parallel_tool_calls(wire: WireServer) -> None:
     wire.enqueue(
         chat_chunks(
