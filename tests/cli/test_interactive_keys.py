@@ -5,6 +5,8 @@ thinking toggles, the external editor, queued messages back, image paste, Shift+
 from __future__ import annotations
 
 import json
+import shlex
+import shutil
 import stat
 import textwrap
 from collections.abc import Callable, Iterator
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import agent_dir
-from interactive_pty import Pi, clean_env, resume_path
+from interactive_pty import PI, Pi, clean_env, loose, pty_or_skip, resume_path
 
 WAIT_PLUGIN = """
 import asyncio
@@ -236,3 +238,27 @@ def test_shift_enter_adds_a_line_where_the_terminal_reports_it(spawn: Callable[.
     pi.expect('cannot really answer "one two"')
     pi.expect("ctx ")
     assert quit_pi(pi) == 0
+
+
+def test_ctrl_z_suspends_to_the_shell_and_fg_resumes(project: Path) -> None:
+    pexpect = pty_or_skip()
+    if shutil.which("bash") is None:
+        pytest.skip("needs bash for job control")
+    shell = pexpect.spawn("bash", ["--norc", "--noprofile", "-i"], cwd=str(project), env=clean_env(PS1="$ "),
+                          encoding="utf-8", codec_errors="replace", timeout=15, dimensions=(40, 160))
+    try:
+        command = " ".join(shlex.quote(part) for part in [*PI, "--no-extensions", "--model", "faux/offline-demo"])
+        shell.sendline(command)
+        shell.expect(loose("› "))
+        shell.send("\x1a")  # Ctrl+Z: back to the shell, pi stopped
+        shell.expect("Stopped")
+        shell.sendline("fg")
+        shell.send("/session\r")
+        shell.expect(loose("faux/offline-demo · thinking"))
+        shell.send("/quit\r")
+        shell.sendline("echo pi-$?-done")  # the shell has the terminal back
+        shell.expect("pi-0-done")
+        shell.sendline("exit")
+        shell.expect(pexpect.EOF)
+    finally:
+        shell.close(force=True)

@@ -418,6 +418,7 @@ class InteractiveApp:
             "app.interrupt": self._key_escape,
             "app.clear": self._key_ctrl_c,
             "app.exit": self._key_ctrl_d,
+            "app.suspend": self._key_suspend,
             "app.thinking.cycle": lambda event: self._spawn(self.cycle_thinking()),
             "app.model.cycleForward": lambda event: self._spawn(self.cycle_model(1)),
             "app.model.cycleBackward": lambda event: self._spawn(self.cycle_model(-1)),
@@ -517,6 +518,12 @@ class InteractiveApp:
             self._ctrl_c_at = time.monotonic()
             self.live.flash("Press Ctrl+C again to exit", DOUBLE_CTRL_C_SECONDS)
             self.invalidate()
+
+    def _key_suspend(self, event: KeyPressEvent) -> None:
+        if hasattr(signal, "SIGTSTP"):
+            event.app.suspend_to_background()
+        else:
+            self.live.flash("Suspending is not supported on this platform", 2.0)
 
     def _key_ctrl_d(self, event: KeyPressEvent) -> None:
         buffer = event.current_buffer

@@ -40,6 +40,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("app.interrupt", ("escape",), "Abort the current work; twice on an empty line: doubleEscapeAction"),
     Action("app.clear", ("ctrl+c",), "Clear the input line (abort while pi works); twice exits"),
     Action("app.exit", ("ctrl+d",), "Exit when the input line is empty"),
+    Action("app.suspend", ("ctrl+z",), "Suspend pi to the background (fg brings it back)"),
     Action("app.thinking.cycle", ("shift+tab",), "Cycle the thinking level"),
     Action("app.model.cycleForward", ("ctrl+p",), "Next model of the scope (/scoped-models, --models)"),
     Action("app.model.cycleBackward", ("shift+ctrl+p",), "Previous model of the scope"),
