@@ -228,3 +228,34 @@ def make_executable(path: Path, text: str) -> Path:
     path.write_text(text)
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
     return path
+
+
+def test_share_creates_a_secret_gist_with_gh_and_export_has_a_default_name(
+    spawn: Callable[..., Pi], project: Path, tmp_path: Path
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "gh-calls.txt"
+    make_executable(
+        bin_dir / "gh",
+        f"""#!/bin/sh
+echo "$@" >> {calls}
+for last; do :; done
+grep -q '<html' "$last" && echo "https://gist.github.com/someone/0123abcd"
+""",
+    )
+    pi = spawn(env=clean_env(PATH=f"{bin_dir}:/usr/bin:/bin"))
+    pi.expect("› ")
+    pi.send("hi\r")
+    pi.expect("ctx ")
+    pi.line("/share")
+    pi.expect("Share this session as a secret GitHub gist?")
+    pi.send("y")
+    pi.expect("Secret gist: https://gist.github.com/someone/0123abcd")
+    args = calls.read_text().split()
+    assert args[:2] == ["gist", "create"] and "--public" not in args
+    pi.line("/export")
+    pi.expect("Session exported to:")
+    [page] = list(project.glob("pi-session-*.html"))
+    assert "<html" in page.read_text().lower()
+    quit_pi(pi)
