@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import agent_dir
-from interactive_pty import Pi, clean_env
+from interactive_pty import Pi, clean_env, resume_path
 
 UI_PLUGIN = """
 from pathlib import Path
@@ -148,6 +148,13 @@ def test_plugin_shortcut_renderers_widgets_header_and_prompt_events(spawn: Calla
     pi.expect("answered True")
     quit_pi(pi)
     assert (tmp_path / "ui.log").read_text().splitlines() == ["start confirm Proceed?", "end confirm"]
+    session = resume_path(pi.screen_text())
+    again = spawn("-e", str(plugin), "--session", str(session))  # the replay uses the same renderers
+    again.expect("CARD<hello>")
+    again.expect("NOTE number 7")
+    again.expect("RUNNING ls")
+    again.expect("RESULT of 1 block(s)")
+    quit_pi(again)
 
 
 def custom_theme() -> dict[str, object]:

@@ -8,10 +8,20 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
-from rich.markdown import Markdown
 from rich.text import Text
 
-from pi_hookspecs import AssistantMessage, BashExecutionMessage, CustomMessage, UserMessage
+from pi_hookspecs import (
+    AssistantMessage,
+    BashExecutionMessage,
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomEntry,
+    CustomMessage,
+    CustomMessageEntry,
+    MessageEntry,
+    ToolResultMessage,
+    UserMessage,
+)
 
 from ...runtime import AgentSession, SessionRuntime
 from .completion import CommandInfo
@@ -36,6 +46,10 @@ class CommandHost(Protocol):
 
     @property
     def keymap(self) -> Any: ...
+    @property
+    def renderer(self) -> Any:
+        """The :class:`~pi_core.cli.tui.render.EventRenderer` (markdown, plugin renderers)."""
+        ...
     def plugin_shortcuts(self) -> list[Any]: ...
     def set_scoped_models(self, refs: list[str]) -> None: ...
     def set_draft(self, text: str) -> None: ...
@@ -91,26 +105,53 @@ def ago(moment: datetime) -> str:
 
 
 def replay(app: CommandHost, limit: int = 20) -> None:
-    """Print the end of the active branch (after ``/resume``, ``-c``, ``--session``)."""
-    messages = [m for m in app.session.messages if getattr(m, "role", "") != "system"]
-    if not messages:
+    """Print the end of the active branch (after ``/resume``, ``-c``, ``--session``,
+    ``/import``): messages, tool results, summaries, and custom messages and entries
+    through the plugins' renderers."""
+    renderer = app.renderer
+    registry = getattr(app.session.plugins, "registry", None)
+    entry_renderers = registry.entry_renderers if registry is not None else {}
+    items: list[Any] = []
+    for entry in app.session.sm.get_branch():
+        if isinstance(entry, MessageEntry) and getattr(entry.message, "role", "") != "system":
+            items.append(entry.message)
+        elif isinstance(entry, CustomMessageEntry) and entry.display:
+            items.append(CustomMessage(custom_type=entry.custom_type, content=entry.content, display=True, details=entry.details))
+        elif isinstance(entry, CustomEntry) and entry.custom_type in entry_renderers:
+            items.append(entry)
+        elif isinstance(entry, CompactionEntry | BranchSummaryEntry):
+            items.append(entry)
+    if not items:
         return
-    if len(messages) > limit:
-        app.out.line(f"… {len(messages) - limit} earlier messages", "dim")
-    for message in messages[-limit:]:
-        if isinstance(message, UserMessage):
-            lines, more = preview(content_text(message.content), 3)
+    if len(items) > limit:
+        app.out.line(f"… {len(items) - limit} earlier entries", "dim")
+    for item in items[-limit:]:
+        if isinstance(item, UserMessage):
+            lines, more = preview(content_text(item.content), 3)
             app.out.print(Text("› " + "\n".join(lines) + (f" … (+{more} lines)" if more else ""), style="bold"))
-        elif isinstance(message, AssistantMessage):
-            text = message.text().strip()
+        elif isinstance(item, AssistantMessage):
+            text = item.text().strip()
             if text:
-                app.out.print(Markdown(text))
-            for call in message.tool_calls():
-                app.out.print(Text(f"⚙ {call.name} {compact_args(call.arguments)}", style="cyan"))
-        elif isinstance(message, BashExecutionMessage):
-            app.out.print(Text(f"$ {message.command}", style="bold"))
-        elif isinstance(message, CustomMessage) and message.display:
-            app.out.print(Text(f"[{message.custom_type}] {one_line(content_text(message.content), 100)}", style="magenta"))
-        elif getattr(message, "role", "") in ("compactionSummary", "branchSummary"):
-            app.out.line(f"({message.role}) {one_line(getattr(message, 'summary', ''), 100)}", "dim")
+                renderer.block(renderer.markdown(text))
+            for call in item.tool_calls():
+                if not renderer.plugin_tool_render(call.name, "render_call", call.arguments, {"expanded": renderer.expanded}):
+                    renderer.block(Text(f"⚙ {call.name} {compact_args(call.arguments)}", style="cyan"))
+            if item.stop_reason == "aborted":
+                renderer.block(Text("⏹ Aborted", style="yellow"))
+        elif isinstance(item, ToolResultMessage):
+            options = {"expanded": renderer.expanded, "is_error": item.is_error}
+            if renderer.plugin_tool_render(item.tool_name, "render_result", item, options):
+                continue
+            lines, more = preview(content_text(item.content), 2)
+            body = "\n".join("    " + line for line in lines or ["(no output)"]) + (f"\n    … ({more} more lines)" if more else "")
+            renderer.block(Text(body, style="red" if item.is_error else "dim"))
+        elif isinstance(item, BashExecutionMessage):
+            app.out.print(Text(f"$ {item.command}", style="bold"))
+        elif isinstance(item, CustomMessage):
+            renderer.draw_custom_message(item)
+        elif isinstance(item, CustomEntry):
+            renderer.render_entry(item, entry_renderers)
+        elif isinstance(item, CompactionEntry | BranchSummaryEntry):
+            kind = "compaction" if isinstance(item, CompactionEntry) else "branch summary"
+            app.out.line(f"({kind}) {one_line(item.summary, 100)}", "dim")
     app.out.line("─" * 20, "dim")

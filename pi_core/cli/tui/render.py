@@ -421,6 +421,12 @@ class EventRenderer:
 
         return chain(0)
 
+    def plugin_tool_render(self, tool_name: str, member: str, *args: Any) -> bool:
+        """Draw a tool call (``render_call``) or result (``render_result``) with the
+        plugins' tool renderer; ``False``: none drew it."""
+        render = _member(self.tool_renderer(tool_name), member)
+        return render is not None and self._plugin_render(f"{member} of {tool_name}", render, *args)
+
     def scan_entries(self) -> None:
         """Draw custom entries appended since the last look (``ctx.append_entry``) that a
         plugin registered a renderer for."""
@@ -546,11 +552,7 @@ class EventRenderer:
         args = compact_args(event.args)
         self.live.tools[event.tool_call_id] = RunningTool(event.tool_name, args, nested=nested)
         self.live.set_status(f"Running {event.tool_name}")
-        renderer = self.tool_renderer(event.tool_name)
-        render_call = _member(renderer, "render_call")
-        if render_call is not None and self._plugin_render(
-            f"render_call of {event.tool_name}", render_call, event.args, {"expanded": self.expanded}
-        ):
+        if self.plugin_tool_render(event.tool_name, "render_call", event.args, {"expanded": self.expanded}):
             return
         self.block(
             Text.assemble(("  ↳ " if nested else "", "dim"), ("⚙ ", "cyan"), (event.tool_name, "bold cyan"), (f" {args}", "cyan"))
@@ -566,12 +568,8 @@ class EventRenderer:
         indent = "      " if event.parent_tool_call_id else "    "
         text = content_text(event.result.content)
         self.recent_results = [*self.recent_results[-9:], (event.tool_name, text, event.is_error)]
-        renderer = self.tool_renderer(event.tool_name)
-        render_result = _member(renderer, "render_result")
-        if render_result is not None and self._plugin_render(
-            f"render_result of {event.tool_name}", render_result, event.result,
-            {"expanded": self.expanded, "is_error": event.is_error},
-        ):
+        options = {"expanded": self.expanded, "is_error": event.is_error}
+        if self.plugin_tool_render(event.tool_name, "render_result", event.result, options):
             return
         lines, more = preview(text, 100_000 if self.expanded else PREVIEW_LINES)
         style = "red" if event.is_error else "dim"
