@@ -259,3 +259,23 @@ grep -q '<html' "$last" && echo "https://gist.github.com/someone/0123abcd"
     [page] = list(project.glob("pi-session-*.html"))
     assert "<html" in page.read_text().lower()
     quit_pi(pi)
+
+
+def test_settings_in_the_project_file_and_removing_a_key(spawn: Callable[..., Pi], project: Path) -> None:
+    pi = spawn("--approve")  # a trusted project: its .pi/settings.json counts
+    pi.expect("› ")
+    pi.line("/settings")
+    pi.expect("Settings (user:")
+    pi.send("\t")  # Tab: the project's file
+    pi.expect("Settings (project:")
+    pi.send("steeringMode\r")
+    pi.expect("? steeringMode")
+    pi.send("2")  # "all"
+    pi.expect('steeringMode = "all" (')
+    assert json.loads((project / ".pi" / "settings.json").read_text()) == {"steeringMode": "all"}
+    pi.send("\x1b[3~")  # Del: remove it from this file again
+    pi.expect("steeringMode removed (")
+    pi.send("\x1b")
+    pi.expect("› ")
+    quit_pi(pi)
+    assert json.loads((project / ".pi" / "settings.json").read_text()) == {}
