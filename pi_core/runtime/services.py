@@ -152,7 +152,7 @@ async def create_services(cwd: str | os.PathLike[str], options: ServiceOptions |
         except Exception as exc:
             diagnostics.append(f"error: provider {name!r} of plugin {registered.plugin!r}: {exc}")
     diagnostics += [f"error: {e}" for e in models.errors]
-    if models.auth.warning:
+    if models.auth.warning and not models.auth.error:  # one line per file: a broken one is reported as such
         diagnostics.append(f"warning: {models.auth.warning}")
     return SessionServices(
         cwd=cwd,
