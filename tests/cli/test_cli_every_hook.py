@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -188,6 +189,18 @@ def test_every_hook_fires_in_a_real_pi_run(wire: WireServer, tmp_path: Path) -> 
         rpc.command("prompt", message="/tour-ask")
         rpc.wait_for(lambda r: r.get("type") == "extension_ui_request" and r.get("method") == "confirm")
         rpc.ok("get_state")  # after the dialog timed out and the command ended
+        rpc.close_stdin()
+        assert rpc.wait() == 0
+    # cache_warming_decision: a model that declares an 11-second cache lifetime gets its
+    # refresh decision one second after the request
+    cached = configure_local_endpoint(wire.url, model="cached-model", promptCache={"short": 11})
+    wire.enqueue(text_reply("cached answer"), text_reply(""))
+    env = {"HOOK_LOG": str(log), "PI_EXTENSIONS": ""}
+    with RpcProcess("-e", str(plugin), "--no-session", "--model", cached, cwd=cwd, env=env) as rpc:
+        rpc.prompt_and_settle("hello")
+        deadline = time.monotonic() + 10
+        while "cache_warming_decision" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
         rpc.close_stdin()
         assert rpc.wait() == 0
     fired = set(log.read_text().split())
