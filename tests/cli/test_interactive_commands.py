@@ -279,3 +279,22 @@ def test_settings_in_the_project_file_and_removing_a_key(spawn: Callable[..., Pi
     pi.expect("› ")
     quit_pi(pi)
     assert json.loads((project / ".pi" / "settings.json").read_text()) == {}
+
+
+def test_tree_filter_mode_and_double_escape_action_settings(spawn: Callable[..., Pi]) -> None:
+    (agent_dir() / "settings.json").write_text(json.dumps({"treeFilterMode": "no-tools", "doubleEscapeAction": "none"}))
+    pi = spawn()
+    pi.expect("› ")
+    answered(pi, "alpha")
+    time.sleep(0.1)
+    pi.send("\x1b")
+    time.sleep(0.15)
+    pi.send("\x1b")  # doubleEscapeAction "none": nothing opens
+    time.sleep(0.4)  # a key right after Esc would make it Alt+key
+    pi.line("/tree")
+    pi.expect("Go to which entry? (filter: no-tools)")
+    pi.send("\x1b")
+    pi.expect("› ")
+    quit_pi(pi)
+    assert pi.screen_text().count("Go to which entry?") == 1
+    assert "bash → " not in pi.screen_text()  # no-tools: tool results left out
