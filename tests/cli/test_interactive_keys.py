@@ -121,8 +121,9 @@ def test_keybindings_json_remaps_and_hotkeys_lists_them(spawn: Callable[..., Pi]
 
 def test_model_cycling_thinking_levels_and_scoped_models(spawn: Callable[..., Pi]) -> None:
     two_models()
-    pi = spawn("--model", "local/alpha", "--models", "local/*")
+    pi = spawn("--model", "local/alpha", "--models", "local/*,nothing-like-this")
     pi.expect("Model scope (Ctrl+P): local/alpha, local/beta")
+    pi.expect('Model scope: No models match pattern "nothing-like-this"')
     pi.expect("› ")
     pi.send("\x10")  # Ctrl+P
     pi.expect("Model: local/beta")

@@ -941,6 +941,10 @@ class InteractiveApp:
             scoped = self.scoped_models
             if scoped:
                 self.out.line("Model scope (Ctrl+P): " + ", ".join(m.ref for m, _ in scoped), "dim")
+            patterns = self.args.models or session.settings.enabled_models
+            if patterns:
+                for warning in session.models.resolve_scope(patterns)[1]:
+                    self.out.line(f"Model scope: {warning}", "yellow")
             sm = session.sm
             if self._entries_at_open:
                 name = sm.get_session_name() or sm.get_session_id()
