@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from prompt_toolkit import PromptSession
-from prompt_toolkit.filters import Condition
+from prompt_toolkit.filters import Condition, has_completions
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import DynamicKeyBindings, KeyBindings, KeyPressEvent
@@ -433,9 +433,10 @@ class InteractiveApp:
             "app.session.fork": lambda event: self._key_command("fork"),
             "app.session.resume": lambda event: self._key_command("resume"),
         }
+        menu_closed = ~has_completions  # Shift+Tab / Tab move through an open completion menu
         for action, handler in handlers.items():
             for keys in self.keymap.keys(action):
-                kb.add(*keys)(handler)
+                kb.add(*keys, filter=menu_closed if keys in (("s-tab",), ("tab",)) else True)(handler)
         for shortcut in self.plugin_shortcuts():
             if shortcut.taken_by is None:  # a key of pi's own actions stays pi's
                 for keys in shortcut.prompt_keys:
