@@ -177,6 +177,7 @@ class SessionRuntime:
         resolved = Path(source).expanduser().resolve()
         if not resolved.is_file():
             raise FileNotFoundError(f"no such session file: {resolved}")
+        SessionManager.open(resolved, read_only=True).close()  # not a session: the error names the file given
         directory = Path(self.session.sm.get_session_dir() or resolved.parent)
         directory.mkdir(parents=True, exist_ok=True)
         target = directory / resolved.name
