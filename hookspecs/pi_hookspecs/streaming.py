@@ -128,9 +128,10 @@ def calculate_cost(model: Model, usage: Usage) -> Usage:
     long_writes = usage.cache_write_1h or 0
     short_writes = max(0, usage.cache_write - long_writes)
     cost = usage.cost
-    cost.input = rates.input * usage.input / 1_000_000
-    cost.output = rates.output * usage.output / 1_000_000
-    cost.cache_read = rates.cache_read * usage.cache_read / 1_000_000
+    # rate per token times tokens, in this order: the same floating-point result as pi 1.6.0
+    cost.input = (rates.input / 1_000_000) * usage.input
+    cost.output = (rates.output / 1_000_000) * usage.output
+    cost.cache_read = (rates.cache_read / 1_000_000) * usage.cache_read
     cost.cache_write = (rates.cache_write * short_writes + rates.input * 2 * long_writes) / 1_000_000
     cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write
     cost.total_from_provider = False

@@ -92,6 +92,10 @@ def write_agent_dir(agent: Path, url: str, settings: dict[str, Any] | None = Non
                 "models": [
                     {"id": "local-model", "contextWindow": 32000, "maxTokens": 1024},
                     {"id": "think-model", "reasoning": True, "contextWindow": 32000, "maxTokens": 1024},
+                    # an 11-second prompt cache (a refresh one second after a request) and
+                    # prices at which refreshing a large prompt pays
+                    {"id": "cached-model", "contextWindow": 200000, "maxTokens": 1024, "promptCache": {"short": 11},
+                     "cost": {"input": 10, "output": 50, "cacheRead": 1, "cacheWrite": 12.5}},
                 ],
             }
         }

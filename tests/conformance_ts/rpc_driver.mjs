@@ -1,6 +1,6 @@
 // Drives `pi --mode rpc` with pi 1.6.0's own RpcClient (from its npm package, path in
-// RPC_CLIENT) through one scripted session and prints what the client saw as JSON:
-// each command's result and the events of each run.
+// RPC_CLIENT) through a scripted session (RPC_SCENARIO: "session", or "cache_warming")
+// and prints what the client saw as JSON: each command's result and the events of each run.
 import { pathToFileURL } from "node:url";
 
 const { RpcClient } = await import(pathToFileURL(process.env.RPC_CLIENT).href);
@@ -19,8 +19,20 @@ const takeEvents = () => {
   return taken;
 };
 
-try {
-  await client.start();
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function cacheWarming() {
+  // One answer on a model whose cache lives 11 s: the refresh is due one second later.
+  step("prompt_events", await client.promptAndWait("hello"));
+  takeEvents();
+  await sleep(1600);
+  step("entries_after_refresh", await client.getEntries());
+  step("refresh_events", takeEvents());
+  const stats = await client.getSessionStats();
+  step("session_cost", { cost: stats.cost, tokens: stats.tokens });
+}
+
+async function session() {
   step("get_state", await client.getState());
   step("get_available_thinking_levels", await client.getAvailableThinkingLevels());
   step("prompt_events", await client.promptAndWait("what is in notes.txt?"));
@@ -53,6 +65,11 @@ try {
   step("aborted_run_events", await abortedRun);
   takeEvents();
   step("get_messages_after_abort", await client.getMessages());
+}
+
+try {
+  await client.start();
+  await (process.env.RPC_SCENARIO === "cache_warming" ? cacheWarming() : session());
 } catch (error) {
   out.error = String(error && error.message ? error.message : error);
 } finally {

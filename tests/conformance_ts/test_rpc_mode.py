@@ -43,12 +43,24 @@ pytestmark = [
 ]
 
 
-def drive(which: str, wire: WireServer, root: Path) -> dict[str, Any]:
+SESSION_REPLIES = [
+    tool_reply("read", {"path": "notes.txt"}),
+    text_reply("It says alpha and beta."),
+    text_reply("## Goal\nRead notes.txt.\n\n## Next Steps\n1. Nothing."),
+    tool_reply("bash", {"command": "sleep 5"}, call_id="call_2"),
+]
+# a 100k-token prompt, 99k of it read from the cache; the refresh reads it all
+BIG_PROMPT = {"prompt_tokens": 100_000, "completion_tokens": 5, "total_tokens": 100_005,
+              "prompt_tokens_details": {"cached_tokens": 99_000}}
+REFRESH = {"prompt_tokens": 100_000, "completion_tokens": 1, "total_tokens": 100_001,
+           "prompt_tokens_details": {"cached_tokens": 100_000}}
+WARMING_REPLIES = [text_reply("Hello.", usage=BIG_PROMPT), text_reply("", usage=REFRESH)]
+
+
+def drive(which: str, wire: WireServer, root: Path, scenario: str = "session") -> dict[str, Any]:
     assert PACKAGE is not None and NODE is not None
     wire.reset()
-    wire.enqueue(tool_reply("read", {"path": "notes.txt"}), text_reply("It says alpha and beta."),
-                 text_reply("## Goal\nRead notes.txt.\n\n## Next Steps\n1. Nothing."),
-                 tool_reply("bash", {"command": "sleep 5"}, call_id="call_2"))
+    wire.enqueue(*(SESSION_REPLIES if scenario == "session" else WARMING_REPLIES))
     cwd = fresh_dir(root / "project")
     (cwd / "notes.txt").write_text("alpha\nbeta\n")
     agent = fresh_dir(root / f"agent-{which}")
@@ -59,7 +71,8 @@ def drive(which: str, wire: WireServer, root: Path) -> dict[str, Any]:
         "PI_CONFORMANCE_TARGET": json.dumps(target),
         "RPC_CLIENT": str(PACKAGE / "dist" / "modes" / "rpc" / "rpc-client.js"),
         "RPC_SHIM": str(HERE / "rpc_shim.mjs"),
-        "RPC_MODEL": "local/local-model",
+        "RPC_MODEL": "local/local-model" if scenario == "session" else "local/cached-model",
+        "RPC_SCENARIO": scenario,
     }
     done = subprocess.run([NODE, str(HERE / "rpc_driver.mjs")], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=180)
@@ -122,11 +135,25 @@ def test_rpc_client_of_pi_1_6_0_sees_the_same_session(wire: WireServer, tmp_path
     assert difference is None, f"differs from pi 1.6.0 at {difference}"
 
 
+def test_prompt_cache_warming_as_pi_1_6_0(wire: WireServer, tmp_path: Path) -> None:
+    ours = drive("py", wire, tmp_path, "cache_warming")
+    entries = ours["steps"]["entries_after_refresh"]["entries"]
+    usage = [e for e in entries if e["type"] == "usage"]
+    assert [u["kind"] for u in usage] == ["cache_warm"] and usage[0]["usage"]["cacheRead"] == 100_000
+    assert ours["requests"][1]["max_completion_tokens"] == 1  # the refresh: one output token
+    check_golden("rpc_cache_warming", ours)
+    theirs = drive("ts", wire, tmp_path, "cache_warming")
+    difference = first_difference(ours, theirs)
+    assert difference is None, f"differs from pi 1.6.0 at {difference}"
+
+
 if __name__ == "__main__":  # print both outcomes for a look at a difference
     root = Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/pi-rpc-conformance")
+    scenario = sys.argv[2] if len(sys.argv) > 2 else "session"
     server = WireServer()
     for which in ("py", "ts"):
         (root / f"{which}.json").parent.mkdir(parents=True, exist_ok=True)
-        (root / f"{which}.json").write_text(json.dumps(drive(which, server, root / which), indent=1, sort_keys=True))
+        outcome = drive(which, server, root / which, scenario)
+        (root / f"{which}.json").write_text(json.dumps(outcome, indent=1, sort_keys=True))
     server.close()
     print(os.fspath(root))
