@@ -72,6 +72,8 @@ def tool_reply(name: str, args: dict[str, Any], call_id: str = "call_1") -> Cann
 
 
 PROVIDER_ERROR = "the model is not available to this key"
+PROVIDER_ERRORS = {PROVIDER_ERROR: "400", "Overloaded": "529"}
+"""The provider messages of the scripted errors and their HTTP status."""
 
 
 def rejected() -> Canned:
@@ -172,10 +174,12 @@ class Normaliser:
         if key == "estimatedTokensAfter" and isinstance(value, int):
             # estimated from the whole new context, system prompt (pi's own words) included
             return "<estimate>" if value > 0 else value
-        if key == "errorMessage" and isinstance(value, str) and PROVIDER_ERROR in value:
+        if key == "errorMessage" and isinstance(value, str):
             # the wording of a provider error is the HTTP client's (OpenAI's JS SDK in pi
             # 1.6.0); both must carry the status and the provider's own message
-            return "<provider error 400>" if "400" in value else value
+            for message, status in PROVIDER_ERRORS.items():
+                if message in value and status in value:
+                    return f"<provider error {status}>"
         if isinstance(value, str):
             return self._text(value)
         return value

@@ -1,5 +1,6 @@
 // Drives `pi --mode rpc` with pi 1.6.0's own RpcClient (from its npm package, path in
-// RPC_CLIENT) through a scripted session (RPC_SCENARIO: "session", or "cache_warming")
+// RPC_CLIENT) through a scripted session (RPC_SCENARIO: "session", "cache_warming" or
+// "summary_retry")
 // and prints what the client saw as JSON: each command's result and the events of each run.
 import { pathToFileURL } from "node:url";
 
@@ -30,6 +31,14 @@ async function cacheWarming() {
   step("refresh_events", takeEvents());
   const stats = await client.getSessionStats();
   step("session_cost", { cost: stats.cost, tokens: stats.tokens });
+}
+
+async function summaryRetry() {
+  // A compaction whose summary request first meets an overloaded provider.
+  step("prompt_events", await client.promptAndWait("hello"));
+  takeEvents();
+  step("compact", await client.compact());
+  step("compact_events", takeEvents());
 }
 
 async function session() {
@@ -69,7 +78,8 @@ async function session() {
 
 try {
   await client.start();
-  await (process.env.RPC_SCENARIO === "cache_warming" ? cacheWarming() : session());
+  const scenarios = { cache_warming: cacheWarming, summary_retry: summaryRetry, session };
+  await scenarios[process.env.RPC_SCENARIO ?? "session"]();
 } catch (error) {
   out.error = String(error && error.message ? error.message : error);
 } finally {

@@ -32,7 +32,7 @@ from harness import (
     tool_reply,
     write_agent_dir,
 )
-from wire_server import WireServer
+from wire_server import WireServer, json_error
 
 PACKAGE = pi_ts_package()
 NODE = shutil.which("node")
@@ -55,23 +55,32 @@ BIG_PROMPT = {"prompt_tokens": 100_000, "completion_tokens": 5, "total_tokens": 
 REFRESH = {"prompt_tokens": 100_000, "completion_tokens": 1, "total_tokens": 100_001,
            "prompt_tokens_details": {"cached_tokens": 100_000}}
 WARMING_REPLIES = [text_reply("Hello.", usage=BIG_PROMPT), text_reply("", usage=REFRESH)]
+OVERLOADED = json_error(529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+RETRY_REPLIES = [text_reply("Hello."), OVERLOADED, text_reply("## Goal\nSay hello.")]
+SCENARIOS: dict[str, tuple[list[Any], str, dict[str, Any]]] = {
+    "session": (SESSION_REPLIES, "local/local-model", {"compaction": {"keepRecentTokens": 1}}),
+    "cache_warming": (WARMING_REPLIES, "local/cached-model", {}),
+    "summary_retry": (RETRY_REPLIES, "local/local-model",
+                      {"compaction": {"keepRecentTokens": 1}, "retry": {"enabled": True, "baseDelayMs": 1}}),
+}
 
 
 def drive(which: str, wire: WireServer, root: Path, scenario: str = "session") -> dict[str, Any]:
     assert PACKAGE is not None and NODE is not None
     wire.reset()
-    wire.enqueue(*(SESSION_REPLIES if scenario == "session" else WARMING_REPLIES))
+    replies, model, settings = SCENARIOS[scenario]
+    wire.enqueue(*replies)
     cwd = fresh_dir(root / "project")
     (cwd / "notes.txt").write_text("alpha\nbeta\n")
     agent = fresh_dir(root / f"agent-{which}")
-    write_agent_dir(agent, wire.url, {"compaction": {"keepRecentTokens": 1}})
+    write_agent_dir(agent, wire.url, settings)
     target = [*PI] if which == "py" else [PI_TS]
     env = {
         **environment(agent),
         "PI_CONFORMANCE_TARGET": json.dumps(target),
         "RPC_CLIENT": str(PACKAGE / "dist" / "modes" / "rpc" / "rpc-client.js"),
         "RPC_SHIM": str(HERE / "rpc_shim.mjs"),
-        "RPC_MODEL": "local/local-model" if scenario == "session" else "local/cached-model",
+        "RPC_MODEL": model,
         "RPC_SCENARIO": scenario,
     }
     done = subprocess.run([NODE, str(HERE / "rpc_driver.mjs")], cwd=cwd, env=env, capture_output=True, text=True,
@@ -143,6 +152,18 @@ def test_prompt_cache_warming_as_pi_1_6_0(wire: WireServer, tmp_path: Path) -> N
     assert ours["requests"][1]["max_completion_tokens"] == 1  # the refresh: one output token
     check_golden("rpc_cache_warming", ours)
     theirs = drive("ts", wire, tmp_path, "cache_warming")
+    difference = first_difference(ours, theirs)
+    assert difference is None, f"differs from pi 1.6.0 at {difference}"
+
+
+def test_a_summary_request_is_retried_as_pi_1_6_0(wire: WireServer, tmp_path: Path) -> None:
+    ours = drive("py", wire, tmp_path, "summary_retry")
+    kinds = [e["type"] for e in ours["steps"]["compact_events"]]
+    assert kinds == ["compaction_start", "summarization_retry_scheduled", "summarization_retry_attempt_start",
+                     "summarization_retry_finished", "compaction_end"]
+    assert ours["steps"]["compact"]["summary"].endswith("## Goal\nSay hello.")
+    check_golden("rpc_summary_retry", ours)
+    theirs = drive("ts", wire, tmp_path, "summary_retry")
     difference = first_difference(ours, theirs)
     assert difference is None, f"differs from pi 1.6.0 at {difference}"
 
