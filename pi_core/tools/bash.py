@@ -116,7 +116,8 @@ def _format(snapshot: OutputSnapshot, output: OutputAccumulator) -> str:
 
 
 def _with_status(text: str, status: str) -> str:
-    text = text.rstrip("\n")
+    """The output, a blank line, the status (as pi 1.6.0: the output's own final newline
+    stays, so a newline-terminated output is followed by two more)."""
     return f"{text}\n\n{status}" if text else status
 
 
@@ -151,7 +152,7 @@ class _Progress:
         self.dirty = False
         self.last = self.loop.time()
         snapshot = self.output.snapshot()
-        details: dict[str, Any] | None = None
+        details: dict[str, Any] = {}  # as pi 1.6.0: an object, with the truncation when cut
         if snapshot.truncation.truncated:
             details = {"truncation": snapshot.truncation.to_json(), "fullOutputPath": snapshot.full_output_path}
         ctx_update(self.ctx, ToolResult(content=[TextContent(text=snapshot.content)], details=details))

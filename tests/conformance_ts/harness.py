@@ -190,6 +190,14 @@ class Normaliser:
         # structuredContent (what codemode scripts receive): pi 1.6.0's built-in tools
         # fill it, this pi's return text (a documented difference)
         out = {k: self(v, k) for k, v in value.items() if k != "structuredContent"}
+        details = out.get("details")
+        if isinstance(details, dict) and "exitCode" in details:
+            # this pi's bash tool keeps the exit code in details (pi 1.6.0: structuredContent)
+            details = {k: v for k, v in details.items() if k != "exitCode"}
+            if details:
+                out["details"] = details
+            else:
+                del out["details"]
         if value.get("type") == "tool_execution_end" and isinstance(out.get("result"), dict):
             # the event's isError is what clients read; whether the result repeats it
             # depends on whether the tool threw or returned its error (documented)

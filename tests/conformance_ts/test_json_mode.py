@@ -64,6 +64,12 @@ CASES = [
         before=[["--model", "local/think-model", "--thinking", "high", "think hard"]],
     ),
     Case(
+        "bash_tool_output",  # what the model sees of coloured output and a failing status
+        ["--model", MODEL, "run it"],
+        [tool_reply("bash", {"command": "printf '\\033[1;31mred\\033[0m\\r\\nplain\\n'; exit 3"}),
+         text_reply("It failed.")],
+    ),
+    Case(
         "invalid_thinking_level",
         ["--model", "local/think-model", "--thinking", "extreme", "hi"],
         [text_reply("Medium it is.")],

@@ -73,7 +73,7 @@ async def test_no_output(bash, ctx):
 async def test_nonzero_exit_is_an_error_with_the_output(bash, ctx):
     result = await call(bash, ctx, command="echo failing; exit 3")
     assert result.is_error
-    assert text(result) == "failing\n\nCommand exited with code 3"
+    assert text(result) == "failing\n\n\nCommand exited with code 3"  # as pi 1.6.0: the final newline stays
     assert result.details["exitCode"] == 3
     bare = await call(bash, ctx, command="exit 7")
     assert text(bare) == "Command exited with code 7"
@@ -117,7 +117,7 @@ async def test_timeout_kills_the_command(bash, ctx, tmp_path):
     result = await call(bash, ctx, command="echo waiting; sleep 30 & echo $! > pids; wait", timeout=0.3)
     assert time.monotonic() - started < 5
     assert result.is_error
-    assert text(result) == "waiting\n\nCommand timed out after 0.3 seconds"
+    assert text(result) == "waiting\n\n\nCommand timed out after 0.3 seconds"
     assert "exitCode" not in result.details  # absent, not null: the command has none
     assert all(wait_gone(pid) for pid in read_pids(tmp_path / "pids"))
 
@@ -139,7 +139,7 @@ async def test_abort_kills_the_whole_process_group(tmp_path, bash):
     started = time.monotonic()
     result = await call(bash, ctx, command=command)
     assert time.monotonic() - started < 5
-    assert result.is_error and text(result) == "ready\n\nCommand aborted"
+    assert result.is_error and text(result) == "ready\n\n\nCommand aborted"
     pids = read_pids(tmp_path / "pids")
     assert len(pids) == 2
     assert all(wait_gone(pid) for pid in pids)
