@@ -100,7 +100,7 @@ class NestedLedger:
         if record is None:
             return
         record.status = "error" if result.is_error else "ok"
-        record.duration_ms = round(duration_ms, 3) if duration_ms is not None else None
+        record.duration_ms = round(duration_ms) if duration_ms is not None else None  # whole ms, as pi 1.6.0
         if result.is_error:
             text = "".join(getattr(block, "text", "") for block in result.content).strip()
             record.error = text[:500] or "error"
@@ -214,7 +214,7 @@ class NestedCalls:
                         raise
                     except Exception as exc:
                         result = ToolResult.error(str(exc) or type(exc).__name__)
-                    duration = (time.perf_counter() - start) * 1000
+                    duration = round((time.perf_counter() - start) * 1000)
                     if updates:
                         await asyncio.gather(*updates)
                     usage = ledger.with_nested_usage(call_id, result.usage)
