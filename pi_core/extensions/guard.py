@@ -60,7 +60,12 @@ class HandlerExit(Exception):
         self.original = original
 
 
+STOP_DEADLINE = 5.0
+"""Once pi is stopping because of a signal, no handler call may take longer than this
+(``session_shutdown`` handlers included), whatever ``hookTimeout`` says."""
+
 _thread = threading.local()
+_cap: float | None = None
 _user_waits = 0
 """How many ``ctx.ui`` dialogs are waiting for the user (deadlines pause meanwhile)."""
 
@@ -73,6 +78,13 @@ def hook_timeout_setting(settings: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
         return DEFAULT_HOOK_TIMEOUT
     return float(value) if value > 0 else None
+
+
+def cap_deadlines(seconds: float = STOP_DEADLINE) -> None:
+    """From now on every handler call of this process has at most ``seconds`` (pi is
+    stopping on a signal)."""
+    global _cap
+    _cap = seconds if _cap is None else min(_cap, seconds)
 
 
 def in_worker() -> bool:
@@ -250,6 +262,8 @@ class HandlerGuard:
         remove = signal.add_callback(on_abort) if signal is not None and not getattr(signal, "aborted", True) else None
         future.add_done_callback(wake_up)
         timeout = self.timeout
+        if _cap is not None:
+            timeout = _cap if timeout is None else min(timeout, _cap)
         timer = loop.call_later(timeout, wake_up) if timeout is not None else None
         try:
             while True:

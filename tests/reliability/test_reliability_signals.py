@@ -5,9 +5,11 @@ A handler blocking synchronously (or swallowing cancellation) does not delay SIG
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import pytest
 from reliability_helpers import (
     PI,
     RpcProcess,
+    agent_dir,
     env_with,
     group_members,
     of_type,
@@ -101,6 +104,53 @@ def test_rpc_mode_stops_the_bash_group_on_a_signal(signum: int, cwd: Path, tmp_p
         rpc.send_signal(signum)
         assert rpc.wait(timeout=WAIT) == 128 + signum, rpc.stderr
     _no_orphans(pgid)
+
+
+HANGING_SHUTDOWN = '''
+import time
+from pathlib import Path
+
+from pi_hookspecs import hookimpl
+
+
+@hookimpl
+def session_shutdown(event):
+    time.sleep(3600)  # never returns: the stop deadline cuts it off
+'''
+FIXTURE_SERVER = Path(__file__).resolve().parents[2] / "plugins" / "mcp" / "tests" / "servers" / "fixture_server.py"
+
+
+def test_sigterm_stops_mcp_servers_and_bash_even_with_a_hanging_shutdown_handler(cwd: Path, tmp_path: Path) -> None:
+    """The MCP server's process is gone, the bash group is gone, and a
+    ``session_shutdown`` handler that never returns holds the exit up for at most the
+    stop deadline (5 s), not the two-minute hookTimeout."""
+    from pi_core.extensions.guard import STOP_DEADLINE
+
+    pidfile, server_pids = tmp_path / "shell.pid", tmp_path / "server.pids"
+    (agent_dir() / "mcp.json").write_text(json.dumps({"mcpServers": {"fx": {
+        "command": sys.executable, "args": [str(FIXTURE_SERVER), "--pidfile", str(server_pids)]}}}))
+    plugin = write_plugin(tmp_path, "stuck", HANGING_SHUTDOWN)
+    proc = subprocess.Popen(
+        [*PI, "-p", *scripted_model(tmp_path), "-e", str(plugin), "go"],
+        cwd=cwd, env=env_with(**steps_env(_command(pidfile)), PI_EXTENSIONS="mcp,stuck"),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        pgid = _running_group(pidfile)
+        _wait_for(server_pids.exists)
+        server = int(server_pids.read_text().split()[0])
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=WAIT)
+        took = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert took < STOP_DEADLINE + 4, took
+    assert b"stuck" in err and b"did not finish within 5 s" in err
+    _no_orphans(pgid)
+    _wait_for(lambda: not Path(f"/proc/{server}").exists() or "Z" in Path(f"/proc/{server}/stat").read_text().rsplit(")", 1)[1].split()[0], timeout=5)
 
 
 BLOCKING = '''
