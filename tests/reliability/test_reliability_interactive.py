@@ -1,6 +1,6 @@
 """Interactive mode stays responsive while a plugin's handler blocks: Esc and Ctrl+C end
 the run within a second or two (the handler is left behind and reported), and SIGTERM
-ends pi with status 143 even then."""
+or SIGHUP end pi with status 128 + the signal even then."""
 
 from __future__ import annotations
 
@@ -49,9 +49,10 @@ def test_a_key_ends_the_run_while_a_handler_blocks(pi: Pi, key: str) -> None:
     assert pi.wait_exit() == 0
 
 
-def test_sigterm_ends_interactive_mode_while_a_handler_blocks(pi: Pi) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["sigterm", "sighup"])
+def test_sigterm_ends_interactive_mode_while_a_handler_blocks(pi: Pi, signum: int) -> None:
     pi.expect("› ")
     pi.line("what is here?")
     pi.expect("handler blocks now")
-    pi.child.kill(signal.SIGTERM)
-    assert pi.wait_exit() == 128 + signal.SIGTERM
+    pi.child.kill(signum)
+    assert pi.wait_exit() == 128 + signum
