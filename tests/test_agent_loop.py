@@ -256,7 +256,7 @@ async def test_invalid_arguments_unknown_tools_blocked_and_raising_hooks() -> No
     agent.before_tool_call = before
     await agent.prompt("go")
     texts = [m.content[0].text for m in agent.state.messages if m.role == "toolResult"]
-    assert texts[0].startswith('Validation failed for tool "echo":\n- text: missing')
+    assert texts[0].startswith('Validation failed for tool "echo":\n  - text: missing')
     assert texts[1] == "Tool nope not found"
     assert texts[2] == "policy says no"
     assert texts[3] == "Tool call blocked: RuntimeError: policy crashed"

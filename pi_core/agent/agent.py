@@ -511,7 +511,7 @@ class _Run:
         for call in tool_calls:
             await self.emit(ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments))
             outcome = ToolOutcome(
-                ToolResult.error(
+                _failed(
                     f'Tool call "{call.name}" was not executed: the response hit the output token limit, so its '
                     "arguments may be truncated. Re-issue the tool call with complete arguments."
                 ),
@@ -542,7 +542,7 @@ class _Run:
             await self.emit(ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments))
             outcome: Any
             if skip_rest:
-                outcome = ToolOutcome(ToolResult.error(SKIPPED_FOR_STEERING), True)
+                outcome = ToolOutcome(_failed(SKIPPED_FOR_STEERING), True)
                 await self._execution_end(call, outcome, None)
             else:
                 prepared = await self._prepare(context, assistant, call)
@@ -581,11 +581,11 @@ class _Run:
     ) -> ToolOutcome | tuple[ToolDefinition, dict[str, Any]]:
         tool = context.tool(call.name)
         if tool is None:
-            return ToolOutcome(ToolResult.error(f"Tool {call.name} not found"), True)
+            return ToolOutcome(_failed(f"Tool {call.name} not found"), True)
         try:
             args = validate_tool_arguments(tool, call)
         except ToolArgumentsError as exc:
-            return ToolOutcome(ToolResult.error(str(exc)), True)
+            return ToolOutcome(_failed(str(exc)), True)
         hook = self.agent.before_tool_call
         if hook is not None:
             try:
@@ -595,16 +595,16 @@ class _Run:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # fail closed
-                return ToolOutcome(ToolResult.error(f"Tool call blocked: {type(exc).__name__}: {exc}"), True)
+                return ToolOutcome(_failed(f"Tool call blocked: {type(exc).__name__}: {exc}"), True)
             if self.signal.aborted:
-                return ToolOutcome(ToolResult.error("Operation aborted"), True)
+                return ToolOutcome(_failed("Operation aborted"), True)
             if decision is not None and decision.block:
                 return ToolOutcome(
-                    ToolResult.error(decision.reason or "Tool execution was blocked", terminate=decision.terminate),
+                    _failed(decision.reason or "Tool execution was blocked", terminate=decision.terminate),
                     True,
                 )
         if self.signal.aborted:
-            return ToolOutcome(ToolResult.error("Operation aborted"), True)
+            return ToolOutcome(_failed("Operation aborted"), True)
         return tool, args
 
     async def _run_tool(
@@ -639,7 +639,7 @@ class _Run:
             raise
         except Exception as exc:
             text = "Operation aborted" if self.signal.aborted else (str(exc) or type(exc).__name__)
-            outcome = ToolOutcome(ToolResult.error(text), True)
+            outcome = ToolOutcome(_failed(text), True)
         finally:
             duration = round((time.perf_counter() - start) * 1000)
             accepting = False
@@ -655,7 +655,7 @@ class _Run:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                outcome = ToolOutcome(ToolResult.error(f"{type(exc).__name__}: {exc}"), True)
+                outcome = ToolOutcome(_failed(f"{type(exc).__name__}: {exc}"), True)
             if outcome.duration_ms is None:
                 outcome.duration_ms = duration
         await self._execution_end(call, outcome, outcome.duration_ms)
@@ -671,6 +671,12 @@ class _Run:
                 duration_ms=duration,
             )
         )
+
+
+def _failed(text: str, **fields: Any) -> ToolResult:
+    """An error result the loop makes for a call (unknown tool, invalid arguments,
+    blocked, aborted, thrown): ``details`` is an empty object, as pi 1.6.0 records it."""
+    return ToolResult.error(text, details={}, **fields)
 
 
 async def _ready(value: Any) -> Any:

@@ -105,4 +105,5 @@ def _message(tool: ToolDefinition, problems: str, received: Any) -> str:
         shown = json.dumps(received, indent=2, default=str)
     except (TypeError, ValueError):
         shown = repr(received)
-    return f'Validation failed for tool "{tool.name}":\n{problems}\n\nReceived arguments:\n{shown}'
+    listed = "\n".join(f"  {line}" for line in problems.splitlines())  # indented, as pi 1.6.0
+    return f'Validation failed for tool "{tool.name}":\n{listed}\n\nReceived arguments:\n{shown}'

@@ -354,7 +354,8 @@ def define_tool(
         try:
             return await run(params, ctx)
         except ToolError as exc:
-            return ToolResult.error(str(exc), details=exc.details)
+            # as pi 1.6.0 records a tool that threw: details an empty object unless given
+            return ToolResult.error(str(exc), details=exc.details if exc.details is not None else {})
 
     return ToolDefinition(
         name=name,

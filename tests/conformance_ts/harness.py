@@ -220,6 +220,20 @@ class Normaliser:
         return out
 
 
+def collapse_updates(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive ``tool_execution_update`` records of one call as one, the last:
+    how often a running command reports progress depends on timing."""
+    out: list[dict[str, Any]] = []
+    for event in events:
+        if (event.get("type") == "tool_execution_update" and out
+                and out[-1].get("type") == "tool_execution_update"
+                and out[-1].get("toolCallId") == event.get("toolCallId")):
+            out[-1] = event
+        else:
+            out.append(event)
+    return out
+
+
 def normalise_request(body: Any, normalise: Normaliser) -> Any:
     """A provider request with the system prompt and tool declarations (pi's words)
     reduced to their presence and names."""

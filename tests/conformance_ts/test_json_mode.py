@@ -15,6 +15,7 @@ from harness import (
     SKIP_REASON,
     Normaliser,
     check_golden,
+    collapse_updates,
     first_difference,
     fresh_dir,
     have_pi_ts,
@@ -27,7 +28,7 @@ from harness import (
     tool_reply,
     write_agent_dir,
 )
-from wire_server import Canned, WireServer
+from wire_server import Canned, WireServer, chat_chunks
 
 
 @dataclass
@@ -70,6 +71,18 @@ CASES = [
          text_reply("It failed.")],
     ),
     Case(
+        "unknown_tool_and_bad_arguments",
+        ["--model", MODEL, "try tools"],
+        [tool_reply("no_such_tool", {"x": 1}), tool_reply("read", {"file": "notes.txt"}, call_id="call_2"),
+         text_reply("Both failed.")],
+    ),
+    Case(
+        "answer_cut_at_the_output_limit",
+        ["--model", MODEL, "write a lot"],
+        [chat_chunks([{"content": "A long answer that"}], finish_reason="length",
+                     usage={"prompt_tokens": 10, "completion_tokens": 1024, "total_tokens": 1034})],
+    ),
+    Case(
         "invalid_thinking_level",
         ["--model", "local/think-model", "--thinking", "extreme", "hi"],
         [text_reply("Medium it is.")],
@@ -101,7 +114,7 @@ def run_case(which: str, case: Case, wire: WireServer, root: Path) -> dict[str, 
     events = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
     return {
         "exit": done.returncode,
-        "events": normalise(events),
+        "events": normalise(collapse_updates(events)),
         "session": normalise(session_records(agent)),
         "requests": [normalise_request(body, normalise) for body in request_bodies(wire)],
     }

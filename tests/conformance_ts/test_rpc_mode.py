@@ -22,6 +22,7 @@ from harness import (
     SKIP_REASON,
     Normaliser,
     check_golden,
+    collapse_updates,
     environment,
     first_difference,
     fresh_dir,
@@ -97,6 +98,8 @@ def _without_volatile(name: str, value: Any) -> Any:
     """State that differs by nature between two runs: the session file's name (it holds
     the start time, its folder the cwd) is reduced to the sessions folder; the model to the fields both pis share;
     streamed bash output to one update per command."""
+    if name.endswith("_events") and isinstance(value, list) and name != "bash_events":
+        return collapse_updates(value)
     if name == "bash_events" and isinstance(value, list):
         # how output is cut into chunks depends on timing: the updates are joined
         joined: list[dict[str, Any]] = []
