@@ -61,6 +61,8 @@ def atomic_write(
             _write_in_place(target, payload)
             return
     directory = os.path.dirname(target) or "."
+    if not like_in_place:  # pi's own files (settings, auth, trust): the folder is small
+        _remove_stale_temps(directory, os.path.basename(target))
     try:
         fd, temp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".pi-tmp", dir=directory)
     except PermissionError:
@@ -88,6 +90,22 @@ def atomic_write(
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+STALE_TEMP_SECONDS = 3600.0
+"""Age after which a temporary file of an interrupted :func:`atomic_write` is removed."""
+
+
+def _remove_stale_temps(directory: str, name: str) -> None:
+    """Remove ``.<name>.*.pi-tmp`` files older than :data:`STALE_TEMP_SECONDS` (a write
+    that was killed half-way; one in progress is younger)."""
+    prefix, now = f".{name}.", time.time()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(directory):
+            if entry.name.startswith(prefix) and entry.name.endswith(".pi-tmp"):
+                with contextlib.suppress(OSError):
+                    if now - entry.stat(follow_symlinks=False).st_mtime > STALE_TEMP_SECONDS:
+                        os.unlink(entry.path)
 
 
 def _write_in_place(path: str, data: bytes) -> None:

@@ -125,3 +125,20 @@ def test_two_processes_cannot_both_create_one_session_id(cwd: Path, tmp_path: Pa
     assert again.returncode == 0, again.stderr
     assert session_files() == [session_file]
     assert not list(session_file.parent.glob(".*.claim"))
+
+
+def test_an_interrupted_atomic_write_leaves_no_temporary_file_for_long(tmp_path: Path) -> None:
+    """pi's own files (settings, auth, trust) are replaced through a temporary file; one
+    left by a pi killed half-way is removed by the next write of that file once it is an
+    hour old (a younger one may be another pi's write in progress)."""
+    from pi_core._fs import atomic_write
+
+    target = tmp_path / "settings.json"
+    stale, fresh = tmp_path / ".settings.json.k1ll3d.pi-tmp", tmp_path / ".settings.json.inprog.pi-tmp"
+    for path in (stale, fresh):
+        path.write_text("{}")
+    two_hours_ago = time.time() - 7200
+    os.utime(stale, (two_hours_ago, two_hours_ago))
+    atomic_write(target, '{"theme": "dark"}\n')
+    assert target.read_text() == '{"theme": "dark"}\n'
+    assert not stale.exists() and fresh.exists()
