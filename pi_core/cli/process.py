@@ -119,9 +119,14 @@ def run_main(main: Coroutine[Any, Any, T]) -> T:
         return loop.run_until_complete(main)
     finally:
         try:
+            from ..extensions.guard import abandoned
+
             pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
             for task in pending:
                 task.cancel()
+                if task in abandoned:  # a plugin's handler pi already went on without
+                    task._log_destroy_pending = False  # type: ignore[attr-defined]
+            pending = [task for task in pending if task not in abandoned]
             if pending:
                 loop.run_until_complete(asyncio.wait(pending, timeout=STRAGGLER_GRACE))
                 for task in pending:

@@ -34,6 +34,7 @@ import concurrent.futures
 import contextvars
 import inspect
 import threading
+import weakref
 from collections.abc import Awaitable, Callable
 from queue import SimpleQueue
 from typing import Any
@@ -65,6 +66,9 @@ STOP_DEADLINE = 5.0
 (``session_shutdown`` handlers included), whatever ``hookTimeout`` says."""
 
 _thread = threading.local()
+abandoned: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
+"""Handler tasks pi went on without (cancelled, but still running): nothing waits for
+them at exit (:func:`pi_core.cli.process.run_main`)."""
 _cap: float | None = None
 _user_waits = 0
 """How many ``ctx.ui`` dialogs are waiting for the user (deadlines pause meanwhile)."""
@@ -237,6 +241,7 @@ class HandlerGuard:
         finally:
             if not task.done():
                 task.cancel()
+                abandoned.add(task)
         _adopt(context)
         return result
 
