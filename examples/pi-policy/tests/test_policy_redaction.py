@@ -20,7 +20,7 @@ def test_a_file_read_is_redacted_before_the_model_sees_it(pi: PiHarness) -> None
     pi.write("deploy.env", f"AWS_KEY={KEY}\nTOKEN=ghp_abcdefgh1234\n")
     pi.script(call("read", path="deploy.env"), ECHO)
     run = pi.prompt("show me the deploy settings")
-    assert run.tool_results[0].text == "AWS_KEY=[aws key]\nTOKEN=[redacted]"
+    assert run.tool_results[0].text == "AWS_KEY=[aws key]\nTOKEN=[redacted]\n"  # read keeps the final newline
     sent = run.requests[1].messages[-1]  # the tool result as the provider received it
     assert sent.role == "toolResult" and KEY not in str(sent)
     assert KEY not in str(pi.session_entries())
