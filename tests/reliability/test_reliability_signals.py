@@ -202,3 +202,30 @@ def test_sigint_ends_print_mode_at_once_while_a_handler_hangs(hang: str, cwd: Pa
     assert b"blocking" in err and b"aborted" in err
     assert b"Traceback" not in err
     assert not os.path.exists(tmp_path / "never")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_acp_mode_exits_with_the_conventional_status(signum: int, cwd: Path) -> None:
+    proc = subprocess.Popen(
+        [*PI, "acp"], cwd=cwd, env=env_with(PI_EXTENSIONS=""),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                     "params": {"protocolVersion": 1}}).encode() + b"\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 0
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+                                     "params": {"cwd": str(cwd), "mcpServers": []}}).encode() + b"\n")
+        proc.stdin.flush()
+        while "id" not in json.loads(proc.stdout.readline()):
+            pass  # session/update notifications, then the session: pi is serving
+        proc.send_signal(signum)
+        assert proc.wait(timeout=WAIT) == 128 + signum
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()

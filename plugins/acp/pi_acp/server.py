@@ -428,12 +428,15 @@ async def serve(
     # lacks (session/fork, session/resume, session/close) with "method not found".
     main = asyncio.ensure_future(run_agent(cast(Agent, agent), transport))
 
-    def stop() -> None:
+    stopped_by: list[int] = []
+
+    def stop(signum: int) -> None:
+        stopped_by.append(signum)
         main.cancel()
 
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(signum, stop)
+            loop.add_signal_handler(signum, stop, signum)
     try:
         await main
     except asyncio.CancelledError:
@@ -443,7 +446,7 @@ async def serve(
     finally:
         await agent.close()
         await transport.close()
-    return 0
+    return 128 + stopped_by[0] if stopped_by else 0  # the conventional status of a signal
 
 
 __all__ = ["AcpSession", "PiAgent", "serve"]
