@@ -92,3 +92,39 @@ async def test_an_abort_ends_the_wait_for_a_blocked_handler() -> None:
     assert time.monotonic() - started < 1.5
     assert result.block and "aborted" in result.reason
     assert [e.plugin for e in errors] == ["Blocks"]
+
+
+async def test_sync_handlers_of_a_notification_share_one_thread_hop_and_keep_their_deadlines() -> None:
+    """Consecutive synchronous handlers of a notification run as one worker job; each
+    still has its own deadline, and one that hangs does not keep the others from running."""
+    ran: list[str] = []
+
+    def plugin(name: str, behaviour: str) -> Any:
+        class Handler:
+            @hookimpl
+            def turn_start(self) -> None:
+                if behaviour == "hang":
+                    time.sleep(2)
+                elif behaviour == "exit":
+                    raise SystemExit(2)
+                elif behaviour == "set":
+                    CALL.set(name)
+                ran.append(f"{name}:{CALL.get()}")
+
+        Handler.__name__ = name
+        return Handler
+
+    # pluggy calls the most recently registered plugin first: A, B, C, D in this order
+    host = await load_host(plugin("D", "ok"), plugin("C", "hang"), plugin("B", "exit"), plugin("A", "set"))
+    host.runner.timeout = 0.4
+    errors: list[Any] = []
+    host.runner.add_error_listener(errors.append)
+    started = time.monotonic()
+    await host.runner.emit("turn_start", h.TurnStartEvent())
+    assert time.monotonic() - started < 1.5
+    assert ran == ["A:A", "D:A"]  # in order; what A set is seen by the handlers after it
+    assert [(e.plugin, e.message.split(" (")[0]) for e in errors] == [
+        ("B", "handler raised SystemExit: 2"),
+        ("C", "handler did not finish within 0.4 s"),
+    ]
+    assert CALL.get() == "A"

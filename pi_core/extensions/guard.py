@@ -34,6 +34,7 @@ import concurrent.futures
 import contextvars
 import inspect
 import threading
+import time
 import weakref
 from collections.abc import Awaitable, Callable
 from queue import SimpleQueue
@@ -163,6 +164,39 @@ class _Worker:
                 return
 
 
+class _Batch:
+    """Synchronous handlers of one notification run one after the other in a single
+    job of the worker (one thread hop for all of them). ``claimed`` is the index of the
+    handler running, ``started`` when it started; ``stop`` ends the batch before the
+    next handler (set under ``lock`` when pi goes on without the batch)."""
+
+    def __init__(self, fns: list[Callable[[], Any]]) -> None:
+        self.fns = fns
+        self.outcomes: list[tuple[bool, Any]] = []
+        self.claimed = -1
+        self.started = time.monotonic()
+        self.stop = False
+        self.lock = threading.Lock()
+
+    def __call__(self) -> None:
+        for index, fn in enumerate(self.fns):
+            with self.lock:
+                if self.stop:
+                    return
+                self.claimed = index
+                self.started = time.monotonic()
+            try:
+                outcome: tuple[bool, Any] = (True, fn())
+            except (SystemExit, KeyboardInterrupt) as exc:
+                outcome = (False, HandlerExit(exc).with_traceback(exc.__traceback__))
+            except BaseException as exc:
+                outcome = (False, exc)
+            with self.lock:
+                self.outcomes.append(outcome)
+            if outcome[0] and outcome[1] is not None and inspect.isawaitable(outcome[1]):
+                return  # the loop awaits it before the next handler runs
+
+
 def _settle(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
     if future.done():
         return
@@ -233,6 +267,46 @@ class HandlerGuard:
             result = await self._await(loop, result, signal)
         return result
 
+    async def call_batch(self, fns: list[Callable[[], Any]], signal: Any) -> list[tuple[bool, Any]]:
+        """Run synchronous handlers (bound to their arguments) one after the other in
+        one worker job; each keeps its own deadline. Returns ``(ok, result or
+        exception)`` per handler, in order. A handler pi goes on without (deadline,
+        abort) gets its :class:`HandlerTimeout` / :class:`HandlerAbandoned`, and the
+        handlers after it run in a new worker."""
+        loop = asyncio.get_running_loop()
+        results: list[tuple[bool, Any]] = []
+        while len(results) < len(fns):
+            batch = _Batch(fns[len(results) :])
+            worker = self._worker_for(loop)
+            context = contextvars.copy_context()
+            future = worker.submit(batch, context)
+            try:
+                await self._wait(loop, future, signal, batch)
+            except (HandlerTimeout, HandlerAbandoned) as exc:
+                with batch.lock:
+                    batch.stop = True
+                    finished = list(batch.outcomes)
+                    running = batch.claimed
+                self._abandon(worker)
+                results.extend(finished)
+                if running >= len(finished):  # that handler is still running: pi goes on without it
+                    results.append((False, exc))
+                _adopt(context)
+                signal = None if getattr(signal, "aborted", False) else signal
+                continue
+            finally:
+                if not future.done():
+                    self._abandon(worker)
+            results.extend(batch.outcomes)
+            _adopt(context)
+            ok, last = results[-1] if results else (False, None)
+            if ok and last is not None and inspect.isawaitable(last):  # a plain def returned a coroutine
+                try:
+                    results[-1] = (True, await self._await(loop, last, signal))
+                except Exception as exc:
+                    results[-1] = (False, exc)
+        return results
+
     async def _await(self, loop: asyncio.AbstractEventLoop, awaitable: Awaitable[Any], signal: Any) -> Any:
         context = contextvars.copy_context()
         task = loop.create_task(_contained(awaitable), context=context)
@@ -245,10 +319,13 @@ class HandlerGuard:
         _adopt(context)
         return result
 
-    async def _wait(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], signal: Any) -> Any:
+    async def _wait(
+        self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], signal: Any, progress: _Batch | None = None
+    ) -> Any:
         """The result of ``future``, unless its deadline passes or ``signal`` fires.
         (One waiter future woken by whichever comes first: cheaper than
-        ``asyncio.wait``, which matters for events fired per streamed token.)"""
+        ``asyncio.wait``, which matters for events fired per streamed token.) With
+        ``progress`` (a batch of handlers) the deadline is each handler's."""
         aborted = False
         wake: asyncio.Future[None] = loop.create_future()
 
@@ -291,6 +368,12 @@ class HandlerGuard:
                     wake = loop.create_future()  # the user is answering a dialog: a new deadline
                     timer = loop.call_later(timeout, wake_up)
                     continue
+                if progress is not None and timeout is not None:
+                    left = progress.started + timeout - time.monotonic()
+                    if left > 0:  # the batch's current handler started later: its own deadline
+                        wake = loop.create_future()
+                        timer = loop.call_later(left, wake_up)
+                        continue
                 if isinstance(future, asyncio.Task):
                     future.cancel()
                     await asyncio.wait({future}, timeout=0.1)

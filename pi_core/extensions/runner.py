@@ -319,6 +319,9 @@ class EventRunner:
         if rule is Rule.NOTIFICATION or rule is Rule.MUTATION:
             token = CURRENT_PLUGIN.set(None)
             try:
+                if rule is Rule.NOTIFICATION and not self._trace and len(impls) > 1:
+                    await self._notify(name, impls, event, ctx)
+                    return None
                 for impl in impls:
                     try:
                         await self._call(impl, name, event, ctx)
@@ -334,6 +337,32 @@ class EventRunner:
             return await composer(self, name, spec.result, impls, event, ctx)
         finally:
             CURRENT_PLUGIN.reset(token)
+
+    async def _notify(self, name: str, impls: tuple[_Impl, ...], event: Any, ctx: Any) -> None:
+        """A notification to several handlers: consecutive synchronous handlers run in
+        one worker job (:meth:`HandlerGuard.call_batch`: one thread hop, not one each),
+        coroutine handlers one by one. Failures are reported in handler order."""
+        index = 0
+        while index < len(impls):
+            impl = impls[index]
+            run = 1
+            while index + run < len(impls) and not impl.is_async and not impls[index + run].is_async:
+                run += 1
+            if impl.is_async or run == 1:
+                try:
+                    await self._call(impl, name, event, ctx)
+                except Exception as exc:
+                    error = self._report_exc(impl, name, exc)
+                    await self._outcome(impl.plugin, name, "failed", error.message, event, ctx)
+                index += 1
+                continue
+            group = impls[index : index + run]
+            outcomes = await self.guard.call_batch([_bound(i, event, ctx) for i in group], _abort_signal(ctx))
+            for member, (ok, value) in zip(group, outcomes, strict=True):
+                if not ok:
+                    error = self._report_exc(member, name, value)
+                    await self._outcome(member.plugin, name, "failed", error.message, event, ctx)
+            index += run
 
     async def call(self, name: str, event: Any, ctx: Any = None) -> Any:
         """Dispatch a core event by name, as ``ctx.hook.<name>(event)`` does: ``event`` is
@@ -416,6 +445,16 @@ IN_PLACE_EVENTS = frozenset(
 )
 """Events whose handlers may change the event in place: after each handler the event is
 validated again, and an invalid change is undone and reported naming the plugin."""
+
+
+def _bound(impl: _Impl, event: Any, ctx: Any) -> Callable[[], Any]:
+    """``impl`` called with ``event`` and ``ctx``, as its plugin (:data:`CURRENT_PLUGIN`)."""
+
+    def call() -> Any:
+        CURRENT_PLUGIN.set(impl.plugin)
+        return impl.call(event, ctx)
+
+    return call
 
 
 def _abort_signal(ctx: Any) -> Any:
