@@ -55,6 +55,12 @@ class Model(PiModel):
     max_tokens: int = 16_384
     headers: dict[str, str] | None = None
     compat: dict[str, Any] | None = None
+    input_limits: dict[str, Any] | None = None
+    """Request limits (``maxRequestBytes``, ``images``…), as ``models.json`` gives them."""
+    prompt_cache: dict[str, Any] | None = None
+    """The provider's cache lifetime in seconds per retention tier (``{"short": 300}``)."""
+    sampling_params: dict[str, Any] | None = None
+    sampling_params_by_thinking_level: dict[str, dict[str, Any]] | None = None
 
     @property
     def ref(self) -> str:

@@ -67,8 +67,7 @@ def prompt_cache_lifetime_ms(model: Model, options: StreamOptions) -> int | None
     )
     if retention == "none":
         return None
-    extra = model.model_extra or {}
-    tiers = extra.get("promptCache", extra.get("prompt_cache"))
+    tiers = model.prompt_cache
     seconds = tiers.get(retention) if isinstance(tiers, dict) else None
     if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds <= 0:
         return None

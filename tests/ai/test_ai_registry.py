@@ -7,7 +7,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from wire_server import WireServer, anthropic_message, anthropic_stream, chat_chunks, use_server
+from wire_server import (
+    WireServer,
+    anthropic_message,
+    anthropic_stream,
+    chat_chunks,
+    responses_events,
+    responses_stream,
+    use_server,
+)
 
 from pi_core.ai import ModelRegistry, ModelResolutionError, resolve_config_value
 from pi_core.ai.auth import BEARER_ENV, ENV_API_KEYS, CommandError
@@ -271,6 +279,34 @@ async def test_registry_stream_resolves_key_and_headers(
                                        StreamOptions(api_key="cli-key"))
     assert override.stop_reason == "error"  # no canned response left: the server answers 500
     assert wire.requests[1].headers["authorization"] == "Bearer cli-key"
+
+
+async def test_model_fields_of_models_json_reach_requests_and_read_back_in_camel_case(
+    agent_dir: Path, wire: WireServer
+) -> None:
+    sampling = {"samplingParams": {"top_p": 0.9}, "samplingParamsByThinkingLevel": {"off": {"top_k": 20}}}
+    write_models(
+        agent_dir,
+        {"providers": {
+            "chat": {"baseUrl": f"{wire.url}/v1", "api": "openai-completions", "apiKey": "k",
+                     "models": [{"id": "c", "promptCache": {"short": 300}, "inputLimits": {"maxRequestBytes": 9},
+                                 **sampling}]},
+            "resp": {"baseUrl": f"{wire.url}/v1", "api": "openai-responses", "apiKey": "k",
+                     "models": [{"id": "r", **sampling}]},
+        }},
+    )
+    registry = ModelRegistry()
+    chat = registry.resolve("chat/c").model
+    assert chat.prompt_cache == {"short": 300}
+    shown = chat.to_json()  # as RPC clients see a model: pi 1.6.0's spelling
+    assert shown["promptCache"] == {"short": 300} and shown["inputLimits"] == {"maxRequestBytes": 9}
+    assert shown["samplingParams"] == {"top_p": 0.9} and "prompt_cache" not in shown
+    wire.enqueue(chat_chunks([{"content": "hello"}]))
+    await registry.complete(chat, LlmContext(messages=[UserMessage(content="hi")]))
+    assert (wire.requests[0].body["top_p"], wire.requests[0].body["top_k"]) == (0.9, 20)
+    wire.enqueue(responses_stream(responses_events([{"type": "message", "text": "hello"}])))
+    await registry.complete(registry.resolve("resp/r").model, LlmContext(messages=[UserMessage(content="hi")]))
+    assert (wire.requests[1].body["top_p"], wire.requests[1].body["top_k"]) == (0.9, 20)
 
 
 async def test_registry_stream_auth_header_for_anthropic_endpoint(agent_dir: Path, wire: WireServer) -> None:

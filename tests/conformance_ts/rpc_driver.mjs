@@ -41,6 +41,14 @@ async function summaryRetry() {
   step("compact_events", takeEvents());
 }
 
+async function models() {
+  step("get_available_models", await client.getAvailableModels());
+  step("set_model", await client.setModel("local", "think-model"));
+  step("cycle_thinking_level", await client.cycleThinkingLevel());
+  step("get_state", await client.getState());
+  step("model_events", takeEvents());
+}
+
 async function session() {
   step("get_state", await client.getState());
   step("get_available_thinking_levels", await client.getAvailableThinkingLevels());
@@ -78,7 +86,7 @@ async function session() {
 
 try {
   await client.start();
-  const scenarios = { cache_warming: cacheWarming, summary_retry: summaryRetry, session };
+  const scenarios = { cache_warming: cacheWarming, summary_retry: summaryRetry, models, session };
   await scenarios[process.env.RPC_SCENARIO ?? "session"]();
 } catch (error) {
   out.error = String(error && error.message ? error.message : error);

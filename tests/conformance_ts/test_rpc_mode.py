@@ -61,6 +61,7 @@ RETRY_REPLIES = [text_reply("Hello."), OVERLOADED, text_reply("## Goal\nSay hell
 SCENARIOS: dict[str, tuple[list[Any], str, dict[str, Any]]] = {
     "session": (SESSION_REPLIES, "local/local-model", {"compaction": {"keepRecentTokens": 1}}),
     "cache_warming": (WARMING_REPLIES, "local/cached-model", {}),
+    "models": ([], "local/local-model", {}),
     "summary_retry": (RETRY_REPLIES, "local/local-model",
                       {"compaction": {"keepRecentTokens": 1}, "retry": {"enabled": True, "baseDelayMs": 1}}),
 }
@@ -110,6 +111,9 @@ def _without_volatile(name: str, value: Any) -> Any:
             else:
                 joined.append(dict(event))
         return joined
+    if name == "get_available_models" and isinstance(value, list):
+        # this pi's offline demo model (provider "faux") has no counterpart in pi 1.6.0
+        return [model for model in value if model.get("provider") != "faux"]
     if name.startswith("get_state") and isinstance(value, dict):
         value = dict(value)
         # this pi's addition (docs/rpc.md): pi 1.6.0 has set_auto_retry but no way to read it
@@ -155,6 +159,16 @@ def test_prompt_cache_warming_as_pi_1_6_0(wire: WireServer, tmp_path: Path) -> N
     assert ours["requests"][1]["max_completion_tokens"] == 1  # the refresh: one output token
     check_golden("rpc_cache_warming", ours)
     theirs = drive("ts", wire, tmp_path, "cache_warming")
+    difference = first_difference(ours, theirs)
+    assert difference is None, f"differs from pi 1.6.0 at {difference}"
+
+
+def test_models_and_thinking_levels_as_pi_1_6_0(wire: WireServer, tmp_path: Path) -> None:
+    ours = drive("py", wire, tmp_path, "models")
+    cached = next(m for m in ours["steps"]["get_available_models"] if m["name"] == "cached-model")
+    assert cached["promptCache"] == {"short": 11}
+    check_golden("rpc_models", ours)
+    theirs = drive("ts", wire, tmp_path, "models")
     difference = first_difference(ours, theirs)
     assert difference is None, f"differs from pi 1.6.0 at {difference}"
 

@@ -362,10 +362,9 @@ def _apply_reasoning(payload: dict[str, Any], model: Model, options: StreamOptio
 def sampling_params(model: Model, options: StreamOptions) -> dict[str, Any]:
     """``samplingParams`` of the model, its ``samplingParamsByThinkingLevel`` entry for
     the effective level, then ``options.extra["sampling_params"]`` (later wins)."""
-    extra = model.model_extra or {}
     merged: dict[str, Any] = {}
-    merged.update(extra.get("samplingParams") or extra.get("sampling_params") or {})
-    by_level = extra.get("samplingParamsByThinkingLevel") or extra.get("sampling_params_by_thinking_level") or {}
+    merged.update(model.sampling_params or {})
+    by_level = model.sampling_params_by_thinking_level or {}
     merged.update(by_level.get(clamp_thinking_level(model, options.thinking_level)) or {})
     merged.update(options.extra.get("sampling_params") or {})
     return merged

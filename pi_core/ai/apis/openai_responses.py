@@ -241,9 +241,8 @@ def build_payload(model: Model, context: LlmContext, options: StreamOptions) -> 
             off = (model.thinking_level_map or {}).get("off", "none")
             if off is not None:
                 payload["reasoning"] = {"effort": off}
-    extra = model.model_extra or {}
-    payload.update(extra.get("samplingParams") or {})
-    by_level = extra.get("samplingParamsByThinkingLevel") or {}
+    payload.update(model.sampling_params or {})
+    by_level = model.sampling_params_by_thinking_level or {}
     payload.update(by_level.get(clamp_thinking_level(model, options.thinking_level)) or {})
     payload.update(options.extra.get("sampling_params") or {})
     return payload
