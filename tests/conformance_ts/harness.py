@@ -144,9 +144,11 @@ class Normaliser:
     """Replaces run-specific values with stable placeholders (ids keep their identity
     across a whole outcome)."""
 
-    def __init__(self, cwd: Path, extra_paths: tuple[Path, ...] = ()) -> None:
+    def __init__(self, cwd: Path, extra_paths: tuple[Path, ...] = (), endpoint: str | None = None) -> None:
         self.ids: dict[str, str] = {}
         self.paths = [(str(p), f"<path{i}>") for i, p in enumerate((cwd, *extra_paths))]
+        if endpoint:
+            self.paths.append((endpoint, "<endpoint>"))  # the local server's port changes per run
 
     def _id(self, value: str) -> str:
         if value not in self.ids:

@@ -110,7 +110,7 @@ def run_case(which: str, case: Case, wire: WireServer, root: Path) -> dict[str, 
         assert first.returncode == 0, first.stderr[-3000:]
     done = run_json(which, case.args, cwd=cwd, agent=agent)
     assert done.returncode == 0, done.stderr[-3000:]
-    normalise = Normaliser(cwd)
+    normalise = Normaliser(cwd, endpoint=wire.url)
     events = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
     return {
         "exit": done.returncode,

@@ -90,7 +90,7 @@ def drive(which: str, wire: WireServer, root: Path, scenario: str = "session") -
     assert done.returncode == 0, done.stderr[-3000:]
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
     assert "error" not in outcome, f"{outcome['error']}\n{done.stderr[-3000:]}"
-    normalise = Normaliser(cwd, (agent,))
+    normalise = Normaliser(cwd, (agent,), endpoint=wire.url)
     steps = {step["name"]: normalise(_without_volatile(step["name"], step["value"])) for step in outcome["steps"]}
     return {"steps": steps, "requests": [normalise_request(body, normalise) for body in request_bodies(wire)]}
 
