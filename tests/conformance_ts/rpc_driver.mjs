@@ -49,6 +49,26 @@ async function models() {
   step("model_events", takeEvents());
 }
 
+async function queues() {
+  // Steering and a follow-up sent while a tool runs.
+  const toolStarted = new Promise((resolve) => {
+    const off = client.onEvent((event) => {
+      if (event.type === "tool_execution_start") {
+        off();
+        resolve();
+      }
+    });
+  });
+  const run = client.collectEvents();
+  await client.prompt("run the slow command");
+  await toolStarted;
+  step("steer", await client.steer("use the other file"));
+  step("follow_up", await client.followUp("and then summarise"));
+  step("run_events", await run);
+  takeEvents();
+  step("get_messages", await client.getMessages());
+}
+
 async function session() {
   step("get_state", await client.getState());
   step("get_available_thinking_levels", await client.getAvailableThinkingLevels());
@@ -86,7 +106,7 @@ async function session() {
 
 try {
   await client.start();
-  const scenarios = { cache_warming: cacheWarming, summary_retry: summaryRetry, models, session };
+  const scenarios = { cache_warming: cacheWarming, summary_retry: summaryRetry, models, queues, session };
   await scenarios[process.env.RPC_SCENARIO ?? "session"]();
 } catch (error) {
   out.error = String(error && error.message ? error.message : error);

@@ -62,6 +62,8 @@ SCENARIOS: dict[str, tuple[list[Any], str, dict[str, Any]]] = {
     "session": (SESSION_REPLIES, "local/local-model", {"compaction": {"keepRecentTokens": 1}}),
     "cache_warming": (WARMING_REPLIES, "local/cached-model", {}),
     "models": ([], "local/local-model", {}),
+    "queues": ([tool_reply("bash", {"command": "sleep 1; echo slept"}), text_reply("Steered."),
+                text_reply("Summarised.")], "local/local-model", {}),
     "summary_retry": (RETRY_REPLIES, "local/local-model",
                       {"compaction": {"keepRecentTokens": 1}, "retry": {"enabled": True, "baseDelayMs": 1}}),
 }
@@ -169,6 +171,17 @@ def test_models_and_thinking_levels_as_pi_1_6_0(wire: WireServer, tmp_path: Path
     assert cached["promptCache"] == {"short": 11}
     check_golden("rpc_models", ours)
     theirs = drive("ts", wire, tmp_path, "models")
+    difference = first_difference(ours, theirs)
+    assert difference is None, f"differs from pi 1.6.0 at {difference}"
+
+
+def test_steering_and_follow_up_as_pi_1_6_0(wire: WireServer, tmp_path: Path) -> None:
+    ours = drive("py", wire, tmp_path, "queues")
+    users = [m for m in ours["steps"]["get_messages"] if m["role"] == "user"]
+    assert [u["content"][0]["text"] for u in users] == ["run the slow command", "use the other file",
+                                                        "and then summarise"]
+    check_golden("rpc_queues", ours)
+    theirs = drive("ts", wire, tmp_path, "queues")
     difference = first_difference(ours, theirs)
     assert difference is None, f"differs from pi 1.6.0 at {difference}"
 
