@@ -83,6 +83,13 @@ CASES = [
                      usage={"prompt_tokens": 10, "completion_tokens": 1024, "total_tokens": 1034})],
     ),
     Case(
+        "thinking_then_text",
+        ["--model", "local/think-model", "--thinking", "high", "think first"],
+        [chat_chunks([{"reasoning_content": "Let me "}, {"reasoning_content": "think."}, {"content": "Answer."}],
+                     usage={"prompt_tokens": 10, "completion_tokens": 9, "total_tokens": 19,
+                            "completion_tokens_details": {"reasoning_tokens": 6}})],
+    ),
+    Case(
         "invalid_thinking_level",
         ["--model", "local/think-model", "--thinking", "extreme", "hi"],
         [text_reply("Medium it is.")],
