@@ -31,21 +31,25 @@ def test_kill_9_loses_no_acknowledged_entry(trial: int, tmp_path: Path) -> None:
     cwd.mkdir()
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
-    # somewhere among the 18 message ends, from the first answer on (the 2nd message end)
-    kill_after = rng.randrange(2, 2 * len(STEPS) + 3)
+    # somewhere among the 17 message ends from the first answer on (8 tool calls and their
+    # results, the final answer)
+    kill_after = rng.randrange(1, 2 * len(STEPS) + 2)
     proc = subprocess.Popen(
         [*PI, "--mode", "json", *scripted_model(tmp_path), "go"],
         cwd=cwd, env=env_with(**steps_env(*STEPS)),
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )
     acknowledged: list[dict[str, Any]] = []
+    answered = 0
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
             record = json.loads(line)
             if record["type"] == "message_end":
                 acknowledged.append(record["message"])
-                if len(acknowledged) == kill_after:
+                if answered or record["message"]["role"] == "assistant":
+                    answered += 1
+                if answered == kill_after:
                     proc.kill()
                     break
     finally:
