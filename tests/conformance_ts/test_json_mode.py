@@ -89,6 +89,7 @@ CASES = [
                      usage={"prompt_tokens": 10, "completion_tokens": 9, "total_tokens": 19,
                             "completion_tokens_details": {"reasoning_tokens": 6}})],
     ),
+    Case("no_session_file", ["--no-session", "--model", MODEL, "hi"], [text_reply("Nothing is saved.")]),
     Case(
         "invalid_thinking_level",
         ["--model", "local/think-model", "--thinking", "extreme", "hi"],
@@ -122,7 +123,7 @@ def run_case(which: str, case: Case, wire: WireServer, root: Path) -> dict[str, 
     return {
         "exit": done.returncode,
         "events": normalise(collapse_updates(events)),
-        "session": normalise(session_records(agent)),
+        "session": normalise(session_records(agent)) if "--no-session" not in case.args else [],
         "requests": [normalise_request(body, normalise) for body in request_bodies(wire)],
     }
 
