@@ -157,6 +157,25 @@ def test_provider_error_keeps_exit_status_1(cwd: Path, tmp_path: Path) -> None:
     assert ends[-1]["message"]["stopReason"] == "error" and "upstream exploded" in ends[-1]["message"]["errorMessage"]
 
 
+def test_an_answer_cut_at_the_output_limit_is_printed_and_exits_1(cwd: Path, tmp_path: Path) -> None:
+    plugin = tmp_path / "cut.py"
+    plugin.write_text(textwrap.dedent('''
+        from pi_core.ai.faux import FauxResponse, FauxScript, register_faux_script
+        from pi_hookspecs import hookimpl
+
+        register_faux_script("scripted", "cut", FauxScript([FauxResponse(text="half an answer", stop_reason="length")]))
+
+        @hookimpl
+        def register_providers(register):
+            register({"name": "scripted", "api": "faux", "api_key": "none",
+                      "models": [{"id": "cut", "api": "faux", "provider": "scripted"}]})
+    '''))
+    out = run_pi("-p", "--no-session", "--model", "scripted/cut", "-e", str(plugin), "hi", cwd=cwd)
+    # as pi 1.6.0: the text is printed, the cut reported, the status 1
+    assert out.returncode == 1 and out.stdout == "half an answer\n"
+    assert "output token limit" in out.stderr
+
+
 def test_in_process_calls_of_main_raise_system_exit(cwd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Only the process's entry point leaves with os._exit: a test (or an embedding
     program) calling ``main`` gets SystemExit and keeps its collector."""
