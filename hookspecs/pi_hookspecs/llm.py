@@ -113,7 +113,9 @@ class StreamOptions(PiModel):
 
 class _StreamEventBase(PiModel):
     partial: AssistantMessage | None = Field(default=None, exclude=True)
-    """The message as accumulated so far (the same object throughout a stream)."""
+    """The message as accumulated when the event was emitted. pi's streams give each
+    event its own shallow copy (stop reason and usage of that moment, content blocks
+    shared); ``start`` carries the empty message, ``done``/``error`` the final one."""
 
 
 class StartEvent(_StreamEventBase):

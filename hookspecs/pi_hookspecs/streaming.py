@@ -141,8 +141,10 @@ def calculate_cost(model: Model, usage: Usage) -> Usage:
 class MessageBuilder:
     """Builds the :class:`AssistantMessage` of one request and emits its events.
 
-    The message is one object, mutated in place and shared by every event as
-    ``partial``. Content indexes are positions in ``message.content``.
+    The message is one object, mutated in place and passed to every event as
+    ``partial`` (pi's stream snapshots it per event, see ``AssistantMessageStream``);
+    ``usage`` is replaced, not mutated, by :meth:`set_usage`, so a snapshot keeps the
+    usage of its moment. Content indexes are positions in ``message.content``.
     """
 
     def __init__(self, model: Model, emit: Callable[[Any], None], *, thinking_level: str | None = None) -> None:
