@@ -11,7 +11,15 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol, cast
 
-from pi_hookspecs import CompactionEntry, CustomMessage, Model, SystemPromptOptions, ToolDefinition, ToolResult
+from pi_hookspecs import (
+    AssistantMessage,
+    CompactionEntry,
+    CustomMessage,
+    Model,
+    SystemPromptOptions,
+    ToolDefinition,
+    ToolResult,
+)
 
 from ..agent import Agent
 from ..compaction import estimate_context_tokens
@@ -163,10 +171,28 @@ class SessionContextHost(ContextHost):
         self.session.request_shutdown()
 
     def action_get_context_usage(self) -> ContextUsageInfo | None:
+        """The context's size, as pi 1.6.0 reports it: unknown (``tokens`` ``None``) after
+        a compaction until a model response in the new context reports its usage."""
         model = self.session.model
-        if model is None:
+        if model is None or model.context_window <= 0:
             return None
-        tokens = estimate_context_tokens(list(self.session.sm.build_session_context().messages)).tokens
+        sm = self.session.sm
+        projection = sm.build_session_projection()
+        branch = list(sm.get_branch())
+        compacted = max((i for i, e in enumerate(branch) if e.type == "compaction"), default=None)
+        if compacted is not None:
+            answered = {
+                p.source_entry.id
+                for p in projection.entries
+                if any(
+                    isinstance(m, AssistantMessage) and m.stop_reason not in ("aborted", "error")
+                    and m.usage.input + m.usage.output + m.usage.cache_read + m.usage.cache_write > 0
+                    for m in p.messages
+                )
+            }
+            if not any(e.id in answered for e in branch[compacted + 1:]):
+                return ContextUsageInfo(None, model.context_window)
+        tokens = estimate_context_tokens(list(projection.messages)).tokens
         return ContextUsageInfo(tokens, model.context_window)
 
     def action_get_system_prompt(self) -> str:

@@ -135,7 +135,8 @@ def request_bodies(server: WireServer) -> list[Any]:
 
 # --------------------------------------------------------------------------- normalising
 
-_ID_KEYS = {"id", "parentId", "targetId", "firstKeptEntryId", "fromId", "leafId", "sessionId", "messageEntryId"}
+_ID_KEYS = {"id", "parentId", "targetId", "firstKeptEntryId", "fromId", "leafId", "sessionId", "messageEntryId",
+            "entryId"}
 _TIME_KEYS = {"timestamp", "modified", "created"}
 _DURATION_KEYS = {"durationMs", "duration_ms", "wall_time_seconds"}
 
@@ -173,6 +174,9 @@ class Normaliser:
             return "<duration>"
         if key == "cwd" and isinstance(value, str):
             return "<cwd>"
+        if key == "sessionFile" and isinstance(value, str):
+            # its name holds the start time, its folder the cwd: the sessions folder remains
+            return self._text(str(Path(value).parent.parent))
         if key == "estimatedTokensAfter" and isinstance(value, int):
             # estimated from the whole new context, system prompt (pi's own words) included
             return "<estimate>" if value > 0 else value

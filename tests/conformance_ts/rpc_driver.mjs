@@ -85,6 +85,9 @@ async function session() {
   step("set_session_name", await client.setSessionName("conformance"));
   step("state_events", takeEvents());
   step("get_entries", await client.getEntries());
+  step("get_tree", await client.getTree());
+  step("get_fork_messages", await client.getForkMessages());
+  step("get_session_stats", await client.getSessionStats());
   // An aborted run: the slow tool is stopped and the run ends with the empty aborted
   // assistant message pi 1.6.0 records.
   const toolStarted = new Promise((resolve) => {

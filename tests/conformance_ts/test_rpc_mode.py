@@ -98,9 +98,9 @@ def drive(which: str, wire: WireServer, root: Path, scenario: str = "session") -
 
 
 def _without_volatile(name: str, value: Any) -> Any:
-    """State that differs by nature between two runs: the session file's name (it holds
-    the start time, its folder the cwd) is reduced to the sessions folder; the model to the fields both pis share;
-    streamed bash output to one update per command."""
+    """State that differs by nature between two runs or between the two pis: the model
+    reduced to the fields both share, streamed bash output to one update per command,
+    progress updates collapsed, this pi's own additions left out."""
     if name.endswith("_events") and isinstance(value, list) and name != "bash_events":
         return collapse_updates(value)
     if name == "bash_events" and isinstance(value, list):
@@ -120,8 +120,6 @@ def _without_volatile(name: str, value: Any) -> Any:
         value = dict(value)
         # this pi's addition (docs/rpc.md): pi 1.6.0 has set_auto_retry but no way to read it
         value.pop("autoRetryEnabled", None)
-        if isinstance(value.get("sessionFile"), str):
-            value["sessionFile"] = str(Path(value["sessionFile"]).parent.parent)  # <agent>/sessions
         if isinstance(value.get("model"), dict):
             value["model"] = {k: v for k, v in value["model"].items() if k in ("id", "provider", "api", "reasoning")}
     return value
