@@ -45,7 +45,7 @@ def test_print_mode_says_in_one_line_what_it_skipped(tmp_path: Path) -> None:
 def test_pi_mcp_list_names_the_project_servers_it_ignored(tmp_path: Path) -> None:
     cwd = _project(tmp_path)
     out = run_pi("mcp", "list", cwd=cwd, env={"PI_EXTENSIONS": "mcp"})
-    assert "mcp.json (servers docs) is ignored because the project is not trusted" in out.stdout, out
+    assert "mcp.json (servers docs) is not read: the project is not trusted (start pi" in out.stdout, out
     listed = run_pi("mcp", "list", "--json", cwd=cwd, env={"PI_EXTENSIONS": "mcp"})
     notes = json.loads(listed.stdout)["notes"]
     assert any("not trusted" in note for note in notes)

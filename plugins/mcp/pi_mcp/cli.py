@@ -203,29 +203,10 @@ def _loaded() -> LoadedConfig:
     return load_config(cwd=cwd, project_trusted=saved_project_trust(cwd), agent=agent_dir())
 
 
-def untrusted_note(cwd: str) -> str | None:
-    """What ``pi mcp list`` says of a project ``mcp.json`` it did not read because the
-    project is not trusted (naming its servers), or ``None``."""
-    project = project_config_path(cwd)
-    if not project.is_file() or saved_project_trust(cwd):
-        return None
-    try:
-        servers = json.loads(project.read_text(encoding="utf-8-sig")).get("mcpServers")
-        names = sorted(servers) if isinstance(servers, dict) else []
-    except (OSError, ValueError, AttributeError):
-        names = []
-    which = f" (servers {', '.join(names)})" if names else ""
-    return (
-        f"{project}{which} is ignored because the project is not trusted. "
-        "Start pi in the project and trust it (or run pi with --approve) to use them."
-    )
-
-
 async def cmd_list(ns: argparse.Namespace) -> int:
     from .status import format_status, server_json
 
     loaded = _loaded()
-    note = untrusted_note(os.getcwd())
     connections = await _connect_all([e for e in loaded.servers.values() if e.enabled])
     try:
         broken = [c.name for c in connections.values() if c.state != "connected"]
@@ -233,15 +214,13 @@ async def cmd_list(ns: argparse.Namespace) -> int:
             payload = {
                 "servers": [server_json(e, connections.get(e.name)) for e in loaded.servers.values()],
                 "errors": loaded.errors,
-                "notes": [*loaded.notes, *([note] if note else [])],
+                "notes": loaded.notes,
             }
             print(json.dumps(payload, indent=2))
         else:
             from .manager import status_hint
 
             print(format_status(loaded, connections, tools=True, empty_hint=status_hint(agent_dir())))
-            if note:
-                print(note)
     finally:
         await asyncio.gather(*(c.close() for c in connections.values()), return_exceptions=True)
     return 1 if loaded.errors or broken else 0

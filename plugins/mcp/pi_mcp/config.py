@@ -426,8 +426,23 @@ def load_config(
     if project_trusted:
         _add_file(loaded, project, "project")
     elif project.exists():
-        loaded.notes.append(f"{project} is not read: the project is not trusted")
+        loaded.notes.append(untrusted_note(project))
     return loaded
+
+
+def untrusted_note(project: Path) -> str:
+    """The note for a project ``mcp.json`` that is not read: it names its servers (the
+    names only: nothing of an untrusted file is used) and how to trust the project."""
+    try:
+        servers = json.loads(project.read_text(encoding="utf-8-sig")).get("mcpServers")
+        names = sorted(servers) if isinstance(servers, dict) else []
+    except (OSError, ValueError, AttributeError):
+        names = []
+    which = f" (servers {', '.join(names)})" if names else ""
+    return (
+        f"{project}{which} is not read: the project is not trusted "
+        "(start pi in the project and trust it, or run pi with --approve)"
+    )
 
 
 def add_registered(loaded: LoadedConfig, name: str, config: ServerConfig, plugin: str) -> None:

@@ -68,7 +68,8 @@ def format_status(
     """Servers needing attention first; each with state, tool count, exposure and source."""
     entries = list(config.servers.values())
     if not entries and not config.errors:
-        return f"No MCP servers configured.{empty_hint}"
+        # a project's servers that are not read (untrusted) are still mentioned
+        return "\n".join([f"No MCP servers configured.{empty_hint}", *(f"note: {note}" for note in config.notes)])
     lines: list[str] = []
 
     def order(entry: ServerEntry) -> int:

@@ -130,7 +130,10 @@ def test_pi_mcp_list_in_a_subprocess(pi_agent_dir: Path, pi_project: Path) -> No
     errors = {s["name"]: s.get("error", "") for s in report["servers"]}
     assert "did not finish starting within 0.5s" in errors["stuck"] and "cannot start 'pi-no-such-command'" in errors["gone"]
     assert report["errors"][0].startswith(f'{pi_agent_dir / "mcp.json"}: server "bad": type "sse"')
-    assert report["notes"] == [f"{pi_project / '.pi' / 'mcp.json'} is not read: the project is not trusted"]
+    assert report["notes"] == [
+        f"{pi_project / '.pi' / 'mcp.json'} (servers proj) is not read: the project is not trusted "
+        "(start pi in the project and trust it, or run pi with --approve)"
+    ]
 
 
 def test_pi_mcp_help_and_empty_list(pi_agent_dir: Path, pi_project: Path) -> None:

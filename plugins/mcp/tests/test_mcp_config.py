@@ -109,7 +109,10 @@ def test_project_file_only_in_trusted_projects_and_replaces_or_overrides_user_en
     untrusted = load_config(cwd=pi_project, project_trusted=False)
     assert list(untrusted.servers) == ["shared", "internal"]
     assert untrusted.servers["shared"].config.command == "user-cmd"
-    assert untrusted.notes == [f"{pi_project / '.pi' / 'mcp.json'} is not read: the project is not trusted"]
+    assert untrusted.notes == [
+        f"{pi_project / '.pi' / 'mcp.json'} (servers internal, local, shared) is not read: the project is not "
+        "trusted (start pi in the project and trust it, or run pi with --approve)"
+    ]
 
     trusted = load_config(cwd=pi_project, project_trusted=True)
     assert trusted.errors == []
