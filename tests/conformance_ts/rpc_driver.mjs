@@ -69,6 +69,22 @@ async function queues() {
   step("get_messages", await client.getMessages());
 }
 
+async function sessions() {
+  // A session, a new one, back to the first, and a clone of it.
+  step("prompt_events", await client.promptAndWait("first session"));
+  takeEvents();
+  const first = await client.getState();
+  step("new_session", await client.newSession());
+  step("get_state_after_new", await client.getState());
+  step("switch_session", await client.switchSession(first.sessionFile));
+  step("get_state_after_switch", await client.getState());
+  step("messages_after_switch", await client.getMessages());
+  step("clone", await client.clone());
+  step("get_state_after_clone", await client.getState());
+  step("entries_of_clone", await client.getEntries());
+  step("session_events", takeEvents());
+}
+
 async function session() {
   step("get_state", await client.getState());
   step("get_available_thinking_levels", await client.getAvailableThinkingLevels());
@@ -109,7 +125,7 @@ async function session() {
 
 try {
   await client.start();
-  const scenarios = { cache_warming: cacheWarming, summary_retry: summaryRetry, models, queues, session };
+  const scenarios = { cache_warming: cacheWarming, summary_retry: summaryRetry, models, queues, sessions, session };
   await scenarios[process.env.RPC_SCENARIO ?? "session"]();
 } catch (error) {
   out.error = String(error && error.message ? error.message : error);

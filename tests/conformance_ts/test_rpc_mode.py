@@ -62,6 +62,7 @@ SCENARIOS: dict[str, tuple[list[Any], str, dict[str, Any]]] = {
     "session": (SESSION_REPLIES, "local/local-model", {"compaction": {"keepRecentTokens": 1}}),
     "cache_warming": (WARMING_REPLIES, "local/cached-model", {}),
     "models": ([], "local/local-model", {}),
+    "sessions": ([text_reply("First answer.")], "local/local-model", {}),
     "queues": ([tool_reply("bash", {"command": "sleep 1; echo slept"}), text_reply("Steered."),
                 text_reply("Summarised.")], "local/local-model", {}),
     "summary_retry": (RETRY_REPLIES, "local/local-model",
@@ -180,6 +181,18 @@ def test_steering_and_follow_up_as_pi_1_6_0(wire: WireServer, tmp_path: Path) ->
                                                         "and then summarise"]
     check_golden("rpc_queues", ours)
     theirs = drive("ts", wire, tmp_path, "queues")
+    difference = first_difference(ours, theirs)
+    assert difference is None, f"differs from pi 1.6.0 at {difference}"
+
+
+def test_new_switch_and_clone_sessions_as_pi_1_6_0(wire: WireServer, tmp_path: Path) -> None:
+    ours = drive("py", wire, tmp_path, "sessions")
+    steps = ours["steps"]
+    assert steps["get_state_after_new"]["messageCount"] == 0
+    assert [m["role"] for m in steps["messages_after_switch"]] == ["system", "user", "assistant"]
+    assert steps["get_state_after_clone"]["sessionId"] != steps["get_state_after_switch"]["sessionId"]
+    check_golden("rpc_sessions", ours)
+    theirs = drive("ts", wire, tmp_path, "sessions")
     difference = first_difference(ours, theirs)
     assert difference is None, f"differs from pi 1.6.0 at {difference}"
 
