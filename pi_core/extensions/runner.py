@@ -466,11 +466,23 @@ def _abort_signal(ctx: Any) -> Any:
 
 
 def _snapshot(event: Any) -> Any:
-    """A deep copy of ``event`` before a handler may change it (``None``: cannot copy)."""
+    """A copy of ``event`` before a handler may change it (``None``: cannot copy): its
+    models, lists and dicts are copied, every other value is shared (callables such as
+    ``bash_spawn``'s ``launch`` and the objects behind them are never copied)."""
     try:
-        return event.model_copy(deep=True)
+        return _copied(event)
     except Exception:
         return None
+
+
+def _copied(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_copy(update={name: _copied(getattr(value, name)) for name in type(value).model_fields})
+    if isinstance(value, list):
+        return [_copied(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _copied(item) for key, item in value.items()}
+    return value
 
 
 def _undo_invalid(event: Any, before: Any) -> str | None:
