@@ -29,8 +29,8 @@ another process (tests, embedding) keeps Python's normal collector and exit.
   the mode wants it) an orderly stop: the mode aborts the run (bash commands' process
   groups get SIGTERM, then SIGKILL), disposes of the runtime (``session_shutdown``, MCP
   servers stopped, the session file flushed and closed) and exits with ``128 + signal
-  number``. On SIGTERM and SIGHUP every plugin handler still to run gets at most
-  :data:`~pi_core.extensions.guard.STOP_DEADLINE` seconds. A second signal ends the
+  number``. From the signal on, every plugin handler (running or still to run) ends
+  within :data:`~pi_core.extensions.guard.STOP_DEADLINE` seconds. A second signal ends the
   process at once: every bash command's process group still running is killed first
   (:func:`pi_core.tools.shell.kill_all_groups`).
 """
@@ -152,10 +152,9 @@ def install_stop_signals(
         received.append(signum)
         if len(received) > 1:
             hard_exit(signum)
-        if signum != signal.SIGINT:  # stopping: no plugin handler may hold the exit up for long
-            from ..extensions.guard import cap_deadlines
+        from ..extensions.guard import cap_deadlines
 
-            cap_deadlines()
+        cap_deadlines()  # stopping: no plugin handler may hold the exit up for long
         on_signal(signum)
 
     installed: list[int] = []

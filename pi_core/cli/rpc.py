@@ -162,10 +162,9 @@ class RpcServer:
         self._signals += 1
         if self._signals > 1:
             hard_exit(signum)
-        if signum != signal.SIGINT:  # stopping: no plugin handler may hold the exit up for long
-            from ..extensions.guard import cap_deadlines
+        from ..extensions.guard import cap_deadlines
 
-            cap_deadlines()
+        cap_deadlines()  # stopping: no plugin handler may hold the exit up for long
         self._signum = signum
         self.ui.close()
         self.request_stop(abort=True)

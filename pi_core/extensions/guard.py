@@ -70,7 +70,10 @@ _thread = threading.local()
 abandoned: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()
 """Handler tasks pi went on without (cancelled, but still running): nothing waits for
 them at exit (:func:`pi_core.cli.process.run_main`)."""
-_cap: float | None = None
+_stop_at: float | None = None
+"""When pi is stopping on a signal: the monotonic time by which every handler call ends."""
+_waiting: set[Callable[[], None]] = set()
+"""The wake-up functions of the handler calls being waited for (on the loop's thread)."""
 _user_waits = 0
 """How many ``ctx.ui`` dialogs are waiting for the user (deadlines pause meanwhile)."""
 
@@ -86,10 +89,13 @@ def hook_timeout_setting(settings: Any) -> float | None:
 
 
 def cap_deadlines(seconds: float = STOP_DEADLINE) -> None:
-    """From now on every handler call of this process has at most ``seconds`` (pi is
-    stopping on a signal)."""
-    global _cap
-    _cap = seconds if _cap is None else min(_cap, seconds)
+    """pi is stopping on a signal: every handler call of this process, running or still
+    to come, ends within ``seconds`` from now. Call it on the event loop's thread."""
+    global _stop_at
+    at = time.monotonic() + seconds
+    _stop_at = at if _stop_at is None else min(_stop_at, at)
+    for wake_up in list(_waiting):
+        wake_up()  # running waits look at their deadline again
 
 
 def in_worker() -> bool:
@@ -325,7 +331,9 @@ class HandlerGuard:
         """The result of ``future``, unless its deadline passes or ``signal`` fires.
         (One waiter future woken by whichever comes first: cheaper than
         ``asyncio.wait``, which matters for events fired per streamed token.) With
-        ``progress`` (a batch of handlers) the deadline is each handler's."""
+        ``progress`` (a batch of handlers) the deadline is each handler's. Time in a
+        ``ctx.ui`` dialog does not count; once pi is stopping on a signal
+        (:func:`cap_deadlines`) every wait ends by then."""
         aborted = False
         wake: asyncio.Future[None] = loop.create_future()
 
@@ -341,12 +349,24 @@ class HandlerGuard:
             except RuntimeError:  # the loop is closed
                 pass
 
+        timeout = self.timeout
+        base = time.monotonic()
+
+        def ends_at() -> float | None:
+            start = base if progress is None else max(base, progress.started)
+            ends = [start + timeout] if timeout is not None else []
+            if _stop_at is not None:
+                ends.append(_stop_at)
+            return min(ends) if ends else None
+
+        def arm() -> asyncio.TimerHandle | None:
+            end = ends_at()
+            return loop.call_later(max(0.0, end - time.monotonic()), wake_up) if end is not None else None
+
         remove = signal.add_callback(on_abort) if signal is not None and not getattr(signal, "aborted", True) else None
         future.add_done_callback(wake_up)
-        timeout = self.timeout
-        if _cap is not None:
-            timeout = _cap if timeout is None else min(timeout, _cap)
-        timer = loop.call_later(timeout, wake_up) if timeout is not None else None
+        _waiting.add(wake_up)
+        timer = arm()
         try:
             while True:
                 await wake
@@ -364,23 +384,28 @@ class HandlerGuard:
                         "the run was aborted while the handler was running"
                         + ("" if future.done() else "; pi went on without it")
                     )
-                if _user_waits > 0 and timeout is not None:
-                    wake = loop.create_future()  # the user is answering a dialog: a new deadline
-                    timer = loop.call_later(timeout, wake_up)
+                now = time.monotonic()
+                end = ends_at()
+                stopping = _stop_at is not None and now >= _stop_at
+                if not stopping and _user_waits > 0 and timeout is not None and end is not None and now >= end:
+                    base = now  # the user is answering a dialog: a new deadline
+                    end = ends_at()
+                if end is None or now < end:  # woken early (pi began stopping, a batch moved on)
+                    if timer is not None:
+                        timer.cancel()
+                    wake = loop.create_future()
+                    timer = arm()
                     continue
-                if progress is not None and timeout is not None:
-                    left = progress.started + timeout - time.monotonic()
-                    if left > 0:  # the batch's current handler started later: its own deadline
-                        wake = loop.create_future()
-                        timer = loop.call_later(left, wake_up)
-                        continue
                 if isinstance(future, asyncio.Task):
                     future.cancel()
                     await asyncio.wait({future}, timeout=0.1)
+                if stopping:
+                    raise HandlerTimeout("handler did not finish before pi stopped (on a signal); pi went on without it")
                 raise HandlerTimeout(
                     f"handler did not finish within {timeout:g} s (setting hookTimeout); pi went on without it"
                 )
         finally:
+            _waiting.discard(wake_up)
             future.remove_done_callback(wake_up)
             if timer is not None:
                 timer.cancel()
