@@ -1,7 +1,7 @@
 """Event dispatch against pluggy's own ``pm.hook.x()`` on the same handlers.
 
 Budget (docs/architecture.md, "Performance budgets"): 0 handlers ~ free; a notification to
-synchronous handlers costs one thread hop (20-40 µs) whatever their number (they run
+synchronous handlers costs one thread hop (15-100 µs) whatever their number (they run
 contained in a worker thread, docs/reliability.md); pluggy's inline call is the reference.
 """
 
