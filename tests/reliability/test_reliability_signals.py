@@ -269,3 +269,23 @@ def test_sigint_ends_print_mode_while_a_session_start_handler_hangs(cwd: Path, t
     assert took < STOP_DEADLINE + 3, took
     assert out == b""  # no prompt ran
     assert b"slowstart" in err and b"did not finish before pi stopped" in err
+
+
+@pytest.mark.parametrize("hang", ["sync", "async"])
+def test_an_rpc_abort_ends_the_run_while_a_handler_hangs(hang: str, cwd: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    plugin = write_plugin(tmp_path, "blocking", BLOCKING)
+    env = {**steps_env("echo never"), "HANG": hang, "MARKER": str(marker), "PI_EXTENSIONS": ""}
+    with RpcProcess(*scripted_model(tmp_path), "-e", str(plugin), cwd=cwd, env=env) as rpc:
+        rpc.ok("get_state")
+        rpc.command("prompt", message="go")
+        _wait_for(marker.exists)
+        started = time.monotonic()
+        rpc.ok("abort")  # answered once the run is idle
+        if not rpc.seen(of_type("agent_settled")):
+            rpc.wait_for(of_type("agent_settled"))
+        assert time.monotonic() - started < 3
+        errors = [r for r in rpc.records if r.get("type") == "extension_error"]
+        assert errors and "aborted" in errors[-1]["error"] and "blocking" in errors[-1]["extensionPath"]
+        rpc.close_stdin()
+        assert rpc.wait() == 0
