@@ -118,8 +118,10 @@ def test(*pytest_args: str) -> None:
     run(*uv, "run", "--no-sync", "ruff", "check", ".", env=env)
     say("mypy --strict on the plugin contract, the core and the plugins")
     run(*uv, "run", "--no-sync", "mypy", "hookspecs/pi_hookspecs", *CORE_PACKAGES, *PLUGIN_PACKAGES, env=env)
-    say("pytest")
-    run(*uv, "run", "--no-sync", "pytest", "-q", env=env)
+    # One pytest worker per core; a test file's tests stay in one worker (their
+    # module fixtures, such as the throwaway venvs, are built once).
+    say("pytest -n auto --dist loadfile")
+    run(*uv, "run", "--no-sync", "pytest", "-q", "-n", "auto", "--dist", "loadfile", env=env)
 
 
 DEMO_FILES = {
