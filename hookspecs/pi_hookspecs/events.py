@@ -7,11 +7,12 @@ prints. A handler may return the result model **or a plain dict with the same fi
 typo is reported instead of ignored.
 """
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from ._base import PiModel, StrictModel
+from ._base import PiModel, StrictModel, camel_alias
 from .entries import BranchSummaryEntry, CompactionEntry, DraftCustomMessage, DraftEntry, SessionEntry
 from .llm import Model
 from .messages import (
@@ -301,12 +302,18 @@ class BoundaryResult(StrictModel):
     continue_: bool | None = None
 
 
-class ProjectedEntry(PiModel):
+@dataclass(frozen=True, slots=True)
+class ProjectedEntry:
     """An entry of the context and the messages it contributes (none for state-only
-    entries such as ``model_change``, or for omitted ones)."""
+    entries such as ``model_change``, or for omitted ones).
+
+    A plain frozen record rather than a model: the session keeps one per context entry
+    and a boundary's preview shares them (a turn end does not copy the history)."""
+
+    __pydantic_config__ = ConfigDict(alias_generator=camel_alias, populate_by_name=True)
 
     source_entry: SessionEntry
-    messages: list[AgentMessage] = Field(default_factory=list)
+    messages: tuple[AgentMessage, ...] = ()
 
 
 class BoundaryContext(PiModel):

@@ -17,7 +17,6 @@ from pi_hookspecs import (
     BoundaryContext,
     CustomMessage,
     NestedToolCalls,
-    ProjectedEntry,
     ToolResultMessage,
     TurnEndEvent,
     UserMessage,
@@ -76,7 +75,6 @@ class EventBridge:
         self._sync = sync
         self._pending = pending
         self._entry_ids: dict[int, str] = {}
-        self._projected_entries: dict[int, tuple[Any, tuple[AgentMessage, ...], ProjectedEntry]] = {}
 
     # ------------------------------------------------------------------ events
 
@@ -177,17 +175,6 @@ class EventBridge:
             preview.append_draft(draft)
         return preview
 
-    def _projected(self, entry: Any, messages: tuple[AgentMessage, ...]) -> ProjectedEntry:
-        """The contract's view of a context entry, made once per entry and message tuple
-        (a preview at every turn end must not cost a model per entry of the history)."""
-        key = id(entry)
-        cached = self._projected_entries.get(key)
-        if cached is not None and cached[0] is entry and cached[1] == messages:
-            return cached[2]
-        projected = ProjectedEntry.model_construct(source_entry=entry, messages=list(messages))
-        self._projected_entries[key] = (entry, messages, projected)
-        return projected
-
     def preview(self, entries: list[Any], boundary: str = "turn_end") -> BoundaryContext:
         """The context as it would be with ``entries`` appended (nothing is written), and
         whether a continuation could run from it (pi 1.6.0's rule: the model context has
@@ -208,7 +195,7 @@ class EventBridge:
         else:
             queued_ok = final_role == "assistant" and bool(queued)
         context = BoundaryContext.model_construct(
-            context_entries=[self._projected(e.source_entry, e.messages) for e in projection.entries],
+            context_entries=projection.entries,  # the session's own records, shared (frozen)
             context_messages=messages,
             llm_messages=list(llm),
             pending_messages=[*queued, *custom],

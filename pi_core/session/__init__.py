@@ -11,7 +11,9 @@ See ``docs/sessions.md`` for the file format, durability and locking guarantees.
 
 from __future__ import annotations
 
-from .context import MessageSnapshot, ModelRef, ProjectedEntry, SessionContext, SessionProjection
+from pi_hookspecs.events import ProjectedEntry
+
+from .context import MessageSnapshot, ModelRef, SessionContext, SessionProjection
 from .errors import (
     AmbiguousSessionError,
     EntryNotFoundError,

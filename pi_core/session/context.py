@@ -40,6 +40,7 @@ from pi_hookspecs import (
     TextContent,
     ToolResultMessage,
 )
+from pi_hookspecs.events import ProjectedEntry
 from pi_hookspecs.messages import UnknownMessage
 
 from .paths import iso_to_ms
@@ -95,15 +96,6 @@ class MessageSnapshot(Sequence[AgentMessage]):
 
     def __repr__(self) -> str:
         return f"MessageSnapshot({list(self)!r})"
-
-
-@dataclass(frozen=True, slots=True)
-class ProjectedEntry:
-    """A selected entry and the messages it contributes (none for state-only entries and
-    omitted ones)."""
-
-    source_entry: SessionEntry
-    messages: tuple[AgentMessage, ...]
 
 
 @dataclass(slots=True)

@@ -233,7 +233,7 @@ async def test_turn_end_and_before_settle_drafts_are_committed(cwd: Path) -> Non
     name, outcome, context = seen[0]
     assert (name, outcome) == ("turn_end", "completed")
     assert [p.source_entry.type for p in context.context_entries][:2] == ["model_change", "thinking_level_change"]
-    assert [p.messages for p in context.context_entries][:2] == [[], []]
+    assert [p.messages for p in context.context_entries][:2] == [(), ()]
     assert [m.role for m in context.llm_messages] == ["system", "user", "assistant"]
     assert context.context_messages[-1].text() == "first answer"
     assert context.pending_messages == [] and context.can_continue is False
