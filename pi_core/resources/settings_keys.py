@@ -343,6 +343,10 @@ def check_settings_data(data: dict[str, Any]) -> tuple[list[SettingsIssue], list
                     del parent[name]
                 elif entry.use == "refused" and value not in entry.inert:
                     issues.append(SettingsIssue("warning", dotted, f"{dotted} = {_shown(value)} is not supported by this pi: {entry.reason}"))
+                elif entry.pending:
+                    issues.append(
+                        SettingsIssue("warning", dotted, f"{dotted} is not read by this pi's terminal yet; it has no effect")
+                    )
                 continue
             if dotted in GROUPS:
                 if not isinstance(value, dict):

@@ -320,6 +320,23 @@ def test_theme_colours_are_read_as_pi_does(tmp_path: Path) -> None:
     assert problems and "Theme 'nope' not found" in problems[0]
 
 
+def test_a_theme_listed_in_the_themes_setting_is_found(tmp_path: Path) -> None:
+    import json
+
+    from pi_core.cli.tui.theme import available_themes, load_theme
+    from pi_core.resources.settings import load_settings
+
+    light = json.loads((Path(__file__).resolve().parents[2] / "pi_core/cli/tui/themes/light.json").read_text())
+    folder = tmp_path / "my-themes"
+    folder.mkdir()
+    (folder / "paper.json").write_text(json.dumps({**light, "name": "paper"}))
+    (tmp_path / "settings.json").write_text(json.dumps({"themes": [str(folder)]}))
+    settings = load_settings(tmp_path, agent_dir=tmp_path)
+    assert "paper" in available_themes(settings, str(tmp_path))
+    problems: list[str] = []
+    assert load_theme("paper", settings, str(tmp_path), problems).name == "paper" and problems == []
+
+
 def test_keys_in_pi_notation_map_to_prompt_toolkit(tmp_path: Path) -> None:
     from pi_core.cli.tui.keys import KeyError_, load_keymap, to_prompt_toolkit
 

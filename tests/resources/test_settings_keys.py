@@ -131,6 +131,23 @@ def test_a_refused_key_is_one_warning_unless_its_value_asks_for_nothing(tmp_path
             assert entry.reason in str(error)
 
 
+@pytest.mark.parametrize("entry", [e for e in KEYS if e.pending], ids=lambda e: e.key)
+def test_a_pending_key_that_is_set_is_one_warning(tmp_path: Path, entry: SettingKey) -> None:
+    value = next(v for v in (True, False, "auto", "transcript", "fullscreen", "final", 5, ["x"], "x") if entry.check(v))
+    data: dict[str, object] = {}
+    node = data
+    *parents, leaf = entry.key.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})  # type: ignore[assignment]
+    node[leaf] = value
+    (tmp_path / "settings.json").write_text(json.dumps(data))
+    settings = load_settings(tmp_path, agent_dir=tmp_path)
+    assert [str(e) for e in settings.errors] == [
+        f"{tmp_path / 'settings.json'}: {entry.key} is not read by this pi's terminal yet; it has no effect"
+    ]
+    assert settings.errors[0].level == "warning"
+
+
 def test_unknown_keys_are_reported_unless_a_plugin_claims_them(tmp_path: Path) -> None:
     (tmp_path / "settings.json").write_text(
         json.dumps({"fancyMode": True, "sandbox": {"network": False}, "retry": {"maxRetry": 1}, "theme": "dark"})

@@ -386,10 +386,7 @@ def _theme_files(settings: Any, cwd: str) -> list[Path]:
     if settings is not None and getattr(settings, "project_trusted", False):
         places.append(project_dir(cwd) / "themes")
     if settings is not None:
-        try:
-            places += [Path(p) for p in settings.theme_paths()]
-        except Exception:
-            pass
+        places += [Path(p) for p in getattr(settings, "theme_paths", ())]
     files: list[Path] = []
     for place in places:
         if place.is_dir():
