@@ -272,7 +272,7 @@ KEYS: tuple[SettingKey, ...] = (
     SettingKey("extensions", "run", _str_list, "a list of paths", ("pi_core/extensions/host.py",), '"extensions"'),
     SettingKey("skills", "run", _skills, "a list of paths", ("pi_core/resources/loader.py",), "skills"),
     SettingKey("prompts", "run", _str_list, "a list of paths", ("pi_core/resources/loader.py",), "prompts"),
-    _tui("themes", _str_list, "a list of paths", "theme_paths()"),
+    _tui("themes", _str_list, "a list of paths", "theme_paths"),
     SettingKey("enableSkillCommands", "run", _bool, "true or false", (_SESSION,), "enable_skill_commands"),
     # ---- updates, telemetry, warnings
     _refused("collapseChangelog", _bool, "true or false", "this pi shows no changelog after an update", False),

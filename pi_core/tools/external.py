@@ -94,12 +94,15 @@ async def stream_lines(
                     stopped = True
                     kill()
                     break
+        if stopped:
+            await _drain(proc.stdout)
         await proc.wait()
         stderr = (await errors).decode("utf-8", errors="replace")
     except BaseException:
         kill()
         errors.cancel()
         with contextlib.suppress(BaseException):
+            await _drain(proc.stdout)
             await proc.wait()
         raise
     finally:
@@ -108,3 +111,17 @@ async def stream_lines(
     if aborted:
         raise ToolError(ABORTED_MESSAGE)
     return LinesResult(proc.returncode, stderr, stopped)
+
+
+async def _drain(stream: asyncio.StreamReader, timeout: float = 2.0) -> None:
+    """Read a killed process's output to its end (for at most ``timeout`` seconds):
+    asyncio closes the process's transport only once every pipe reached end-of-file, and
+    a transport left open is finalised later, on a closed loop."""
+
+    async def read_all() -> None:
+        while await stream.read(64 * 1024):
+            pass
+
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(read_all(), timeout)
+

@@ -88,7 +88,7 @@ async def test_text_usage_with_cached_tokens_and_request_shape(wire: WireServer)
     wire.enqueue(chunks([{"role": "assistant", "content": "Hel"}, {"content": "lo!"}], usage=USAGE))
     s = stream(mistral(wire), ctx(), OPTIONS.model_copy(update={"session_id": "session-1"}))
     events = await collect(s)
-    assert [e.type for e in events] == ["start", "text_start", "text_delta", "text_delta", "text_end", "done"]
+    assert [e.type for e in events] == ["start", "text_start", "text_delta", "text_delta", "text_end", "done"], events
     message = await s.result()
     assert message.text() == "Hello!" and message.stop_reason == "stop" and message.response_id == "cmpl-1"
     usage = message.usage

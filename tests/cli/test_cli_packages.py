@@ -256,7 +256,7 @@ def test_specs_read_as_pip_reads_them(spec: str, name: str | None, is_path: bool
 
 
 def test_minus_e_with_a_url_is_refused_with_the_command_to_use(capsys: pytest.CaptureFixture[str]) -> None:
-    from pi_core.cli import main
+    from pi_core.cli import cli_main as main  # pi_core.cli.main is also a submodule
 
     with pytest.raises(SystemExit) as exit_info:
         main(["install", "-e", "git+https://example.com/o/pi-foo.git"])
