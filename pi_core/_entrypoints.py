@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import stat
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -111,7 +112,7 @@ def _folders() -> _Folders | None:
             st = os.stat(directory)
         except OSError:
             continue
-        if not os.path.isdir(directory):
+        if not stat.S_ISDIR(st.st_mode):
             return None
         folders.append((directory, st.st_mtime_ns))
     return tuple(folders)
