@@ -136,7 +136,8 @@ class SandboxPlugin:
     # ------------------------------------------------------------------ life cycle
 
     @hookimpl
-    def session_start(self, ctx: Any) -> None:
+    async def session_start(self, ctx: Any) -> None:
+        # a coroutine: the probe is a task of pi's loop (plain handlers run on a worker thread)
         try:
             policy = self.policy()
         except SandboxError as exc:

@@ -91,6 +91,7 @@ def test_pi_print_mode_confines_the_models_command(machine: dict[str, Any], mode
     )
     done = pi(machine, "-p", "--approve", "--no-session", "--model", "local/m", "try it")
     assert done.returncode == 0, done.stderr
+    assert "extension error" not in done.stderr  # every handler ran, session_start's probe included
     assert done.stdout.strip() == "Tried."
     text = tool_text(model.requests[1])
     assert not (machine["home"] / "outside").exists()
