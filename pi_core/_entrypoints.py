@@ -21,6 +21,7 @@ import os
 import re
 import stat
 import sys
+import types
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,7 +71,13 @@ def _parse(text: str, groups: frozenset[str]) -> list[tuple[str, str, str]]:
 
 def _header(folder: str) -> tuple[str | None, str | None]:
     """``Name`` and ``Version`` from the first lines of a distribution's metadata."""
-    name = version = None
+    found = _headers(folder, ("Name", "Version"))
+    return found.get("Name"), found.get("Version")
+
+
+def _headers(folder: str, keys: tuple[str, ...]) -> dict[str, str]:
+    """The first value of each of ``keys`` among a distribution's metadata headers."""
+    found: dict[str, str] = {}
     for filename in ("METADATA", "PKG-INFO"):
         try:
             with open(os.path.join(folder, filename), encoding="utf-8", errors="replace") as fh:
@@ -78,16 +85,14 @@ def _header(folder: str) -> tuple[str | None, str | None]:
                     if not line.strip():
                         break  # the headers end at the first blank line
                     key, _, value = line.partition(":")
-                    if key == "Name":
-                        name = value.strip()
-                    elif key == "Version":
-                        version = value.strip()
-                    if name and version:
-                        break
-            return name, version
+                    if key in keys and key not in found:
+                        found[key] = value.strip()
+                        if len(found) == len(keys):
+                            break
+            return found
         except OSError:
             continue
-    return name, version
+    return found
 
 
 def _from_folder_name(entry: str) -> tuple[str, str | None]:
@@ -137,8 +142,12 @@ def entry_points(*groups: str) -> list[EntryPoint]:
     return found
 
 
+_installed: dict[str, str] = {}
+"""Normalised distribution name -> its metadata folder, from the last walk."""
+
+
 def _walk(folders: _Folders, wanted: frozenset[str]) -> list[EntryPoint]:
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     found: list[EntryPoint] = []
     for directory, _mtime in folders:
         try:
@@ -152,8 +161,7 @@ def _walk(folders: _Folders, wanted: frozenset[str]) -> list[EntryPoint]:
             key = _normalize(folder_name)
             if key in seen:
                 continue
-            seen.add(key)
-            folder = os.path.join(directory, entry)
+            folder = seen[key] = os.path.join(directory, entry)
             try:
                 with open(os.path.join(folder, "entry_points.txt"), encoding="utf-8") as fh:
                     text = fh.read()
@@ -167,6 +175,8 @@ def _walk(folders: _Folders, wanted: frozenset[str]) -> list[EntryPoint]:
             name, version = _header(folder)
             for group, ep_name, value in rows:
                 found.append(EntryPoint(ep_name, value, group, name or folder_name, version or folder_version))
+    _installed.clear()
+    _installed.update(seen)
     return found
 
 
@@ -177,8 +187,12 @@ pydantic's plugins."""
 
 def prepare() -> None:
     """Walk the installed distributions once at the start of a ``pi`` command, before the
-    first pydantic schema is built (see :func:`settle_pydantic_plugins`)."""
+    first pydantic schema is built and before ``httpx2`` is imported (see
+    :func:`settle_pydantic_plugins` and :func:`settle_httpx_version`): neither then
+    imports ``importlib.metadata`` (with ``email``, ``zipfile`` and ``csv``: ≈ 8 ms of a
+    ``pi -p`` run) to ask what this walk already knows."""
     settle_pydantic_plugins(entry_points(*DISCOVERY_GROUPS))
+    settle_httpx_version()
 
 
 def _from_importlib(groups: frozenset[str]) -> list[EntryPoint]:
@@ -206,14 +220,64 @@ def settle_pydantic_plugins(found: list[EntryPoint]) -> None:
     told so, instead of walking every distribution's metadata again when it builds its
     first schema (≈ 3 ms of each start, more in large environments). When there are
     pydantic plugins, pydantic loads them itself, as always."""
-    if any(ep.group == PYDANTIC_GROUP for ep in found):
+    if any(ep.group == PYDANTIC_GROUP for ep in found) or _PYDANTIC_LOADER in sys.modules:
         return
-    try:
-        from pydantic.plugin import _loader
-    except ImportError:  # pragma: no cover - a pydantic without plugin support
+    # pydantic's loader module imports importlib.metadata only to find the plugins this
+    # walk says are absent: it is answered by a module with the same interface.
+    loader = types.ModuleType(_PYDANTIC_LOADER, "pydantic's plugin loader, answered by pi_core._entrypoints")
+    loader.PYDANTIC_ENTRY_POINT_GROUP = PYDANTIC_GROUP  # type: ignore[attr-defined]
+    loader._plugins = {}  # type: ignore[attr-defined]
+    loader._loading_plugins = False  # type: ignore[attr-defined]
+    loader.get_plugins = _no_pydantic_plugins  # type: ignore[attr-defined]
+    sys.modules[_PYDANTIC_LOADER] = loader
+
+
+_PYDANTIC_LOADER = "pydantic.plugin._loader"
+
+
+def _no_pydantic_plugins() -> Any:
+    return {}.values()
+
+
+_HTTPX_VERSION = "httpx2.__version__"
+
+
+def settle_httpx_version() -> None:
+    """Answer ``httpx2``'s question about its own version from the walk.
+
+    ``httpx2.__version__`` calls ``importlib.metadata.version("httpx2")`` when imported.
+    When the walk found httpx2's metadata folder, that module is provided instead with
+    the same three names: ``__title__``, ``__version__`` (the ``Version`` header, the
+    value importlib.metadata returns) and ``__description__`` (the ``Summary`` header).
+    Any other name is read from the real module, loaded on that first access."""
+    if "httpx2" in sys.modules or _HTTPX_VERSION in sys.modules:
         return
-    if getattr(_loader, "_plugins", False) is None and not os.environ.get("PYDANTIC_DISABLE_PLUGINS"):
-        _loader._plugins = {}
+    folder = _installed.get("httpx2")
+    if folder is None or not folder.endswith(".dist-info"):
+        return
+    headers = _headers(folder, ("Name", "Version", "Summary"))
+    if _normalize(headers.get("Name", "")) != "httpx2" or not headers.get("Version"):
+        return
+    module = types.ModuleType(_HTTPX_VERSION, "httpx2's version, answered by pi_core._entrypoints")
+    module.__title__ = "httpx2"  # type: ignore[attr-defined]
+    module.__version__ = headers["Version"]  # type: ignore[attr-defined]
+    module.__description__ = headers.get("Summary", "")  # type: ignore[attr-defined]
+    source = os.path.join(os.path.dirname(folder), "httpx2", "__version__.py")
+    setattr(module, "__getattr__", lambda name: _from_real_module(source, name))  # noqa: B010
+    sys.modules[_HTTPX_VERSION] = module
+
+
+def _from_real_module(path: str, name: str) -> Any:
+    import importlib.util
+
+    if name.startswith("__") and name.endswith("__"):
+        raise AttributeError(name)  # dunder probes (copy, pickle, inspect) are not forwarded
+    spec = importlib.util.spec_from_file_location(f"{_HTTPX_VERSION}.__real__", path)
+    if spec is None or spec.loader is None:
+        raise AttributeError(name)
+    real = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(real)
+    return getattr(real, name)
 
 
 PYDANTIC_GROUP = "pydantic"

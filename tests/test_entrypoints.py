@@ -87,10 +87,29 @@ def test_a_run_walks_the_installed_distributions_once(tmp_path: Path) -> None:
         f"host = PluginHost(LoadOptions(cwd={str(tmp_path)!r}))\nhost.load_phase_one()\n"
         "from pydantic import BaseModel\nclass M(BaseModel):\n    x: int\n"
         "assert M(x=1).x == 1\n"
+        "import httpx2\n"
         "print(calls)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_importing_httpx2_and_building_a_schema_leave_importlib_metadata_unimported() -> None:
+    """pydantic's plugin lookup and httpx2's version are answered by the walk; httpx2 sees
+    the version importlib.metadata would give, and the real module's other names."""
+    code = (
+        "import sys\nimport pi_core._entrypoints\npi_core._entrypoints.prepare()\n"
+        "import httpx2\nfrom pydantic import BaseModel\nclass M(BaseModel):\n    x: int\n"
+        "assert M(x=1).x == 1\n"
+        "assert 'importlib.metadata' not in sys.modules\n"
+        "stub = sys.modules['httpx2.__version__']\n"
+        "import os, runpy\nreal = runpy.run_path(os.path.join(os.path.dirname(httpx2.__file__), '__version__.py'))\n"
+        "assert (httpx2.__title__, httpx2.__version__) == (real['__title__'], real['__version__'])\n"
+        "assert stub.__description__ and isinstance(stub.__description__, str)\n"
+        "try:\n    stub.not_a_name\nexcept AttributeError:\n    print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "ok"
 
 
 def test_pydantic_plugins_are_left_to_pydantic_when_one_is_installed(tmp_path: Path) -> None:
