@@ -368,6 +368,36 @@ _TRANSFORMED = MessageMemo()
 _TRANSFORM_PREFIX = PrefixReuse()
 
 
+def _unchanged(message: Any, vision: bool) -> bool:
+    """Whether :func:`_transform_one` leaves a user message, a tool result or an
+    assistant message of the target model as it is (the usual case)."""
+    content = message.content
+    if content is None:
+        return False
+    if isinstance(content, str):
+        return True
+    if isinstance(message, AssistantMessage):  # of the target model: only empty thinking goes
+        for block in content:
+            if (
+                isinstance(block, ThinkingContent)
+                and not block.redacted
+                and not block.thinking_signature
+                and not (block.thinking and block.thinking.strip())
+            ):
+                return False
+        return True
+    return vision or not any(isinstance(block, ImageContent) for block in content)
+
+
+def _memoised(message: Any, key: Any, model: Model, ids: _IdMap, vision: bool) -> Any:
+    """:func:`_transform_one` of a message whose form depends on it and ``key`` alone
+    (no tool-call id is renamed), computed once per message."""
+    found = _TRANSFORMED.get(message, key)
+    if found is MISSING:
+        found = _TRANSFORMED.put(message, key, _transform_one(message, model, None, ids, vision))
+    return found
+
+
 def transform_messages(
     messages: Sequence[Any],
     model: Model,
@@ -394,28 +424,10 @@ def transform_messages(
     # What a message becomes depends on the message and the model alone — except where
     # tool-call ids of another model's messages are renamed: those are redone each time.
     same_key = (model.provider, model.api, model.id, vision)
-    memo = _TRANSFORMED
     # A conversation grows at its end: the result for the unchanged start of the list
     # is reused from the last call, from its last clean point on (see _memo.PrefixReuse).
     reuse = _TRANSFORM_PREFIX
     start, result, _state = reuse.resume((same_key, normalize), messages)
-
-    first: list[Any] = []
-    for original in messages[start:] if start else messages:
-        if isinstance(original, AssistantMessage):
-            if original.stop_reason in ("error", "aborted"):
-                first.append(original)
-                continue
-            pure = _is_same_model(original, model)
-        else:
-            pure = not ids.mapping or not isinstance(original, ToolResultMessage)
-        if pure:
-            found = memo.get(original, same_key)
-            if found is MISSING:
-                found = memo.put(original, same_key, _transform_one(original, model, normalize, ids, vision))
-            first.append(found)
-        else:
-            first.append(_transform_one(original, model, normalize, ids, vision))
 
     pending: list[ToolCall] = []
     answered: set[str] = set()
@@ -435,24 +447,46 @@ def transform_messages(
         pending.clear()
         answered.clear()
 
-    for position, message in enumerate(first, start):
-        if isinstance(message, AssistantMessage):
-            flush()
+    # One pass: each message is transformed, then its tool calls are paired with their
+    # results. Most messages need no change, which _unchanged tells faster than a memo
+    # lookup; the others are memoised (except where tool-call ids are renamed).
+    provider, api, model_id = model.provider, model.api, model.id
+    position = start - 1
+    for original in messages[start:] if start else messages:
+        position += 1
+        if isinstance(original, AssistantMessage):
+            if pending:
+                flush()
             mark = (position, len(result), None)  # nothing pending: a clean point to resume from
-            if message.stop_reason in ("error", "aborted"):
+            if original.stop_reason in ("error", "aborted"):
                 continue
-            pending.extend(b for b in message.content if isinstance(b, ToolCall))
+            if original.provider == provider and original.api == api and original.model == model_id:
+                message = original if _unchanged(original, vision) else _memoised(original, same_key, model, ids, vision)
+            else:
+                message = _transform_one(original, model, normalize, ids, vision)
+            for block in message.content:
+                if isinstance(block, ToolCall):
+                    pending.append(block)
             result.append(message)
-        elif isinstance(message, ToolResultMessage):
-            if not any(call.id == message.tool_call_id for call in pending) or message.tool_call_id in answered:
+        elif isinstance(original, ToolResultMessage):
+            if ids.mapping:
+                message = _transform_one(original, model, normalize, ids, vision)
+            else:
+                message = original if _unchanged(original, vision) else _memoised(original, same_key, model, ids, vision)
+            call_id = message.tool_call_id
+            if call_id in answered or not any(call.id == call_id for call in pending):
                 continue
-            answered.add(message.tool_call_id)
-            result.append(message)
-        elif isinstance(message, SystemMessage | UserMessage):
-            flush()
-            mark = (position, len(result), None)
+            answered.add(call_id)
             result.append(message)
         else:
+            if isinstance(original, UserMessage) and _unchanged(original, vision):
+                message = original
+            else:
+                message = _memoised(original, same_key, model, ids, vision)
+            if isinstance(message, SystemMessage | UserMessage):
+                if pending:
+                    flush()
+                mark = (position, len(result), None)
             result.append(message)
     flush()
     reuse.save((same_key, normalize), messages, result, None if ids.mapping else mark)

@@ -166,6 +166,18 @@ def _assistant_message(message: AssistantMessage, model: Model, compat: dict[str
     return entry
 
 
+def _plain_text(content: list[Any]) -> str | None:
+    """The text :func:`_assistant_message` sends for content of text blocks only;
+    ``None`` for any other content."""
+    parts = []
+    for block in content:
+        if type(block) is not TextContent:
+            return None
+        if block.text.strip():
+            parts.append(block.text)
+    return "".join(parts)
+
+
 def _reasoning_details(message: AssistantMessage) -> list[Any] | None:
     for block in message.content:
         if isinstance(block, ThinkingContent) and block.thinking_signature:
@@ -217,6 +229,7 @@ def convert_messages(model: Model, prompt: str, messages: list[Any], compat: dic
     index, params, _ = _CONVERTED_PREFIX.resume(key, messages)
     mark: tuple[int, int, Any] | None = None
     last_role: str | None = None
+    empty_reasoning = bool(compat["requiresReasoningContentOnAssistantMessages"] and model.reasoning)
     while index < len(messages):
         message = messages[index]
         index += 1
@@ -228,16 +241,28 @@ def convert_messages(model: Model, prompt: str, messages: list[Any], compat: dic
                 params.append({"role": instruction_role, "content": text})
                 last_role = "system"
         elif isinstance(message, UserMessage):
-            entry = memo.get(message, "user")
-            if entry is MISSING:
-                entry = memo.put(message, "user", _user_message(message))
+            content = message.content
+            if isinstance(content, str):  # cheaper than a memo lookup
+                entry = {"role": "user", "content": content}
+            else:
+                entry = memo.get(message, "user")
+                if entry is MISSING:
+                    entry = memo.put(message, "user", _user_message(message))
             if entry is not None:
                 params.append(entry)
                 last_role = "user"
         elif isinstance(message, AssistantMessage):
-            entry = memo.get(message, key)
-            if entry is MISSING:
-                entry = memo.put(message, key, _assistant_message(message, model, compat))
+            plain = _plain_text(message.content)
+            if plain is not None:  # text blocks only: cheaper than a memo lookup
+                entry = None  # no text: nothing to send (as _assistant_message decides)
+                if plain:
+                    entry = {"role": "assistant", "content": plain}
+                    if empty_reasoning:
+                        entry["reasoning_content"] = ""
+            else:
+                entry = memo.get(message, key)
+                if entry is MISSING:
+                    entry = memo.put(message, key, _assistant_message(message, model, compat))
             if entry is not None:
                 mark = (index - 1, len(params), None)  # what follows does not depend on what came before
                 params.append(entry)
