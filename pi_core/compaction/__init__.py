@@ -17,56 +17,96 @@ entries and firing ``session_before_compact`` / ``session_compact`` /
 
 from __future__ import annotations
 
-from ..ai.models import combine_usage
-from .branch import (
-    BranchCollection,
-    BranchPreparation,
-    collect_entries_for_branch_summary,
-    generate_branch_summary,
-    prepare_branch_entries,
-    prepare_tree,
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+# Each name is imported from its module when first read: estimating tokens does not
+# import summarisation, cut points and branch summaries (see pi_core._lazy).
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "..ai.models": "combine_usage",
+        ".branch": (
+            "BranchCollection BranchPreparation collect_entries_for_branch_summary "
+            "generate_branch_summary prepare_branch_entries prepare_tree"
+        ),
+        ".cut_point": "CutPoint find_cut_point find_turn_start_index is_cut_point is_turn_start",
+        ".file_ops": "FileOpsTracker file_details file_lists format_file_operations",
+        ".prepare": "RETAIN_NONE prepare_compaction resolve_first_kept_entry_id",
+        ".projection": (
+            "ProjectedEntry apply_context_edit entry_messages "
+            "estimate_projected_context_tokens estimate_projection_tokens project_path "
+            "projected_messages"
+        ),
+        ".prompts": "SUMMARIZER_SYSTEM_PROMPT",
+        ".serialize": (
+            "TOOL_RESULT_MAX_CHARS ConvertToLlm convert_for_summary format_tool_call "
+            "serialize_conversation truncate_for_summary"
+        ),
+        ".settings": "BranchSummarySettings CompactionSettings CompactionSettingsLike SettingsValueError",
+        ".summarize": (
+            "CompactionError CompleteFn Summary compact generate_summary "
+            "generate_turn_prefix_summary request_summary summary_failure summary_max_tokens"
+        ),
+        ".tokens": (
+            "ContextEstimate assistant_usage calculate_context_tokens estimate_context_tokens "
+            "estimate_tokens should_compact"
+        ),
+    },
 )
-from .cut_point import CutPoint, find_cut_point, find_turn_start_index, is_cut_point, is_turn_start
-from .file_ops import FileOpsTracker, file_details, file_lists, format_file_operations
-from .prepare import RETAIN_NONE, prepare_compaction, resolve_first_kept_entry_id
-from .projection import (
-    ProjectedEntry,
-    apply_context_edit,
-    entry_messages,
-    estimate_projected_context_tokens,
-    estimate_projection_tokens,
-    project_path,
-    projected_messages,
-)
-from .prompts import SUMMARIZER_SYSTEM_PROMPT
-from .serialize import (
-    TOOL_RESULT_MAX_CHARS,
-    ConvertToLlm,
-    convert_for_summary,
-    format_tool_call,
-    serialize_conversation,
-    truncate_for_summary,
-)
-from .settings import BranchSummarySettings, CompactionSettings, CompactionSettingsLike, SettingsValueError
-from .summarize import (
-    CompactionError,
-    CompleteFn,
-    Summary,
-    compact,
-    generate_summary,
-    generate_turn_prefix_summary,
-    request_summary,
-    summary_failure,
-    summary_max_tokens,
-)
-from .tokens import (
-    ContextEstimate,
-    assistant_usage,
-    calculate_context_tokens,
-    estimate_context_tokens,
-    estimate_tokens,
-    should_compact,
-)
+
+if TYPE_CHECKING:  # the same names, for type checkers and editors
+    from ..ai.models import combine_usage
+    from .branch import (
+        BranchCollection,
+        BranchPreparation,
+        collect_entries_for_branch_summary,
+        generate_branch_summary,
+        prepare_branch_entries,
+        prepare_tree,
+    )
+    from .cut_point import CutPoint, find_cut_point, find_turn_start_index, is_cut_point, is_turn_start
+    from .file_ops import FileOpsTracker, file_details, file_lists, format_file_operations
+    from .prepare import RETAIN_NONE, prepare_compaction, resolve_first_kept_entry_id
+    from .projection import (
+        ProjectedEntry,
+        apply_context_edit,
+        entry_messages,
+        estimate_projected_context_tokens,
+        estimate_projection_tokens,
+        project_path,
+        projected_messages,
+    )
+    from .prompts import SUMMARIZER_SYSTEM_PROMPT
+    from .serialize import (
+        TOOL_RESULT_MAX_CHARS,
+        ConvertToLlm,
+        convert_for_summary,
+        format_tool_call,
+        serialize_conversation,
+        truncate_for_summary,
+    )
+    from .settings import BranchSummarySettings, CompactionSettings, CompactionSettingsLike, SettingsValueError
+    from .summarize import (
+        CompactionError,
+        CompleteFn,
+        Summary,
+        compact,
+        generate_summary,
+        generate_turn_prefix_summary,
+        request_summary,
+        summary_failure,
+        summary_max_tokens,
+    )
+    from .tokens import (
+        ContextEstimate,
+        assistant_usage,
+        calculate_context_tokens,
+        estimate_context_tokens,
+        estimate_tokens,
+        should_compact,
+    )
 
 __all__ = [
     "RETAIN_NONE",

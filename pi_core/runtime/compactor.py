@@ -25,15 +25,7 @@ from pi_hookspecs import (
     StreamOptions,
 )
 
-from ..compaction import (
-    CompactionError,
-    CompactionSettings,
-    CompactionSettingsLike,
-    estimate_context_tokens,
-    prepare_compaction,
-    should_compact,
-)
-from ..compaction import compact as run_compaction
+from ..compaction import CompactionSettings, CompactionSettingsLike, estimate_context_tokens, should_compact
 from ..extensions import EventRunner
 from ..session import SessionManager, convert_to_llm
 from .events import CompactionEndEvent, CompactionStartEvent
@@ -125,6 +117,10 @@ class Compactor:
     ) -> CompactionEntry | None:
         """Summarise the older part of the context. Returns the saved entry, or None when
         a plugin cancelled it (or it failed and ``raise_errors`` is false)."""
+        # summarising is imported when a compaction runs, not by every session
+        from ..compaction import CompactionError, prepare_compaction
+        from ..compaction import compact as run_compaction
+
         model = self._model()
         self._emit(CompactionStartEvent(reason=reason))
         from_extension = False

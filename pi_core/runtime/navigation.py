@@ -15,7 +15,6 @@ from pi_hookspecs import (
     UserMessage,
 )
 
-from ..compaction import generate_branch_summary, prepare_tree
 from ..compaction.settings import DEFAULT_RESERVE_TOKENS
 from ..extensions import EventRunner
 from ..session import SessionManager, convert_to_llm
@@ -81,6 +80,9 @@ class TreeNavigator:
         if target is None:
             raise KeyError(f"no entry {target_id!r} in this session")
         old_leaf = sm.get_leaf_id()
+        # branch summaries are imported when the tree is navigated, not by every session
+        from ..compaction import generate_branch_summary, prepare_tree
+
         preparation = prepare_tree(
             sm.get_entries(),
             old_leaf,
