@@ -609,6 +609,8 @@ class Settings:
 def unknown_key_errors(settings: Settings, plugin_names: Iterable[str] = ()) -> list[SettingsError]:
     """A warning for each top-level key that neither pi 1.6.0's reference, this pi nor a
     loaded plugin (by its name: ``"sandbox"`` for ``pi-sandbox``) declares."""
+    if not settings.unknown:
+        return []  # the key registry is imported only to look a key up
     from .settings_keys import claimed_by
 
     names = list(plugin_names)
@@ -666,15 +668,17 @@ def _load_file(path: Path, settings: Settings, *, project: bool = False) -> dict
     and mistyped values are recorded in ``settings.errors`` (mistyped values dropped),
     undeclared top-level keys in ``settings.unknown``; a project file setting a key of
     the user file only gets a warning (the value is never used)."""
-    from .settings_keys import check_settings_data
-
     try:
         data = migrate_settings(read_settings_file(path))
     except SettingsError as exc:
         settings.errors.append(exc)
         return {}
-    if not data and _is_blank(path):
-        settings.errors.append(SettingsError(path, "the file is empty; write {} or remove it", level="warning"))
+    if not data:
+        if _is_blank(path):
+            settings.errors.append(SettingsError(path, "the file is empty; write {} or remove it", level="warning"))
+        return data  # nothing to check: the key registry is not even imported
+    from .settings_keys import check_settings_data
+
     issues, unknown = check_settings_data(data)
     settings.errors += [SettingsError(path, issue.message, level=issue.level) for issue in issues]
     if project:
