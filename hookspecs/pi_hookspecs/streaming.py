@@ -33,7 +33,7 @@ from .llm import (
     ToolCallEndEvent,
     ToolCallStartEvent,
 )
-from .messages import AssistantMessage, TextContent, ThinkingContent, ToolCall, Usage
+from .messages import AssistantMessage, Cost, TextContent, ThinkingContent, ToolCall, Usage
 
 __all__ = [
     "RETRY_STATUSES",
@@ -145,17 +145,25 @@ class MessageBuilder:
     ``partial`` (pi's stream snapshots it per event, see ``AssistantMessageStream``);
     ``usage`` is replaced, not mutated, by :meth:`set_usage`, so a snapshot keeps the
     usage of its moment. Content indexes are positions in ``message.content``.
+
+    The message, its text blocks and the events are constructed, not validated: their
+    values are the model's validated fields, text that arrived (a delta is appended to
+    its block's text first, which only a string survives) and this builder's own
+    objects. What the provider chooses beyond text (tool-call ids and names, thinking
+    signatures) still goes through the validation of :class:`ToolCall` and
+    :class:`ThinkingContent`.
     """
 
     def __init__(self, model: Model, emit: Callable[[Any], None], *, thinking_level: str | None = None) -> None:
         self.model = model
         self._emit = emit
-        self.message = AssistantMessage(
+        self.message = AssistantMessage.model_construct(
             api=model.api,
             provider=model.provider,
             model=model.id,
             stop_reason="pending",
             thinking_level=thinking_level,
+            usage=Usage.model_construct(cost=Cost.model_construct()),
         )
         self.started = False
         self.finished = False
@@ -168,7 +176,7 @@ class MessageBuilder:
         """Emit ``start`` (once): the request was accepted and the body is streaming."""
         if not self.started:
             self.started = True
-            self._emit(StartEvent(partial=self.message))
+            self._emit(StartEvent.model_construct(partial=self.message))
 
     @property
     def open_blocks(self) -> list[int]:
@@ -189,10 +197,10 @@ class MessageBuilder:
 
     def text_start(self, text: str = "") -> int:
         self.start()
-        self.message.content.append(TextContent(text=""))
+        self.message.content.append(TextContent.model_construct(text=""))
         index = len(self.message.content) - 1
         self._open[index] = "text"
-        self._emit(TextStartEvent(content_index=index, partial=self.message))
+        self._emit(TextStartEvent.model_construct(content_index=index, partial=self.message))
         if text:
             self.text_delta(index, text)
         return index
@@ -203,7 +211,7 @@ class MessageBuilder:
         block = self.message.content[index]
         assert isinstance(block, TextContent)
         block.text += delta
-        self._emit(TextDeltaEvent(content_index=index, delta=delta, partial=self.message))
+        self._emit(TextDeltaEvent.model_construct(content_index=index, delta=delta, partial=self.message))
 
     def text_end(self, index: int, *, text: str | None = None, signature: str | None = None) -> None:
         block = self.message.content[index]
@@ -213,7 +221,7 @@ class MessageBuilder:
         if signature is not None:
             block.text_signature = signature
         if self._open.pop(index, None) is not None:
-            self._emit(TextEndEvent(content_index=index, content=block.text, partial=self.message))
+            self._emit(TextEndEvent.model_construct(content_index=index, content=block.text, partial=self.message))
 
     # ------------------------------------------------------------------ thinking
 
@@ -223,7 +231,7 @@ class MessageBuilder:
         self.message.content.append(block)
         index = len(self.message.content) - 1
         self._open[index] = "thinking"
-        self._emit(ThinkingStartEvent(content_index=index, partial=self.message))
+        self._emit(ThinkingStartEvent.model_construct(content_index=index, partial=self.message))
         if thinking:
             self.thinking_delta(index, thinking)
         return index
@@ -234,7 +242,7 @@ class MessageBuilder:
         block = self.message.content[index]
         assert isinstance(block, ThinkingContent)
         block.thinking += delta
-        self._emit(ThinkingDeltaEvent(content_index=index, delta=delta, partial=self.message))
+        self._emit(ThinkingDeltaEvent.model_construct(content_index=index, delta=delta, partial=self.message))
 
     def thinking_signature(self, index: int, signature: str, *, append: bool = False) -> None:
         block = self.message.content[index]
@@ -249,18 +257,21 @@ class MessageBuilder:
         if signature is not None:
             block.thinking_signature = signature
         if self._open.pop(index, None) is not None:
-            self._emit(ThinkingEndEvent(content_index=index, content=block.thinking, partial=self.message))
+            self._emit(ThinkingEndEvent.model_construct(content_index=index, content=block.thinking, partial=self.message))
 
     # ------------------------------------------------------------------ tool calls
 
     def tool_start(self, call_id: str, name: str, *, namespace: str | None = None) -> int:
         self.start()
-        block = ToolCall(id=call_id, name=name, namespace=namespace)
+        if type(call_id) is str and type(name) is str and (namespace is None or type(namespace) is str):
+            block = ToolCall.model_construct(id=call_id, name=name, namespace=namespace)
+        else:  # the provider sent something else: validation reports it
+            block = ToolCall(id=call_id, name=name, namespace=namespace)
         self.message.content.append(block)
         index = len(self.message.content) - 1
         self._open[index] = "toolCall"
         self._json[index] = ""
-        self._emit(ToolCallStartEvent(content_index=index, id=call_id, tool_name=name, partial=self.message))
+        self._emit(ToolCallStartEvent.model_construct(content_index=index, id=block.id, tool_name=block.name, partial=self.message))
         return index
 
     def tool_call(self, index: int) -> ToolCall:
@@ -275,12 +286,12 @@ class MessageBuilder:
         OpenAI-style tool call, with or without arguments)."""
         if not delta:
             if report_empty:
-                self._emit(ToolCallDeltaEvent(content_index=index, delta="", partial=self.message))
+                self._emit(ToolCallDeltaEvent.model_construct(content_index=index, delta="", partial=self.message))
             return
         text = self._json.get(index, "") + delta
         self._json[index] = text
         self.tool_call(index).arguments = parse_streaming_json(text)
-        self._emit(ToolCallDeltaEvent(content_index=index, delta=delta, partial=self.message))
+        self._emit(ToolCallDeltaEvent.model_construct(content_index=index, delta=delta, partial=self.message))
 
     def tool_arguments_text(self, index: int) -> str:
         return self._json.get(index, "")
@@ -297,7 +308,7 @@ class MessageBuilder:
         call.arguments = parse_streaming_json(received)
         self._json.pop(index, None)
         if self._open.pop(index, None) is not None:
-            self._emit(ToolCallEndEvent(content_index=index, tool_call=call, partial=self.message))
+            self._emit(ToolCallEndEvent.model_construct(content_index=index, tool_call=call, partial=self.message))
 
     # ------------------------------------------------------------------ usage and stop
 
@@ -366,7 +377,7 @@ class MessageBuilder:
         if message.stop_reason in ("error", "aborted"):
             message.error_message = message.error_message or "The provider reported an error"
             self.finished = True
-            self._emit(ErrorEvent(reason=message.stop_reason, error=message, partial=message))
+            self._emit(ErrorEvent.model_construct(reason=message.stop_reason, error=message, partial=message))
             return
         if message.stop_reason == "pending":
             self.fail("The stream ended without a stop reason")
@@ -374,7 +385,7 @@ class MessageBuilder:
         if message.stop_reason == "stop" and any(isinstance(b, ToolCall) for b in message.content):
             message.stop_reason = "toolUse"
         self.finished = True
-        self._emit(DoneEvent(reason=message.stop_reason, message=message, partial=message))
+        self._emit(DoneEvent.model_construct(reason=message.stop_reason, message=message, partial=message))
 
     def fail(self, error_message: str, *, aborted: bool = False) -> None:
         """End with an ``error`` event. Blocks still open keep what arrived (tool-call
@@ -390,4 +401,4 @@ class MessageBuilder:
         message = self.message
         message.stop_reason = "aborted" if aborted else "error"
         message.error_message = error_message or ("Request was aborted" if aborted else "Unknown error")
-        self._emit(ErrorEvent(reason=message.stop_reason, error=message, partial=message))
+        self._emit(ErrorEvent.model_construct(reason=message.stop_reason, error=message, partial=message))

@@ -179,7 +179,8 @@ class ToolDefinition(PiModel):
 
     def declaration(self) -> ToolDeclaration:
         """The tool as declared to the model."""
-        return ToolDeclaration(name=self.name, description=self.description, parameters=self.parameters)
+        # Fields of this (validated) definition: constructed, not validated again.
+        return ToolDeclaration.model_construct(name=self.name, description=self.description, parameters=self.parameters)
 
     def validate_arguments(self, args: Any) -> dict[str, Any]:
         """Run ``prepare_arguments`` and the pydantic ``args_model`` (when there is one).

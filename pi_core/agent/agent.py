@@ -464,9 +464,11 @@ class _Run:
                 messages=list(llm_messages),
                 tools=[] if has_system else [t.declaration() for t in _declared(context.tools)],
             )
-            options = StreamOptions()
+            options = None
             if agent.stream_options is not None:
-                options = await maybe_await(agent.stream_options(model)) or options
+                options = await maybe_await(agent.stream_options(model))
+            if options is None:
+                options = StreamOptions.model_construct()
             options.signal = self.signal
             options.thinking_level = context.thinking_level
             stream_fn = agent.stream_fn if agent.stream_fn is not None else default_stream
@@ -509,7 +511,7 @@ class _Run:
     async def _fail_truncated(self, tool_calls: list[ToolCall]) -> list[ToolResultMessage]:
         results = []
         for call in tool_calls:
-            await self.emit(ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments))
+            await self.emit(ToolExecutionStartEvent.model_construct(tool_call_id=call.id, tool_name=call.name, args=call.arguments))
             outcome = ToolOutcome(
                 _failed(
                     f'Tool call "{call.name}" was not executed: the response hit the output token limit, so its '
@@ -539,7 +541,7 @@ class _Run:
         running: list[tuple[ToolCall, Any]] = []
         skip_rest = False
         for call in tool_calls:
-            await self.emit(ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments))
+            await self.emit(ToolExecutionStartEvent.model_construct(tool_call_id=call.id, tool_name=call.name, args=call.arguments))
             outcome: Any
             if skip_rest:
                 outcome = ToolOutcome(_failed(SKIPPED_FOR_STEERING), True)
@@ -620,8 +622,8 @@ class _Run:
 
         def on_update(partial: ToolResult) -> None:
             if accepting:
-                event = ToolExecutionUpdateEvent(
-                    tool_call_id=call.id, tool_name=call.name, args=call.arguments, partial_result=partial
+                event = ToolExecutionUpdateEvent.model_construct(
+                    tool_call_id=call.id, tool_name=call.name, args=call.arguments, partial_result=ToolResult.coerce(partial)
                 )
                 updates.append(asyncio.ensure_future(self.emit(event)))
 
@@ -663,12 +665,12 @@ class _Run:
 
     async def _execution_end(self, call: ToolCall, outcome: ToolOutcome, duration: float | None) -> None:
         await self.emit(
-            ToolExecutionEndEvent(
+            ToolExecutionEndEvent.model_construct(
                 tool_call_id=call.id,
                 tool_name=call.name,
                 result=outcome.result,
                 is_error=outcome.is_error,
-                duration_ms=duration,
+                duration_ms=float(duration) if duration is not None else None,  # a float field
             )
         )
 
@@ -689,7 +691,8 @@ def _declared(tools: list[ToolDefinition]) -> list[ToolDefinition]:
 
 def _result_message(call: ToolCall, outcome: ToolOutcome) -> ToolResultMessage:
     result = outcome.result
-    return ToolResultMessage(
+    # The call's validated id and name, the tool's ToolResult: constructed, not validated.
+    return ToolResultMessage.model_construct(
         tool_call_id=call.id,
         tool_name=call.name,
         content=list(result.content),

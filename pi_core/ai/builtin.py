@@ -68,7 +68,7 @@ def provider_entries() -> list[dict[str, Any]]:
 @hookimpl(trylast=True)
 def register_providers(register: Callable[[Any], Any]) -> None:
     for name, target in BUILTIN_APIS.items():
-        register(ApiDefinition(name=name, stream=target))
+        register(ApiDefinition.model_construct(name=name, stream=target))
     for entry in provider_entries():
         register(entry)
     for method in login_methods():

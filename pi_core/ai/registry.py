@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from pydantic import BaseModel
+
 from pi_core._paths import agent_dir
 from pi_hookspecs import (
     ApiDefinition,
@@ -134,9 +136,28 @@ def _route(provider: _Provider, base_url: str) -> None:
             provider.models[model_id] = {k: v for k, v in entry.items() if k != "base_url"}
 
 
+def config_fields(config: Any, exclude: Iterable[str] = ()) -> dict[str, Any]:
+    """``config.model_dump(exclude_none=True, exclude=exclude)`` of a ``models.json``
+    model (:mod:`pi_core.ai.config`: plain fields, no serializers), read from the values
+    its validation made, so a run does not build the serializer of each config model.
+    Containers are copied; ``None`` inside a dict or list is kept, as pydantic keeps it."""
+    skip = set(exclude)
+    return {name: _plain(value) for name, value in config.__dict__.items() if value is not None and name not in skip}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return config_fields(value)
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
+
+
 def _merge_override(entry: dict[str, Any], override: ModelOverride) -> dict[str, Any]:
     merged = dict(entry)
-    for key, value in override.model_dump(exclude_none=True).items():
+    for key, value in config_fields(override).items():
         if key == "cost":
             merged["cost"] = {**(merged.get("cost") or {}), **value}
         elif key in _MERGED_FIELDS and isinstance(merged.get(key), dict):
@@ -360,7 +381,7 @@ class ModelRegistry:
             if config.auth_header is not None:
                 provider.auth_header = config.auth_header
             for model in config.models or []:
-                provider.models[model.id] = model.model_dump(exclude_none=True, exclude={"type"})
+                provider.models[model.id] = config_fields(model, exclude={"type"})
             for model_id, override in (config.model_overrides or {}).items():
                 entry = self._entry(provider, model_id)
                 if entry is not None:

@@ -40,7 +40,10 @@ class SettingsValueError(ValueError):
 
 
 class _SettingsModel(BaseModel):
-    model_config = ConfigDict(alias_generator=camel_alias, populate_by_name=True, extra="ignore", frozen=True)
+    # Validators are built on first use: a run that never compacts does not pay for them.
+    model_config = ConfigDict(
+        alias_generator=camel_alias, populate_by_name=True, extra="ignore", frozen=True, defer_build=True
+    )
 
     def to_json(self) -> dict[str, Any]:
         """The camelCase dict, as in ``settings.json``."""

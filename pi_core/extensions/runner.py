@@ -437,7 +437,8 @@ class EventRunner:
                 await self._outcome(impl.plugin, name, "transformed", None, event, ctx)
         event.entries = entries
         event.continue_ = cont
-        return BoundaryResult(entries=entries, continue_=cont)
+        # The entries are the event's drafts or a handler's validated ones: no new data.
+        return BoundaryResult.model_construct(entries=entries, continue_=cont)
 
 
 IN_PLACE_EVENTS = frozenset(

@@ -114,8 +114,9 @@ class Resources:
         prompt_guidelines: Sequence[str] = (),
         sections: Mapping[str, str] | None = None,
     ) -> SystemPromptOptions:
-        """The inputs of the system prompt: these resources plus the tool loadout."""
-        return SystemPromptOptions(
+        """The inputs of the system prompt: these resources plus the tool loadout
+        (constructed from values of the right types, not validated again)."""
+        return SystemPromptOptions.model_construct(
             custom_prompt=self.system_files.custom_prompt,
             selected_tools=list(selected_tools),
             hidden_tools=list(hidden_tools),

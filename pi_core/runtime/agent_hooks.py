@@ -192,15 +192,21 @@ class ProviderHooks:
 
     async def stream_options(self, model: Model) -> StreamOptions:
         runner = self.runner
-        options = StreamOptions(session_id=self._session_id(), api_key=self._api_key(), extra=self.transport_options())
+        # The events and options below hold pi's own values (the session id, the API key
+        # override, the response's status and headers): constructed, not validated.
+        options = StreamOptions.model_construct(
+            session_id=self._session_id(), api_key=self._api_key(), extra=self.transport_options()
+        )
         budgets = self._settings().thinking_budgets
         if budgets:  # thinkingBudgets: the wire APIs' budget-based thinking reads them
             options.extra["thinking_budgets"] = budgets
-        names = dict(provider=model.provider, api=model.api, model=model.id)
+        provider, api, model_id = model.provider, model.api, model.id
         if runner.has_handlers("before_provider_headers"):
 
             async def on_headers(headers: dict[str, Any]) -> None:
-                event = BeforeProviderHeadersEvent(headers=headers, **names)
+                event = BeforeProviderHeadersEvent.model_construct(
+                    headers=headers, provider=provider, api=api, model=model_id
+                )
                 await runner.emit("before_provider_headers", event)
                 if event.headers is not headers:
                     headers.clear()
@@ -210,19 +216,26 @@ class ProviderHooks:
         if runner.has_handlers("before_provider_request"):
 
             async def on_payload(payload: Any) -> Any:
-                return await runner.emit("before_provider_request", BeforeProviderRequestEvent(payload=payload, **names))
+                event = BeforeProviderRequestEvent.model_construct(
+                    payload=payload, provider=provider, api=api, model=model_id
+                )
+                return await runner.emit("before_provider_request", event)
 
             options.on_payload = on_payload
         if runner.has_handlers("after_provider_response"):
 
             async def on_response(status: int, headers: dict[str, str]) -> None:
-                await runner.emit("after_provider_response", AfterProviderResponseEvent(status=status, headers=headers, **names))
+                event = AfterProviderResponseEvent.model_construct(
+                    status=status, headers=dict(headers), provider=provider, api=api, model=model_id
+                )
+                await runner.emit("after_provider_response", event)
 
             options.on_response = on_response
         if runner.has_handlers("provider_stream_event"):
 
             async def on_raw(data: Any) -> None:
-                await runner.emit("provider_stream_event", ProviderStreamEvent(data=data, **names))
+                event = ProviderStreamEvent.model_construct(data=data, provider=provider, api=api, model=model_id)
+                await runner.emit("provider_stream_event", event)
 
             options.on_raw_event = on_raw
         return options
@@ -242,14 +255,13 @@ async def tool_result_hook(
     parent_tool_call_id: str | None = None,
 ) -> ToolResult:
     """``result`` through the ``tool_result`` transform (``terminate`` is kept)."""
-    nesting = {"parent_tool_call_id": parent_tool_call_id} if parent_tool_call_id is not None else {}
     out = await runner.emit(
         "tool_result",
-        ToolResultEvent(
+        ToolResultEvent.model_construct(
             tool_name=tool_name,
             tool_call_id=tool_call_id,
             input=args,
-            **nesting,
+            parent_tool_call_id=parent_tool_call_id,
             content=list(result.content),
             details=result.details,
             structured_content=result.structured_content,
@@ -281,7 +293,7 @@ class ToolHooks:
     async def before_tool_call(self, call: BeforeToolCall) -> Any:
         if not self.runner.has_handlers("tool_call"):
             return None
-        event = ToolCallEvent(tool_name=call.tool_call.name, tool_call_id=call.tool_call.id, input=call.args)
+        event = ToolCallEvent.model_construct(tool_name=call.tool_call.name, tool_call_id=call.tool_call.id, input=call.args)
         result = await self.runner.emit("tool_call", event)
         if event.input is not call.args:
             call.args.clear()

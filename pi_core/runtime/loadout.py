@@ -77,7 +77,8 @@ class Loadout:
             return []
         options = self.system_prompt_options()
         base_prompt = render_system_prompt(self.sections(options))
-        event = BeforeAgentStartEvent(
+        # pi's own values (the options model, the prompt's blocks): constructed, not validated.
+        event = BeforeAgentStartEvent.model_construct(
             message_type="user" if custom is None else "custom",
             prompt=prompt_text,
             images=list(images),
@@ -143,7 +144,9 @@ class Loadout:
         declared = {d.name: d.declaration() for d in self.binding.tools.declared_definitions()}
         head = self.current_head(messages)
         if head is None:
-            return SystemMessage(sections=sections, tools_added=list(declared.values()))
+            return SystemMessage.model_construct(
+                sections=dict[str, str | None](sections), tools_added=list(declared.values())
+            )
         section_patch = diff_system_prompt_sections(head.sections or {}, sections)
         current = {t.name: t for t in head.tools_added or []}
         added = [d for name, d in declared.items() if name not in current or current[name] != d]

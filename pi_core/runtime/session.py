@@ -465,8 +465,12 @@ class AgentSession:
             text, images = result.text or "", list(result.images or [])
         if expand:
             text = self.expand_text(text)
-        # As pi 1.6.0 writes it: an array of blocks, also for text alone.
-        message = UserMessage(content=[TextContent(text=text), *images])
+        # As pi 1.6.0 writes it: an array of blocks, also for text alone. A string and
+        # image blocks need no validation (the usual case); other values are validated.
+        if type(text) is str and all(type(image) is ImageContent for image in images):
+            message = UserMessage.model_construct(content=[TextContent.model_construct(text=text), *images])
+        else:
+            message = UserMessage(content=[TextContent(text=text), *images])
         if self._busy:
             if streaming_behavior == "steer":
                 self._queued_steer.append(text)
@@ -543,7 +547,7 @@ class AgentSession:
     async def _settle(self, aborted: bool) -> None:
         self._busy = False
         self.cache_warmer.on_agent_settled()
-        event = AgentSettledEvent(aborted=aborted)
+        event = AgentSettledEvent.model_construct(aborted=aborted)
         if self.runner.has_handlers("agent_settled"):
             await self.runner.emit("agent_settled", event)
         self._emit(event)

@@ -357,7 +357,8 @@ def define_tool(
             # as pi 1.6.0 records a tool that threw: details an empty object unless given
             return ToolResult.error(str(exc), details=exc.details if exc.details is not None else {})
 
-    return ToolDefinition(
+    # pi's own tools: constant names and texts, nothing a validator would change.
+    return ToolDefinition.model_construct(
         name=name,
         label=name,
         description=description,
@@ -375,14 +376,14 @@ def define_tool(
 
 def read_only_annotations(title: str) -> ToolAnnotations:
     """The annotations of a tool that only looks at local files."""
-    return ToolAnnotations(
+    return ToolAnnotations.model_construct(
         title=title, read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
     )
 
 
 def destructive_annotations(title: str, *, idempotent: bool, open_world: bool = False) -> ToolAnnotations:
     """The annotations of a tool that changes files (or runs commands)."""
-    return ToolAnnotations(
+    return ToolAnnotations.model_construct(
         title=title,
         read_only_hint=False,
         destructive_hint=True,

@@ -38,7 +38,7 @@ from .edit_diff import (
 
 
 class EditBlock(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     oldText: str = Field(
         description="Exact text to replace. It must occur exactly once in the original file and must not "

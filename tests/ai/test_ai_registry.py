@@ -355,3 +355,30 @@ def test_faux_models_need_no_auth() -> None:
     registry = ModelRegistry()
     assert registry.has_auth("faux")
     assert registry.resolve("offline-demo").model.api == "faux"
+
+
+def test_config_fields_is_the_python_dump_of_models_json_models() -> None:
+    """The registry reads a validated models.json model's fields directly (no serializer
+    build per run): the same dict as ``model_dump(exclude_none=True)``, nested models
+    as dicts, ``None`` kept inside dicts and lists, containers copied."""
+    from pi_core.ai.config import ModelConfig, ModelOverride
+    from pi_core.ai.registry import config_fields
+
+    model = ModelConfig.model_validate({
+        "id": "m", "name": "M", "api": "openai-completions", "type": "chat", "contextWindow": 8192,
+        "input": ["text", "image"], "reasoning": True, "thinkingLevelMap": {"off": None, "high": "max"},
+        "headers": {"x-a": "1"}, "compat": {"a": None, "b": [None, {"c": 1}]},
+        "cost": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0,
+                 "tiers": [{"inputTokensAbove": 1000, "input": 2, "output": 4, "cacheRead": 0, "cacheWrite": 0}]},
+        "samplingParamsByThinkingLevel": {"high": {"temperature": 1}},
+    })
+    override = ModelOverride.model_validate({"maxTokens": 100, "cost": {"input": 5}, "headers": {"x-b": "2"}})
+    for config, exclude in ((model, {"type"}), (model, set()), (override, set())):
+        fields = config_fields(config, exclude=exclude)
+        assert fields == config.model_dump(exclude_none=True, exclude=exclude)
+        assert list(fields) == list(config.model_dump(exclude_none=True, exclude=exclude))
+    fields = config_fields(model)
+    assert isinstance(fields["cost"]["input"], float) and isinstance(fields["cost"]["tiers"][0], dict)
+    fields["headers"]["x-a"] = "changed"
+    fields["compat"]["b"].append(2)
+    assert model.headers == {"x-a": "1"} and model.compat == {"a": None, "b": [None, {"c": 1}]}

@@ -41,7 +41,7 @@ def login_methods() -> list[LoginMethod]:
     for provider, (module, name, extras) in _FLOWS.items():
         optional = {extra: _lazy(module, extra) for extra in extras}
         methods.append(
-            LoginMethod(
+            LoginMethod.model_construct(
                 provider=provider,
                 name=name,
                 login=_lazy(module, "login"),

@@ -97,7 +97,8 @@ class CodemodeTool:
         self.index = ToolIndex()
 
     def definition(self) -> ToolDefinition:
-        return ToolDefinition(
+        # The plugin's own constants and methods: nothing to validate.
+        return ToolDefinition.model_construct(
             name=CODEMODE_TOOL,
             label="codemode",
             description=build_description([], self.settings.inline_budget),

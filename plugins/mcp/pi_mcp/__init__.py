@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pi_hookspecs import hookimpl
+from pi_hookspecs import CliCommandDefinition, CommandDefinition, FlagDefinition, hookimpl
 
 from .config import LoadedConfig, ServerConfig, ServerEntry, load_config, parse_server
 
@@ -41,24 +41,33 @@ class McpPlugin:
 
         add(hookspecs)
 
+    # The registrations are this plugin's constants: passed as constructed definitions,
+    # so a run does not build their validators.
+
     @hookimpl
     def register_flags(self, register: Any) -> None:
-        register(NO_MCP_FLAG, type="boolean", default=False, description="Disable MCP servers for this run")
+        register(
+            FlagDefinition.model_construct(
+                name=NO_MCP_FLAG, type="boolean", default=False, description="Disable MCP servers for this run"
+            )
+        )
 
     @hookimpl
     def register_commands(self, register: Any) -> None:
         register(
-            "mcp",
-            self._command,
-            description="MCP servers: status, reconnect NAME, login NAME, logout NAME",
-            argument_hint="[reconnect|login|logout NAME]",
+            CommandDefinition.model_construct(
+                name="mcp",
+                handler=self._command,
+                description="MCP servers: status, reconnect NAME, login NAME, logout NAME",
+                argument_hint="[reconnect|login|logout NAME]",
+            )
         )
 
     @hookimpl
     def register_cli_commands(self, register: Any) -> None:
         from .cli import HELP, main
 
-        register("mcp", main, help=HELP)
+        register(CliCommandDefinition.model_construct(name="mcp", main=main, help=HELP))
 
     # ------------------------------------------------------------------ life cycle
 

@@ -59,7 +59,8 @@ def _reaches_all(args: dict[str, Any]) -> str:
 def build_definition(execute: Callable[[dict[str, Any], Any], Any]) -> ToolDefinition:
     """The ``tool_search`` definition: ``model-only`` (scripts never call it), inactive
     until deferred tools exist, reaching every tool."""
-    return ToolDefinition(
+    # pi's own constants (and the plugin's execute function): nothing to validate.
+    return ToolDefinition.model_construct(
         name=TOOL_NAME,
         label="Tool search",
         description=DESCRIPTION,
