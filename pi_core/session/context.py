@@ -194,11 +194,35 @@ def select_context(path: Sequence[Record]) -> list[Record]:
     return selected
 
 
+_VALIDATED = frozenset({"message", "custom_message", "branch_summary", "compaction", "context_edit"})
+"""The entry types a context rebuild reads the models of."""
+
+
+def _model_ref(record: Record) -> ModelRef | None:
+    """The model a ``model_change`` entry or an assistant message names, if any."""
+    if record.type == "model_change":
+        provider, model_id = record.field("provider", "provider"), record.field("modelId", "model_id")
+    elif record.raw is not None:
+        message = record.raw.get("message")
+        provider, model_id = message.get("provider"), message.get("model")  # type: ignore[union-attr]
+    else:
+        message = getattr(record.model, "message", None)
+        provider, model_id = getattr(message, "provider", None), getattr(message, "model", None)
+    if isinstance(provider, str) and isinstance(model_id, str):
+        return ModelRef(provider, model_id)
+    return None
+
+
 class ContextCache:
     """The projection of the current leaf, extended incrementally on append."""
 
-    def __init__(self, model_of: Callable[[Record], SessionEntry]) -> None:
+    def __init__(
+        self,
+        model_of: Callable[[Record], SessionEntry],
+        validate: Callable[[Sequence[Record]], None] | None = None,
+    ) -> None:
         self._model_of = model_of
+        self._validate = validate
         self.valid = False
         self.leaf_id: str | None = None
         self.path: list[Record] = []
@@ -216,24 +240,37 @@ class ContextCache:
     def rebuild(self, path: list[Record], leaf_id: str | None) -> None:
         self.path = path
         self.leaf_id = leaf_id
-        self.thinking_level = "off"
-        self.model = None
-        for record in path:
-            self._update_settings(record)
-        self.selected = select_context(path)
-        self.selected_ids = {record.id for record in self.selected}
-        self.edits = {}
-        for record in self.selected:
+        self._restore_settings(path)
+        selected = self.selected = select_context(path)
+        self.selected_ids = {record.id for record in selected}
+        if self._validate is not None:  # what is projected below, validated at once
+            self._validate([record for record in selected if record.type in _VALIDATED])
+        model_of = self._model_of
+        edits: dict[str, ContextEditEntry] = {}
+        for record in selected:
             if record.type == "context_edit":
-                edit = self._model_of(record)
+                edit = model_of(record)
                 if isinstance(edit, ContextEditEntry):
-                    self.edits[edit.target_id] = edit
+                    edits[edit.target_id] = edit
+        self.edits = edits
         contributions: list[tuple[AgentMessage, ...]] = []
         messages: list[AgentMessage] = []
-        for index, record in enumerate(self.selected):
+        for index, record in enumerate(selected):
+            kind = record.type
+            if kind == "message" and not (edits and record.id in edits):  # the usual entry, inline
+                entry = record.model
+                if entry is None:
+                    entry = model_of(record)
+                if isinstance(entry, MessageEntry):
+                    message = entry.message
+                    contributions.append((message,))
+                    messages.append(message)
+                else:
+                    contributions.append(_NO_MESSAGES)
+                continue
             # Only the latest compaction (selected first) contributes its checkpoint and
             # summary; an older one inside the kept range is shown, not sent.
-            if record.type == "compaction" and index > 0:
+            if kind == "compaction" and index > 0:
                 contribution = _NO_MESSAGES
             else:
                 contribution = self._project(record)
@@ -269,25 +306,37 @@ class ContextCache:
             return _NO_MESSAGES
         return apply_edit(entry_messages(self._model_of(record)), self.edits.get(record.id))
 
+    def _restore_settings(self, path: Sequence[Record]) -> None:
+        """The thinking level and model of the whole ``path``: the last entry that sets
+        each wins, so the path is read backwards until both are found."""
+        level: str | None = None
+        model: ModelRef | None = None
+        for record in reversed(path):
+            kind = record.type
+            if kind == "message":
+                if model is None and record.role == "assistant":
+                    model = _model_ref(record)
+            elif kind == "thinking_level_change":
+                if level is None:
+                    value = record.field("thinkingLevel", "thinking_level")
+                    level = value if isinstance(value, str) else None
+            elif kind == "model_change" and model is None:
+                model = _model_ref(record)
+            if level is not None and model is not None:
+                break
+        self.thinking_level = level if level is not None else "off"
+        self.model = model
+
     def _update_settings(self, record: Record) -> None:
         kind = record.type
         if kind == "thinking_level_change":
             level = record.field("thinkingLevel", "thinking_level")
             if isinstance(level, str):
                 self.thinking_level = level
-        elif kind == "model_change":
-            provider, model_id = record.field("provider", "provider"), record.field("modelId", "model_id")
-            if isinstance(provider, str) and isinstance(model_id, str):
-                self.model = ModelRef(provider, model_id)
-        elif kind == "message" and record.role == "assistant":
-            if record.raw is not None:
-                message = record.raw.get("message")
-                provider, model_id = message.get("provider"), message.get("model")  # type: ignore[union-attr]
-            else:
-                message = getattr(record.model, "message", None)
-                provider, model_id = getattr(message, "provider", None), getattr(message, "model", None)
-            if isinstance(provider, str) and isinstance(model_id, str):
-                self.model = ModelRef(provider, model_id)
+        elif kind == "model_change" or (kind == "message" and record.role == "assistant"):
+            model = _model_ref(record)
+            if model is not None:
+                self.model = model
 
     def projection(self) -> SessionProjection:
         entries = [

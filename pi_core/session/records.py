@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import functools
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
+from pydantic_core import SchemaValidator
 
 from pi_hookspecs import MessageEntry, SessionEntry, UnknownEntry
+from pi_hookspecs.entries import _entry_tag
+from pi_hookspecs.messages import _block_tag, _role_tag
 
 
 @functools.cache
@@ -107,9 +110,71 @@ def validate_entry(raw: dict[str, Any]) -> tuple[SessionEntry, str | None]:
     """The model of a raw entry. An entry that does not match its type's format is kept
     as an :class:`UnknownEntry` (it round-trips, but takes no part in the context) and the
     validation error is returned."""
+    normalised = _normalised(raw)
     try:
-        return entry_adapter().validate_python(_normalised(raw)), None
+        return _fast_validators()[0](normalised), None
+    except ValidationError:
+        pass  # an unknown type or role, or an invalid entry: the full validator decides
+    try:
+        return entry_adapter().validate_python(normalised), None
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         return UnknownEntry.model_validate(raw), f"{where}: {first['msg']}"
+
+
+def validate_entries(raws: list[dict[str, Any]]) -> list[tuple[SessionEntry, str | None]]:
+    """:func:`validate_entry` of each raw entry, as one validation of the whole list
+    when every entry is of a known type and valid (the usual file: a quarter faster
+    than entry by entry); otherwise entry by entry."""
+    validate_list = _fast_validators()[1]
+    out: list[tuple[SessionEntry, str | None]] = []
+    for start in range(0, len(raws), _CHUNK):
+        chunk = raws[start : start + _CHUNK]
+        try:
+            models: list[SessionEntry] = validate_list([_normalised(raw) for raw in chunk])
+        except ValidationError:  # one entry or more needs the full validator: this chunk only
+            out.extend(validate_entry(raw) for raw in chunk)
+            continue
+        out.extend((model, None) for model in models)
+    return out
+
+
+_CHUNK = 2048
+"""Entries validated at once by :func:`validate_entries`: an entry the fast validator
+refuses costs at most a chunk validated twice."""
+
+
+# The entry, message and content-block unions are discriminated by functions (so that
+# a type this version does not know becomes an Unknown* model), which pydantic calls
+# from Rust for every entry, message and block. The fast validators look the ``type`` /
+# ``role`` key up instead and leave the unknown tags out: an entry they refuse is
+# validated again by the full validator, so both give the same model for every entry.
+_TAG_KEYS = {_entry_tag: "type", _role_tag: "role", _block_tag: "type"}
+
+
+def _keyed(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_keyed(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    copy = {key: _keyed(value) for key, value in schema.items()}
+    if copy.get("type") == "tagged-union":
+        discriminator = copy.get("discriminator")
+        key = _TAG_KEYS.get(discriminator) if callable(discriminator) else None
+        if key is not None:
+            copy["discriminator"] = key
+            copy["choices"] = {tag: choice for tag, choice in copy["choices"].items() if tag != "unknown"}
+    return copy
+
+
+@functools.cache
+def _fast_validators() -> tuple[Callable[[Any], SessionEntry], Callable[[Any], list[SessionEntry]]]:
+    """``(one entry, a list of entries)`` validators with key-discriminated unions
+    (built in about 1 ms from the full validator's schema)."""
+    schema = _keyed(entry_adapter().core_schema)
+    if schema.get("type") == "definitions":
+        listed = {**schema, "schema": {"type": "list", "items_schema": schema["schema"]}}
+    else:
+        listed = {"type": "list", "items_schema": schema}
+    return SchemaValidator(schema).validate_python, SchemaValidator(listed).validate_python

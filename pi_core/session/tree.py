@@ -17,7 +17,7 @@ from pi_hookspecs import SessionEntry
 from .context import ContextCache
 from .errors import SessionDiagnostic
 from .paths import iso_to_ms, new_entry_id
-from .records import Record, no_gc, validate_entry
+from .records import Record, no_gc, validate_entries, validate_entry
 
 
 @dataclass(slots=True)
@@ -46,7 +46,7 @@ class EntryTree:
         self.name: str | None = None
         self.has_assistant = False
         self.leaf_id: str | None = None
-        self.cache = ContextCache(self.model_of)
+        self.cache = ContextCache(self.model_of, self.validate)
         self._diagnostics = diagnostics
         self._source = source
 
@@ -112,19 +112,32 @@ class EntryTree:
         if model is None:
             assert record.raw is not None
             model, error = validate_entry(record.raw)
-            if error is not None:
-                self._diagnostics.append(
-                    SessionDiagnostic(
-                        self._source(),
-                        record.line,
-                        f"entry {record.id} ({record.type}) does not match the session format ({error}); "
-                        "it is kept but left out of the context",
-                    )
-                )
-            record.model = model
-            if error is None:
-                record.raw = None  # the model round-trips every field: keep one copy
+            self._keep(record, model, error)
         return model
+
+    def validate(self, records: Sequence[Record]) -> None:
+        """Validate those of ``records`` that are not yet, all at once (cheaper than
+        :meth:`model_of` one by one, with the same models and diagnostics)."""
+        pending = [record for record in records if record.model is None]
+        if not pending:
+            return
+        results = validate_entries([record.raw for record in pending if record.raw is not None])
+        for record, (model, error) in zip(pending, results, strict=True):
+            self._keep(record, model, error)
+
+    def _keep(self, record: Record, model: SessionEntry, error: str | None) -> None:
+        if error is not None:
+            self._diagnostics.append(
+                SessionDiagnostic(
+                    self._source(),
+                    record.line,
+                    f"entry {record.id} ({record.type}) does not match the session format ({error}); "
+                    "it is kept but left out of the context",
+                )
+            )
+        record.model = model
+        if error is None:
+            record.raw = None  # the model round-trips every field: keep one copy
 
     def get(self, entry_id: str) -> SessionEntry | None:
         record = self.by_id.get(entry_id)
