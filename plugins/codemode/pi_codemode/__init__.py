@@ -8,13 +8,30 @@ See ``docs/codemode.md``.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .catalog import Catalog, CatalogCache
 from .description import CodemodeSettings, build_description
 from .naming import to_identifier
 from .plugin import CodemodePlugin
-from .sandbox import get_sandbox
-from .store import STORE_ENTRY, read_store
 from .tool import CodemodeTool, reaches_tools
+
+if TYPE_CHECKING:
+    from .sandbox import get_sandbox
+    from .store import STORE_ENTRY, read_store
+
+_LAZY = {"get_sandbox": ".sandbox", "STORE_ENTRY": ".store", "read_store": ".store"}
+
+
+def __getattr__(name: str) -> Any:
+    """What runs scripts is imported on first use: loading the plugin does not need it."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "STORE_ENTRY",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pi_toolindex import ToolIndex
 
@@ -13,12 +13,13 @@ from pi_hookspecs import LoadoutResult, ToolDefinition, ToolLoadout, ToolResult
 
 from .catalog import CODEMODE_TOOL, Catalog, CatalogCache
 from .description import CodemodeSettings, build_description, prepare_loadout
-from .discovery import Discovery
-from .output import Outcome, Output, OutputLimitError, render_result
-from .runner import ScriptAbort, ScriptExit, ScriptRun
-from .sandbox import SessionSetup, get_sandbox
-from .source import DEFAULT_MAX_OUTPUT_TOKENS, ScriptOptions, SourceError, parse_source
-from .store import STORE_ENTRY, ScriptStore, read_store
+
+if TYPE_CHECKING:
+    from .runner import ScriptRun
+    from .source import ScriptOptions
+
+# Running a script (its parser, runner, sandbox pool, output and store) is imported by the
+# first ``codemode`` call: declaring the tool in a request needs none of it.
 
 __all__ = ["CHECKOUT_WAIT_SECONDS", "CodemodeTool", "reaches_tools"]
 
@@ -125,6 +126,12 @@ class CodemodeTool:
     # ------------------------------------------------------------------ execute
 
     async def execute(self, args: dict[str, Any], ctx: Any) -> ToolResult:
+        from .discovery import Discovery
+        from .output import Outcome, Output, render_result
+        from .runner import ScriptRun
+        from .source import DEFAULT_MAX_OUTPUT_TOKENS, SourceError, parse_source
+        from .store import STORE_ENTRY, ScriptStore, read_store
+
         started = time.perf_counter()
         try:
             code, options = parse_source(str(args.get("code", "")))
@@ -147,6 +154,10 @@ class CodemodeTool:
 
     async def _run(self, run: ScriptRun, catalog: Catalog, code: str, options: ScriptOptions, signal: Any) -> str | None:
         """Run the script within its deadline; ``None`` when it succeeded, else the error."""
+        from .output import OutputLimitError
+        from .runner import ScriptAbort, ScriptExit
+        from .sandbox import SessionSetup, get_sandbox
+
         setup = SessionSetup(
             key=catalog.key,
             idents=tuple(catalog.by_ident),

@@ -7,7 +7,7 @@ import time
 import pytest
 from codemode_helpers import Ledger, codemode, inventory_tools, rendezvous_tool, setup
 from pi_codemode import runner
-from pi_codemode import tool as tool_module
+from pi_codemode import sandbox as sandbox_module
 from pi_codemode.sandbox import Sandbox
 
 from pi_core.testing import PiHarness, calls
@@ -115,7 +115,7 @@ def test_two_scripts_run_at_once_with_two_workers(pi: PiHarness) -> None:
 
 def test_one_worker_runs_one_script_at_a_time(pi: PiHarness, monkeypatch: pytest.MonkeyPatch) -> None:
     single = Sandbox(1)
-    monkeypatch.setattr(tool_module, "get_sandbox", lambda: single)
+    monkeypatch.setattr(sandbox_module, "get_sandbox", lambda: single)  # the tool imports it per run
     try:
         setup(pi, rendezvous_tool())
         pi.script(calls(("codemode", {"code": _meet("ann", 500)}), ("codemode", {"code": _meet("bob", 500)})), "done")
