@@ -1,0 +1,148 @@
+"""Validating entries in bulk gives the models and diagnostics of entry-by-entry validation.
+
+A resume validates every entry on the context path at once (``validate_entries``), with
+validators whose unions look the ``type`` / ``role`` key up instead of calling the
+contract's discriminator functions; whatever they refuse goes through the full
+validator. These tests hold both paths to the same answers on every kind of entry a file
+can hold: each known type, unknown types, roles and blocks, invalid entries, missing
+content, snake_case keys, extra keys.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pi_core.session import SessionManager, records
+from pi_core.session.records import entry_adapter, validate_entries, validate_entry
+from pi_hookspecs import MessageEntry, UnknownEntry
+from pi_hookspecs.messages import UnknownContent, UnknownMessage
+
+TS = "2026-01-01T00:00:00.000Z"
+
+
+def entry(kind: str, n: int, **fields: Any) -> dict[str, Any]:
+    return {"type": kind, "id": f"e{n:07d}", "parentId": f"e{n - 1:07d}" if n else None, "timestamp": TS, **fields}
+
+
+USAGE = {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 3,
+         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
+
+
+def assistant(content: Any, **extra: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": content, "api": "openai-completions", "provider": "p", "model": "m",
+            "usage": USAGE, "stopReason": "stop", "timestamp": 1, **extra}
+
+
+def corpus() -> list[dict[str, Any]]:
+    """Raw entries of every kind, valid and not."""
+    raws = [
+        entry("message", 0, message={"role": "user", "content": "hi", "timestamp": 1}),
+        entry("message", 1, message=assistant([{"type": "text", "text": "hello"}])),
+        entry("message", 2, message=assistant([
+            {"type": "thinking", "thinking": "hm", "thinkingSignature": "sig"},
+            {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "ls"}},
+        ], stopReason="toolUse")),
+        entry("message", 3, message={"role": "toolResult", "toolCallId": "c1", "toolName": "bash",
+                                     "content": [{"type": "text", "text": "out"},
+                                                 {"type": "image", "data": "aGk=", "mimeType": "image/png"}],
+                                     "isError": False, "timestamp": 2}),
+        entry("message", 4, message={"role": "user", "content": [{"type": "text", "text": "x"}], "timestamp": 3}),
+        entry("message", 5, message={"role": "user", "content": None, "timestamp": 3}),  # normalised to []
+        entry("message", 6, message={"role": "system", "timestamp": 3, "content": None}),  # normalised to ""
+        entry("message", 7, message={"role": "bashExecution", "command": "ls", "output": "a", "exitCode": 0,
+                                     "cancelled": False, "truncated": False, "timestamp": 4}),
+        entry("message", 8, message={"role": "custom", "customType": "note", "content": "c", "display": True,
+                                     "timestamp": 4}),
+        entry("message", 9, message={"role": "brandNewRole", "timestamp": 5, "what": 1}),  # unknown role
+        entry("message", 10, message=assistant([{"type": "hologram", "data": 1}, {"type": "text", "text": "t"}])),
+        entry("message", 11, message={"role": "user", "content": "extra keys", "timestamp": 1, "mood": "fine"},
+              future={"kept": True}),
+        entry("message", 12, message={"role": "user", "content": "snake", "timestamp": 1}, parent_id="e0000011"),
+        entry("model_change", 13, provider="p", modelId="m"),
+        entry("thinking_level_change", 14, thinkingLevel="high"),
+        entry("compaction", 15, summary="s", firstKeptEntryId="e0000001", tokensBefore=10),
+        entry("context_edit", 16, targetId="e0000001", replacement=None),
+        entry("branch_summary", 17, fromId="e0000002", summary="b"),
+        entry("custom", 18, customType="k", data={"a": 1}),
+        entry("custom_message", 19, customType="k", content=None, display=True),  # normalised to []
+        entry("label", 20, targetId="e0000001", label="L"),
+        entry("session_info", 21, name="n"),
+        entry("some_future_type", 22, payload=[1, 2]),  # unknown type
+        entry("message", 23, message={"role": "user", "content": 5, "timestamp": 1}),  # invalid content
+        entry("message", 24, message=assistant("not a list")),  # invalid assistant content
+        entry("model_change", 25, provider=3),  # invalid field
+        entry("message", 26, message="not an object"),
+        entry("message", 27, message=assistant([{"type": "text", "text": "u"}], usage={**USAGE, "future": 1})),
+    ]
+    return raws
+
+
+def dumped(model: Any) -> Any:
+    return type(model), model.model_dump(mode="json", by_alias=True), model.model_extra
+
+
+def reference(raw: dict[str, Any]) -> tuple[Any, str | None]:
+    """Entry by entry through the full validator only (what every entry got before)."""
+    normalised = records._normalised(raw)
+    try:
+        return entry_adapter().validate_python(normalised), None
+    except Exception as exc:  # pydantic's ValidationError
+        first = exc.errors()[0]  # type: ignore[attr-defined]
+        where = ".".join(str(part) for part in first["loc"])
+        return UnknownEntry.model_validate(raw), f"{where}: {first['msg']}"
+
+
+def test_each_entry_gets_the_model_and_error_of_the_full_validator() -> None:
+    raws = corpus()
+    expected = [reference(raw) for raw in raws]
+    one_by_one = [validate_entry(raw) for raw in raws]
+    in_bulk = validate_entries(raws)
+    for raw, want, single, bulk in zip(raws, expected, one_by_one, in_bulk, strict=True):
+        assert dumped(single[0]) == dumped(want[0]), raw
+        assert single[1] == want[1], raw
+        assert dumped(bulk[0]) == dumped(want[0]), raw
+        assert bulk[1] == want[1], raw
+    # the corpus does reach the fallbacks
+    models = [model for model, _ in in_bulk]
+    assert any(isinstance(m, UnknownEntry) and m.type == "some_future_type" for m in models)
+    assert any(isinstance(m, MessageEntry) and isinstance(m.message, UnknownMessage) for m in models)
+    assert any(isinstance(m, MessageEntry) and any(isinstance(b, UnknownContent) for b in m.message.content)
+               for m in models if getattr(m.message, "role", None) == "assistant")
+    assert sum(error is not None for _, error in in_bulk) == 4
+
+
+@pytest.mark.parametrize("bad_at", [None, 0, 2047, 2048, 4999])
+def test_a_bad_entry_costs_only_its_chunk_and_keeps_every_model(bad_at: int | None) -> None:
+    raws = [entry("message", n, message={"role": "user", "content": f"q{n}", "timestamp": n}) for n in range(5000)]
+    if bad_at is not None:
+        raws[bad_at] = entry("message", bad_at, message={"role": "user", "content": 7, "timestamp": 1})
+    results = validate_entries(raws)
+    assert len(results) == 5000
+    for n, (model, error) in enumerate(results):
+        if n == bad_at:
+            assert isinstance(model, UnknownEntry) and error == reference(raws[n])[1]
+            assert error is not None and "content" in error
+        else:
+            assert error is None and isinstance(model, MessageEntry) and model.message.content == f"q{n}"
+
+
+def test_a_resumed_file_reports_its_invalid_entries_by_line(tmp_path: Path) -> None:
+    header = {"type": "session", "version": 3, "id": "s", "timestamp": TS, "cwd": "/p"}
+    raws = [entry("message", n, message={"role": "user", "content": f"q{n}", "timestamp": n}) for n in range(3000)]
+    raws[1500]["message"]["content"] = 7
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in [header, *raws]))
+    error = reference(raws[1500])[1]
+    with SessionManager.open(path) as session:
+        messages = session.build_session_context().messages
+        assert len(messages) == 2999
+        assert [str(d) for d in session.diagnostics] == [
+            f"{path}:1502: entry e0001500 (message) does not match the session format ({error}); "
+            "it is kept but left out of the context"
+        ]
+    # nothing was lost: the file still holds the invalid entry as it was
+    assert json.loads(path.read_text().splitlines()[1501])["message"]["content"] == 7
