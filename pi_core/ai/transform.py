@@ -48,6 +48,39 @@ ToolCallIdNormalizer = Callable[[str, Model, AssistantMessage], str]
 _UNSAFE_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 
 
+# pydantic's models answer ``isinstance`` in Python (about 150 ns a call), which the
+# loops over a long history below pay per message and per block: they look the exact
+# class up first and call ``isinstance`` only for a subclass.
+_LLM_CLASSES = (SystemMessage, UserMessage, AssistantMessage, ToolResultMessage)
+LLM_MESSAGE_TYPES: frozenset[type] = frozenset(_LLM_CLASSES)
+_BLOCK_CLASSES = (TextContent, ThinkingContent, ToolCall, ImageContent)
+_BLOCK_EXACT: frozenset[type] = frozenset(_BLOCK_CLASSES)
+
+
+def message_class(message: Any) -> type:
+    """Which of the four provider message classes ``message`` is (its own class when
+    none); the usual caller checks ``type(message) in`` :data:`LLM_MESSAGE_TYPES` first."""
+    kind = type(message)
+    if kind in LLM_MESSAGE_TYPES:
+        return kind
+    for cls in _LLM_CLASSES:
+        if isinstance(message, cls):
+            return cls
+    return kind
+
+
+def block_class(block: Any) -> type:
+    """Which of the text, thinking, tool-call and image block classes ``block`` is
+    (its own class when none)."""
+    kind = type(block)
+    if kind in _BLOCK_EXACT:
+        return kind
+    for cls in _BLOCK_CLASSES:
+        if isinstance(block, cls):
+            return cls
+    return kind
+
+
 # --------------------------------------------------------------------------- system messages
 
 
@@ -144,7 +177,7 @@ def to_llm_messages(messages: Iterable[Any]) -> list[AnyMessage]:
     that a provider never sees a role it cannot send."""
     result: list[AnyMessage] = []
     for message in messages:
-        if isinstance(message, SystemMessage | UserMessage | AssistantMessage | ToolResultMessage):
+        if type(message) in LLM_MESSAGE_TYPES or message_class(message) in LLM_MESSAGE_TYPES:
             result.append(message)
         elif isinstance(message, CustomMessage):
             result.append(UserMessage(content=message.content, timestamp=message.timestamp))
@@ -374,19 +407,28 @@ def _unchanged(message: Any, vision: bool) -> bool:
     content = message.content
     if content is None:
         return False
-    if isinstance(content, str):
+    if type(content) is str:
         return True
-    if isinstance(message, AssistantMessage):  # of the target model: only empty thinking goes
+    if message_class(message) is AssistantMessage:  # of the target model: only empty thinking goes
         for block in content:
+            kind = type(block)
+            if kind is TextContent:
+                continue
             if (
-                isinstance(block, ThinkingContent)
+                (kind is ThinkingContent or block_class(block) is ThinkingContent)
                 and not block.redacted
                 and not block.thinking_signature
                 and not (block.thinking and block.thinking.strip())
             ):
                 return False
         return True
-    return vision or not any(isinstance(block, ImageContent) for block in content)
+    if vision:
+        return True
+    for block in content:
+        kind = type(block)
+        if kind is ImageContent or (kind not in _BLOCK_EXACT and isinstance(block, ImageContent)):
+            return False
+    return True
 
 
 def _memoised(message: Any, key: Any, model: Model, ids: _IdMap, vision: bool) -> Any:
@@ -454,7 +496,10 @@ def transform_messages(
     position = start - 1
     for original in messages[start:] if start else messages:
         position += 1
-        if isinstance(original, AssistantMessage):
+        kind = type(original)
+        if kind not in LLM_MESSAGE_TYPES:
+            kind = message_class(original)
+        if kind is AssistantMessage:
             if pending:
                 flush()
             mark = (position, len(result), None)  # nothing pending: a clean point to resume from
@@ -465,10 +510,10 @@ def transform_messages(
             else:
                 message = _transform_one(original, model, normalize, ids, vision)
             for block in message.content:
-                if isinstance(block, ToolCall):
+                if type(block) is ToolCall or block_class(block) is ToolCall:
                     pending.append(block)
             result.append(message)
-        elif isinstance(original, ToolResultMessage):
+        elif kind is ToolResultMessage:
             if ids.mapping:
                 message = _transform_one(original, model, normalize, ids, vision)
             else:
@@ -479,11 +524,11 @@ def transform_messages(
             answered.add(call_id)
             result.append(message)
         else:
-            if isinstance(original, UserMessage) and _unchanged(original, vision):
+            if kind is UserMessage and _unchanged(original, vision):
                 message = original
             else:
                 message = _memoised(original, same_key, model, ids, vision)
-            if isinstance(message, SystemMessage | UserMessage):
+            if message_class(message) in (SystemMessage, UserMessage):
                 if pending:
                     flush()
                 mark = (position, len(result), None)
@@ -554,10 +599,13 @@ def _llm_and_system(messages: Sequence[Any]) -> tuple[list[AnyMessage], list[Sys
     system: list[SystemMessage] = list(state) if start else []
     memo = _LLM_FORM
     for message in messages[start:] if start else messages:
-        if isinstance(message, SystemMessage):
+        kind = type(message)
+        if kind not in LLM_MESSAGE_TYPES:
+            kind = message_class(message)
+        if kind is SystemMessage:
             system.append(message)
             llm.append(message)
-        elif isinstance(message, UserMessage | AssistantMessage | ToolResultMessage):
+        elif kind in LLM_MESSAGE_TYPES:
             llm.append(message)
         else:
             # the same user message for the same custom message: later stages find
@@ -578,7 +626,7 @@ def _llm_and_system(messages: Sequence[Any]) -> tuple[list[AnyMessage], list[Sys
 
 
 def _llm_length(message: Any, memo: MessageMemo) -> int:
-    if isinstance(message, SystemMessage | UserMessage | AssistantMessage | ToolResultMessage):
+    if message_class(message) in LLM_MESSAGE_TYPES:
         return 1
     converted = memo.get(message, None)
     return len(converted) if converted is not MISSING else 0
@@ -595,7 +643,7 @@ def _without_system(messages: list[Any], count: int) -> list[Any]:
     if not start and count == 1 and isinstance(messages[0], SystemMessage):
         kept = messages[1:]
     else:
-        kept.extend(m for m in (messages[start:] if start else messages) if not isinstance(m, SystemMessage))
+        kept.extend(m for m in (messages[start:] if start else messages) if message_class(m) is not SystemMessage)
     if messages:
         last = messages[-1]
         before = len(kept) - (0 if isinstance(last, SystemMessage) else 1)
@@ -630,17 +678,20 @@ _SIZE_PREFIX = PrefixReuse()
 def _message_size(message: Any) -> tuple[int, int]:
     """``(characters, images)`` of a message's content."""
     content = getattr(message, "content", None)
-    if isinstance(content, str):
+    if type(content) is str or isinstance(content, str):
         return len(content), 0
     chars = images = 0
     for block in content or ():
-        if isinstance(block, TextContent):
+        kind = type(block)
+        if kind not in _BLOCK_EXACT:
+            kind = block_class(block)
+        if kind is TextContent:
             chars += len(block.text)
-        elif isinstance(block, ThinkingContent):
+        elif kind is ThinkingContent:
             chars += len(block.thinking)
-        elif isinstance(block, ToolCall):
+        elif kind is ToolCall:
             chars += len(block.name) + len(str(block.arguments))
-        elif isinstance(block, ImageContent):
+        elif kind is ImageContent:
             images += 1
     return chars, images
 

@@ -261,7 +261,7 @@ class ContextCache:
                 entry = record.model
                 if entry is None:
                     entry = model_of(record)
-                if isinstance(entry, MessageEntry):
+                if type(entry) is MessageEntry or isinstance(entry, MessageEntry):
                     message = entry.message
                     contributions.append((message,))
                     messages.append(message)

@@ -8,8 +8,8 @@ messages, word for word as the TypeScript pi does, so a session produces the sam
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, cast
 
 from pi_hookspecs import (
     AgentMessage,
@@ -25,7 +25,7 @@ from pi_hookspecs import (
     UserMessage,
 )
 
-from ..ai.transform import bash_execution_text
+from ..ai.transform import LLM_MESSAGE_TYPES, bash_execution_text, message_class
 
 COMPACTION_SUMMARY_PREFIX = (
     "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
@@ -58,8 +58,8 @@ def convert_to_llm(messages: Iterable[AgentMessage]) -> list[LlmMessage]:
     """
     out: list[LlmMessage] = []
     for message in messages:
-        if isinstance(message, UserMessage | AssistantMessage | ToolResultMessage | SystemMessage):
-            out.append(message)
+        if type(message) in LLM_MESSAGE_TYPES or message_class(message) in LLM_MESSAGE_TYPES:
+            out.append(cast(LlmMessage, message))
         elif isinstance(message, BashExecutionMessage):
             if not message.exclude_from_context:
                 out.append(_user_text(bash_execution_to_text(message), message.timestamp))
@@ -82,6 +82,15 @@ def content_text(content: str | Sequence[Any], separator: str = "\n") -> str:
     return separator.join(block.text for block in content if isinstance(block, TextContent))
 
 
+def _system_messages(messages: Iterable[AgentMessage]) -> Iterator[SystemMessage]:
+    """The system messages among ``messages`` (the exact class is looked up first:
+    pydantic's ``isinstance`` is slow on a long history)."""
+    for message in messages:
+        kind = type(message)
+        if kind is SystemMessage or (kind not in LLM_MESSAGE_TYPES and isinstance(message, SystemMessage)):
+            yield cast(SystemMessage, message)
+
+
 def current_system_message(messages: Iterable[AgentMessage]) -> SystemMessage | None:
     """Replay every system message into one complete checkpoint: content is appended,
     ``sections`` patched by name (``None`` removes one), tools added and removed by name.
@@ -90,9 +99,7 @@ def current_system_message(messages: Iterable[AgentMessage]) -> SystemMessage | 
     sections: dict[str, str] = {}
     tools: dict[str, ToolDeclaration] = {}
     timestamp: int | None = None
-    for message in messages:
-        if not isinstance(message, SystemMessage):
-            continue
+    for message in _system_messages(messages):
         if timestamp is None:
             timestamp = message.timestamp
         text = content_text(message.content)

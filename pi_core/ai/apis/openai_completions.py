@@ -31,6 +31,7 @@ from ..models import clamp_thinking_level, provider_thinking_value, thinking_bud
 from ..stream import MessageBuilder
 from ..transform import (
     clamp_max_tokens,
+    message_class,
     prepare_context,
     supports_mid_conversation_system,
     system_update_text,
@@ -230,19 +231,22 @@ def convert_messages(model: Model, prompt: str, messages: list[Any], compat: dic
     mark: tuple[int, int, Any] | None = None
     last_role: str | None = None
     empty_reasoning = bool(compat["requiresReasoningContentOnAssistantMessages"] and model.reasoning)
-    while index < len(messages):
+    bridge_after_tools = compat["requiresAssistantAfterToolResult"]
+    count = len(messages)
+    while index < count:
         message = messages[index]
         index += 1
-        if compat["requiresAssistantAfterToolResult"] and last_role == "tool" and isinstance(message, UserMessage):
+        kind = message_class(message)
+        if bridge_after_tools and last_role == "tool" and kind is UserMessage:
             params.append({"role": "assistant", "content": TOOL_RESULTS_BRIDGE})
-        if isinstance(message, SystemMessage):
+        if kind is SystemMessage:
             text = system_update_text(message)
             if text:
                 params.append({"role": instruction_role, "content": text})
                 last_role = "system"
-        elif isinstance(message, UserMessage):
+        elif kind is UserMessage:
             content = message.content
-            if isinstance(content, str):  # cheaper than a memo lookup
+            if type(content) is str:  # cheaper than a memo lookup
                 entry = {"role": "user", "content": content}
             else:
                 entry = memo.get(message, "user")
@@ -251,7 +255,7 @@ def convert_messages(model: Model, prompt: str, messages: list[Any], compat: dic
             if entry is not None:
                 params.append(entry)
                 last_role = "user"
-        elif isinstance(message, AssistantMessage):
+        elif kind is AssistantMessage:
             plain = _plain_text(message.content)
             if plain is not None:  # text blocks only: cheaper than a memo lookup
                 entry = None  # no text: nothing to send (as _assistant_message decides)
@@ -267,9 +271,9 @@ def convert_messages(model: Model, prompt: str, messages: list[Any], compat: dic
                 mark = (index - 1, len(params), None)  # what follows does not depend on what came before
                 params.append(entry)
                 last_role = "assistant"
-        elif isinstance(message, ToolResultMessage):
+        elif kind is ToolResultMessage:
             results = [message]
-            while index < len(messages) and isinstance(messages[index], ToolResultMessage):
+            while index < count and message_class(messages[index]) is ToolResultMessage:
                 results.append(messages[index])
                 index += 1
             images: list[dict[str, Any]] = []
