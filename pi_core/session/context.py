@@ -229,10 +229,20 @@ class ContextCache:
         self.selected: list[Record] = []
         self.contributions: list[tuple[AgentMessage, ...]] = []
         self.messages: list[AgentMessage] = []
+        #: The :class:`ProjectedEntry` of each selected entry, once asked for; extended
+        #: on append (a turn end's preview costs O(new entries), not O(history)).
+        self._projected: list[ProjectedEntry] | None = None
         self.edits: dict[str, ContextEditEntry] = {}
-        self.selected_ids: set[str] = set()
+        self._selected_ids: set[str] | None = set()
         self.thinking_level = "off"
         self.model: ModelRef | None = None
+
+    @property
+    def selected_ids(self) -> set[str]:
+        """The ids of the selected entries."""
+        if self._selected_ids is None:
+            self._selected_ids = {record.id for record in self.selected}
+        return self._selected_ids
 
     def invalidate(self) -> None:
         self.valid = False
@@ -242,7 +252,7 @@ class ContextCache:
         self.leaf_id = leaf_id
         self._restore_settings(path)
         selected = self.selected = select_context(path)
-        self.selected_ids = {record.id for record in selected}
+        self._selected_ids = None  # built when a context edit is appended (rare)
         if self._validate is not None:  # what is projected below, validated at once
             self._validate([record for record in selected if record.type in _VALIDATED])
         model_of = self._model_of
@@ -277,6 +287,7 @@ class ContextCache:
             contributions.append(contribution)
             messages.extend(contribution)
         self.contributions = contributions
+        self._projected = None
         self.messages = messages
         self.valid = True
 
@@ -294,9 +305,12 @@ class ContextCache:
         self._update_settings(record)
         self.path.append(record)
         self.selected.append(record)
-        self.selected_ids.add(record.id)
+        if self._selected_ids is not None:
+            self._selected_ids.add(record.id)
         contribution = self._project(record)
         self.contributions.append(contribution)
+        if self._projected is not None:
+            self._projected.append(ProjectedEntry(self._model_of(record), contribution))
         self.messages.extend(contribution)
         self.leaf_id = record.id
         return True
@@ -339,8 +353,11 @@ class ContextCache:
                 self.model = model
 
     def projection(self) -> SessionProjection:
-        entries = [
-            ProjectedEntry(self._model_of(record), contribution)
-            for record, contribution in zip(self.selected, self.contributions, strict=True)
-        ]
-        return SessionProjection(entries, list(self.messages), self.thinking_level, self.model)
+        projected = self._projected
+        if projected is None:
+            model_of = self._model_of
+            projected = self._projected = [
+                ProjectedEntry(record.model if record.model is not None else model_of(record), contribution)
+                for record, contribution in zip(self.selected, self.contributions, strict=True)
+            ]
+        return SessionProjection(list(projected), list(self.messages), self.thinking_level, self.model)

@@ -93,10 +93,13 @@ def no_gc() -> Iterator[None]:
 
 def _normalised(raw: dict[str, Any]) -> dict[str, Any]:
     """Old or hand-edited files can hold messages with ``null``/missing content."""
-    if raw.get("type") == "custom_message" and raw.get("content") is None:
-        return {**raw, "content": []}
+    kind = raw.get("type")
+    if kind != "message":
+        if kind == "custom_message" and raw.get("content") is None:
+            return {**raw, "content": []}
+        return raw
     message = raw.get("message")
-    if raw.get("type") != "message" or not isinstance(message, dict) or message.get("content") is not None:
+    if not isinstance(message, dict) or message.get("content") is not None:
         return raw
     role = message.get("role")
     if role == "system":

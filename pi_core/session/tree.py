@@ -57,6 +57,7 @@ class EntryTree:
         records = self.records
         by_id = self.by_id
         diagnostics = self._diagnostics
+        note = self._note
         for raw, line in zip(raws, lines, strict=True):
             entry_id = raw.get("id")
             kind = raw.get("type")
@@ -69,7 +70,8 @@ class EntryTree:
                 diagnostics.append(SessionDiagnostic(path, line, f"duplicate entry id {entry_id}"))
             records.append(record)
             by_id[entry_id] = record
-            self._note(record, raw)
+            if kind != "message" or (record.role == "assistant" and not self.has_assistant):
+                note(record, raw)  # (a message only matters to it as the first assistant one)
         self.leaf_id = records[-1].id if records else None
 
     def add(self, record: Record, raw: Mapping[str, Any]) -> None:
