@@ -618,13 +618,16 @@ class SessionManager:
         self._writer.check_writable(self.get_session_id())
 
     def _append(self, entry: SessionEntry) -> str:
-        raw = _entry_json(entry)
         record = Record(entry.id, entry.parent_id, entry.type, None, entry)
         tree = self._tree
-        # persisted before it is committed to memory: a failed write leaves both unchanged
-        self._writer.write(
-            raw, start_file=tree.has_assistant or record.role == "assistant", header=self._header, earlier=tree.records
-        )
+        if self._writer.persist or entry.type in _NOTED_FROM_JSON:
+            raw = _entry_json(entry)
+            # persisted before it is committed to memory: a failed write leaves both unchanged
+            self._writer.write(
+                raw, start_file=tree.has_assistant or record.role == "assistant", header=self._header, earlier=tree.records
+            )
+        else:
+            raw = {}  # an in-memory session keeps the model; its JSON is made when asked for
         tree.add(record, raw)
         return entry.id
 
@@ -743,6 +746,10 @@ if TYPE_CHECKING:
 
 
 __all__ = ["SessionManager", "SessionTreeNode"]
+
+
+_NOTED_FROM_JSON = frozenset({"label", "session_info"})
+"""Entry types whose JSON the tree reads when one is appended (labels, the session name)."""
 
 
 def _entry_json(entry: SessionEntry) -> dict[str, Any]:
