@@ -197,6 +197,14 @@ class Recorder:
         self.seen: list[Any] = []
 
     @hookimpl
+    def session_start(self, event: Any) -> None:
+        self.seen.append(event)
+
+    @hookimpl
+    def session_shutdown(self, event: Any) -> None:
+        self.seen.append(event)
+
+    @hookimpl
     def before_agent_start(self, event: Any) -> None:
         self.seen.append(event)
 
@@ -252,6 +260,9 @@ def test_a_run_emits_and_records_models_as_validated(pi: Any) -> None:
     turn_end = next(e for e in recorder.seen if e.type == "turn_end")
     boundary = pi.run(session.runner.emit_boundary("turn_end", turn_end))
     assert isinstance(boundary, BoundaryResult)
+    pi.run(session.shutdown("reload", "/tmp/next.jsonl"))
+    with pytest.raises(ValueError, match="reason"):
+        pi.run(session.shutdown("bogus"))
 
     checked: list[BaseModel] = [*recorder.seen, *pi.events, *run.messages, boundary, options]
     checked += [e.system_prompt_options for e in recorder.seen if isinstance(e, BeforeAgentStartEvent)]
@@ -260,8 +271,8 @@ def test_a_run_emits_and_records_models_as_validated(pi: Any) -> None:
     assert {BeforeAgentStartEvent, SystemPromptOptions, ToolCallEvent, ToolResultEvent, AgentSettledEvent,
             ToolExecutionStartEvent, ToolExecutionEndEvent, UserMessage, AssistantMessage,
             ToolResultMessage, SystemMessage, BoundaryResult} <= kinds
-    assert {"before_provider_headers", "before_provider_request", "after_provider_response",
-            "provider_stream_event"} <= {e.type for e in recorder.seen}
+    assert {"session_start", "session_shutdown", "before_provider_headers", "before_provider_request",
+            "after_provider_response", "provider_stream_event"} <= {e.type for e in recorder.seen}
     for model in checked:
         if isinstance(model, BaseModel):
             assert_as_validated(model)

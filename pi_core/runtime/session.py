@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast, get_args
 
 from pi_hookspecs import (
     AgentMessage,
@@ -77,6 +77,11 @@ from .tool_binding import ToolBinding, tool_selection
 from .tool_registry import ToolRegistry
 
 PromptOutcome = Literal["handled", "queued", "started"]
+
+_START_REASONS = frozenset(get_args(SessionStartEvent.model_fields["reason"].annotation))
+_SHUTDOWN_REASONS = frozenset(get_args(SessionShutdownEvent.model_fields["reason"].annotation))
+"""The reasons of ``session_start`` / ``session_shutdown`` (their events are constructed
+for these; anything else is validated, which names it)."""
 
 
 class AgentSession:
@@ -763,9 +768,13 @@ class AgentSession:
         """``session_start`` then ``resources_discover``; call once the host is bound."""
         self._record_selection()
         if self.runner.has_handlers("session_start"):
-            await self.runner.emit(
-                "session_start", SessionStartEvent(reason=reason, previous_session_file=previous_session_file)
-            )
+            if reason in _START_REASONS:  # the host's own reasons: constructed
+                start = SessionStartEvent.model_construct(
+                    reason=cast(Any, reason), previous_session_file=previous_session_file
+                )
+            else:  # validation names the unknown reason
+                start = SessionStartEvent(reason=reason, previous_session_file=previous_session_file)
+            await self.runner.emit("session_start", start)
         if self.runner.has_handlers("resources_discover"):
             results = await self.runner.emit(
                 "resources_discover",
@@ -797,9 +806,13 @@ class AgentSession:
 
     async def shutdown(self, reason: str = "quit", target_session_file: str | None = None) -> None:
         if self.runner.has_handlers("session_shutdown"):
-            await self.runner.emit(
-                "session_shutdown", SessionShutdownEvent(reason=reason, target_session_file=target_session_file)
-            )
+            if reason in _SHUTDOWN_REASONS:
+                shutdown = SessionShutdownEvent.model_construct(
+                    reason=cast(Any, reason), target_session_file=target_session_file
+                )
+            else:
+                shutdown = SessionShutdownEvent(reason=reason, target_session_file=target_session_file)
+            await self.runner.emit("session_shutdown", shutdown)
 
     def dispose(self, reason: str = "the session was disposed") -> None:
         if self._disposed:
