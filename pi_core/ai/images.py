@@ -92,7 +92,13 @@ def fit_message_images(message: Any) -> Any:
     """``message`` with each image block fitted (a copy; the same object when none
     needed it); a resized image is followed by the dimension note."""
     content = getattr(message, "content", None)
-    if not isinstance(content, list) or not any(isinstance(b, ImageContent) for b in content):
+    if type(content) is not list and not isinstance(content, list):
+        return message
+    for block in content:  # the exact class first: pydantic's isinstance is slow (a long history)
+        kind = type(block)
+        if kind is ImageContent or (kind is not TextContent and isinstance(block, ImageContent)):
+            break
+    else:
         return message
     blocks: list[Any] = []
     changed = False

@@ -132,8 +132,8 @@ def validate_entries(raws: list[dict[str, Any]]) -> list[tuple[SessionEntry, str
     than entry by entry); otherwise entry by entry."""
     validate_list = _fast_validators()[1]
     out: list[tuple[SessionEntry, str | None]] = []
-    for start in range(0, len(raws), _CHUNK):
-        chunk = raws[start : start + _CHUNK]
+    for start in range(0, len(raws), CHUNK):
+        chunk = raws[start : start + CHUNK]
         try:
             models: list[SessionEntry] = validate_list([_normalised(raw) for raw in chunk])
         except ValidationError:  # one entry or more needs the full validator: this chunk only
@@ -143,7 +143,7 @@ def validate_entries(raws: list[dict[str, Any]]) -> list[tuple[SessionEntry, str
     return out
 
 
-_CHUNK = 2048
+CHUNK = 2048
 """Entries validated at once by :func:`validate_entries`: an entry the fast validator
 refuses costs at most a chunk validated twice."""
 

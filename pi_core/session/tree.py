@@ -17,7 +17,7 @@ from pi_hookspecs import SessionEntry
 from .context import ContextCache
 from .errors import SessionDiagnostic
 from .paths import iso_to_ms, new_entry_id
-from .records import Record, no_gc, validate_entries, validate_entry
+from .records import CHUNK, Record, no_gc, validate_entries, validate_entry
 
 
 @dataclass(slots=True)
@@ -121,11 +121,13 @@ class EntryTree:
         """Validate those of ``records`` that are not yet, all at once (cheaper than
         :meth:`model_of` one by one, with the same models and diagnostics)."""
         pending = [record for record in records if record.model is None]
-        if not pending:
-            return
-        results = validate_entries([record.raw for record in pending if record.raw is not None])
-        for record, (model, error) in zip(pending, results, strict=True):
-            self._keep(record, model, error)
+        # a chunk at a time: the raw objects of one chunk are freed before the next is
+        # validated, so the models reuse their memory (fewer pages to fault in)
+        for start in range(0, len(pending), CHUNK):
+            chunk = pending[start : start + CHUNK]
+            results = validate_entries([record.raw for record in chunk if record.raw is not None])
+            for record, (model, error) in zip(chunk, results, strict=True):
+                self._keep(record, model, error)
 
     def _keep(self, record: Record, model: SessionEntry, error: str | None) -> None:
         if error is not None:
