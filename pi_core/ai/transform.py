@@ -513,6 +513,11 @@ def transform_messages(
                 if type(block) is ToolCall or block_class(block) is ToolCall:
                     pending.append(block)
             result.append(message)
+        elif kind is UserMessage and type(original.content) is str:  # the most common message, inline
+            if pending:
+                flush()
+            mark = (position, len(result), None)
+            result.append(original)
         elif kind is ToolResultMessage:
             if ids.mapping:
                 message = _transform_one(original, model, normalize, ids, vision)
@@ -662,6 +667,10 @@ def estimate_tokens(prepared: PreparedContext) -> int:
     start, _, state = _SIZE_PREFIX.resume(None, messages)
     text, pictures = state if start else (0, 0)
     for message in messages[start:] if start else messages:
+        content = getattr(message, "content", None)
+        if type(content) is str:
+            text += len(content)
+            continue
         size = _message_size(message)
         text += size[0]
         pictures += size[1]

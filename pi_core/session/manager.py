@@ -362,8 +362,9 @@ class SessionManager:
     def get_branch(self, from_id: str | None = None) -> builtins.list[SessionEntry]:
         """The entries from the root to ``from_id`` (default: the leaf), all types."""
         tree = self._tree
+        model_of = tree.model_of
         with no_gc():
-            return [tree.model_of(record) for record in tree.branch(from_id)]
+            return [record.model if record.model is not None else model_of(record) for record in tree.branch(from_id)]
 
     def get_children(self, parent_id: str) -> builtins.list[SessionEntry]:
         tree = self._tree

@@ -256,7 +256,12 @@ def convert_messages(model: Model, prompt: str, messages: list[Any], compat: dic
                 params.append(entry)
                 last_role = "user"
         elif kind is AssistantMessage:
-            plain = _plain_text(message.content)
+            content = message.content
+            plain: str | None
+            if len(content) == 1 and type(content[0]) is TextContent:  # one text block, inline
+                plain = content[0].text if content[0].text.strip() else ""
+            else:
+                plain = _plain_text(content)
             if plain is not None:  # text blocks only: cheaper than a memo lookup
                 entry = None  # no text: nothing to send (as _assistant_message decides)
                 if plain:
