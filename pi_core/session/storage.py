@@ -323,8 +323,10 @@ class SessionFile:
                     os.close(fd)
                     continue
                 _remove_stale_rewrites(path)
-                chunks = []
-                offset = 0
+                # one read of the whole file (a large session is not copied chunk by chunk),
+                # then whatever was appended meanwhile
+                chunks = [os.pread(fd, os.fstat(fd).st_size, 0)]
+                offset = len(chunks[0])
                 while chunk := os.pread(fd, 1 << 22, offset):
                     chunks.append(chunk)
                     offset += len(chunk)
@@ -332,7 +334,7 @@ class SessionFile:
                 with contextlib.suppress(OSError):
                     os.close(fd)
                 raise
-            data = b"".join(chunks)
+            data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
             return cls(path, fd, len(data)), data
 
     # ------------------------------------------------------------------ writing

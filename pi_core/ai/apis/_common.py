@@ -274,6 +274,10 @@ class _ListFragments:
         self.fragments: list[bytes] = []
 
     def encode(self, items: list[Any]) -> bytes:
+        return b"[" + self.joined(items) + b"]"
+
+    def joined(self, items: list[Any]) -> bytes:
+        """The items' JSON joined with commas (the list without its brackets)."""
         old = self.items
         same = min(len(old), len(items))
         if same and not all(map(operator.is_, old[:same], items[:same])):
@@ -281,7 +285,7 @@ class _ListFragments:
         fragments = self.fragments[:same]
         fragments.extend(to_json(item) for item in items[same:])
         self.items, self.fragments = list(items), fragments
-        return b"[" + b",".join(fragments) + b"]"
+        return b",".join(fragments)
 
 
 _FRAGMENTS = _ListFragments()
@@ -292,14 +296,19 @@ def encode_payload(payload: Any) -> bytes:
     conversation is encoded incrementally (:class:`_ListFragments`)."""
     if not isinstance(payload, dict):
         return to_json(payload)
-    parts = []
+    # one join at the end: the message list of a long conversation is megabytes, and
+    # every intermediate concatenation would copy it again
+    pieces = [b"{"]
     for key, value in payload.items():
+        if len(pieces) > 1:
+            pieces.append(b",")
+        pieces.append(to_json(str(key)))
         if key in _LIST_KEYS and isinstance(value, list):
-            encoded = _FRAGMENTS.encode(value)
+            pieces += (b":[", _FRAGMENTS.joined(value), b"]")
         else:
-            encoded = to_json(value)
-        parts.append(to_json(str(key)) + b":" + encoded)
-    return b"{" + b",".join(parts) + b"}"
+            pieces += (b":", to_json(value))
+    pieces.append(b"}")
+    return b"".join(pieces)
 
 
 async def post_sse(
