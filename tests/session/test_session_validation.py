@@ -11,6 +11,9 @@ content, snake_case keys, extra keys.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -146,3 +149,78 @@ def test_a_resumed_file_reports_its_invalid_entries_by_line(tmp_path: Path) -> N
         ]
     # nothing was lost: the file still holds the invalid entry as it was
     assert json.loads(path.read_text().splitlines()[1501])["message"]["content"] == 7
+
+
+# --------------------------------------------------------------------------- the schema cache
+
+
+def test_the_fast_schema_is_cached_beside_the_bytecode_and_regenerated_when_a_source_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pi_core.session import schema_cache
+
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "pycache"))
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    module = tmp_path / "src" / "builder.py"
+    module.parent.mkdir()
+    module.write_text("# the module that builds the schema\n")
+    full = records._keyed(entry_adapter().core_schema)
+    calls: list[int] = []
+
+    def generate() -> Any:
+        calls.append(1)
+        return full
+
+    def cached_files() -> list[Path]:
+        return sorted((tmp_path / "pycache").rglob("pi-entry-schema.*.pickle"))
+
+    schema = schema_cache.cached_schema(str(module), generate)
+    assert calls == [1] and len(cached_files()) == 1
+    again = schema_cache.cached_schema(str(module), generate)
+    assert calls == [1], "the second run reads the schema back"
+    # validators built from the schema read back give the full validator's answers
+    one, _ = records._validators_of(again)
+    for raw in corpus()[:9]:
+        assert dumped(one(records._normalised(raw))) == dumped(reference(raw)[0])
+    assert schema is full
+    # a changed source: generated again, and the stale file goes
+    first = cached_files()
+    module.write_text("# changed\n# the module that builds the schema\n")
+    schema_cache.cached_schema(str(module), generate)
+    assert calls == [1, 1]
+    assert len(cached_files()) == 1 and cached_files() != first
+    # a damaged file is ignored (and replaced)
+    cached_files()[0].write_bytes(b"not a pickle")
+    schema_cache.cached_schema(str(module), generate)
+    assert calls == [1, 1, 1]
+    schema_cache.cached_schema(str(module), generate)
+    assert calls == [1, 1, 1]
+
+
+def test_without_bytecode_writing_nothing_is_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pi_core.session import schema_cache
+
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "pycache"))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    module = tmp_path / "builder.py"
+    module.write_text("")
+    assert schema_cache.cached_schema(str(module), lambda: {"type": "any"}) == {"type": "any"}
+    assert not list(tmp_path.rglob("pi-entry-schema.*"))
+
+
+def test_a_fresh_process_validates_with_the_cached_schema_without_building_the_full_validator(tmp_path: Path) -> None:
+    script = (
+        "import json, sys\n"
+        "from pi_core.session import records\n"
+        "models = records.validate_entries([json.loads(line) for line in sys.stdin])\n"
+        "print(records.entry_adapter.cache_info().currsize, len(models), models[1][0].message.content[0].text)\n"
+    )
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path / "pycache")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    lines = "".join(json.dumps(raw) + "\n" for raw in corpus()[:9])
+    runs = [
+        subprocess.run([sys.executable, "-c", script], input=lines, env=env, capture_output=True, text=True, check=True)
+        for _ in range(2)
+    ]
+    assert runs[0].stdout.split() == ["1", "9", "hello"]  # generated from the full validator's schema
+    assert runs[1].stdout.split() == ["0", "9", "hello"]  # read back: the full validator was never built

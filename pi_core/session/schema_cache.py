@@ -1,0 +1,129 @@
+"""The core schema of the fast entry validators, kept between runs beside pi's bytecode.
+
+Generating the schema of the session entry models is pure Python (pydantic walks 27
+model classes: about 18 ms, a twelfth of resuming a 20,000-entry session); building a
+validator from a ready schema takes under a millisecond. So the schema, once
+generated, is pickled next to the bytecode Python caches for this module (the same
+folder, ``__pycache__`` or ``sys.pycache_prefix``, with the same trust: Python runs the
+``.pyc`` files found there) and read back by later runs.
+
+The file is named after a digest of everything the schema depends on — the Python,
+pydantic and pydantic-core versions, and the size and modification time of every
+source file of the contract package and of the session records module — and holds that
+description too, compared on reading: a changed model is never validated with an old
+schema. A file that is missing, unreadable, someone else's, or describes other sources
+is ignored (the schema is generated again, and written unless
+``sys.dont_write_bytecode``); nothing here ever fails a run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import pi_hookspecs
+
+_FORMAT = 1
+
+
+def _description(sources: list[str]) -> str:
+    import pydantic
+    import pydantic_core
+
+    lines = [f"format {_FORMAT}", sys.version, f"pydantic {pydantic.VERSION}", f"pydantic-core {pydantic_core.__version__}"]
+    for source in sources:
+        try:
+            stat = os.stat(source)
+        except OSError:
+            lines.append(f"{source} missing")
+            continue
+        lines.append(f"{source} {stat.st_size} {stat.st_mtime_ns}")
+    return "\n".join(lines)
+
+
+def _sources(module_file: str) -> list[str]:
+    package = os.path.dirname(os.path.abspath(pi_hookspecs.__file__))
+    try:
+        names = sorted(entry.name for entry in os.scandir(package) if entry.name.endswith(".py"))
+    except OSError:
+        names = []
+    return [os.path.abspath(module_file), *(os.path.join(package, name) for name in names)]
+
+
+def _cache_file(module_file: str, description: str) -> str | None:
+    import importlib.util
+
+    try:
+        bytecode = importlib.util.cache_from_source(os.path.abspath(module_file))
+    except (NotImplementedError, ValueError):  # no bytecode caching in this interpreter
+        return None
+    digest = hashlib.sha256(description.encode()).hexdigest()[:20]
+    return os.path.join(os.path.dirname(bytecode), f"pi-entry-schema.{digest}.pickle")
+
+
+def cached_schema(module_file: str, generate: Callable[[], Any]) -> Any:
+    """The schema cached for ``module_file`` (the module that builds it) and the
+    contract's current sources, else ``generate()`` (then cached for the next run)."""
+    description = _description(_sources(module_file))
+    path = _cache_file(module_file, description)
+    if path is not None:
+        schema = _read(path, description)
+        if schema is not None:
+            return schema
+    schema = generate()
+    if path is not None and not sys.dont_write_bytecode:
+        _write(path, description, schema)
+    return schema
+
+
+def _read(path: str, description: str) -> Any:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        stat = os.fstat(fd)
+        if hasattr(os, "getuid") and stat.st_uid != os.getuid():
+            return None  # not written by this user: not unpickled
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            import pickle
+
+            stored = pickle.load(handle)
+    except Exception:  # a stale or damaged cache is only a missed shortcut
+        return None
+    finally:
+        os.close(fd)
+    if not isinstance(stored, tuple) or len(stored) != 2 or stored[0] != description:
+        return None
+    return stored[1]
+
+
+def _write(path: str, description: str, schema: Any) -> None:
+    import pickle
+
+    try:
+        data = pickle.dumps((description, schema), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # a schema holding something unpicklable is not cached
+        return
+    directory = os.path.dirname(path)
+    temporary = f"{path}.{os.getpid()}.tmp"
+    with contextlib.suppress(OSError):
+        os.makedirs(directory, exist_ok=True)
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(temporary, path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            return
+        name = os.path.basename(path)
+        for entry in os.scandir(directory):  # the schemas of earlier sources
+            if entry.name.startswith("pi-entry-schema.") and entry.name.endswith(".pickle") and entry.name != name:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
