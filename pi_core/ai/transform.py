@@ -648,7 +648,11 @@ def _without_system(messages: list[Any], count: int) -> list[Any]:
     if not start and count == 1 and isinstance(messages[0], SystemMessage):
         kept = messages[1:]
     else:
-        kept.extend(m for m in (messages[start:] if start else messages) if message_class(m) is not SystemMessage)
+        kept.extend(
+            m
+            for m in (messages[start:] if start else messages)
+            if (kind := type(m)) is not SystemMessage and (kind in LLM_MESSAGE_TYPES or not isinstance(m, SystemMessage))
+        )
     if messages:
         last = messages[-1]
         before = len(kept) - (0 if isinstance(last, SystemMessage) else 1)
