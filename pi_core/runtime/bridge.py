@@ -25,7 +25,7 @@ from pi_hookspecs import (
 from ..agent import FinishTurn, TurnInfo
 from ..extensions import EventRunner
 from ..session import SessionManager
-from ..session.messages import convert_to_llm
+from ..session.messages import LlmConversion
 from .ports import Emit, Sync
 
 
@@ -75,6 +75,7 @@ class EventBridge:
         self._sync = sync
         self._pending = pending
         self._entry_ids: dict[int, str] = {}
+        self._preview_llm = LlmConversion()
 
     # ------------------------------------------------------------------ events
 
@@ -187,7 +188,7 @@ class EventBridge:
         projection = manager.build_session_projection()
         queued, custom = self._pending()
         messages = list(projection.messages)
-        llm = convert_to_llm(messages)
+        llm = self._preview_llm(messages)  # only the messages new since the last boundary are converted
         final_role = llm[-1].role if llm else None
         context_ok = any(m.role != "system" for m in llm) and final_role != "assistant"
         if boundary == "turn_end":

@@ -75,6 +75,28 @@ def convert_to_llm(messages: Iterable[AgentMessage]) -> list[LlmMessage]:
     return out
 
 
+class LlmConversion:
+    """:func:`convert_to_llm` of a list that grows at its end (a turn end's preview of
+    the context): the messages of the previous call that start the list again, the same
+    objects, are not converted again — checking that costs a fraction of converting."""
+
+    __slots__ = ("_reuse",)
+
+    def __init__(self) -> None:
+        from ..ai._memo import PrefixReuse
+
+        self._reuse = PrefixReuse()
+
+    def __call__(self, messages: Sequence[AgentMessage]) -> list[LlmMessage]:
+        start, out, _ = self._reuse.resume(None, messages)
+        out.extend(convert_to_llm(messages[start:] if start else messages))
+        if messages:
+            # next time, start again at the last message (its own conversion redone)
+            last = len(convert_to_llm(messages[-1:]))
+            self._reuse.save(None, messages, out, (len(messages) - 1, len(out) - last, None))
+        return out
+
+
 def content_text(content: str | Sequence[Any], separator: str = "\n") -> str:
     """The text of a message content (text blocks joined by ``separator``)."""
     if isinstance(content, str):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from session_helpers import assistant, no_session_dir_env, system, tool_result, user  # noqa: F401
 
 from pi_core.session import convert_to_llm, current_system_message
@@ -89,3 +92,34 @@ def test_current_system_message_replays_content_sections_and_tools() -> None:
     assert replayed.sections == {"b": "B", "c": "C"}
     assert [tool.name for tool in replayed.tools_added or []] == ["bash", "read"]
     assert replayed.timestamp == 0
+
+
+def test_incremental_conversion_equals_a_full_one_and_converts_only_new_messages(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pi_core.session import messages as module
+
+    converted: list[int] = []
+    original = module.convert_to_llm
+
+    def counting(items: Any) -> Any:
+        items = list(items)
+        converted.append(len(items))
+        return original(items)
+
+    monkeypatch.setattr(module, "convert_to_llm", counting)
+    conversion = module.LlmConversion()
+    note = CustomMessage(custom_type="note", content="a note", display=True, timestamp=1)
+    history: list[Any] = [system("p"), user("u0"), assistant("a0"), note]
+    for turn in range(1, 30):
+        history = [*history, user(f"u{turn}"), assistant(f"a{turn}")]
+        converted.clear()
+        result = conversion(history)
+        assert [m.model_dump() for m in result] == [m.model_dump() for m in original(history)]
+        if turn > 1:
+            assert sum(converted) <= 5, converted  # the new messages and the last one again
+    # a message replaced in the middle: converted from the start again, still right
+    history[3] = CustomMessage(custom_type="note", content="edited", display=True, timestamp=1)
+    result = conversion(history)
+    assert [m.model_dump() for m in result] == [m.model_dump() for m in original(history)]
+    assert conversion([]) == []
