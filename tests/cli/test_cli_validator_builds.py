@@ -1,0 +1,116 @@
+"""Which pydantic validators a ``pi -p`` run builds.
+
+The contract's models build their validator (and serializer) the first time they are
+used (``defer_build``): about a millisecond each. pi constructs the objects it makes
+from values it already holds (stream events, the streamed message, its own events, the
+definitions of its built-in tools and of its plugins' tools, flags and commands), so a
+run builds only the validators of the data it reads: ``models.json``, the model, the
+tool arguments, a tool's result (docs/architecture.md, "The fast path"). A real run,
+with pi's three default plugins, logs every build through a ``sitecustomize`` hook.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli_helpers import agent_dir, run_pi
+from wire_server import Canned, WireServer, anthropic_message, anthropic_stream, chat_chunks, use_server
+
+_HOOK = """\
+import os
+
+_log = os.environ.get("PI_TEST_BUILD_LOG")
+if _log:
+    import pydantic._internal._model_construction as _construction
+
+    _real = _construction.complete_model_class
+
+    def complete_model_class(cls, *args, **kwargs):
+        with open(_log, "a", encoding="utf-8") as out:
+            out.write(f"{cls.__module__}.{cls.__qualname__}\\n")
+        return _real(cls, *args, **kwargs)
+
+    _construction.complete_model_class = complete_model_class
+"""
+
+CONSTRUCTED = {
+    # stream events and the message the stream assembles
+    "pi_hookspecs.llm.StartEvent", "pi_hookspecs.llm.TextStartEvent", "pi_hookspecs.llm.TextDeltaEvent",
+    "pi_hookspecs.llm.TextEndEvent", "pi_hookspecs.llm.ToolCallStartEvent", "pi_hookspecs.llm.ToolCallDeltaEvent",
+    "pi_hookspecs.llm.ToolCallEndEvent", "pi_hookspecs.llm.DoneEvent", "pi_hookspecs.messages.AssistantMessage",
+    "pi_hookspecs.messages.Usage", "pi_hookspecs.messages.Cost", "pi_hookspecs.messages.ToolCall",
+    "pi_hookspecs.llm.StreamOptions",
+    # pi's own events and messages
+    "pi_hookspecs.events.BoundaryResult", "pi_hookspecs.events.BeforeAgentStartEvent",
+    "pi_hookspecs.events.SystemPromptOptions", "pi_hookspecs.events.AfterProviderResponseEvent",
+    "pi_hookspecs.events.AgentSettledEvent", "pi_hookspecs.events.SessionStartEvent",
+    "pi_hookspecs.events.SessionShutdownEvent", "pi_hookspecs.events.ToolExecutionStartEvent",
+    "pi_hookspecs.events.ToolExecutionEndEvent", "pi_hookspecs.events.ToolCallEvent",
+    "pi_hookspecs.events.ToolResultEvent", "pi_hookspecs.messages.UserMessage",
+    "pi_hookspecs.messages.ToolResultMessage",
+    # definitions and registrations of pi and its plugins
+    "pi_hookspecs.tools.ToolDefinition", "pi_hookspecs.tools.ToolAnnotations", "pi_hookspecs.messages.ToolDeclaration",
+    "pi_hookspecs.llm.ApiDefinition", "pi_hookspecs.auth.LoginMethod", "pi_hookspecs.registration.CommandDefinition",
+    "pi_hookspecs.registration.FlagDefinition", "pi_hookspecs.registration.CliCommandDefinition",
+    # settings and models.json models read without their own validators
+    "pi_core.compaction.settings.CompactionSettings", "pi_core.compaction.settings.BranchSummarySettings",
+    "pi_core.tools.edit.EditBlock", "pi_core.ai.config.ModelConfig",
+}
+
+
+@pytest.fixture
+def wire() -> Iterator[WireServer]:
+    yield from use_server()
+
+
+def _models(url: str) -> None:
+    path = agent_dir() / "models.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    model = {"id": "m", "contextWindow": 32000, "maxTokens": 1024}
+    path.write_text(json.dumps({"providers": {
+        "chat": {"baseUrl": f"{url}/v1", "api": "openai-completions", "apiKey": "k", "models": [model]},
+        "ant": {"baseUrl": url, "api": "anthropic-messages", "apiKey": "k", "models": [model]},
+    }}))
+
+
+def _replies(api: str, tool: bool) -> list[Canned]:
+    args = json.dumps({"command": "echo from-bash"})
+    if api == "chat":
+        call = chat_chunks([{"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                             "function": {"name": "bash", "arguments": args}}]}],
+                           finish_reason="tool_calls")
+        text = chat_chunks([{"content": "all done"}])
+    else:
+        call = anthropic_stream(anthropic_message([{"type": "tool_use", "id": "toolu_1", "name": "bash",
+                                                    "json": [args]}], stop_reason="tool_use"))
+        text = anthropic_stream(anthropic_message([{"type": "text", "text": "all done"}]))
+    return [call, text] if tool else [text]
+
+
+@pytest.mark.parametrize("tool", [False, True], ids=["text", "bash"])
+@pytest.mark.parametrize("api", ["chat", "ant"])
+def test_a_print_run_builds_no_validator_for_what_pi_constructs(
+    wire: WireServer, tmp_path: Path, api: str, tool: bool
+) -> None:
+    _models(wire.url)
+    wire.enqueue(*_replies(api, tool))
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_HOOK)
+    log = tmp_path / "builds.txt"
+    path = os.pathsep.join(p for p in (str(hook), os.environ.get("PYTHONPATH", "")) if p)
+    work = tmp_path / "work"
+    work.mkdir()
+    done = run_pi("-p", "--no-session", "--model", f"{api}/m", "run it", cwd=work,
+                  env={"PYTHONPATH": path, "PI_TEST_BUILD_LOG": str(log), "PI_EXTENSIONS": "mcp,codemode,tool_search"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "all done"
+    built = log.read_text().split()
+    assert "pi_core.ai.config.ModelsFile" in built  # the log is real: models.json is validated
+    if tool:
+        assert "from-bash" in json.dumps(wire.requests[1].body)
+    assert not set(built) & CONSTRUCTED, f"built {sorted(set(built) & CONSTRUCTED)}; every build: {built}"
