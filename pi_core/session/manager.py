@@ -82,7 +82,7 @@ from .paths import (
     session_file_name,
 )
 from .persistence import SessionWriter, read_session
-from .records import Record, no_gc
+from .records import Record, entry_json, no_gc
 from .storage import SessionFile, dump_line
 from .tree import EntryTree, SessionTreeNode
 
@@ -622,10 +622,13 @@ class SessionManager:
         record = Record(entry.id, entry.parent_id, entry.type, None, entry)
         tree = self._tree
         if self._writer.persist or entry.type in _NOTED_FROM_JSON:
-            raw = _entry_json(entry)
+            raw = entry_json(entry)
             # persisted before it is committed to memory: a failed write leaves both unchanged
             self._writer.write(
-                raw, start_file=tree.has_assistant or record.role == "assistant", header=self._header, earlier=tree.records
+                raw,
+                start_file=tree.has_assistant or record.role == "assistant",
+                header=self._header,
+                earlier=tree.records,
             )
         else:
             raw = {}  # an in-memory session keeps the model; its JSON is made when asked for
@@ -751,19 +754,3 @@ __all__ = ["SessionManager", "SessionTreeNode"]
 
 _NOTED_FROM_JSON = frozenset({"label", "session_info"})
 """Entry types whose JSON the tree reads when one is appended (labels, the session name)."""
-
-
-def _entry_json(entry: SessionEntry) -> dict[str, Any]:
-    """An entry's JSON record. A message entry is put together from its message's own
-    JSON: the same record, without building the serializer of the whole entry union
-    (about 15 ms at the first message of a run)."""
-    if type(entry) is MessageEntry and not entry.model_extra:
-        return {
-            "type": "message",
-            "id": entry.id,
-            "parentId": entry.parent_id,
-            "timestamp": entry.timestamp,
-            "message": entry.message.to_json(),
-        }
-    return entry.to_json()
-

@@ -74,7 +74,22 @@ class Record:
         if self.raw is not None:
             return self.raw
         assert self.model is not None
-        return self.model.to_json()
+        return entry_json(self.model)
+
+
+def entry_json(entry: SessionEntry) -> dict[str, Any]:
+    """An entry's JSON record. A message entry is put together from its message's own
+    JSON: the same record, without building the serializer of the whole entry union
+    (about 15 ms at the first message of a run)."""
+    if type(entry) is MessageEntry and not entry.model_extra:
+        return {
+            "type": "message",
+            "id": entry.id,
+            "parentId": entry.parent_id,
+            "timestamp": entry.timestamp,
+            "message": entry.message.to_json(),
+        }
+    return entry.to_json()
 
 
 @contextmanager
