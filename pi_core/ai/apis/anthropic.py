@@ -24,7 +24,7 @@ from .._memo import MISSING, MessageMemo, PrefixReuse
 from ..errors import ProviderError
 from ..models import budget_with_max_tokens, clamp_thinking_level, provider_thinking_value
 from ..stream import MessageBuilder
-from ..transform import prepare_context, supports_mid_conversation_system, system_update_text
+from ..transform import message_class, prepare_context, supports_mid_conversation_system, system_update_text
 from . import _common
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -143,30 +143,42 @@ def convert_messages(messages: list[Any], model: Model, cache: dict[str, Any] | 
     # for a conversation that grew at its end, the converted start is reused as a whole
     index, params, _ = _CONVERTED_PREFIX.resume(allow_empty, messages)
     mark: tuple[int, int, Any] | None = None
-    while index < len(messages):
+    count = len(messages)
+    while index < count:
         message = messages[index]
         index += 1
-        if isinstance(message, SystemMessage):
+        kind = message_class(message)
+        if kind is SystemMessage:
             text = system_update_text(message)
             if text:
                 params.append({"role": "system", "content": [{"type": "text", "text": text}]})
-        elif isinstance(message, UserMessage):
-            entry = memo.get(message, "user")
-            if entry is MISSING:
-                entry = memo.put(message, "user", _user_param(message))
+        elif kind is UserMessage:
+            entry: dict[str, Any] | None
+            content = message.content
+            if type(content) is str:  # cheaper than a memo lookup
+                entry = {"role": "user", "content": content} if content.strip() else None
+            else:
+                entry = memo.get(message, "user")
+                if entry is MISSING:
+                    entry = memo.put(message, "user", _user_param(message))
             if entry is not None:
                 params.append(entry)
-        elif isinstance(message, AssistantMessage):
-            entry = memo.get(message, allow_empty)
-            if entry is MISSING:
-                blocks = _assistant_blocks(message, allow_empty)
-                entry = memo.put(message, allow_empty, {"role": "assistant", "content": blocks} if blocks else None)
+        elif kind is AssistantMessage:
+            content = message.content
+            if len(content) == 1 and type(content[0]) is TextContent:  # one text block, inline
+                text = content[0].text
+                entry = {"role": "assistant", "content": [{"type": "text", "text": text}]} if text.strip() else None
+            else:
+                entry = memo.get(message, allow_empty)
+                if entry is MISSING:
+                    blocks = _assistant_blocks(message, allow_empty)
+                    entry = memo.put(message, allow_empty, {"role": "assistant", "content": blocks} if blocks else None)
             if entry is not None:
                 mark = (index - 1, len(params), None)
                 params.append(entry)
-        elif isinstance(message, ToolResultMessage):
+        elif kind is ToolResultMessage:
             results = [message]
-            while index < len(messages) and isinstance(messages[index], ToolResultMessage):
+            while index < count and message_class(messages[index]) is ToolResultMessage:
                 results.append(messages[index])
                 index += 1
             blocks = []
