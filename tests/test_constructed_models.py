@@ -25,6 +25,7 @@ from pi_hookspecs import (
     BoundaryResult,
     DoneEvent,
     ErrorEvent,
+    ImageContent,
     Model,
     StartEvent,
     SystemMessage,
@@ -279,10 +280,17 @@ def test_a_run_emits_and_records_models_as_validated(pi: Any) -> None:
 
 
 def test_a_prompt_with_other_values_is_still_validated(pi: Any) -> None:
-    pi.script("ok")
+    recorder = Recorder()
+    pi.use(recorder)
+    pi.script("ok", "ok again")
     pi.prompt("hi")
     with pytest.raises(ValueError):
         pi.run(pi.session.prompt("again", images=[{"type": "image", "data": 5}]))
+    # image blocks given as dicts: validated into the message, and the event gets the models
+    pi.prompt("look", images=[{"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}])
+    event = [e for e in recorder.seen if isinstance(e, BeforeAgentStartEvent)][-1]
+    assert [type(image) for image in event.images] == [ImageContent]
+    assert_as_validated(event)
 
 
 def test_declarations_match_their_definitions() -> None:

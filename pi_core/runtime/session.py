@@ -476,6 +476,7 @@ class AgentSession:
             message = UserMessage.model_construct(content=[TextContent.model_construct(text=text), *images])
         else:
             message = UserMessage(content=[TextContent(text=text), *images])
+            images = [block for block in message.content[1:] if isinstance(block, ImageContent)]
         if self._busy:
             if streaming_behavior == "steer":
                 self._queued_steer.append(text)
