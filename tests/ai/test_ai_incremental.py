@@ -222,3 +222,41 @@ def test_payload_hooks_get_a_copy_they_may_edit(monkeypatch: pytest.MonkeyPatch)
     again = build("openai-completions", model, history + turn(9))
     assert not any(m.get("content") == "vandalised" for m in again["messages"])
     assert again["messages"][: len(payload["messages"])] == payload["messages"]
+
+
+@pytest.mark.parametrize("reasoning", [False, True])
+@pytest.mark.parametrize("compat", [{}, {"requiresReasoningContentOnAssistantMessages": True, "requiresNonNullAssistantContent": True}])
+def test_inline_conversions_give_the_converters_answers(reasoning: bool, compat: dict[str, Any]) -> None:
+    """Plain user text and one-text-block assistant messages skip the memo and are
+    converted inline: the result must be what the converters themselves give."""
+    forget_everything()
+    texts = ["hello", "  ", "", "x\n"]
+    messages: list[Any] = []
+    for text in texts:
+        messages.append(UserMessage(content=text))
+        messages.append(AssistantMessage(api="openai-completions", provider="local", model="m", stop_reason="stop",
+                                         content=[TextContent(text=text)]))
+    model = model_for("openai-completions", reasoning=reasoning, compat=compat)
+    resolved = openai_completions.resolve_compat(model)
+    inline = openai_completions.convert_messages(model, "", messages, resolved)
+    expected = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            entry = openai_completions._user_message(message)
+        else:
+            entry = openai_completions._assistant_message(message, model, resolved)
+        if entry is not None:
+            expected.append(entry)
+    assert inline == expected
+    anthropic_model = model_for("anthropic-messages")
+    inline_anthropic = anthropic.convert_messages(messages, anthropic_model, None)
+    expected_anthropic = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            param = anthropic._user_param(message)
+        else:
+            blocks = anthropic._assistant_blocks(message, False)
+            param = {"role": "assistant", "content": blocks} if blocks else None
+        if param is not None:
+            expected_anthropic.append(param)
+    assert inline_anthropic == expected_anthropic
