@@ -9,6 +9,7 @@ them up to date, so only what changed is added.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pi_hookspecs import (
     AgentMessage,
@@ -77,15 +78,20 @@ class Loadout:
             return []
         options = self.system_prompt_options()
         base_prompt = render_system_prompt(self.sections(options))
-        # pi's own values (the options model, the prompt's blocks): constructed, not validated.
-        event = BeforeAgentStartEvent.model_construct(
-            message_type="user" if custom is None else "custom",
-            prompt=prompt_text,
-            images=list(images),
-            message=custom,
-            system_prompt=base_prompt,
-            system_prompt_options=options,
+        fields: dict[str, Any] = {
+            "message_type": "user" if custom is None else "custom",
+            "prompt": prompt_text,
+            "images": list(images),
+            "message": custom,
+            "system_prompt": base_prompt,
+            "system_prompt_options": options,
+        }
+        typed = (custom is None or isinstance(custom, CustomMessage)) and all(
+            isinstance(image, ImageContent) for image in images
         )
+        # pi's own values (the options model, the prompt's blocks): constructed, not validated
+        # (anything else a caller passed is validated, which names what is wrong).
+        event = BeforeAgentStartEvent.model_construct(**fields) if typed else BeforeAgentStartEvent(**fields)
         self.run_options = options
         self.forced_prompt = None
         selected = list(options.selected_tools)
