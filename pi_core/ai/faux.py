@@ -300,3 +300,21 @@ def offline_demo_model() -> Model:
     """``faux/offline-demo``, answered by :func:`offline_demo_script`."""
     return faux_model(offline_demo_script(), id="offline-demo", provider="faux", name="Offline demo (scripted)")
 
+
+def register_offline_demo() -> dict[str, Any]:
+    """Register ``faux/offline-demo``'s script and return the model's fields as the
+    registry keeps them: ``offline_demo_model().model_dump(exclude_none=True,
+    exclude={"provider"})`` (a test holds them equal), without building the validator
+    and serializer of :class:`Model` at every start."""
+    _SCRIPTS[("faux", "offline-demo")] = offline_demo_script()
+    return {
+        "id": "offline-demo",
+        "name": "Offline demo (scripted)",
+        "api": "faux",
+        "reasoning": False,
+        "input": ["text"],
+        "cost": {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0},
+        "context_window": 128_000,
+        "max_tokens": 16_384,
+    }
+

@@ -51,7 +51,7 @@ from .auth import (
 from .catalog import DEFAULT_MODELS
 from .config import ModelOverride, ModelsConfigError, ModelsFile, load_models_json_lenient
 from .dispatch import provider_label, run_api, run_stream_function
-from .faux import offline_demo_model
+from .faux import register_offline_demo
 from .stream import AssistantMessageStream, MessageBuilder
 
 REFRESH_TIMEOUT = 30.0
@@ -317,10 +317,10 @@ class ModelRegistry:
                     provider.models[model["id"]] = _normalise(model)
                 providers[name] = provider
         if self._offline_demo:
-            demo = offline_demo_model()
+            demo = register_offline_demo()
             providers["faux"] = _Provider(
                 name="faux", source="builtin", display_name="Offline", api="faux", needs_auth=False,
-                models={demo.id: demo.model_dump(exclude_none=True, exclude={"provider"})},
+                models={demo["id"]: demo},
             )
         for plugin in self._plugin_providers:
             self._apply_plugin(providers, plugin)

@@ -242,3 +242,14 @@ def test_preload_imports_the_http_client_in_the_background() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "True True False None None"
+
+
+def test_the_registry_keeps_the_offline_demo_as_its_model_dumps() -> None:
+    """The registry's catalogue entry for faux/offline-demo, written out to spare every
+    start a Model validator, is what the model itself dumps; its script is registered."""
+    from pi_core.ai.faux import faux_script_for, register_offline_demo
+
+    fields = register_offline_demo()
+    model = offline_demo_model()
+    assert fields == model.model_dump(exclude_none=True, exclude={"provider"})
+    assert faux_script_for(model) is not None
