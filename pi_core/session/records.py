@@ -1,8 +1,11 @@
 """In-memory entries: the raw JSON object of each line plus its model, validated lazily.
 
 Opening a session only parses JSON; an entry is validated into its pydantic model the
-first time it is needed (for the context, ``get_entry``, ``get_branch`` ...). Entries
-appended in this process carry their model from the start.
+first time it is needed (for the context, ``get_entry``, ``get_branch`` ...). Building
+the context validates the entries it reads all at once (:func:`validate_entries`), with
+validators that skip the contract's discriminator functions; whatever they refuse gets
+the full validator, so the models and the error reported are the same either way.
+Entries appended in this process carry their model from the start.
 """
 
 from __future__ import annotations
