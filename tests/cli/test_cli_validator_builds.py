@@ -1,12 +1,16 @@
-"""Which pydantic validators a ``pi -p`` run builds.
+"""Which pydantic validators a ``pi -p`` run builds, and which threads it starts.
 
 The contract's models build their validator (and serializer) the first time they are
 used (``defer_build``): about a millisecond each. pi constructs the objects it makes
 from values it already holds (stream events, the streamed message, its own events, the
 definitions of its built-in tools and of its plugins' tools, flags and commands), so a
 run builds only the validators of the data it reads: ``models.json``, the model, the
-tool arguments, a tool's result (docs/architecture.md, "The fast path"). A real run,
-with pi's three default plugins, logs every build through a ``sitecustomize`` hook.
+tool arguments, a tool's result (docs/architecture.md, "The fast path").
+
+Plain (``def``) hook handlers run on a worker thread; the hooks of pi's default plugins
+are coroutines, so a ``pi -p`` run starts no worker thread and makes no thread hop per
+event. A real run, with those three plugins, logs every build and every thread started
+through a ``sitecustomize`` hook.
 """
 
 from __future__ import annotations
@@ -35,6 +39,17 @@ if _log:
         return _real(cls, *args, **kwargs)
 
     _construction.complete_model_class = complete_model_class
+
+    import threading
+
+    _start = threading.Thread.start
+
+    def start(self):
+        with open(_log, "a", encoding="utf-8") as out:
+            out.write(f"thread:{self.name}\\n")
+        return _start(self)
+
+    threading.Thread.start = start
 """
 
 CONSTRUCTED = {
@@ -93,7 +108,7 @@ def _replies(api: str, tool: bool) -> list[Canned]:
 
 @pytest.mark.parametrize("tool", [False, True], ids=["text", "bash"])
 @pytest.mark.parametrize("api", ["chat", "ant"])
-def test_a_print_run_builds_no_validator_for_what_pi_constructs(
+def test_a_print_run_builds_no_validator_for_what_pi_constructs_and_no_hook_thread(
     wire: WireServer, tmp_path: Path, api: str, tool: bool
 ) -> None:
     _models(wire.url)
@@ -109,8 +124,10 @@ def test_a_print_run_builds_no_validator_for_what_pi_constructs(
                   env={"PYTHONPATH": path, "PI_TEST_BUILD_LOG": str(log), "PI_EXTENSIONS": "mcp,codemode,tool_search"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "all done"
-    built = log.read_text().split()
+    logged = log.read_text().split()
+    built = [line for line in logged if not line.startswith("thread:")]
     assert "pi_core.ai.config.ModelsFile" in built  # the log is real: models.json is validated
+    assert "thread:pi-hook-worker" not in logged, logged
     if tool:
         assert "from-bash" in json.dumps(wire.requests[1].body)
     assert not set(built) & CONSTRUCTED, f"built {sorted(set(built) & CONSTRUCTED)}; every build: {built}"

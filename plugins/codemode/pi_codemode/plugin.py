@@ -33,8 +33,11 @@ class CodemodePlugin:
     def register_tools(self, register: Any) -> None:
         register(self.tool.definition())
 
+    # The hooks are coroutines: they run on pi's event loop, where reading and changing the
+    # active tools needs no hop from a worker thread.
+
     @hookimpl
-    def session_start(self, ctx: Any) -> None:
+    async def session_start(self, ctx: Any) -> None:
         settings = CodemodeSettings.from_settings(ctx.get_settings())
         if settings.auto_enable and _mcp_json_auto_enable(ctx) is False:
             settings = CodemodeSettings(settings.mode, settings.inline_budget, auto_enable=False)
@@ -42,11 +45,11 @@ class CodemodePlugin:
         self._auto_enable(ctx)
 
     @hookimpl
-    def before_agent_start(self, ctx: Any) -> None:
+    async def before_agent_start(self, ctx: Any) -> None:
         self._auto_enable(ctx)
 
     @hookimpl
-    def turn_start(self, ctx: Any) -> None:
+    async def turn_start(self, ctx: Any) -> None:
         self._auto_enable(ctx)
 
     def _auto_enable(self, ctx: Any) -> None:

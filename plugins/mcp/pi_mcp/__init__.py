@@ -102,14 +102,18 @@ class McpPlugin:
         else:
             sections.pop(SECTION, None)
 
+    # Coroutines, so they run on pi's event loop: ``request_sent`` sets the connections'
+    # asyncio events, which is not safe from a worker thread (and a plain handler would
+    # cost a thread hop per message for nothing).
+
     @hookimpl
-    def after_provider_response(self, event: Any, ctx: Any) -> None:
+    async def after_provider_response(self, event: Any, ctx: Any) -> None:
         manager = self.manager
         if manager is not None:
             manager.request_sent()
 
     @hookimpl
-    def message_start(self, event: Any, ctx: Any) -> None:
+    async def message_start(self, event: Any, ctx: Any) -> None:
         manager = self.manager
         if manager is not None and getattr(event.message, "role", None) == "assistant":
             manager.request_sent()  # for providers without after_provider_response

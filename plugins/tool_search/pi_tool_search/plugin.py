@@ -44,17 +44,21 @@ class ToolSearchPlugin:
     def register_tools(self, register: Any) -> None:
         register(self.definition)
 
+    # The refreshes are coroutines: they run on pi's event loop, where reading the tools
+    # needs no hop from a worker thread (syncing the index is an identity check per tool
+    # unless tools changed).
+
     @hookimpl
-    def session_start(self, ctx: Any) -> None:
+    async def session_start(self, ctx: Any) -> None:
         self._refresh(ctx)
 
     @hookimpl(trylast=True)
-    def before_agent_start(self, ctx: Any) -> None:
+    async def before_agent_start(self, ctx: Any) -> None:
         # trylast: plugins that register tools when a prompt starts (MCP) run first.
         self._refresh(ctx)
 
     @hookimpl
-    def turn_end(self, ctx: Any) -> None:
+    async def turn_end(self, ctx: Any) -> None:
         self._refresh(ctx)
 
     # ------------------------------------------------------------------ the tool
