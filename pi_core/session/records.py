@@ -148,17 +148,32 @@ def validate_entries(raws: list[dict[str, Any]]) -> list[tuple[SessionEntry, str
     """:func:`validate_entry` of each raw entry, as one validation of the whole list
     when every entry is of a known type and valid (the usual file: a quarter faster
     than entry by entry); otherwise entry by entry."""
-    validate_list = _fast_validators()[1]
     out: list[tuple[SessionEntry, str | None]] = []
     for start in range(0, len(raws), CHUNK):
         chunk = raws[start : start + CHUNK]
-        try:
-            models: list[SessionEntry] = validate_list([_normalised(raw) for raw in chunk])
-        except ValidationError:  # one entry or more needs the full validator: this chunk only
+        models = validate_chunk(chunk)
+        if models is None:  # one entry or more needs the full validator: this chunk only
             out.extend(validate_entry(raw) for raw in chunk)
-            continue
-        out.extend((model, None) for model in models)
+        else:
+            out.extend((model, None) for model in models)
     return out
+
+
+def validate_chunk(raws: list[dict[str, Any]]) -> list[SessionEntry] | None:
+    """The models of ``raws`` when the fast validator accepts every one of them (then
+    they are what :func:`validate_entry` gives, without error), else ``None``."""
+    batch = []
+    for raw in raws:
+        if raw.get("type") == "message":
+            message = raw.get("message")
+            if type(message) is dict and message.get("content") is not None:
+                batch.append(raw)  # what _normalised returns, without the call
+                continue
+        batch.append(_normalised(raw))
+    try:
+        return _fast_validators()[1](batch)
+    except ValidationError:
+        return None
 
 
 CHUNK = 2048
