@@ -380,3 +380,8 @@ def test_incremental_context_equals_a_fresh_rebuild_under_random_operations() ->
         expected = fresh.build_session_context()
         assert [m.to_json() for m in cached.messages] == [m.to_json() for m in expected.messages], step
         assert (cached.model, cached.thinking_level) == (expected.model, expected.thinking_level)
+        if step % 3 == 0:  # the projected entries are kept and extended between these calls
+            kept, built = session.build_session_projection(), fresh.build_session_projection()
+            assert [(p.source_entry.to_json(), [m.to_json() for m in p.messages]) for p in kept.entries] == [
+                (p.source_entry.to_json(), [m.to_json() for m in p.messages]) for p in built.entries
+            ], step
