@@ -170,13 +170,17 @@ class EntryTree:
         cache = self.cache
         if cache.valid and cache.leaf_id == start and start is not None:
             return list(cache.path)
-        by_id = self.by_id
-        record = by_id.get(start) if start is not None else None
+        get = self.by_id.get
+        record = get(start) if start is not None else None
         path: list[Record] = []
+        append = path.append
         limit = len(self.records)
-        while record is not None and len(path) <= limit:
-            path.append(record)
-            record = by_id.get(record.parent_id) if record.parent_id is not None else None
+        remaining = limit + 1
+        while record is not None and remaining:
+            append(record)
+            remaining -= 1
+            parent = record.parent_id
+            record = get(parent) if parent is not None else None
         if len(path) > limit:  # a parent cycle (a repeated id): stop at the first revisit
             seen: set[int] = set()
             unique = []
