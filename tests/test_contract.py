@@ -15,6 +15,7 @@ import pytest
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 import pi_hookspecs as h
+from pi_hookspecs.rules import hookspec_hints
 
 
 def test_pi_hookspecs_imports_on_its_own_without_pi_core() -> None:
@@ -221,8 +222,31 @@ def test_a_hookspec_is_typed_with_the_contracts_own_models() -> None:
     pm.add_hookspecs(specs)
     assert pm.hook.tool_call.spec is not None and pm.hook.tool_call.spec.argnames == ("event", "ctx")
     for name, spec in h.EVENTS.items():
-        assert Any not in typing.get_type_hints(getattr(specs, name)).values(), name
+        assert Any not in hookspec_hints(getattr(specs, name)).values(), name
         assert spec.event.model_fields["type"].default == name
+    # an occasional event's hookspec names it in quotes: its models are made on first use
+    assert hookspec_hints(specs.session_tree) == {
+        "event": h.SessionTreeEvent, "ctx": h.ExtensionContext, "return": type(None)
+    }
+
+
+def test_occasional_events_are_made_on_first_use() -> None:
+    """Importing the contract does not create the occasional events' models; reading one
+    (from pi_hookspecs, pi_hookspecs.events or a hook's EventSpec) does, checked as an
+    eagerly declared hookspec is."""
+    code = (
+        "import sys\nimport pi_hookspecs as h\n"
+        "assert 'pi_hookspecs._occasional' not in sys.modules\n"
+        "spec = h.EVENTS['session_before_tree']\n"
+        "assert 'pi_hookspecs._occasional' not in sys.modules\n"
+        "assert spec.event is h.SessionBeforeTreeEvent and spec.result is h.SessionBeforeTreeResult\n"
+        "from pi_hookspecs.events import SessionTreeEvent\n"
+        "assert SessionTreeEvent is h.events.SessionTreeEvent\n"
+        "assert set(h.events.OCCASIONAL) <= set(h.__all__) and set(h.events.OCCASIONAL) <= set(dir(h))\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "ok"
 
 
 def test_the_hookspec_decorators_refuse_a_signature_that_contradicts_the_contract() -> None:

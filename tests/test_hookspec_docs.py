@@ -16,7 +16,7 @@ import pytest
 from pydantic import BaseModel
 
 from pi_hookspecs import EVENTS, HOOK_GROUPS, REGISTRATIONS, events, specs
-from pi_hookspecs.rules import EventSpec, RegistrationSpec, Rule, contract_of
+from pi_hookspecs.rules import EventSpec, RegistrationSpec, Rule, contract_of, hookspec_hints
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -45,7 +45,7 @@ def test_every_hookspec_carries_its_contract_and_everything_is_derived_from_them
 def test_every_event_model_has_its_hookspec() -> None:
     models = {
         cls.model_fields["type"].default: cls
-        for cls in vars(events).values()
+        for cls in (getattr(events, name) for name in dir(events))  # the occasional ones included
         if isinstance(cls, type) and issubclass(cls, events.Event) and isinstance(cls.model_fields["type"].default, str)
     }
     assert {name: spec.event for name, spec in EVENTS.items()} == models
@@ -63,13 +63,14 @@ def test_hookspec_signature_and_docstring(name: str) -> None:
     else:
         assert isinstance(contract, EventSpec)
         assert list(sig.parameters) == ["event", "ctx"]
-        assert sig.parameters["event"].annotation is contract.event
-        assert sig.parameters["ctx"].annotation.__name__ in ("ExtensionContext", "ProjectTrustContext")
+        hints = hookspec_hints(func)  # an occasional event's name is quoted (made on first use)
+        assert hints["event"] is contract.event
+        assert hints["ctx"].__name__ in ("ExtensionContext", "ProjectTrustContext")
         if contract.result is None:
-            assert sig.return_annotation is None
+            assert hints["return"] is type(None)
             assert contract.rule in (Rule.NOTIFICATION, Rule.MUTATION)
         else:
-            assert sig.return_annotation == contract.result | None
+            assert hints["return"] == contract.result | None
             assert issubclass(contract.result, BaseModel)
     doc = inspect.getdoc(func) or ""
     assert len(doc) > 80, f"{name} needs a real docstring"

@@ -13,6 +13,8 @@ context protocols. Everything else in pi is an implementation detail.
                 return {"block": True, "reason": "not on this machine"}
 """
 
+from typing import TYPE_CHECKING, Any
+
 from . import events as _events
 from ._base import PiModel, StrictModel, camel_alias, now_ms
 from .aio import maybe_await
@@ -54,7 +56,7 @@ from .entries import (
     UnknownEntry,
     UsageEntry,
 )
-from .events import *  # noqa: F403
+from .events import *  # noqa: F403  (the events made at import; the occasional ones below)
 from .llm import (
     KNOWN_APIS,
     THINKING_LEVELS,
@@ -186,4 +188,22 @@ __all__ = [
     "RegisterProvider", "RegisterRenderer", "RegisterShortcut", "RegisterTool", "RegisterToolRenderer", "RendererDefinition",
     "ShortcutDefinition", "ToolRendererDefinition",
     *_events.__all__,
+    *sorted(_events.OCCASIONAL),
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The occasional events (``pi_hookspecs.events.OCCASIONAL``), made on first use."""
+    if name in _events.OCCASIONAL:
+        value = getattr(_events, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_events.OCCASIONAL})
+
+
+if TYPE_CHECKING:
+    from ._occasional import *  # noqa: F403

@@ -76,18 +76,66 @@ _RESULTLESS = frozenset({Rule.NOTIFICATION, Rule.MUTATION})
 """Rules whose handlers return nothing."""
 
 
-@dataclass(frozen=True, slots=True)
 class EventSpec:
-    """What the hookspec of one event declares (recorded by :func:`event_spec`)."""
+    """What the hookspec of one event declares (recorded by :func:`event_spec`): its
+    ``name``, ``event`` and ``result`` models, composition ``rule``, whether an exception
+    in a handler blocks the operation instead of being skipped (``fail_closed``), and
+    the section of the hook reference (``docs/hooks.md``) it is listed in (``group``).
 
-    name: str
-    event: type[ev.Event]
-    result: type[BaseModel] | None
-    rule: Rule
-    fail_closed: bool = False
-    """An exception in a handler blocks the operation instead of being skipped."""
-    group: str = ""
-    """The section of the hook reference (``docs/hooks.md``) it is listed in."""
+    The models of an occasional event (``pi_hookspecs.events.OCCASIONAL``) are looked up
+    the first time ``event`` or ``result`` is read, so that declaring its hookspec does
+    not create them."""
+
+    __slots__ = ("_models", "_resolve", "fail_closed", "group", "name", "rule")
+
+    def __init__(
+        self,
+        name: str,
+        event: type[ev.Event] | None,
+        result: type[BaseModel] | None,
+        rule: Rule,
+        fail_closed: bool = False,
+        group: str = "",
+        *,
+        resolve: Callable[[], tuple[type[ev.Event], type[BaseModel] | None]] | None = None,
+    ) -> None:
+        self.name = name
+        self.rule = rule
+        self.fail_closed = fail_closed
+        self.group = group
+        self._resolve = resolve
+        self._models: tuple[type[ev.Event], type[BaseModel] | None] | None = None
+        if resolve is None:
+            if event is None:
+                raise TypeError("EventSpec needs an event model or a resolve function")
+            self._models = (event, result)
+
+    def _get(self) -> tuple[type[ev.Event], type[BaseModel] | None]:
+        if self._models is None:
+            assert self._resolve is not None
+            self._models = self._resolve()
+        return self._models
+
+    @property
+    def event(self) -> type[ev.Event]:
+        return self._get()[0]
+
+    @property
+    def result(self) -> type[BaseModel] | None:
+        return self._get()[1]
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.name, self.event, self.result, self.rule, self.fail_closed, self.group)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, EventSpec) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.rule))
+
+    def __repr__(self) -> str:
+        event = self.event.__name__ if self._models is not None else "(not looked up yet)"
+        return f"EventSpec({self.name!r}, {event}, rule={self.rule.value!r}, group={self.group!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,17 +166,47 @@ def _bad(function: Callable[..., Any], problem: str) -> TypeError:
     return TypeError(f"hookspec {function.__name__}: {problem}")
 
 
-def _signature(function: Callable[..., Any]) -> tuple[list[str], dict[str, Any]]:
+class _Deferred(Exception):
+    """An annotation names an occasional event that is not made yet."""
+
+
+class _Occasional(dict[str, Any]):
+    """The local namespace string annotations are evaluated in: an occasional event's
+    name is looked up in :mod:`pi_hookspecs.events` (which makes it) when ``make``, else
+    raises :class:`_Deferred`; any other name falls through to the module's globals."""
+
+    def __init__(self, make: bool) -> None:
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, name: str) -> Any:
+        if name in ev.OCCASIONAL:
+            if not self.make:
+                raise _Deferred(name)
+            return getattr(ev, name)
+        raise KeyError(name)
+
+
+def _signature(function: Callable[..., Any], *, make: bool = False) -> tuple[list[str], dict[str, Any]]:
     """The parameter names and the evaluated annotations (cheaper than ``inspect``:
-    this runs for every hookspec when pi_hookspecs is imported)."""
+    this runs for every hookspec when pi_hookspecs is imported). A string annotation
+    naming an occasional event raises :class:`_Deferred` unless ``make``."""
     code = function.__code__
     params = list(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
     hints = dict(function.__annotations__)
-    if any(isinstance(hint, str) for hint in hints.values()):  # `from __future__ import annotations`
-        hints = typing.get_type_hints(function)
-    elif hints.get("return", ...) is None:
+    if any(isinstance(hint, str) for hint in hints.values()):  # quoted, or `from __future__ import annotations`
+        names = _Occasional(make)
+        hints = {k: eval(v, function.__globals__, names) if isinstance(v, str) else v for k, v in hints.items()}
+    if "return" in hints and hints["return"] is None:
         hints["return"] = type(None)
     return params, hints
+
+
+def hookspec_hints(function: Callable[..., Any]) -> dict[str, Any]:
+    """A hookspec's evaluated annotations, like ``typing.get_type_hints``, which cannot
+    resolve the quoted name of an occasional event (``pi_hookspecs.events.OCCASIONAL``)
+    before it is made: this makes it."""
+    return _signature(function, make=True)[1]
 
 
 def _result_model(function: Callable[..., Any], hint: Any) -> type[BaseModel] | None:
@@ -150,23 +228,42 @@ def event_spec(rule: Rule, *, group: str, fail_closed: bool = False) -> Callable
     hook reference. Records an :class:`EventSpec` and applies pluggy's marker."""
 
     def mark(function: F) -> F:
-        params, hints = _signature(function)
-        if params != ["event", "ctx"]:
-            raise _bad(function, "an event hookspec takes (event, ctx)")
-        event = hints.get("event")
-        if not (isinstance(event, type) and issubclass(event, ev.Event)):
-            raise _bad(function, f"`event` must be annotated with an Event model, not {event!r}")
-        if event.model_fields["type"].default != function.__name__:
-            raise _bad(function, f"{event.__name__}.type is not {function.__name__!r}")
-        result = _result_model(function, hints.get("return"))
-        if (result is None) != (rule in _RESULTLESS):
-            expected = "-> None" if rule in _RESULTLESS else "-> Model | None"
-            raise _bad(function, f"a {rule.value} hook is declared {expected}")
-        spec = EventSpec(function.__name__, event, result, rule, fail_closed=fail_closed, group=group)
+        try:
+            event, result = _event_models(function, rule)
+            spec = EventSpec(function.__name__, event, result, rule, fail_closed=fail_closed, group=group)
+        except _Deferred:  # an occasional event: checked when its models are first read
+            spec = EventSpec(
+                function.__name__,
+                None,
+                None,
+                rule,
+                fail_closed=fail_closed,
+                group=group,
+                resolve=lambda: _event_models(function, rule, make=True),
+            )
         setattr(function, _ATTRIBUTE, spec)
         return hookspec(function)
 
     return mark
+
+
+def _event_models(
+    function: Callable[..., Any], rule: Rule, *, make: bool = False
+) -> tuple[type[ev.Event], type[BaseModel] | None]:
+    """The event and result models a hookspec's signature declares, checked."""
+    params, hints = _signature(function, make=make)
+    if params != ["event", "ctx"]:
+        raise _bad(function, "an event hookspec takes (event, ctx)")
+    event = hints.get("event")
+    if not (isinstance(event, type) and issubclass(event, ev.Event)):
+        raise _bad(function, f"`event` must be annotated with an Event model, not {event!r}")
+    if event.model_fields["type"].default != function.__name__:
+        raise _bad(function, f"{event.__name__}.type is not {function.__name__!r}")
+    result = _result_model(function, hints.get("return"))
+    if (result is None) != (rule in _RESULTLESS):
+        expected = "-> None" if rule in _RESULTLESS else "-> Model | None"
+        raise _bad(function, f"a {rule.value} hook is declared {expected}")
+    return event, result
 
 
 def registration_spec(*, group: str = "Registration") -> Callable[[F], F]:

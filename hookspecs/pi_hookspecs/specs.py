@@ -21,6 +21,8 @@ the same types to have an editor complete ``event.``::
     def tool_call(event: ToolCallEvent, ctx: ExtensionContext) -> ToolCallResult | None: ...
 """
 
+from typing import TYPE_CHECKING
+
 from .context import ExtensionContext, ProjectTrustContext
 from .events import (
     AfterProviderResponseEvent,
@@ -36,8 +38,6 @@ from .events import (
     BeforeProviderRequestEvent,
     BeforeProviderRequestResult,
     BoundaryResult,
-    CacheWarmingDecisionEvent,
-    CacheWarmingDecisionResult,
     ContextEvent,
     ContextResult,
     ContextWithSystemEvent,
@@ -51,27 +51,13 @@ from .events import (
     MessageEndResult,
     MessageStartEvent,
     MessageUpdateEvent,
-    ModelSelectEvent,
     ProjectTrustEvent,
     ProjectTrustResult,
     ProviderStreamEvent,
     ResourcesDiscoverEvent,
     ResourcesDiscoverResult,
-    SessionBeforeCompactEvent,
-    SessionBeforeCompactResult,
-    SessionBeforeForkEvent,
-    SessionBeforeForkResult,
-    SessionBeforeSwitchEvent,
-    SessionBeforeSwitchResult,
-    SessionBeforeTreeEvent,
-    SessionBeforeTreeResult,
-    SessionCompactEvent,
-    SessionCompactFailedEvent,
-    SessionInfoChangedEvent,
     SessionShutdownEvent,
     SessionStartEvent,
-    SessionTreeEvent,
-    ThinkingLevelSelectEvent,
     ToolCallEvent,
     ToolCallResult,
     ToolExecutionEndEvent,
@@ -81,10 +67,6 @@ from .events import (
     ToolResultPatch,
     TurnEndEvent,
     TurnStartEvent,
-    UiPromptEndEvent,
-    UiPromptStartEvent,
-    UserBashEvent,
-    UserBashResult,
 )
 from .registration import (
     AddHookspecs,
@@ -98,6 +80,30 @@ from .registration import (
     RegisterToolRenderer,
 )
 from .rules import EventSpec, RegistrationSpec, Rule, contract_of, event_spec, registration_spec
+
+if TYPE_CHECKING:  # occasional events: made when first used (pi_hookspecs.events.OCCASIONAL)
+    from ._occasional import (
+        CacheWarmingDecisionEvent,
+        CacheWarmingDecisionResult,
+        ModelSelectEvent,
+        SessionBeforeCompactEvent,
+        SessionBeforeCompactResult,
+        SessionBeforeForkEvent,
+        SessionBeforeForkResult,
+        SessionBeforeSwitchEvent,
+        SessionBeforeSwitchResult,
+        SessionBeforeTreeEvent,
+        SessionBeforeTreeResult,
+        SessionCompactEvent,
+        SessionCompactFailedEvent,
+        SessionInfoChangedEvent,
+        SessionTreeEvent,
+        ThinkingLevelSelectEvent,
+        UiPromptEndEvent,
+        UiPromptStartEvent,
+        UserBashEvent,
+        UserBashResult,
+    )
 
 # =============================================================================== registration
 
@@ -360,7 +366,7 @@ def session_shutdown(event: SessionShutdownEvent, ctx: ExtensionContext) -> None
 
 
 @event_spec(Rule.NOTIFICATION, group="Session")
-def session_info_changed(event: SessionInfoChangedEvent, ctx: ExtensionContext) -> None:
+def session_info_changed(event: "SessionInfoChangedEvent", ctx: ExtensionContext) -> None:
     """The session's display name changed (``event.name``; ``None`` when cleared).
 
     **Fires** after ``/name``, RPC ``set_session_name`` or ``ctx.set_session_name()``.
@@ -372,7 +378,7 @@ def session_info_changed(event: SessionInfoChangedEvent, ctx: ExtensionContext) 
 
 
 @event_spec(Rule.NOTIFICATION, group="Session")
-def ui_prompt_start(event: UiPromptStartEvent, ctx: ExtensionContext) -> None:
+def ui_prompt_start(event: "UiPromptStartEvent", ctx: ExtensionContext) -> None:
     """A plugin's dialog (``ctx.ui.select``, ``confirm``, ``input``, ``editor``) waits
     for the user: ``event.kind`` and ``event.title``. Nested dialogs make one span.
 
@@ -386,7 +392,7 @@ def ui_prompt_start(event: UiPromptStartEvent, ctx: ExtensionContext) -> None:
 
 
 @event_spec(Rule.NOTIFICATION, group="Session")
-def ui_prompt_end(event: UiPromptEndEvent, ctx: ExtensionContext) -> None:
+def ui_prompt_end(event: "UiPromptEndEvent", ctx: ExtensionContext) -> None:
     """pi no longer waits on the dialog span ``ui_prompt_start`` opened.
 
     **Returns** nothing (notification).
@@ -396,7 +402,9 @@ def ui_prompt_end(event: UiPromptEndEvent, ctx: ExtensionContext) -> None:
 
 
 @event_spec(Rule.CANCELLABLE, group="Session")
-def session_before_switch(event: SessionBeforeSwitchEvent, ctx: ExtensionContext) -> SessionBeforeSwitchResult | None:
+def session_before_switch(
+    event: "SessionBeforeSwitchEvent", ctx: ExtensionContext
+) -> "SessionBeforeSwitchResult | None":
     """A new session (``/new``) or another session (``/resume``) is about to replace
     the current one.
 
@@ -414,7 +422,7 @@ def session_before_switch(event: SessionBeforeSwitchEvent, ctx: ExtensionContext
 
 
 @event_spec(Rule.CANCELLABLE, group="Session")
-def session_before_fork(event: SessionBeforeForkEvent, ctx: ExtensionContext) -> SessionBeforeForkResult | None:
+def session_before_fork(event: "SessionBeforeForkEvent", ctx: ExtensionContext) -> "SessionBeforeForkResult | None":
     """A fork (``/fork``, ``position="before"``) or clone (``position="at"``) of
     ``event.entry_id`` into a new session file is about to happen.
 
@@ -429,7 +437,9 @@ def session_before_fork(event: SessionBeforeForkEvent, ctx: ExtensionContext) ->
 
 
 @event_spec(Rule.CANCELLABLE, group="Session")
-def session_before_compact(event: SessionBeforeCompactEvent, ctx: ExtensionContext) -> SessionBeforeCompactResult | None:
+def session_before_compact(
+    event: "SessionBeforeCompactEvent", ctx: ExtensionContext
+) -> "SessionBeforeCompactResult | None":
     """Compaction is about to summarise the older part of the context.
 
     **Fires** before ``/compact``, threshold compaction and overflow recovery
@@ -450,7 +460,7 @@ def session_before_compact(event: SessionBeforeCompactEvent, ctx: ExtensionConte
 
 
 @event_spec(Rule.NOTIFICATION, group="Session")
-def session_compact(event: SessionCompactEvent, ctx: ExtensionContext) -> None:
+def session_compact(event: "SessionCompactEvent", ctx: ExtensionContext) -> None:
     """A compaction was saved (``event.compaction_entry``; ``event.from_extension``
     tells whether a plugin supplied it).
 
@@ -461,7 +471,7 @@ def session_compact(event: SessionCompactEvent, ctx: ExtensionContext) -> None:
 
 
 @event_spec(Rule.NOTIFICATION, group="Session")
-def session_compact_failed(event: SessionCompactFailedEvent, ctx: ExtensionContext) -> None:
+def session_compact_failed(event: "SessionCompactFailedEvent", ctx: ExtensionContext) -> None:
     """A compaction failed (``event.error_message``) or was aborted (``event.aborted``).
 
     **Returns** nothing (notification).
@@ -471,7 +481,7 @@ def session_compact_failed(event: SessionCompactFailedEvent, ctx: ExtensionConte
 
 
 @event_spec(Rule.CANCELLABLE, group="Session")
-def session_before_tree(event: SessionBeforeTreeEvent, ctx: ExtensionContext) -> SessionBeforeTreeResult | None:
+def session_before_tree(event: "SessionBeforeTreeEvent", ctx: ExtensionContext) -> "SessionBeforeTreeResult | None":
     """Tree navigation (``/tree``) is about to move the session's leaf.
 
     **Fires** with ``event.preparation`` (target, old leaf, common ancestor, the entries
@@ -489,7 +499,7 @@ def session_before_tree(event: SessionBeforeTreeEvent, ctx: ExtensionContext) ->
 
 
 @event_spec(Rule.NOTIFICATION, group="Session")
-def session_tree(event: SessionTreeEvent, ctx: ExtensionContext) -> None:
+def session_tree(event: "SessionTreeEvent", ctx: ExtensionContext) -> None:
     """The leaf moved (``event.new_leaf_id``, ``event.old_leaf_id``,
     ``event.summary_entry``). Rebuild branch-dependent state from
     ``ctx.session_manager.get_branch()``.
@@ -833,7 +843,9 @@ def before_provider_headers(event: BeforeProviderHeadersEvent, ctx: ExtensionCon
 
 
 @event_spec(Rule.CHAINED, group="Model requests")
-def before_provider_request(event: BeforeProviderRequestEvent, ctx: ExtensionContext) -> BeforeProviderRequestResult | None:
+def before_provider_request(
+    event: BeforeProviderRequestEvent, ctx: ExtensionContext
+) -> BeforeProviderRequestResult | None:
     """The provider payload is built and about to be sent (``event.payload``).
 
     **Returns** :class:`BeforeProviderRequestResult` (``payload``, replacing it) or
@@ -868,7 +880,7 @@ def provider_stream_event(event: ProviderStreamEvent, ctx: ExtensionContext) -> 
 
 
 @event_spec(Rule.NOTIFICATION, group="Model requests")
-def model_select(event: ModelSelectEvent, ctx: ExtensionContext) -> None:
+def model_select(event: "ModelSelectEvent", ctx: ExtensionContext) -> None:
     """The model changed (``event.model``, ``event.previous_model``, ``event.source``
     ``"set"`` or ``"cycle"``). Restoring a session does not fire it.
 
@@ -879,7 +891,7 @@ def model_select(event: ModelSelectEvent, ctx: ExtensionContext) -> None:
 
 
 @event_spec(Rule.NOTIFICATION, group="Model requests")
-def thinking_level_select(event: ThinkingLevelSelectEvent, ctx: ExtensionContext) -> None:
+def thinking_level_select(event: "ThinkingLevelSelectEvent", ctx: ExtensionContext) -> None:
     """The thinking level changed (``event.level``, ``event.previous_level``).
 
     **Returns** nothing (notification).
@@ -889,7 +901,9 @@ def thinking_level_select(event: ThinkingLevelSelectEvent, ctx: ExtensionContext
 
 
 @event_spec(Rule.AGGREGATE, group="Model requests")
-def cache_warming_decision(event: CacheWarmingDecisionEvent, ctx: ExtensionContext) -> CacheWarmingDecisionResult | None:
+def cache_warming_decision(
+    event: "CacheWarmingDecisionEvent", ctx: ExtensionContext
+) -> "CacheWarmingDecisionResult | None":
     """pi is about to refresh the prompt cache of the last request (the ``cacheWarming``
     setting) and says what it decided: ``event.action`` (``"warm"`` or ``"stop"``) from
     ``event.warm_cost``, ``event.miss_cost`` and ``event.continuation_probability``. Use
@@ -909,7 +923,7 @@ def cache_warming_decision(event: CacheWarmingDecisionEvent, ctx: ExtensionConte
 
 
 @event_spec(Rule.GATE, group="User input", fail_closed=True)
-def user_bash(event: UserBashEvent, ctx: ExtensionContext) -> UserBashResult | None:
+def user_bash(event: "UserBashEvent", ctx: ExtensionContext) -> "UserBashResult | None":
     """The user ran ``!command`` (or ``!!command``, ``event.exclude_from_context``).
 
     **Returns** :class:`UserBashResult` with either ``operations`` (run the command

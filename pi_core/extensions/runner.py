@@ -67,7 +67,6 @@ from pi_hookspecs import (
     InputResult,
     Rule,
     ToolCallResult,
-    UserBashResult,
 )
 
 from .diagnostics import describe_exception
@@ -931,4 +930,4 @@ class PluginHooks:
         return f"<PluginHooks {len(EVENTS)} events + pluggy's {self._runner.pm.project_name!r} hooks>"
 
 
-__all__ = ["WRAPPERS_REFUSED", "Blocked", "EventCaller", "EventRunner", "HookError", "PluginHooks", "UserBashResult"]
+__all__ = ["WRAPPERS_REFUSED", "Blocked", "EventCaller", "EventRunner", "HookError", "PluginHooks"]

@@ -6,7 +6,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from pi_hookspecs import UiPromptEndEvent, UiPromptStartEvent
+import pi_hookspecs
 
 
 class NoUI:
@@ -75,16 +75,16 @@ class PromptSpan:
         self.depth += 1
         if self.depth == 1:
             self._first = (kind, title)
-            self._send("ui_prompt_start", UiPromptStartEvent, kind, title)
+            self._send("ui_prompt_start", "UiPromptStartEvent", kind, title)
 
     def end(self) -> None:
         self.depth = max(0, self.depth - 1)
         if self.depth == 0:
-            self._send("ui_prompt_end", UiPromptEndEvent, *self._first)
+            self._send("ui_prompt_end", "UiPromptEndEvent", *self._first)
 
-    def _send(self, name: str, model: Any, kind: str, title: str | None) -> None:
+    def _send(self, name: str, model: str, kind: str, title: str | None) -> None:
         if self.emit is not None:
-            try:
-                self.emit(name, model(kind=kind, title=title))
+            try:  # the event models are occasional ones: made at the first dialog
+                self.emit(name, getattr(pi_hookspecs, model)(kind=kind, title=title))
             except Exception:  # best effort: a broken listener never blocks a dialog
                 pass

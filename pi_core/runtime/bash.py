@@ -15,7 +15,8 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from pi_hookspecs import AgentMessage, BashExecutionMessage, BashResult, BashSpawnEvent, UserBashEvent
+import pi_hookspecs
+from pi_hookspecs import AgentMessage, BashExecutionMessage, BashSpawnEvent
 
 from ..extensions import Blocked, EventRunner
 from ..tools.ansi import AnsiStream
@@ -53,11 +54,11 @@ class LocalBashOperations:
         on_data: Callable[[str], Any] | None = None,
         signal: Any = None,
         timeout: float | None = None,
-    ) -> BashResult:
+    ) -> pi_hookspecs.BashResult:
         try:
             shell = resolve_shell(self.settings.get("shellPath") or None)
         except ShellNotFoundError as exc:
-            return BashResult(output=str(exc), exit_code=127)
+            return pi_hookspecs.BashResult(output=str(exc), exit_code=127)
         prefix = self.settings.get("shellCommandPrefix")
         full = f"{prefix}\n{command}" if isinstance(prefix, str) and prefix else command
         argv, env, pass_fds = [*shell, full], None, []
@@ -70,7 +71,7 @@ class LocalBashOperations:
         if spawn is not None:
             if spawn.blocked is not None:
                 await spawn.finish()
-                return BashResult(output=f"Blocked: {spawn.blocked}", exit_code=None, cancelled=True)
+                return pi_hookspecs.BashResult(output=f"Blocked: {spawn.blocked}", exit_code=None, cancelled=True)
             argv, env, pass_fds = spawn.event.argv, spawn.event.env, spawn.event.pass_fds
         output = OutputAccumulator(temp_prefix="pi-user-bash")
         # What the user, the session and the model see is plain text (as pi 1.6.0):
@@ -102,7 +103,7 @@ class LocalBashOperations:
         snapshot = output.snapshot()
         output.close()
         cancelled = outcome.stopped in ("aborted", "cancelled", "timeout")
-        return BashResult(
+        return pi_hookspecs.BashResult(
             output=snapshot.content,
             # absent (not null) when the command was stopped or has no exit code, as pi 1.6.0
             exit_code=None if cancelled else outcome.exit_code,
@@ -143,13 +144,13 @@ class UserBash:
     ) -> BashExecutionMessage:
         runner = self.runner
         operations: Any = LocalBashOperations(self._shell_settings(), runner)
-        result: BashResult | None = None
+        result: pi_hookspecs.BashResult | None = None
         if runner.has_handlers("user_bash"):
             outcome = await runner.emit(
-                "user_bash", UserBashEvent(command=command, exclude_from_context=exclude_from_context, cwd=self.cwd)
+                "user_bash", pi_hookspecs.UserBashEvent(command=command, exclude_from_context=exclude_from_context, cwd=self.cwd)
             )
             if isinstance(outcome, Blocked):
-                result = BashResult(output=f"Blocked: {outcome.reason}", exit_code=None, cancelled=True)
+                result = pi_hookspecs.BashResult(output=f"Blocked: {outcome.reason}", exit_code=None, cancelled=True)
             elif outcome is not None and outcome.result is not None:
                 result = outcome.result
             elif outcome is not None:
@@ -158,7 +159,7 @@ class UserBash:
             ran = operations.exec(command, self.cwd, on_data=on_data, signal=signal)
             result = await ran if inspect.isawaitable(ran) else ran
             if isinstance(result, dict):
-                result = BashResult.model_validate(result)
+                result = pi_hookspecs.BashResult.model_validate(result)
         message = BashExecutionMessage(
             command=command,
             output=result.output,

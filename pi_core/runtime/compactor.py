@@ -13,15 +13,13 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, Literal, cast
 
+import pi_hookspecs
 from pi_hookspecs import (
     AbortController,
     AssistantMessage,
     CompactionEntry,
     LlmContext,
     Model,
-    SessionBeforeCompactEvent,
-    SessionCompactEvent,
-    SessionCompactFailedEvent,
     StreamOptions,
 )
 
@@ -134,7 +132,7 @@ class Compactor:
             signal = AbortController()
             result = None
             if self.runner.has_handlers("session_before_compact"):
-                event = SessionBeforeCompactEvent(
+                event = pi_hookspecs.SessionBeforeCompactEvent(
                     preparation=preparation,
                     branch_entries=list(self.sm.get_branch()),
                     custom_instructions=custom_instructions,
@@ -180,7 +178,7 @@ class Compactor:
         if self.runner.has_handlers("session_compact"):
             await self.runner.emit(
                 "session_compact",
-                SessionCompactEvent(compaction_entry=entry, from_extension=from_extension, reason=reason, will_retry=will_retry),
+                pi_hookspecs.SessionCompactEvent(compaction_entry=entry, from_extension=from_extension, reason=reason, will_retry=will_retry),
             )
         self._emit(
             CompactionEndEvent(
@@ -204,7 +202,7 @@ class Compactor:
         if self.runner.has_handlers("session_compact_failed"):
             await self.runner.emit(
                 "session_compact_failed",
-                SessionCompactFailedEvent(
+                pi_hookspecs.SessionCompactFailedEvent(
                     reason=reason, error_message=message, aborted=aborted, will_retry=will_retry, from_extension=from_extension
                 ),
             )

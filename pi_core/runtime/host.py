@@ -20,7 +20,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pi_hookspecs import Model, SessionBeforeForkEvent, SessionBeforeSwitchEvent, UserMessage
+import pi_hookspecs
+from pi_hookspecs import Model, UserMessage
 
 from .._async import maybe_await
 from ..session import SessionManager
@@ -130,7 +131,7 @@ class SessionRuntime:
         with_session: WithSession = None,
     ) -> dict[str, Any]:
         old = self.session
-        if await self._cancelled("session_before_switch", SessionBeforeSwitchEvent(reason="new")):
+        if await self._cancelled("session_before_switch", pi_hookspecs.SessionBeforeSwitchEvent(reason="new")):
             return {"cancelled": True}
         await old.abort_and_wait() if old.is_busy else None
         manager = SessionManager.create(old.cwd, session_dir=self.session_dir, parent_session=parent_session)
@@ -147,7 +148,7 @@ class SessionRuntime:
         gone). Raises :class:`MissingSessionCwdError` when its folder no longer exists."""
         old = self.session
         path = str(Path(session_path).expanduser().resolve())
-        event = SessionBeforeSwitchEvent(reason="resume", target_session_file=path)
+        event = pi_hookspecs.SessionBeforeSwitchEvent(reason="resume", target_session_file=path)
         if await self._cancelled("session_before_switch", event):
             return {"cancelled": True}
         manager = SessionManager.open(path, cwd=cwd)  # fails here, before the old session is torn down
@@ -164,7 +165,7 @@ class SessionRuntime:
         session at ``session_path`` (of any folder; the original stays unchanged)."""
         old = self.session
         path = str(Path(session_path).expanduser().resolve())
-        if await self._cancelled("session_before_fork", SessionBeforeForkEvent(entry_id="", position="at")):
+        if await self._cancelled("session_before_fork", pi_hookspecs.SessionBeforeForkEvent(entry_id="", position="at")):
             return {"cancelled": True}
         await old.abort_and_wait() if old.is_busy else None
         manager = SessionManager.fork_from(path, old.cwd, session_dir=old.sm.get_session_dir() or self.session_dir)
@@ -202,7 +203,7 @@ class SessionRuntime:
         self, entry_id: str, *, position: Literal["before", "at"] = "before", with_session: WithSession = None
     ) -> dict[str, Any]:
         old = self.session
-        event = SessionBeforeForkEvent(entry_id=entry_id, position=position)
+        event = pi_hookspecs.SessionBeforeForkEvent(entry_id=entry_id, position=position)
         if await self._cancelled("session_before_fork", event):
             return {"cancelled": True}
         await old.abort_and_wait() if old.is_busy else None

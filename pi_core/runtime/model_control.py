@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from pi_hookspecs import Model, ModelSelectEvent, ThinkingLevelSelectEvent
+from pi_hookspecs import Model
 
 from ..agent import AgentState
 from ..ai import ModelRegistry, clamp_thinking_level
@@ -98,6 +98,8 @@ class ModelControl:
         if clamped != self.state.thinking_level:
             await self.set_thinking_level(clamped)
         if self.runner.has_handlers("model_select"):
+            from pi_hookspecs import ModelSelectEvent  # an occasional event: made on first use
+
             await self.runner.emit("model_select", ModelSelectEvent(model=model, previous_model=previous, source=source))
         return True
 
@@ -110,6 +112,8 @@ class ModelControl:
         self.sm.append_thinking_level_change(level)
         self._emit(ThinkingLevelChangedEvent(level=level))
         if self.runner.has_handlers("thinking_level_select"):
+            from pi_hookspecs import ThinkingLevelSelectEvent
+
             await self.runner.emit("thinking_level_select", ThinkingLevelSelectEvent(level=level, previous_level=previous))
         return level
 

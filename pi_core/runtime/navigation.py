@@ -6,12 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pi_hookspecs
 from pi_hookspecs import (
     AbortController,
     BranchSummaryEntry,
     Model,
-    SessionBeforeTreeEvent,
-    SessionTreeEvent,
     UserMessage,
 )
 
@@ -96,7 +95,7 @@ class TreeNavigator:
         from_extension = False
         if self.runner.has_handlers("session_before_tree"):
             outcome = await self.runner.emit(
-                "session_before_tree", SessionBeforeTreeEvent(preparation=preparation, signal=AbortController().signal)
+                "session_before_tree", pi_hookspecs.SessionBeforeTreeEvent(preparation=preparation, signal=AbortController().signal)
             )
             if outcome is not None and outcome.cancel:
                 return {"cancelled": True}
@@ -147,7 +146,7 @@ class TreeNavigator:
         if self.runner.has_handlers("session_tree"):
             await self.runner.emit(
                 "session_tree",
-                SessionTreeEvent(
+                pi_hookspecs.SessionTreeEvent(
                     new_leaf_id=sm.get_leaf_id(),
                     old_leaf_id=old_leaf,
                     summary_entry=summary_entry,

@@ -26,12 +26,12 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, cast, get_args
 
+import pi_hookspecs
 from pi_hookspecs import (
     AgentMessage,
     AgentSettledEvent,
     AssistantMessage,
     BashExecutionMessage,
-    CacheWarmingDecisionEvent,
     CompactionEntry,
     CustomMessage,
     ImageContent,
@@ -39,7 +39,6 @@ from pi_hookspecs import (
     LlmContext,
     Model,
     ResourcesDiscoverEvent,
-    SessionInfoChangedEvent,
     SessionShutdownEvent,
     SessionStartEvent,
     StreamOptions,
@@ -411,7 +410,7 @@ class AgentSession:
         action: str = decision.action
         if not self.runner.has_handlers("cache_warming_decision"):
             return action
-        event = CacheWarmingDecisionEvent(
+        event = pi_hookspecs.CacheWarmingDecisionEvent(
             warm_cost=decision.warm_cost,
             miss_cost=decision.miss_cost,
             continuation_probability=decision.continuation_probability,
@@ -719,7 +718,7 @@ class AgentSession:
     async def set_session_name(self, name: str | None) -> None:
         name = (name or "").strip() or None
         self.sm.append_session_info(name)
-        event = SessionInfoChangedEvent(name=name)
+        event = pi_hookspecs.SessionInfoChangedEvent(name=name)
         if self.runner.has_handlers("session_info_changed"):
             await self.runner.emit("session_info_changed", event)
         self._emit(event)
