@@ -26,7 +26,8 @@ exec'ing ``bun``, so that is bun's RSS.
 Our pi is the installed console script ``.venv/bin/pi`` with a warm bytecode cache;
 pi 1.6.0 is the wrapper named by ``PI_TS`` (``bench/run.py`` defaults it to the output of
 ``../shared/tools/install-pi-ts`` when that wrapper is installed). Without it only our
-numbers print. ``PI_BENCH_RUNS`` sets the number of runs per case (default 5); a failing
+numbers print. ``PI_BENCH_RUNS`` sets the number of runs per case (default 5),
+``PI_BENCH_CASES`` the cases to run (``startup,print,mcp,resume,loop``; default all); a failing
 case prints its reason (the stderr tail) and the others go on.
 """
 
@@ -64,6 +65,16 @@ TIMEOUT = 180.0
 LOOP_TIMEOUT = 900.0
 CONTEXT_WINDOW = 4_000_000  # far above the 20,000-entry session: neither program compacts
 NOT_INSTALLED = 'pi 1.6.0 not installed: export PI_TS="$(../shared/tools/install-pi-ts)"'
+
+
+SECTIONS = {"startup": "_startup", "print": "_print_cases", "mcp": "_mcp_case", "resume": "_resume_case", "loop": "_loop_case"}
+"""The cases of this bench, by the names ``PI_BENCH_CASES`` takes."""
+
+
+def _sections() -> list[Callable[..., list[str]]]:
+    """The sections to run: all, or those ``PI_BENCH_CASES`` names (``print,resume``)."""
+    chosen = [name.strip() for name in os.environ.get("PI_BENCH_CASES", "").split(",") if name.strip()]
+    return [globals()[SECTIONS[name]] for name in (chosen or SECTIONS) if name in SECTIONS]
 
 
 def runs() -> int:
@@ -595,7 +606,7 @@ def report() -> list[str]:
                 )
             for prog in programs:
                 _models_json(prog.agent, server.url)
-            for section in (_startup, _print_cases, _mcp_case, _resume_case, _loop_case):
+            for section in _sections():
                 try:
                     out.extend(section(programs, n, server, base, cwd, missing))
                 except Exception as error:  # a bench prints, never raises
