@@ -298,3 +298,37 @@ def test_declarations_match_their_definitions() -> None:
     declaration = definition.declaration()
     assert isinstance(declaration, ToolDeclaration)
     assert declaration == ToolDeclaration(name="t", description="d", parameters={"type": "object"})
+
+
+@pytest.mark.parametrize("command", ["echo hello", "echo oops; exit 3"])
+def test_the_bash_tools_results_and_progress_are_as_validated(pi: Any, command: str) -> None:
+    """The bash tool builds its results and progress updates from its own values."""
+    recorder = Recorder()
+    pi.use(recorder)
+    pi.script(call("bash", command=command), "done")
+    run = pi.prompt("run it")
+    results = [m for m in run.messages if isinstance(m, ToolResultMessage)]
+    assert results and results[0].is_error == ("exit 3" in command)
+    updates = [e for e in pi.events if getattr(e, "type", None) == "tool_execution_update"]
+    assert updates, "the bash tool reports its output as it runs"
+    ends = [e for e in recorder.seen if isinstance(e, ToolResultEvent)]
+    for model in [*results, *updates, *ends]:
+        assert_as_validated(model)
+    for event in updates:
+        assert_as_validated(event.partial_result)
+
+
+def test_the_opening_entries_of_a_session_are_as_validated() -> None:
+    """A new session opens with a model change and a thinking-level change, made from
+    strings pi holds; other values still go through validation."""
+    from pi_core.session import SessionManager
+
+    sm = SessionManager.in_memory("/tmp")
+    sm.append_model_change("anthropic", "claude-x")
+    sm.append_thinking_level_change("high")
+    entries = sm.get_entries()
+    assert [e.type for e in entries] == ["model_change", "thinking_level_change"]
+    for entry in entries:
+        assert_as_validated(entry)
+    with pytest.raises(ValueError):
+        sm.append_model_change("anthropic", 5)  # type: ignore[arg-type]

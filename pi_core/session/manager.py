@@ -419,19 +419,15 @@ class SessionManager:
 
     def append_thinking_level_change(self, thinking_level: str) -> str:
         entry_id, parent_id, timestamp = self._next()
-        return self._append(
-            ThinkingLevelChangeEntry(
-                id=entry_id, parent_id=parent_id, timestamp=timestamp, thinking_level=thinking_level
-            )
-        )
+        # a string (what pi passes) needs no validator; anything else is validated
+        make = ThinkingLevelChangeEntry.model_construct if type(thinking_level) is str else ThinkingLevelChangeEntry
+        return self._append(make(id=entry_id, parent_id=parent_id, timestamp=timestamp, thinking_level=thinking_level))
 
     def append_model_change(self, provider: str, model_id: str) -> str:
         entry_id, parent_id, timestamp = self._next()
-        return self._append(
-            ModelChangeEntry(
-                id=entry_id, parent_id=parent_id, timestamp=timestamp, provider=provider, model_id=model_id
-            )
-        )
+        typed = type(provider) is str and type(model_id) is str
+        make = ModelChangeEntry.model_construct if typed else ModelChangeEntry
+        return self._append(make(id=entry_id, parent_id=parent_id, timestamp=timestamp, provider=provider, model_id=model_id))
 
     def append_usage(
         self,

@@ -138,9 +138,12 @@ def current_system_message(messages: Iterable[AgentMessage]) -> SystemMessage | 
             tools[tool.name] = tool
     if timestamp is None and not tools:
         return None
-    return SystemMessage(
+    # made from the replayed messages' own validated values: constructed, not validated again
+    return SystemMessage.model_construct(
+        role="system",
+        tools_removed=None,
         content="\n\n".join(content),
-        sections=sections or None,
+        sections=cast(dict[str, str | None], sections) or None,
         tools_added=list(tools.values()) or None,
         timestamp=timestamp or 0,
     )

@@ -27,6 +27,7 @@ from pi_hookspecs import (
     ExecutionMode,
     FileAccessEvent,
     FileAccessResult,
+    TextContent,
     ToolAnnotations,
     ToolDefinition,
     ToolResult,
@@ -122,6 +123,14 @@ async def ctx_file_access(
     if outcome is None or isinstance(outcome, FileAccessResult):
         return outcome
     raise ToolError(str(getattr(outcome, "reason", None) or outcome))
+
+
+def text_result(text: str, details: Any = None, *, is_error: bool = False) -> ToolResult:
+    """A built-in tool's text result, constructed from pi's own values without
+    validation (``ToolResult.text`` / ``ToolResult.error`` validate what plugins pass)."""
+    return ToolResult.model_construct(
+        content=[TextContent.model_construct(type="text", text=text)], details=details, is_error=is_error
+    )
 
 
 def ctx_update(ctx: Any, partial: ToolResult) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import Field
 
-from pi_hookspecs import BashSpawnEvent, TextContent, ToolDefinition, ToolResult
+from pi_hookspecs import BashSpawnEvent, ToolDefinition, ToolResult
 
 from ._common import (
     ToolArgs,
@@ -24,6 +24,7 @@ from ._common import (
     define_tool,
     destructive_annotations,
     raise_if_aborted,
+    text_result,
 )
 from .output import OutputAccumulator, OutputSnapshot
 from .shell import ProcessOutcome, ShellNotFoundError, resolve_shell, run_in_process_group, run_launched
@@ -134,7 +135,7 @@ class _Progress:
         self.handle: asyncio.TimerHandle | None = None
 
     def start(self) -> None:
-        ctx_update(self.ctx, ToolResult(content=[], details=None))
+        ctx_update(self.ctx, ToolResult.model_construct(content=[], details=None))
 
     def data(self) -> None:
         self.dirty = True
@@ -155,7 +156,7 @@ class _Progress:
         details: dict[str, Any] = {}  # as pi 1.6.0: an object, with the truncation when cut
         if snapshot.truncation.truncated:
             details = {"truncation": snapshot.truncation.to_json(), "fullOutputPath": snapshot.full_output_path}
-        ctx_update(self.ctx, ToolResult(content=[TextContent(text=snapshot.content)], details=details))
+        ctx_update(self.ctx, text_result(snapshot.content, details))
 
     def cancel(self) -> None:
         if self.handle is not None:
@@ -223,16 +224,16 @@ def _result(outcome: ProcessOutcome, output: OutputAccumulator, timeout: float |
     text = _format(snapshot, output)
     details = _details(snapshot, None if outcome.stopped else outcome.exit_code)
     if outcome.stopped == "aborted" or outcome.stopped == "cancelled":
-        return ToolResult.error(_with_status(text, "Command aborted"), details=details)
+        return text_result(_with_status(text, "Command aborted"), details, is_error=True)
     if outcome.stopped == "timeout":
-        return ToolResult.error(_with_status(text, f"Command timed out after {timeout:g} seconds"), details=details)
+        return text_result(_with_status(text, f"Command timed out after {timeout:g} seconds"), details, is_error=True)
     if outcome.signal is not None:
         name = signals.Signals(outcome.signal).name if outcome.signal in signals.valid_signals() else outcome.signal
         details["signal"] = str(name)
-        return ToolResult.error(_with_status(text, f"Command was killed by signal {name}"), details=details)
+        return text_result(_with_status(text, f"Command was killed by signal {name}"), details, is_error=True)
     if outcome.exit_code != 0:
-        return ToolResult.error(_with_status(text, f"Command exited with code {outcome.exit_code}"), details=details)
-    return ToolResult.text(text or "(no output)", details=details)
+        return text_result(_with_status(text, f"Command exited with code {outcome.exit_code}"), details, is_error=True)
+    return text_result(text or "(no output)", details)
 
 
 def create_bash_tool() -> ToolDefinition:
