@@ -208,8 +208,8 @@ def _keyed(schema: Any) -> Any:
 def _fast_validators() -> tuple[Callable[[Any], SessionEntry], Callable[[Any], list[SessionEntry]]]:
     """``(one entry, a list of entries)`` validators with key-discriminated unions,
     built in about 1 ms from their schema, which is derived from the full validator's
-    and kept between runs (:mod:`.schema_cache`: generating it costs about 18 ms)."""
-    from .schema_cache import cached_schema
+    and kept between runs (:mod:`pi_core._schema_cache`: generating it costs about 18 ms)."""
+    from .._schema_cache import cached_schema
 
     def generate() -> Any:
         return _keyed(entry_adapter().core_schema)

@@ -157,7 +157,7 @@ def test_a_resumed_file_reports_its_invalid_entries_by_line(tmp_path: Path) -> N
 def test_the_fast_schema_is_cached_beside_the_bytecode_and_regenerated_when_a_source_changes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pi_core.session import schema_cache
+    from pi_core import _schema_cache as schema_cache
 
     monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "pycache"))
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
@@ -198,7 +198,7 @@ def test_the_fast_schema_is_cached_beside_the_bytecode_and_regenerated_when_a_so
 
 
 def test_without_bytecode_writing_nothing_is_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pi_core.session import schema_cache
+    from pi_core import _schema_cache as schema_cache
 
     monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "pycache"))
     monkeypatch.setattr(sys, "dont_write_bytecode", True)

@@ -1,15 +1,17 @@
-"""The core schema of the fast entry validators, kept between runs beside pi's bytecode.
+"""pydantic core schemas kept between runs beside pi's bytecode.
 
-Generating the schema of the session entry models is pure Python (pydantic walks 27
-model classes: about 18 ms, a twelfth of resuming a 20,000-entry session); building a
-validator from a ready schema takes under a millisecond. So the schema, once
-generated, is pickled next to the bytecode Python caches for this module (the same
-folder, ``__pycache__`` or ``sys.pycache_prefix``, with the same trust: Python runs the
-``.pyc`` files found there) and read back by later runs.
+Generating a validator's core schema is pure Python (for the session entries pydantic
+walks 27 model classes: about 18 ms, a twelfth of resuming a 20,000-entry session; for
+``models.json`` about 2 ms of every start); building a validator from a ready schema
+takes well under a millisecond. So a schema, once generated, is pickled next to the
+bytecode Python caches for the module that uses it (the same folder, ``__pycache__`` or
+``sys.pycache_prefix``, with the same trust: Python runs the ``.pyc`` files found there)
+and read back by later runs. Users: the session entries' fast validators
+(``pi_core.session.records``) and the ``models.json`` validator (``pi_core.ai.config``).
 
 The file is named after a digest of everything the schema depends on — the Python,
 pydantic and pydantic-core versions, and the size and modification time of every
-source file of the contract package and of the session records module — and holds that
+source file of the contract package and of the module that uses it — and holds that
 description too, compared on reading: a changed model is never validated with an old
 schema. A file that is missing, unreadable, someone else's, or describes other sources
 is ignored (the schema is generated again, and written unless
@@ -54,7 +56,7 @@ def _sources(module_file: str) -> list[str]:
     return [os.path.abspath(module_file), *(os.path.join(package, name) for name in names)]
 
 
-def _cache_file(module_file: str, description: str) -> str | None:
+def _cache_file(module_file: str, description: str, name: str) -> str | None:
     import importlib.util
 
     try:
@@ -62,14 +64,14 @@ def _cache_file(module_file: str, description: str) -> str | None:
     except (NotImplementedError, ValueError):  # no bytecode caching in this interpreter
         return None
     digest = hashlib.sha256(description.encode()).hexdigest()[:20]
-    return os.path.join(os.path.dirname(bytecode), f"pi-entry-schema.{digest}.pickle")
+    return os.path.join(os.path.dirname(bytecode), f"pi-{name}-schema.{digest}.pickle")
 
 
-def cached_schema(module_file: str, generate: Callable[[], Any]) -> Any:
-    """The schema cached for ``module_file`` (the module that builds it) and the
+def cached_schema(module_file: str, generate: Callable[[], Any], name: str = "entry") -> Any:
+    """The schema ``name`` cached for ``module_file`` (the module that builds it) and the
     contract's current sources, else ``generate()`` (then cached for the next run)."""
     description = _description(_sources(module_file))
-    path = _cache_file(module_file, description)
+    path = _cache_file(module_file, description, name)
     if path is not None:
         schema = _read(path, description)
         if schema is not None:
@@ -123,7 +125,8 @@ def _write(path: str, description: str, schema: Any) -> None:
                 os.unlink(temporary)
             return
         name = os.path.basename(path)
+        prefix = name.split(".", 1)[0] + "."
         for entry in os.scandir(directory):  # the schemas of earlier sources
-            if entry.name.startswith("pi-entry-schema.") and entry.name.endswith(".pickle") and entry.name != name:
+            if entry.name.startswith(prefix) and entry.name.endswith(".pickle") and entry.name != name:
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
