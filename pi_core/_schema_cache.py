@@ -130,3 +130,28 @@ def _write(path: str, description: str, schema: Any) -> None:
             if entry.name.startswith(prefix) and entry.name.endswith(".pickle") and entry.name != name:
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
+
+
+_validators: dict[tuple[type, str], Any] = {}
+
+
+def model_validator(model: type, module_file: str, name: str) -> Any:
+    """A ``SchemaValidator`` of the pydantic ``model`` (its ``validate_python`` gives what
+    ``model.model_validate`` gives, errors included), built from the schema kept for
+    ``module_file`` under ``name``; one per process."""
+    key = (model, name)
+    found = _validators.get(key)
+    if found is None:
+        from pydantic_core import SchemaValidator
+
+        def generate() -> Any:
+            model.model_rebuild()  # type: ignore[attr-defined]
+            return model.__pydantic_core_schema__  # type: ignore[attr-defined]
+
+        try:
+            found = SchemaValidator(cached_schema(module_file, generate, name=name))
+        except Exception:  # a cached schema this pydantic-core refuses: generate it again
+            found = SchemaValidator(generate())
+        _validators[key] = found
+    return found
+

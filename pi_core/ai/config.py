@@ -92,29 +92,13 @@ class ModelsFile(_Config):
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
 
 
-_validator: Any = None
-
-
 def _validate(data: Any) -> ModelsFile:
     """``ModelsFile.model_validate(data)``, by a validator built from a core schema kept
     between runs (:mod:`pi_core._schema_cache`): generating it costs about 2 ms of each
     start that reads a ``models.json``. The models and the errors are the same."""
-    global _validator
-    if _validator is None:
-        from pydantic_core import SchemaValidator
+    from .._schema_cache import model_validator
 
-        from .._schema_cache import cached_schema
-
-        def generate() -> Any:
-            ModelsFile.model_rebuild()
-            return ModelsFile.__pydantic_core_schema__
-
-        schema = cached_schema(__file__, generate, name="models")
-        try:
-            _validator = SchemaValidator(schema)
-        except Exception:  # a cached schema this pydantic-core refuses: generate it again
-            _validator = SchemaValidator(generate())
-    result = _validator.validate_python(data)
+    result = model_validator(ModelsFile, __file__, "models").validate_python(data)
     assert isinstance(result, ModelsFile)
     return result
 

@@ -439,7 +439,12 @@ class ModelRegistry:
         data["headers"] = headers or None
         compat = {**provider.compat, **(data.get("compat") or {})}
         data["compat"] = compat or None
-        return Model.model_validate(data)
+        # Model.model_validate, by a validator whose schema is kept between runs
+        from .._schema_cache import model_validator
+
+        model = model_validator(Model, __file__, "model").validate_python(data)
+        assert isinstance(model, Model)
+        return model
 
     # ------------------------------------------------------------------ queries
 

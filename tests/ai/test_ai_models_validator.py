@@ -51,3 +51,20 @@ def test_a_later_run_does_not_generate_the_schema(tmp_path: Any) -> None:
     ]
     assert runs[0].strip() == "['ModelsFile']"  # generated, then kept
     assert runs[1].strip() == "[]"  # read back: pydantic generated nothing
+
+
+MODEL_CASES: list[dict[str, Any]] = [
+    {"id": "m", "provider": "p", "api": "openai-completions", "name": "M", "cost": {"input": 3, "output": 15}},
+    {"id": "m", "provider": "p", "api": "anthropic-messages", "name": "M", "contextWindow": "big"},
+    {"id": "m", "provider": "p", "api": "x", "name": "M", "input": ["text", "image"], "headers": {"a": "b"}, "compat": {"z": 1}},
+]
+
+
+@pytest.mark.parametrize("data", MODEL_CASES)
+def test_the_registrys_model_validator_is_model_validate(data: dict[str, Any]) -> None:
+    from pi_core import _schema_cache
+    from pi_core.ai import registry
+    from pi_hookspecs import Model
+
+    ours = _schema_cache.model_validator(Model, registry.__file__, "model").validate_python
+    assert _outcome(ours, data) == _outcome(Model.model_validate, data)
