@@ -54,7 +54,7 @@ class UsageEntry(EntryBase):
     kind: str
     provider: str | None = None
     model: str | None = None
-    usage: Usage = Field(default_factory=Usage)
+    usage: Usage = Field(default_factory=Usage.model_construct)
 
 
 class CompactionEntry(EntryBase):

@@ -50,7 +50,7 @@ class Model(PiModel):
     reasoning: bool = False
     thinking_level_map: dict[str, Any] | None = None
     input: list[Literal["text", "image"]] = Field(default_factory=_text_only)
-    cost: ModelCost = Field(default_factory=ModelCost)
+    cost: ModelCost = Field(default_factory=ModelCost.model_construct)
     context_window: int = 128_000
     max_tokens: int = 16_384
     headers: dict[str, str] | None = None

@@ -100,7 +100,7 @@ class Usage(PiModel):
     cache_write_1h: int | None = None
     reasoning: int | None = None
     total_tokens: int = 0
-    cost: Cost = Field(default_factory=Cost)
+    cost: Cost = Field(default_factory=Cost.model_construct)
 
 
 # --------------------------------------------------------------------------- tools as declared
@@ -152,7 +152,7 @@ class AssistantMessage(PiModel):
     provider_thinking_level: str | None = None
     thinking_level: str | None = None
     diagnostics: list[Any] | None = None
-    usage: Usage = Field(default_factory=Usage)
+    usage: Usage = Field(default_factory=Usage.model_construct)
     stop_reason: StopReason = "stop"
     deferred: dict[str, Any] | None = None
     error_message: str | None = None
