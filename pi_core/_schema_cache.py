@@ -155,3 +155,42 @@ def model_validator(model: type, module_file: str, name: str) -> Any:
         _validators[key] = found
     return found
 
+
+_serializers: dict[type, Any] = {}
+_SELF_CONTAINED = frozenset({"pi_core.runtime.events"})
+"""pi_core modules whose models depend on the contract alone (their kept schema's
+description covers everything it depends on)."""
+
+
+def model_json(model: Any) -> Any:
+    """``model.to_json()`` — ``model_dump(mode="json", by_alias=True)`` — by a serializer
+    built from the schema kept for the model's class (beside its module's bytecode), so
+    the JSON of events and session entries does not make pydantic generate each class's
+    schema on every run. Objects that are not pydantic models are returned as they are."""
+    cls = type(model)
+    serializer = _serializers.get(cls)
+    if serializer is None:
+        if not hasattr(cls, "__pydantic_fields__"):
+            return model
+        serializer = _serializers[cls] = _serializer(cls)
+    return serializer.to_python(model, mode="json", by_alias=True)
+
+
+def _serializer(cls: Any) -> Any:
+    from pydantic_core import SchemaSerializer
+
+    def generate() -> Any:
+        cls.model_rebuild()
+        return cls.__pydantic_core_schema__
+
+    module = sys.modules.get(cls.__module__)
+    source = getattr(module, "__file__", None)
+    if not source or (cls.__module__.split(".")[0] != "pi_hookspecs" and cls.__module__ not in _SELF_CONTAINED):
+        # a kept schema is described by the contract's sources and its own module's: other
+        # classes (a plugin's, which may depend on more of its modules) use their own
+        return cls.__pydantic_serializer__
+    try:
+        return SchemaSerializer(cached_schema(source, generate, name=f"json-{cls.__qualname__}"))
+    except Exception:  # a cached schema this pydantic-core refuses: the class's own serializer
+        return cls.__pydantic_serializer__
+

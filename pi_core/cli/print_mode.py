@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from pi_hookspecs import AssistantMessage, MessageUpdateEvent, PiModel, TurnEndEvent
 
+from .._schema_cache import model_json
 from ..runtime import SessionRuntime
 from .bootstrap import InitialInput, start_runtime
 
@@ -24,12 +25,12 @@ def event_record(event: PiModel) -> dict[str, Any] | None:
         # the boundary's proposal and context preview are for plugins; clients get the turn
         return {
             "type": "turn_end",
-            "message": event.message.to_json(),
-            "toolResults": [result.to_json() for result in event.tool_results],
+            "message": model_json(event.message),
+            "toolResults": [model_json(result) for result in event.tool_results],
         }
     if kind in ("tool_execution_end", "tool_execution_update"):
         # a result as pi 1.6.0 shows it: content and details; isError/terminate only when set
-        shown = event.to_json()
+        shown: dict[str, Any] = model_json(event)
         result = shown.get("result" if kind == "tool_execution_end" else "partialResult")
         if isinstance(result, dict):
             for flag in ("isError", "terminate"):
@@ -40,14 +41,14 @@ def event_record(event: PiModel) -> dict[str, Any] | None:
         update = event.assistant_message_event
         if update is None:
             return None
-        record: dict[str, Any] = {"type": "message_update", "usage": event.message.usage.to_json()}
-        data = update.to_json()
+        record: dict[str, Any] = {"type": "message_update", "usage": model_json(event.message.usage)}
+        data = model_json(update)
         if update.type == "toolcall_start":
             data.setdefault("id", update.id)
             data.setdefault("toolName", update.tool_name)
         record["assistantMessageEvent"] = data
         return record
-    return event.to_json()
+    return model_json(event)  # type: ignore[no-any-return]
 
 
 class JsonWriter:

@@ -23,6 +23,8 @@ from pi_hookspecs import MessageEntry, SessionEntry, UnknownEntry
 from pi_hookspecs.entries import _entry_tag
 from pi_hookspecs.messages import _block_tag, _role_tag
 
+from .._schema_cache import model_json
+
 
 @functools.cache
 def entry_adapter() -> TypeAdapter[SessionEntry]:
@@ -90,9 +92,9 @@ def entry_json(entry: SessionEntry) -> dict[str, Any]:
             "id": entry.id,
             "parentId": entry.parent_id,
             "timestamp": entry.timestamp,
-            "message": entry.message.to_json(),
+            "message": model_json(entry.message),
         }
-    return entry.to_json()
+    return model_json(entry)  # type: ignore[no-any-return]
 
 
 @contextmanager
