@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 from .catalog import Catalog, CatalogCache
 from .description import CodemodeSettings, build_description
-from .naming import to_identifier
 from .plugin import CodemodePlugin
 from .tool import CodemodeTool, reaches_tools
 
 if TYPE_CHECKING:
+    from .naming import to_identifier
     from .sandbox import get_sandbox
     from .store import STORE_ENTRY, read_store
 
-_LAZY = {"get_sandbox": ".sandbox", "STORE_ENTRY": ".store", "read_store": ".store"}
+_LAZY = {"get_sandbox": ".sandbox", "STORE_ENTRY": ".store", "read_store": ".store", "to_identifier": ".naming"}
 
 
 def __getattr__(name: str) -> Any:

@@ -12,12 +12,15 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pi_hookspecs import ToolDefinition, ToolNamespace
 
-from .naming import assign_identifiers, identifier_key
-from .stubs import ToolStub, build_stub, returns_structured
+if TYPE_CHECKING:
+    from .stubs import ToolStub
+
+# naming and stubs are imported when a catalog is built (codemode active in a run), not
+# when the plugin loads
 
 __all__ = ["Catalog", "CatalogCache", "CatalogTool", "description_with_guidelines"]
 
@@ -47,6 +50,8 @@ class CatalogTool:
 
     @property
     def structured(self) -> bool:
+        from .stubs import returns_structured
+
         return returns_structured(self.definition)
 
     @property
@@ -72,6 +77,8 @@ class Catalog:
     """The callable tools of one script run, by name and by identifier."""
 
     def __init__(self, tools: Sequence[CatalogTool]) -> None:
+        from .naming import identifier_key
+
         self.tools = list(tools)
         self.by_name = {t.name: t for t in self.tools}
         self.by_ident = {t.ident: t for t in self.tools}
@@ -90,6 +97,8 @@ class Catalog:
 
     def resolve(self, name: str) -> CatalogTool | None:
         """A tool by name, by identifier, or by either spelled with ``-`` or ``_``."""
+        from .naming import identifier_key
+
         return self.by_name.get(name) or self.by_ident.get(name) or self._by_key.get(identifier_key(name))
 
     def namespaces(self) -> list[ToolNamespace]:
@@ -118,6 +127,9 @@ class CatalogCache:
             and all(a is b for a, b in zip(tools, self._tools, strict=True))
         ):
             return self._catalog
+        from .naming import assign_identifiers
+        from .stubs import build_stub
+
         idents = assign_identifiers(d.name for d in tools)
         stubs: dict[int, tuple[ToolDefinition, ToolStub]] = {}
         entries = []
