@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-LAZY_PACKAGES = ["pi_core.compaction", "pi_core.resources"]
+LAZY_PACKAGES = ["pi_core.compaction", "pi_core.resources", "pi_core.session"]
 
 
 def _parts(package: str) -> tuple[dict[str, set[str]], dict[str, set[str]], list[str]]:

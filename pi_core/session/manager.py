@@ -61,13 +61,6 @@ from pi_hookspecs import (
 
 from .context import MessageSnapshot, ModelRef, SessionContext, SessionProjection
 from .errors import EntryNotFoundError, SessionDiagnostic
-from .listing import (
-    SessionInfo,
-    find_most_recent,
-    find_session,
-    list_all_sessions,
-    list_sessions,
-)
 from .messages import current_system_message
 from .migration import migrate
 from .paths import (
@@ -242,6 +235,8 @@ class SessionManager:
         """The most recently modified session of ``cwd`` (``pi -c``), or a new one."""
         directory = resolve_session_dir(cwd, session_dir)
         cwd_filter = resolve_cwd(cwd) if filters_by_cwd(cwd, directory) else None
+        from .listing import find_most_recent  # listing sessions: only when asked to
+
         recent = find_most_recent(directory, cwd_filter)
         if recent is None:
             return cls.create(cwd, session_dir=session_dir)
@@ -273,11 +268,15 @@ class SessionManager:
         cwd: str | os.PathLike[str], session_dir: str | os.PathLike[str] | None = None
     ) -> builtins.list[SessionInfo]:
         """The sessions of ``cwd``, newest first (``/resume``)."""
+        from .listing import list_sessions
+
         return list_sessions(cwd, session_dir)
 
     @staticmethod
     def list_all(session_dir: str | os.PathLike[str] | None = None) -> builtins.list[SessionInfo]:
         """The sessions of every project, newest first."""
+        from .listing import list_all_sessions
+
         return list_all_sessions(session_dir)
 
     @staticmethod
@@ -289,6 +288,8 @@ class SessionManager:
     ) -> str:
         """The file of the session with this id or unique id prefix (this project's
         sessions first). Raises :class:`SessionNotFoundError` / :class:`AmbiguousSessionError`."""
+        from .listing import find_session
+
         return find_session(id_or_prefix, cwd=cwd, session_dir=session_dir)
 
     # =================================================================== loading
@@ -740,6 +741,7 @@ class SessionManager:
 
 
 if TYPE_CHECKING:
+    from .listing import SessionInfo
 
     def _implements_session_view(manager: SessionManager) -> SessionView:
         return manager
