@@ -24,7 +24,6 @@ development).
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import os
 import time
@@ -569,6 +568,8 @@ class PluginHost:
                 if impl.optionalhook:
                     continue
                 specced = [n for n in known if getattr(self.pm.hook, n).has_spec()]
+                import difflib  # a misspelt hook name: suggest the closest
+
                 close = difflib.get_close_matches(name, specced, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
                 record = next((r for r in self.records if r.name == impl.plugin_name), None)

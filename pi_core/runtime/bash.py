@@ -19,7 +19,6 @@ import pi_hookspecs
 from pi_hookspecs import AgentMessage, BashExecutionMessage, BashSpawnEvent
 
 from ..extensions import Blocked, EventRunner
-from ..tools.ansi import AnsiStream
 from ..tools.output import OutputAccumulator
 from ..tools.shell import PreparedSpawn, ShellNotFoundError, resolve_shell, run_in_process_group, run_launched
 
@@ -77,6 +76,8 @@ class LocalBashOperations:
         # What the user, the session and the model see is plain text (as pi 1.6.0):
         # escape sequences, control characters and carriage returns removed.
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        from ..tools.ansi import AnsiStream  # a user's ! command: its output is cleaned of escapes
+
         plain = AnsiStream()
 
         def deliver(text: str) -> None:

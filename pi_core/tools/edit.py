@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -24,17 +24,11 @@ from ._common import (
     run_file_mutation,
     run_to_completion,
 )
-from .edit_diff import (
-    EditError,
-    Replacement,
-    apply_edits,
-    detect_line_ending,
-    display_diff,
-    normalize_to_lf,
-    restore_line_endings,
-    strip_bom,
-    unified_patch,
-)
+
+if TYPE_CHECKING:
+    from .edit_diff import Replacement
+
+# matching, diffing and patching (edit_diff, difflib) are imported by the first edit
 
 
 class EditBlock(BaseModel):
@@ -117,6 +111,17 @@ def _edit_file(path: str, shown: str, edits: list[Replacement]) -> dict[str, Any
 
 def _edited(raw: str, shown: str, edits: list[Replacement]) -> tuple[bytes, dict[str, Any]]:
     """The file's new bytes and the result's details."""
+    from .edit_diff import (
+        EditError,
+        apply_edits,
+        detect_line_ending,
+        display_diff,
+        normalize_to_lf,
+        restore_line_endings,
+        strip_bom,
+        unified_patch,
+    )
+
     bom, content = strip_bom(raw)
     ending = detect_line_ending(content)
     base = normalize_to_lf(content)
@@ -153,6 +158,8 @@ async def _edit_served(path: str, shown: str, edits: list[Replacement], ctx: Any
 async def run_edit(args: EditArgs, ctx: Any) -> ToolResult:
     if not args.edits:
         raise ToolError("Edit tool input is invalid: edits must contain at least one replacement.")
+    from .edit_diff import Replacement
+
     edits = [Replacement(e.oldText, e.newText) for e in args.edits]
     if getattr(ctx, "_file_access", None) is not None:
         details = await run_async_file_mutation(ctx, args.path, _edit_served, edits, ctx)

@@ -23,9 +23,7 @@ from ._common import (
     run_stoppable,
     search_root,
 )
-from .external import find_executable, stream_lines, supports_option
 from .truncate import DEFAULT_MAX_BYTES
-from .walk import glob_matches, repo_root, walk
 
 DEFAULT_LIMIT = 1000
 
@@ -52,6 +50,8 @@ def _relative(path: str, root: str) -> str:
 
 
 async def _fd_results(fd: str, pattern: str, root: str, limit: int, signal: AbortSignal | None) -> list[str]:
+    from .external import stream_lines, supports_option
+
     argv = [fd, "--glob", "--color=never", "--hidden", "--exclude", ".git"]
     if supports_option(fd, "--no-require-git"):
         argv.append("--no-require-git")
@@ -75,6 +75,8 @@ async def _fd_results(fd: str, pattern: str, root: str, limit: int, signal: Abor
 
 
 def _walk_results(pattern: str, root: str, limit: int, stop: threading.Event) -> list[str]:
+    from .walk import glob_matches, walk
+
     results: list[str] = []
     absolute = pattern.startswith("/")
     for entry in walk(root, stop=stop):
@@ -87,6 +89,9 @@ def _walk_results(pattern: str, root: str, limit: int, stop: threading.Event) ->
 
 
 def _usable_fd(use_fd: bool | None, root: str) -> str | None:
+    from .external import find_executable, supports_option
+    from .walk import repo_root
+
     if use_fd is False:
         return None
     fd = find_executable("fd", "fdfind")
@@ -99,6 +104,8 @@ def _usable_fd(use_fd: bool | None, root: str) -> str | None:
 
 
 def _usable_rg(use_fd: bool | None) -> str | None:
+    from .external import find_executable
+
     return None if use_fd is False else find_executable("rg")
 
 
@@ -106,6 +113,9 @@ async def _rg_results(rg: str, pattern: str, root: str, limit: int, signal: Abor
     """Without fd: ``rg --files`` walks (honouring .gitignore as fd does) and the
     pattern is matched here with the same rules as the Python walk. Directories are
     those that hold a listed file (an empty directory is not found this way)."""
+    from .external import stream_lines
+    from .walk import glob_matches
+
     absolute = pattern.startswith("/")
     results: list[str] = []
     seen_dirs: set[str] = set()

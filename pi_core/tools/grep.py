@@ -27,9 +27,7 @@ from ._common import (
     run_stoppable,
     search_root,
 )
-from .external import find_executable, stream_lines
 from .truncate import DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, truncate_line
-from .walk import glob_matches, walk
 
 DEFAULT_LIMIT = 100
 
@@ -73,6 +71,8 @@ def _json_text(value: Any) -> str | None:
 async def _rg_matches(
     rg: str, args: GrepArgs, search_path: str, limit: int, signal: AbortSignal | None
 ) -> tuple[list[_Match], bool]:
+    from .external import stream_lines
+
     argv = [rg, "--json", "--line-number", "--color=never", "--hidden", "--no-require-git"]
     if args.ignoreCase:
         argv.append("--ignore-case")
@@ -123,6 +123,8 @@ def _compile(args: GrepArgs) -> re.Pattern[str]:
 
 
 def _glob_allows(glob: str | None, rel: str) -> bool:
+    from .walk import glob_matches
+
     if not glob:
         return True
     if glob.startswith("!"):
@@ -148,6 +150,8 @@ def _search_file(path: str, regex: re.Pattern[str], matches: list[_Match], limit
 def _python_matches(
     args: GrepArgs, search_path: str, is_dir: bool, limit: int, stop: threading.Event
 ) -> tuple[list[_Match], bool]:
+    from .walk import walk
+
     regex = _compile(args)
     matches: list[_Match] = []
     if not is_dir:
@@ -210,6 +214,8 @@ class _Formatter:
 
 
 async def run_grep(args: GrepArgs, ctx: Any, *, use_rg: bool | None = None) -> ToolResult:
+    from .external import find_executable
+
     signal = ctx_signal(ctx)
     raise_if_aborted(signal)
     search_path = search_root(args.path, ctx)
