@@ -121,21 +121,17 @@ def test_retry_after_forms() -> None:
 
 def test_plain_http_endpoints_load_no_certificate_store() -> None:
     """Loading the CA bundle costs tens of milliseconds: a loopback ``http://``
-    endpoint gets a client that never needs it."""
-    import ssl
-
+    endpoint gets a client that never needs it; an ``https://`` one loads it when it
+    first connects."""
     from pi_core.ai.apis import _common
+    from pi_core.ai.apis._transport import AsyncioTransport
 
-    async def make() -> tuple[int, int]:
+    async def make() -> tuple[AsyncioTransport, AsyncioTransport]:
         plain = _common._client_for("http://127.0.0.1:1/v1")
         secure = _common._client_for("https://example.invalid/v1")
-        contexts = []
-        for client in (plain, secure):
-            pool = client._transport._pool  # type: ignore[attr-defined]
-            context = pool._ssl_context
-            assert isinstance(context, ssl.SSLContext)
-            contexts.append(context.cert_store_stats()["x509_ca"])
-        return contexts[0], contexts[1]
+        return plain._transport, secure._transport  # type: ignore[return-value]
 
-    plain_cas, secure_cas = asyncio.run(make())
-    assert plain_cas == 0 and secure_cas > 0
+    plain, secure = asyncio.run(make())
+    assert isinstance(plain, AsyncioTransport) and isinstance(secure, AsyncioTransport)
+    assert plain._ssl_context is None and secure._ssl_context is None  # nothing loaded yet
+    assert secure._tls_context().cert_store_stats()["x509_ca"] > 0

@@ -80,3 +80,9 @@ def test_a_print_run_imports_no_provider_sdk(wire: WireServer, tmp_path: Path, a
     assert not imported & {"anthropic", "openai"}, sorted(imported & {"anthropic", "openai"})
     # the HTML export's libraries load only when exporting
     assert not imported & {"jinja2", "markdown_it", "pygments"}, sorted(imported & {"jinja2", "markdown_it", "pygments"})
+    # the provider clients send on asyncio streams (pi_core.ai.apis._transport), not through
+    # httpx2's default transport and anyio; importlib.metadata is not asked anything
+    modules = set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)", done.stderr, re.MULTILINE))
+    assert "h11" in imported
+    assert not imported & {"httpcore2", "anyio"}, sorted(imported & {"httpcore2", "anyio"})
+    assert "importlib.metadata" not in modules

@@ -202,7 +202,10 @@ _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, httpx2.
 
 def _client_for(url: str) -> httpx2.AsyncClient:
     """One pooled client per scheme and event loop: connections are reused between
-    requests and never shared across loops. A plain-``http`` endpoint (a local
+    requests and never shared across loops. Without a proxy the client sends through
+    :class:`~pi_core.ai.apis._transport.AsyncioTransport` (HTTP/1.1 on asyncio streams:
+    httpx2's default transport imports about 35 ms of modules on the first request);
+    with a proxy configured, through httpx2's own. A plain-``http`` endpoint (a local
     server) gets no certificate store: loading one costs tens of milliseconds."""
     import httpx2
 
@@ -211,12 +214,17 @@ def _client_for(url: str) -> httpx2.AsyncClient:
     per_loop = _clients.setdefault(loop, {})
     client = per_loop.get(scheme)
     if client is None:
-        needs_tls = scheme == "https" or any(os.environ.get(name) for name in _PROXY_VARIABLES)
-        client = httpx2.AsyncClient(
-            verify=True if needs_tls else False,
-            timeout=httpx2.Timeout(DEFAULT_TIMEOUT, connect=CONNECT_TIMEOUT),
-            limits=httpx2.Limits(max_connections=64, max_keepalive_connections=16, keepalive_expiry=60.0),
-        )
+        timeout = httpx2.Timeout(DEFAULT_TIMEOUT, connect=CONNECT_TIMEOUT)
+        if any(os.environ.get(name) for name in _PROXY_VARIABLES):
+            client = httpx2.AsyncClient(
+                verify=True,
+                timeout=timeout,
+                limits=httpx2.Limits(max_connections=64, max_keepalive_connections=16, keepalive_expiry=60.0),
+            )
+        else:
+            from ._transport import AsyncioTransport
+
+            client = httpx2.AsyncClient(transport=AsyncioTransport(), timeout=timeout)
         per_loop[scheme] = client
     return client
 
