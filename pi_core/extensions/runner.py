@@ -213,6 +213,11 @@ class EventRunner:
         """Whether any plugin handles ``name`` (build the event only if so)."""
         return bool(self._cache.get(name) or self.handlers(name))
 
+    def reads_event(self, name: str) -> bool:
+        """Whether a handler of ``name`` takes the event (one declared ``(ctx)`` or ``()``
+        never sees it: what only the event carries need not be computed)."""
+        return any(impl.mode in (1, 3, 4) for impl in self.handlers(name))
+
     def trace(self, message: str) -> None:
         """Print ``pi trace: message`` to stderr when ``PI_TRACE_HOOKS=1``."""
         if self._trace:

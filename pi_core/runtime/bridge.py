@@ -139,7 +139,7 @@ class EventBridge:
             message_entry_id=self.entry_id_of(info.message),
             tool_result_entry_ids=[i for i in (self.entry_id_of(m) for m in info.tool_results) if i],
             outcome=info.outcome,
-            context=self.preview([], "turn_end"),
+            context=self._event_preview("turn_end"),
         )
         outcome = await self.runner.emit_boundary(
             "turn_end", event, build_context=lambda drafts: self.preview(drafts, "turn_end")
@@ -155,13 +155,21 @@ class EventBridge:
         if not self.runner.has_handlers("agent_before_settle"):
             return False
         event = AgentBeforeSettleEvent.model_construct(
-            outcome=outcome_of_run, context=self.preview([], "agent_before_settle")
+            outcome=outcome_of_run, context=self._event_preview("agent_before_settle")
         )
         outcome = await self.runner.emit_boundary(
             "agent_before_settle", event, build_context=lambda drafts: self.preview(drafts, "agent_before_settle")
         )
         self.commit_drafts("agent_before_settle", outcome.entries or [])
         return self._may_continue("agent_before_settle", bool(outcome.continue_))
+
+    def _event_preview(self, boundary: str) -> BoundaryContext:
+        """The preview an event carries: built only when a handler takes the event (a
+        ``turn_end(ctx)`` handler never sees it; converting a long history for nobody
+        cost a resumed 20,000-entry session about 15 ms at its first turn end)."""
+        if not self.runner.reads_event(boundary):
+            return BoundaryContext.model_construct()
+        return self.preview([], boundary)
 
     def _may_continue(self, boundary: str, requested: bool) -> bool:
         """A continuation is honoured only when the context (entries appended) can run."""

@@ -247,6 +247,31 @@ async def test_turn_end_and_before_settle_drafts_are_committed(cwd: Path) -> Non
     assert ("custom", "turn-log") in kinds and ("custom_message", "review") in kinds
 
 
+async def test_a_boundary_handler_without_the_event_gets_no_preview_built(cwd: Path, monkeypatch: Any) -> None:
+    """``turn_end(ctx)`` never sees the event: its context preview (a conversion of the
+    whole history) is not built; its ``continue`` still works."""
+    from pi_core.runtime import bridge
+
+    built: list[str] = []
+    real = bridge.EventBridge.preview
+
+    def counting(self: Any, entries: list[Any], boundary: str = "turn_end") -> Any:
+        built.append(boundary)
+        return real(self, entries, boundary)
+
+    monkeypatch.setattr(bridge.EventBridge, "preview", counting)
+    calls_seen: list[str] = []
+
+    class CtxOnly:
+        @hookimpl
+        def turn_end(self, ctx: Any) -> None:
+            calls_seen.append("turn_end")
+
+    runtime, _script, _ = await start(cwd, "an answer", plugins=(CtxOnly,))
+    await runtime.session.prompt("work")
+    assert calls_seen == ["turn_end"] and built == []
+
+
 async def test_retry_waits_for_the_whole_new_tool_loop(cwd: Path) -> None:
     write_settings({"retry": {"baseDelayMs": 1}})
     runtime, script, events = await start(
