@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +34,7 @@ from pi_hookspecs import (
     ToolDeclaration,
     ToolResultMessage,
     UserMessage,
+    camel_alias,
 )
 
 from ._memo import MISSING, MessageMemo, PrefixReuse
@@ -660,65 +663,137 @@ def _without_system(messages: list[Any], count: int) -> list[Any]:
     return kept
 
 
-def estimate_tokens(prepared: PreparedContext) -> int:
-    """A rough token count of a request (four characters a token, a flat 1,200 per
-    image), used to keep the requested output within the context window."""
-    chars = len(prepared.system_prompt)
-    images = 0
-    for tool in prepared.tools:
-        chars += len(tool.name) + len(tool.description) + len(str(tool.parameters))
-    messages = prepared.messages
-    start, _, state = _SIZE_PREFIX.resume(None, messages)
-    text, pictures = state if start else (0, 0)
-    for message in messages[start:] if start else messages:
-        content = getattr(message, "content", None)
-        if type(content) is str:
-            text += len(content)
-            continue
-        size = _message_size(message)
-        text += size[0]
-        pictures += size[1]
-    if messages:
-        # next time, start again at the last message with the sums before it
-        last = _message_size(messages[-1])
-        _SIZE_PREFIX.save(None, messages, [], (len(messages) - 1, 0, (text - last[0], pictures - last[1])))
-    return (chars + text) // 4 + (images + pictures) * 1200
+# ------------------------------------------------------------------ max_tokens in the window
+
+CHARS_PER_TOKEN = 3.5
+"""The request-size estimate's characters per token (pi 1.6.0's, in pi-ai)."""
+IMAGE_CHARS = 4800
+CONTEXT_SAFETY_TOKENS = 4096
+CONTEXT_SAFETY_RATIO = 0.15
+"""OpenRouter counts the input with its own tokenizer, up to 12% above the provider's."""
+MIN_OUTPUT_WITH_RATIO_MARGIN = 32768
 
 
-_SIZE_PREFIX = PrefixReuse()
+def _tokens(chars: int) -> int:
+    return math.ceil(chars / CHARS_PER_TOKEN)
 
 
-def _message_size(message: Any) -> tuple[int, int]:
-    """``(characters, images)`` of a message's content."""
-    content = getattr(message, "content", None)
-    if type(content) is str or isinstance(content, str):
-        return len(content), 0
-    chars = images = 0
+def _content_chars(content: Any) -> int:
+    if isinstance(content, str):
+        return len(content)
+    chars = 0
     for block in content or ():
         kind = type(block)
         if kind not in _BLOCK_EXACT:
             kind = block_class(block)
-        if kind is TextContent:
-            chars += len(block.text)
-        elif kind is ThinkingContent:
-            chars += len(block.thinking)
-        elif kind is ToolCall:
-            chars += len(block.name) + len(str(block.arguments))
-        elif kind is ImageContent:
-            images += 1
-    return chars, images
+        chars += len(block.text) if kind is TextContent else IMAGE_CHARS
+    return chars
 
 
-CONTEXT_SAFETY_TOKENS = 4096
+def _json_chars(value: Any) -> int:
+    try:
+        return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str))
+    except (TypeError, ValueError):
+        return len("[unserializable]")
 
 
-def clamp_max_tokens(model: Model, prepared: PreparedContext, max_tokens: int) -> int:
-    """``max_tokens`` reduced so that the estimated input plus the output fit the
-    model's context window (never below 1)."""
+def estimate_message_tokens(message: Any) -> int:
+    """pi 1.6.0's estimate of one model-ready message: its text (a system message's
+    content and sections, and the JSON of the tools it adds or removes), thinking, tool
+    calls' names and JSON arguments, 4,800 characters an image; 3.5 characters a token."""
+    kind = message_class(message)
+    if kind is SystemMessage:
+        parts = [message.content if isinstance(message.content, str) else _text(message.content)]
+        parts += [text for text in (message.sections or {}).values() if text is not None]
+        tokens = _tokens(len("\n\n".join(part for part in parts if part)))
+        for tools in (message.tools_added, message.tools_removed):
+            if tools:
+                tokens += _tokens(_json_chars([_tool_fields(tool) for tool in tools]))
+        return tokens
+    if kind is AssistantMessage:
+        chars = 0
+        for block in message.content or ():
+            block_kind = type(block)
+            if block_kind not in _BLOCK_EXACT:
+                block_kind = block_class(block)
+            if block_kind is TextContent:
+                chars += len(block.text)
+            elif block_kind is ThinkingContent:
+                chars += len(block.thinking)
+            elif block_kind is ToolCall:
+                chars += len(block.name) + _json_chars(block.arguments)
+        return _tokens(chars)
+    return _tokens(_content_chars(getattr(message, "content", None)))
+
+
+def _tool_fields(tool: Any) -> dict[str, Any]:
+    """A tool declaration or reference as its JSON record holds it (camelCase keys, no
+    null values), without building a serializer for an estimate."""
+    fields = {camel_alias(key): value for key, value in vars(tool).items() if value is not None}
+    fields.update(tool.__pydantic_extra__ or {})
+    return fields
+
+
+def _text(content: Sequence[Any]) -> str:
+    return "\n".join(block.text for block in content if isinstance(block, TextContent))
+
+
+def _usage_tokens(message: Any) -> int:
+    usage = message.usage
+    return int(usage.total_tokens or (usage.input + usage.output + usage.cache_read + usage.cache_write))
+
+
+_USAGE_PREFIX = PrefixReuse()
+
+
+def _last_usage(messages: Sequence[Any]) -> tuple[int | None, int]:
+    """``(index, context tokens)`` of the last assistant message whose usage describes
+    the context before it (not aborted, not an error, not zero, and no newer message
+    before it, such as a compaction summary inserted later); ``(None, 0)`` without one.
+    The scan goes on from where the last call left off when the list only grew."""
+    start, _, state = _USAGE_PREFIX.resume(None, messages)
+    latest, index, tokens = state if start else (-math.inf, None, 0)
+    before_last = (latest, index, tokens)
+    count = len(messages)
+    for position in range(start, count):
+        if position == count - 1:
+            before_last = (latest, index, tokens)
+        message = messages[position]
+        timestamp = getattr(message, "timestamp", 0) or 0
+        if message_class(message) is AssistantMessage and timestamp >= latest:
+            if message.stop_reason not in ("aborted", "error"):
+                used = _usage_tokens(message)
+                if used > 0:
+                    index, tokens = position, used
+        if timestamp > latest:
+            latest = timestamp
+    if count:
+        _USAGE_PREFIX.save(None, messages, [], (count - 1, 0, before_last))
+    return index, tokens
+
+
+def estimate_context_tokens(messages: Sequence[Any]) -> int:
+    """pi 1.6.0's estimate of a request's input: the context size the last usable
+    assistant usage reports, plus an estimate of the messages after it (of all of them
+    without such a usage)."""
+    index, tokens = _last_usage(messages)
+    trailing = messages[index + 1 :] if index is not None else messages
+    return tokens + sum(estimate_message_tokens(message) for message in trailing)
+
+
+def clamp_max_tokens(model: Model, context: LlmContext, max_tokens: int) -> int:
+    """``max_tokens`` fitted into the model's context window as pi 1.6.0 does: the
+    estimated input plus a margin (15% of it, at least 4,096 tokens) stays free; when
+    that leaves less than 32,768 tokens, only the fixed margin is kept and the output
+    is capped at 32,768. Never below 1."""
     if model.context_window <= 0:
         return max(1, max_tokens)
-    room = model.context_window - estimate_tokens(prepared) - CONTEXT_SAFETY_TOKENS
-    return max(1, min(max_tokens, room))
+    estimate = estimate_context_tokens(context.messages)
+    margin = max(CONTEXT_SAFETY_TOKENS, math.ceil(estimate * CONTEXT_SAFETY_RATIO))
+    room = model.context_window - estimate - margin
+    if room < MIN_OUTPUT_WITH_RATIO_MARGIN:
+        room = min(MIN_OUTPUT_WITH_RATIO_MARGIN, model.context_window - estimate - CONTEXT_SAFETY_TOKENS)
+    return min(max_tokens, max(1, room))
 
 
 def supports_mid_conversation_system(model: Model, default: bool = False) -> bool:

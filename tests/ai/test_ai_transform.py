@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pi_core.ai import current_system_prompt, current_tools, prepare_context, transform_messages
 from pi_core.ai.transform import NO_RESULT_TEXT, TOOL_IMAGE_PLACEHOLDER, USER_IMAGE_PLACEHOLDER, to_llm_messages
 from pi_hookspecs import (
@@ -218,3 +220,54 @@ def test_coding_agent_roles_become_user_text() -> None:
     assert out[1].content[0].text.startswith("Ran `git status`\n```\nclean\n```")
     assert "exited with code 1" in out[1].content[0].text
     assert "<summary>\nwe did things\n</summary>" in out[2].content[0].text
+
+
+# ----------------------------------------------------------------------------- max_tokens
+
+
+def _window_model(window: int, max_tokens: int = 16384) -> Model:
+    return Model(id="m", provider="p", api="openai-completions", name="M", context_window=window, max_tokens=max_tokens)
+
+
+def _answer(total: int, timestamp: int, stop: str = "stop") -> AssistantMessage:
+    from pi_hookspecs import Usage
+
+    return AssistantMessage(content=[TextContent(text="ok")], api="openai-completions", provider="p", model="m",
+                            usage=Usage(total_tokens=total), stop_reason=stop, timestamp=timestamp)
+
+
+def test_max_tokens_are_fitted_into_the_window_as_pi_1_6_0_does() -> None:
+    from pi_core.ai.transform import clamp_max_tokens, estimate_context_tokens
+
+    def clamp(window: int, messages: list[Any], max_tokens: int = 16384) -> int:
+        return clamp_max_tokens(_window_model(window), LlmContext(messages=messages), max_tokens)
+
+    prose = [UserMessage(content="a" * 35_000, timestamp=1)]  # 10,000 tokens at 3.5 characters a token
+    assert estimate_context_tokens(prose) == 10_000
+    assert clamp(128_000, prose) == 16_384  # room enough: what was asked
+    assert clamp(32_000, [UserMessage(content="a" * 70_000, timestamp=1)]) == 32_000 - 20_000 - 4_096
+    # a large input: a 15% margin would leave under 32,768 tokens, so the fixed margin
+    # is kept and the output capped at 32,768
+    big = [UserMessage(content="a" * 525_000, timestamp=1)]  # 150,000 tokens
+    assert clamp(200_000, big, 64_000) == 32_768
+    assert clamp(10, big) == 1
+    # the last usable usage is the base; only what follows is estimated
+    history = [UserMessage(content="q", timestamp=1), _answer(50_000, 2), UserMessage(content="abc", timestamp=3)]
+    assert estimate_context_tokens(history) == 50_001
+    assert estimate_context_tokens([*history, _answer(60_000, 4, stop="error")]) == 50_001 + 1  # "ok"
+    # an answer older than a message before it (a summary inserted later) does not count
+    summary_first = [UserMessage(content="summary", timestamp=10), _answer(50_000, 5), UserMessage(content="x", timestamp=11)]
+    assert estimate_context_tokens(summary_first) == 2 + 1 + 1
+
+
+def test_the_usage_scan_goes_on_where_the_last_request_ended() -> None:
+    from pi_core.ai.transform import estimate_context_tokens
+
+    messages: list[Any] = [UserMessage(content="q", timestamp=1), _answer(1_000, 2)]
+    for turn in range(3, 40):
+        messages.append(UserMessage(content="q" * 7, timestamp=turn))
+        assert estimate_context_tokens(messages) == 1_000 + 2 * (turn - 2)
+        fresh = list(messages)  # a different list with the same messages: same answer
+        assert estimate_context_tokens(fresh) == 1_000 + 2 * (turn - 2)
+    messages[0] = UserMessage(content="changed", timestamp=1)  # an earlier message replaced
+    assert estimate_context_tokens(messages) == 1_000 + 2 * 37

@@ -338,7 +338,7 @@ def build_request(model: Model, context: LlmContext, options: StreamOptions, *, 
     generation: dict[str, Any] = {}
     if options.temperature is not None:
         generation["temperature"] = options.temperature
-    generation["maxOutputTokens"] = clamp_max_tokens(model, prepared, options.max_tokens or model.max_tokens)
+    generation["maxOutputTokens"] = clamp_max_tokens(model, context, options.max_tokens or model.max_tokens)
     thinking = thinking_config(model, options, flash_lite=flash_lite)
     if thinking is not None:
         generation["thinkingConfig"] = thinking

@@ -222,7 +222,7 @@ def build_payload(model: Model, context: LlmContext, options: StreamOptions) -> 
         payload["tools"] = convert_tools(prepared.tools, bool((model.compat or {}).get("supportsStrictMode")))
     if options.temperature is not None:
         payload["temperature"] = options.temperature
-    payload["max_tokens"] = clamp_max_tokens(model, prepared, options.max_tokens or model.max_tokens)
+    payload["max_tokens"] = clamp_max_tokens(model, context, options.max_tokens or model.max_tokens)
     choice = _tool_choice(options.extra.get("tool_choice"))
     if choice is not None:
         payload["tool_choice"] = choice

@@ -417,7 +417,7 @@ def build_payload(model: Model, context: LlmContext, options: StreamOptions, com
         payload["stream_options"] = {"include_usage": True}
     if compat["supportsStore"]:
         payload["store"] = False
-    max_tokens = clamp_max_tokens(model, prepared, options.max_tokens or model.max_tokens)
+    max_tokens = clamp_max_tokens(model, context, options.max_tokens or model.max_tokens)
     payload["max_tokens" if compat["maxTokensField"] == "max_tokens" else "max_completion_tokens"] = max_tokens
     if options.temperature is not None:
         payload["temperature"] = options.temperature
