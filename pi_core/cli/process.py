@@ -58,11 +58,14 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 _state = {"entry": False, "paused": False, "fast_exit": False}
 
 
-def enter() -> None:
+def enter(*, gc_paused: bool = False) -> None:
     """``main`` runs as the process's entry point: switch the collector off until
-    :func:`startup_done`, and let :func:`allow_fast_exit` take effect."""
+    :func:`startup_done` (``gc_paused``: ``main`` already did), and let
+    :func:`allow_fast_exit` take effect."""
     _state["entry"] = True
-    if gc.isenabled():
+    if gc_paused:
+        _state["paused"] = True
+    elif gc.isenabled():
         gc.disable()
         _state["paused"] = True
 

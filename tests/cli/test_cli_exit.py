@@ -189,3 +189,21 @@ def test_in_process_calls_of_main_raise_system_exit(cwd: Path, monkeypatch: pyte
             assert exit_info.value.code == 0
     assert process._state == {"entry": False, "paused": False, "fast_exit": False}
     assert gc.isenabled()
+
+
+def test_a_plugins_command_runs_with_the_collector_on(cwd: Path) -> None:
+    """The agent command pauses the collector for its start-up; a plugin's subcommand,
+    which may run for long (a server), runs with it on."""
+    user_ext = agent_dir() / "extensions"
+    user_ext.mkdir(parents=True, exist_ok=True)
+    (user_ext / "gcstate.py").write_text(textwrap.dedent('''
+        import gc
+        from pi_hookspecs import hookimpl
+
+        @hookimpl
+        def register_cli_commands(register):
+            register("gcstate", lambda args: print("collector on:", gc.isenabled()) or 0, help="gc state")
+    '''))
+    out = run_pi("gcstate", cwd=cwd, env={"PI_EXTENSIONS": "gcstate"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "collector on: True"
