@@ -277,3 +277,11 @@ def test_the_hookspec_decorators_refuse_a_signature_that_contradicts_the_contrac
     def register_things(register: Any, other: Any) -> None: ...
     with pytest.raises(TypeError, match="one annotated callback argument"):
         registration_spec()(register_things)
+
+
+def test_the_occasional_module_defines_exactly_the_occasional_names() -> None:
+    from pi_hookspecs import _occasional
+
+    defined = {name for name, value in vars(_occasional).items()
+               if isinstance(value, type) and value.__module__ == _occasional.__name__}
+    assert defined == set(h.events.OCCASIONAL)

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ._base import PiModel, StrictModel
 from .entries import BranchSummaryEntry, CompactionEntry, SessionEntry
-from .events import CompactReason, Event
+from .events import OCCASIONAL, CompactReason, Event
 from .llm import Model
 from .messages import AgentMessage, Usage
 from .signals import AbortSignal
@@ -211,31 +211,4 @@ class UserBashResult(StrictModel):
     result: BashResult | None = None
 
 
-__all__ = [
-    "BashResult",
-    "BranchSummaryResult",
-    "CacheWarmingDecisionEvent",
-    "CacheWarmingDecisionResult",
-    "CompactionPreparation",
-    "CompactionResult",
-    "FileOperations",
-    "ModelSelectEvent",
-    "SessionBeforeCompactEvent",
-    "SessionBeforeCompactResult",
-    "SessionBeforeForkEvent",
-    "SessionBeforeForkResult",
-    "SessionBeforeSwitchEvent",
-    "SessionBeforeSwitchResult",
-    "SessionBeforeTreeEvent",
-    "SessionBeforeTreeResult",
-    "SessionCompactEvent",
-    "SessionCompactFailedEvent",
-    "SessionInfoChangedEvent",
-    "SessionTreeEvent",
-    "ThinkingLevelSelectEvent",
-    "TreePreparation",
-    "UiPromptEndEvent",
-    "UiPromptStartEvent",
-    "UserBashEvent",
-    "UserBashResult",
-]
+__all__ = sorted(OCCASIONAL)  # the one list of these names is events.OCCASIONAL
