@@ -63,23 +63,22 @@ _BLOCK_EXACT: frozenset[type] = frozenset(_BLOCK_CLASSES)
 def message_class(message: Any) -> type:
     """Which of the four provider message classes ``message`` is (its own class when
     none); the usual caller checks ``type(message) in`` :data:`LLM_MESSAGE_TYPES` first."""
-    kind = type(message)
-    if kind in LLM_MESSAGE_TYPES:
-        return kind
-    for cls in _LLM_CLASSES:
-        if isinstance(message, cls):
-            return cls
-    return kind
+    return _class_among(message, LLM_MESSAGE_TYPES, _LLM_CLASSES)
 
 
 def block_class(block: Any) -> type:
     """Which of the text, thinking, tool-call and image block classes ``block`` is
     (its own class when none)."""
-    kind = type(block)
-    if kind in _BLOCK_EXACT:
+    return _class_among(block, _BLOCK_EXACT, _BLOCK_CLASSES)
+
+
+def _class_among(obj: Any, exact: frozenset[type], classes: Iterable[type]) -> type:
+    # the exact class first: pydantic answers isinstance on its models in Python (≈150 ns)
+    kind = type(obj)
+    if kind in exact:
         return kind
-    for cls in _BLOCK_CLASSES:
-        if isinstance(block, cls):
+    for cls in classes:
+        if isinstance(obj, cls):
             return cls
     return kind
 
