@@ -167,6 +167,7 @@ class McpManager:
         self.log = McpLog(self.agent / LOG_FILE_NAME)
         self._warned: set[str] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._closing: set[Any] = set()
         self._startup: list[asyncio.Future[Any]] = []
         self._closed = False
         self._owner: contextvars.Context | None = None
@@ -255,6 +256,7 @@ class McpManager:
         for connection in removed:
             self._withdraw(connection.name)
             del self.connections[connection.name]
+            self._closing.add(connection)  # until closed: close() waits for it too
         added = [
             entry for name, entry in self.config.servers.items() if entry.enabled and name not in self.connections
         ]
@@ -262,7 +264,10 @@ class McpManager:
             connection = self._connection(entry)
             self.connections[entry.name] = connection
         if removed:
-            await asyncio.gather(*(c.close() for c in removed), return_exceptions=True)
+            try:
+                await asyncio.gather(*(c.close() for c in removed), return_exceptions=True)
+            finally:
+                self._closing.difference_update(removed)
             self._update_resource_tools()
         if added:
             from . import sdk
@@ -567,7 +572,9 @@ class McpManager:
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
-        closing = [c.close() for c in self.connections.values()]
+        # also the servers a plugin unregistered whose closing was under way: cancelling
+        # that closing (with the tasks above) would leave their processes to the loop's end
+        closing = [c.close() for c in [*self.connections.values(), *self._closing]]
         if closing:
             await asyncio.gather(*closing, return_exceptions=True)
         if tasks:
