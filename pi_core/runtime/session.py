@@ -37,6 +37,8 @@ from pi_hookspecs import (
     ImageContent,
     InputEvent,
     LlmContext,
+    MessageEndEvent,
+    MessageStartEvent,
     Model,
     ResourcesDiscoverEvent,
     SessionShutdownEvent,
@@ -687,6 +689,9 @@ class AgentSession:
             return
         self._bridge.persist(message)
         self._sync_state_from_session()
+        # as pi 1.6.0: the stored message is announced to clients (RPC, json, terminal)
+        self._emit(MessageStartEvent.model_construct(message=message))
+        self._emit(MessageEndEvent.model_construct(message=message))
 
     # ================================================================== commands
 

@@ -334,6 +334,10 @@ async def test_send_message_entries_labels_and_session_name(cwd: Path) -> None:
     assert entries[2]["label"] == "bookmark" and entries[2]["targetId"] == entries[1]["id"]
     assert any(e.type == "session_info_changed" and e.name == "groceries" for e in events)
     assert session.sm.get_session_name() == "groceries"
+    # as pi 1.6.0: a message stored while idle is announced to clients, start then end
+    announced = [(e.type, e.message.custom_type) for e in events
+                 if e.type in ("message_start", "message_end") and getattr(e.message, "role", None) == "custom"]
+    assert announced == [("message_start", "note"), ("message_end", "note")]
 
 
 async def test_user_bash_and_its_hook(cwd: Path) -> None:
