@@ -369,3 +369,25 @@ async def test_system_messages_give_the_prompt_and_tools(wire: WireServer) -> No
     assert body["system"][0]["text"] == "You are pi.\n\ncwd: /a"
     assert [m["role"] for m in body["messages"]] == ["user", "system", "user"]
     assert body["messages"][1]["content"] == [{"type": "text", "text": "cwd: /b"}]
+
+
+def test_max_tokens_and_the_thinking_budget_fit_the_window_as_pi_1_6_0s() -> None:
+    """Near a full context window the requested output shrinks (pi 1.6.0's clamp), and
+    a thinking budget leaves 1,024 tokens of it for the answer."""
+    from pi_core.ai.apis.anthropic import build_request
+    from pi_hookspecs import AssistantMessage, LlmContext, Model, StreamOptions, TextContent, Usage, UserMessage
+
+    model = Model(id="c", provider="p", api="anthropic-messages", name="C", context_window=32_000, max_tokens=8_000,
+                  reasoning=True)
+    answered = AssistantMessage(content=[TextContent(text="ok")], api="anthropic-messages", provider="p", model="c",
+                                usage=Usage(total_tokens=20_000), stop_reason="stop", timestamp=2)
+    context = LlmContext(messages=[UserMessage(content="q", timestamp=1), answered, UserMessage(content="more", timestamp=3)])
+    roomy = LlmContext(messages=[UserMessage(content="q", timestamp=1)])
+
+    plain, _ = build_request(model, roomy, StreamOptions(thinking_level="off"))
+    assert plain["max_tokens"] == 8_000  # room enough: the model's limit
+    tight, _ = build_request(model, context, StreamOptions(thinking_level="off"))
+    assert tight["max_tokens"] == 32_000 - 20_002 - 4_096  # the fixed margin, output under 32,768
+    thinking, _ = build_request(model, context, StreamOptions(thinking_level="medium"))
+    assert thinking["max_tokens"] == 32_000 - 20_002 - 4_096
+    assert thinking["thinking"]["budget_tokens"] == thinking["max_tokens"] - 1_024

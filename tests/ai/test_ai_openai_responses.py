@@ -261,3 +261,14 @@ async def test_cross_provider_history(wire: WireServer) -> None:
     assert sent[2]["type"] == "message" and sent[2]["content"][0]["text"] == "hidden"
     assert sent[3]["call_id"] == "toolu_01" and "id" not in sent[3]
     assert sent[4] == {"type": "function_call_output", "call_id": "toolu_01", "output": "out"}
+
+
+def test_max_output_tokens_fit_the_window_as_pi_1_6_0s() -> None:
+    from pi_core.ai.apis.openai_responses import build_payload
+    from pi_hookspecs import LlmContext, Model, StreamOptions, UserMessage
+
+    model = Model(id="g", provider="p", api="openai-responses", name="G", context_window=32_000, max_tokens=8_000)
+    big = LlmContext(messages=[UserMessage(content="a" * 70_000, timestamp=1)])  # 20,000 tokens
+    assert build_payload(model, big, StreamOptions())["max_output_tokens"] == 32_000 - 20_000 - 4_096
+    small = LlmContext(messages=[UserMessage(content="hi", timestamp=1)])
+    assert build_payload(model, small, StreamOptions())["max_output_tokens"] == 8_000

@@ -22,9 +22,15 @@ from pi_hookspecs import (
 
 from .._memo import MISSING, MessageMemo, PrefixReuse
 from ..errors import ProviderError
-from ..models import budget_with_max_tokens, clamp_thinking_level, provider_thinking_value
+from ..models import MIN_ANSWER_TOKENS, budget_with_max_tokens, clamp_thinking_level, provider_thinking_value
 from ..stream import MessageBuilder
-from ..transform import message_class, prepare_context, supports_mid_conversation_system, system_update_text
+from ..transform import (
+    clamp_max_tokens,
+    message_class,
+    prepare_context,
+    supports_mid_conversation_system,
+    system_update_text,
+)
 from . import _common
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -249,9 +255,11 @@ def build_request(model: Model, context: LlmContext, options: StreamOptions) -> 
     """``(payload, beta features)`` of a Messages request."""
     cache = cache_control(model, options)
     prepared = prepare_context(model, context, mid_conversation_system=supports_mid_conversation_system(model))
+    # as pi 1.6.0: the output fitted into the context window (pi_core.ai.transform.clamp_max_tokens)
+    base_max_tokens = clamp_max_tokens(model, context, options.max_tokens or model.max_tokens)
     payload: dict[str, Any] = {
         "model": model.id,
-        "max_tokens": options.max_tokens or model.max_tokens,
+        "max_tokens": base_max_tokens,
         "messages": convert_messages(prepared.messages, model, cache),
         "stream": True,
     }
@@ -279,8 +287,10 @@ def build_request(model: Model, context: LlmContext, options: StreamOptions) -> 
                 payload["output_config"] = {"effort": effort}
             else:
                 max_tokens, budget = budget_with_max_tokens(
-                    options.max_tokens, model.max_tokens, level, options.extra.get("thinking_budgets")
+                    base_max_tokens, model.max_tokens, level, options.extra.get("thinking_budgets")
                 )
+                max_tokens = clamp_max_tokens(model, context, max_tokens)
+                budget = min(budget, max(0, max_tokens - MIN_ANSWER_TOKENS))
                 payload["max_tokens"] = max_tokens
                 payload["thinking"] = {"type": "enabled", "budget_tokens": max(1024, budget), "display": display}
                 betas.append(INTERLEAVED_THINKING_BETA)

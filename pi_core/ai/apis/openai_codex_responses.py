@@ -33,7 +33,7 @@ from pi_hookspecs import LlmContext, Model, StreamOptions
 from ..errors import ProviderError
 from ..models import clamp_thinking_level, provider_thinking_value
 from ..stream import MessageBuilder
-from ..transform import prepare_context, supports_mid_conversation_system
+from ..transform import clamp_max_tokens, prepare_context, supports_mid_conversation_system
 from . import _common
 from .openai_responses import MIN_OUTPUT_TOKENS, ResponsesDecoder, convert_input, convert_tools
 
@@ -100,7 +100,8 @@ def build_codex_payload(model: Model, context: LlmContext, options: StreamOption
     payload["tool_choice"] = options.extra.get("tool_choice") or "auto"
     payload["parallel_tool_calls"] = True
     if _compat(model, "supportsMaxOutputTokens", True):
-        payload["max_output_tokens"] = max(options.max_tokens or model.max_tokens, MIN_OUTPUT_TOKENS)
+        requested = clamp_max_tokens(model, context, options.max_tokens or model.max_tokens)  # as pi 1.6.0
+        payload["max_output_tokens"] = max(requested, MIN_OUTPUT_TOKENS)
     if options.temperature is not None:
         payload["temperature"] = options.temperature
     service_tier = options.extra.get("service_tier")

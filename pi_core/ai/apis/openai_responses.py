@@ -31,7 +31,7 @@ from .._memo import MISSING, MessageMemo, PrefixReuse
 from ..errors import ProviderError
 from ..models import clamp_thinking_level, provider_thinking_value
 from ..stream import MessageBuilder
-from ..transform import prepare_context, supports_mid_conversation_system, system_update_text
+from ..transform import clamp_max_tokens, prepare_context, supports_mid_conversation_system, system_update_text
 from . import _common
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -221,7 +221,8 @@ def build_payload(model: Model, context: LlmContext, options: StreamOptions) -> 
     if retention == "long" and _compat(model, "supportsLongCacheRetention", True):
         payload["prompt_cache_retention"] = "24h"
     if _compat(model, "supportsMaxOutputTokens", True):
-        payload["max_output_tokens"] = max(options.max_tokens or model.max_tokens, MIN_OUTPUT_TOKENS)
+        requested = clamp_max_tokens(model, context, options.max_tokens or model.max_tokens)  # as pi 1.6.0
+        payload["max_output_tokens"] = max(requested, MIN_OUTPUT_TOKENS)
     if options.temperature is not None:
         payload["temperature"] = options.temperature
     if prepared.tools:
