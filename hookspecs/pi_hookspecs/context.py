@@ -248,10 +248,12 @@ class ExtensionContext(Protocol):
         message: CustomMessage | dict[str, Any],
         *,
         deliver_as: DeliverAs = "follow_up",
-        trigger_turn: bool = False,
+        trigger_turn: bool | None = None,
     ) -> None:
-        """Add a custom message to the context (delivered as steering, follow-up or
-        with the next turn while a run is active)."""
+        """Add a custom message to the context, as pi 1.6.0 does: ``next_turn`` waits for
+        the next prompt; during a run it is delivered as steering or a follow-up, unless
+        ``trigger_turn=False`` (then it is stored at the next turn end, without a turn of
+        its own); when idle it is stored, and ``trigger_turn=True`` starts a run."""
         ...
 
     async def send_user_message(

@@ -215,7 +215,9 @@ class ExtensionContextImpl:
         return str(self._h().call("get_system_prompt"))
 
     # ---- actions -------------------------------------------------------------------
-    async def send_message(self, message: Any, *, deliver_as: str = "follow_up", trigger_turn: bool = False) -> None:
+    async def send_message(
+        self, message: Any, *, deliver_as: str = "follow_up", trigger_turn: bool | None = None
+    ) -> None:
         await self._h().call("send_message", message, deliver_as=deliver_as, trigger_turn=trigger_turn)
 
     async def send_user_message(self, content: Any, *, deliver_as: str | None = None) -> None:

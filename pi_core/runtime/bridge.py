@@ -16,6 +16,8 @@ from pi_hookspecs import (
     AgentMessage,
     BoundaryContext,
     CustomMessage,
+    MessageEndEvent,
+    MessageStartEvent,
     NestedToolCalls,
     ToolResultMessage,
     TurnEndEvent,
@@ -76,6 +78,7 @@ class EventBridge:
         self._pending = pending
         self._entry_ids: dict[int, str] = {}
         self._preview_llm = LlmConversion()
+        self._held_custom: list[CustomMessage] = []
 
     # ------------------------------------------------------------------ events
 
@@ -126,8 +129,26 @@ class EventBridge:
 
     # ------------------------------------------------------------------ boundaries
 
+    def hold_custom(self, message: CustomMessage) -> None:
+        """A custom message sent during a run without a turn of its own: stored at the next
+        turn end (after the turn's tool results, never between a call and its result), or
+        when the run ends, as pi 1.6.0 does."""
+        self._held_custom.append(message)
+
+    def flush_custom(self) -> None:
+        """Store the held custom messages, announce each to the listeners, and give the
+        agent the context with them."""
+        held, self._held_custom = self._held_custom, []
+        for message in held:
+            self.persist(message)
+            self._emit(MessageStartEvent.model_construct(message=message))
+            self._emit(MessageEndEvent.model_construct(message=message))
+        if held:
+            self._sync()
+
     async def finish_turn(self, info: TurnInfo) -> FinishTurn | None:
         """``turn_end``: handlers may append entries and ask for another turn."""
+        self.flush_custom()
         if not self.runner.has_handlers("turn_end"):
             return None
         # Constructed, not validated: every field is a finished model or a plain value

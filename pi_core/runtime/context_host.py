@@ -70,7 +70,7 @@ class HostedSession(Protocol):
     def register_tool(self, definition: ToolDefinition, plugin: str | None = None) -> bool: ...
     async def wait_for_idle(self) -> None: ...
     async def send_custom_message(
-        self, message: CustomMessage, *, deliver_as: str = ..., trigger_turn: bool = ...
+        self, message: CustomMessage, *, deliver_as: str = ..., trigger_turn: bool | None = ...
     ) -> None: ...
     async def prompt(
         self,
@@ -198,7 +198,9 @@ class SessionContextHost(ContextHost):
     def action_get_system_prompt(self) -> str:
         return self.session.system_prompt
 
-    async def action_send_message(self, message: Any, *, deliver_as: str = "follow_up", trigger_turn: bool = False) -> None:
+    async def action_send_message(
+        self, message: Any, *, deliver_as: str = "follow_up", trigger_turn: bool | None = None
+    ) -> None:
         if isinstance(message, dict):
             message = CustomMessage.model_validate({"customType": "extension", **message})
         await self.session.send_custom_message(message, deliver_as=deliver_as, trigger_turn=trigger_turn)

@@ -553,6 +553,7 @@ class AgentSession:
 
     async def _settle(self, aborted: bool) -> None:
         self._busy = False
+        self._bridge.flush_custom()  # what a plugin sent without a turn of its own, not yet stored
         self.cache_warmer.on_agent_settled()
         event = AgentSettledEvent.model_construct(aborted=aborted)
         if self.runner.has_handlers("agent_settled"):
@@ -669,20 +670,22 @@ class AgentSession:
             self._sync_state_from_session()
 
     async def send_custom_message(
-        self, message: CustomMessage, *, deliver_as: str = "follow_up", trigger_turn: bool = False
+        self, message: CustomMessage, *, deliver_as: str = "follow_up", trigger_turn: bool | None = None
     ) -> None:
-        """A plugin message for the context: delivered as steering or a follow-up while
-        a run is active; otherwise stored, starting a run when ``trigger_turn``."""
+        """A plugin message for the context, as pi 1.6.0 delivers it: ``next_turn`` waits
+        for the next prompt; during a run it is steering or a follow-up, unless
+        ``trigger_turn`` is ``False`` (then it is stored at the next turn end, without a
+        turn of its own); when idle it is stored, starting a run when ``trigger_turn``."""
+        if deliver_as == "next_turn":
+            self._pending_next_turn.append(message)
+            return
         if self._busy:
-            if deliver_as == "steer":
+            if trigger_turn is False:
+                self._bridge.hold_custom(message)
+            elif deliver_as == "steer":
                 self.agent.steer(message)
-            elif deliver_as == "next_turn":
-                self._pending_next_turn.append(message)
             else:
                 self.agent.follow_up(message)
-            return
-        if deliver_as == "next_turn" and not trigger_turn:
-            self._pending_next_turn.append(message)
             return
         if trigger_turn:
             await self._run_prompt(message, custom=message)

@@ -477,3 +477,26 @@ async def test_tools_a_before_agent_start_handler_registers_through_ctx_stay_act
     assert next(m for m in runtime.session.messages if m.role == "toolResult").content[0].text == "pi: a thing"
     await runtime.session.prompt("no shell")
     assert "bash" not in runtime.session.tools.active_names and "glossary" in runtime.session.tools.active_names
+
+
+async def test_a_custom_message_sent_during_a_run_without_a_turn_is_stored_at_the_turn_end(cwd: Path) -> None:
+    """``send_message(..., trigger_turn=False)`` during a run, as pi 1.6.0: stored after
+    the turn's tool results (not between a call and its result), announced to clients,
+    in the next request of the same run, and no turn of its own."""
+
+    class Noter:
+        @hookimpl
+        async def tool_call(self, event: Any, ctx: Any) -> None:
+            await ctx.send_message({"customType": "note", "content": "a side note"}, trigger_turn=False)
+
+    runtime, script, events = await start(cwd, calls(("read", {"path": "notes.txt"})), "done", plugins=(Noter,))
+    await runtime.session.prompt("read it")
+    assert script.requests == 2
+    roles = [e["message"]["role"] if e["type"] == "message" else e["type"] for e in lines(runtime.session.session_file)
+             if e["type"] in ("message", "custom_message")]
+    assert roles[-4:] == ["assistant", "toolResult", "custom_message", "assistant"]
+    second = [m.role for m in script.contexts[1].messages]
+    assert second[-3:] == ["assistant", "toolResult", "user"]  # the note, in the model's view
+    announced = [e.type for e in events if e.type in ("message_start", "message_end")
+                 and getattr(e.message, "role", None) == "custom"]
+    assert announced == ["message_start", "message_end"]
