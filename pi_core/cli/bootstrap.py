@@ -224,9 +224,21 @@ async def _open_runtime(
     except Exception as exc:
         raise CliError(str(exc)) from exc
     options = service_options(args, mode=mode, ui=ui, ask_user_trust=ask_user_trust)
+    chosen: dict[str, Any] = {}
+
+    def resolve_model(models: Any) -> Any:
+        # --model, resolved as soon as the registry exists (the session starts with it)
+        try:
+            chosen["selection"] = models.resolve(args.model, provider=args.provider)
+        except Exception as exc:
+            chosen["error"] = exc
+            return None
+        return chosen["selection"].model
+
     try:
         runtime = await SessionRuntime.create(
-            manager.get_cwd(), options, session_manager=manager, session_dir=args.session_dir, start=False
+            manager.get_cwd(), options, session_manager=manager, session_dir=args.session_dir, start=False,
+            model=resolve_model if args.model else None,
         )
     except RequiredExtensionError as exc:  # named plugins and the fix; never a traceback
         raise CliError(str(exc)) from exc
@@ -235,10 +247,9 @@ async def _open_runtime(
     apply_http_proxy(settings)
     suffix_level: str | None = None
     if args.model:
-        try:
-            selection = session.models.resolve(args.model, provider=args.provider)
-        except Exception as exc:
-            raise CliError(str(exc)) from exc
+        if "error" in chosen:
+            raise CliError(str(chosen["error"])) from chosen["error"]
+        selection = chosen["selection"]
         if selection.warning:
             print(f"pi: {selection.warning}", file=sys.stderr)
         session.agent.state.model = selection.model

@@ -24,6 +24,7 @@ import pi_hookspecs
 from pi_hookspecs import Model, UserMessage
 
 from .._async import maybe_await
+from ..ai import ModelRegistry
 from ..session import SessionManager
 from .errors import MissingSessionCwdError
 from .navigation import message_text
@@ -59,14 +60,19 @@ class SessionRuntime:
         options: ServiceOptions | None = None,
         *,
         session_manager: SessionManager | None = None,
-        model: Model | None = None,
+        model: Model | Callable[[ModelRegistry], Model | None] | None = None,
         thinking_level: str | None = None,
         stream_fn: Callable[..., Any] | None = None,
         session_dir: str | None = None,
         start: bool = True,
     ) -> SessionRuntime:
+        """``model`` may be a function of the session's model registry (the command line's
+        ``--model``, resolved once the registry exists): the session then starts with it,
+        without first choosing a default model it would drop."""
         options = options or ServiceOptions()
         services = await create_services(cwd, options)
+        if callable(model):
+            model = model(services.models)
         manager = session_manager or SessionManager.create(services.cwd, session_dir=session_dir)
         session = AgentSession(services, manager, model=model, thinking_level=thinking_level, stream_fn=stream_fn)
         runtime = cls(session, options, stream_fn=stream_fn, session_dir=session_dir)
