@@ -21,6 +21,20 @@ def agent_dir() -> Path:
     return Path(os.environ["PI_CODING_AGENT_DIR"])
 
 
+def write_wire_models(url: str) -> None:
+    """``models.json`` with one model ``m`` on each core wire API of the local server
+    at ``url``: providers ``chat`` (openai-completions), ``resp`` (openai-responses) and
+    ``ant`` (anthropic-messages)."""
+    path = agent_dir() / "models.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    model = {"id": "m", "contextWindow": 32000, "maxTokens": 1024}
+    path.write_text(json.dumps({"providers": {
+        "chat": {"baseUrl": f"{url}/v1", "api": "openai-completions", "apiKey": "k", "models": [model]},
+        "resp": {"baseUrl": f"{url}/v1", "api": "openai-responses", "apiKey": "k", "models": [model]},
+        "ant": {"baseUrl": url, "api": "anthropic-messages", "apiKey": "k", "models": [model]},
+    }}))
+
+
 def run_pi(
     *args: str,
     cwd: Path,

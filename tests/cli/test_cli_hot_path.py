@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_helpers import agent_dir, run_pi
+from cli_helpers import run_pi, write_wire_models
 from wire_server import (
     Canned,
     WireServer,
@@ -31,15 +31,6 @@ def wire() -> Iterator[WireServer]:
     yield from use_server()
 
 
-def _models(url: str) -> None:
-    path = agent_dir() / "models.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    model = {"id": "m", "contextWindow": 32000, "maxTokens": 1024}
-    path.write_text(json.dumps({"providers": {
-        "chat": {"baseUrl": f"{url}/v1", "api": "openai-completions", "apiKey": "k", "models": [model]},
-        "resp": {"baseUrl": f"{url}/v1", "api": "openai-responses", "apiKey": "k", "models": [model]},
-        "ant": {"baseUrl": url, "api": "anthropic-messages", "apiKey": "k", "models": [model]},
-    }}))
 
 
 def _bash_then_text(api: str) -> list[Canned]:
@@ -66,7 +57,7 @@ def _bash_then_text(api: str) -> list[Canned]:
 
 @pytest.mark.parametrize("api", ["chat", "resp", "ant"])
 def test_a_print_run_imports_no_provider_sdk(wire: WireServer, tmp_path: Path, api: str) -> None:
-    _models(wire.url)
+    write_wire_models(wire.url)
     wire.enqueue(*_bash_then_text(api))
     done = run_pi("-p", "--no-session", "--model", f"{api}/m", "run it", cwd=tmp_path,
                   env={"PYTHONPROFILEIMPORTTIME": "1"})

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_helpers import agent_dir, run_pi
+from cli_helpers import run_pi, write_wire_models
 from wire_server import Canned, WireServer, anthropic_message, anthropic_stream, chat_chunks, use_server
 
 _HOOK = """\
@@ -82,14 +82,6 @@ def wire() -> Iterator[WireServer]:
     yield from use_server()
 
 
-def _models(url: str) -> None:
-    path = agent_dir() / "models.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    model = {"id": "m", "contextWindow": 32000, "maxTokens": 1024}
-    path.write_text(json.dumps({"providers": {
-        "chat": {"baseUrl": f"{url}/v1", "api": "openai-completions", "apiKey": "k", "models": [model]},
-        "ant": {"baseUrl": url, "api": "anthropic-messages", "apiKey": "k", "models": [model]},
-    }}))
 
 
 def _replies(api: str, tool: bool) -> list[Canned]:
@@ -111,7 +103,7 @@ def _replies(api: str, tool: bool) -> list[Canned]:
 def test_a_print_run_builds_no_validator_for_what_pi_constructs_and_no_hook_thread(
     wire: WireServer, tmp_path: Path, api: str, tool: bool
 ) -> None:
-    _models(wire.url)
+    write_wire_models(wire.url)
     wire.enqueue(*_replies(api, tool))
     hook = tmp_path / "hook"
     hook.mkdir()
