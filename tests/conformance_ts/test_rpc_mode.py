@@ -126,6 +126,16 @@ def _without_volatile(name: str, value: Any) -> Any:
     return value
 
 
+def matches_golden_and_pi_1_6_0(
+    golden: str, ours: dict[str, Any], wire: WireServer, root: Path, scenario: str = "session"
+) -> None:
+    """``ours`` against its golden file, then against pi 1.6.0 driven through ``scenario``."""
+    check_golden(golden, ours)
+    theirs = drive("ts", wire, root, scenario)
+    difference = first_difference(ours, theirs)
+    assert difference is None, f"differs from pi 1.6.0 at {difference}"
+
+
 @pytest.fixture(scope="module")
 def wire() -> Any:
     server = WireServer()
@@ -146,10 +156,7 @@ def test_rpc_client_of_pi_1_6_0_sees_the_same_session(wire: WireServer, tmp_path
     assert compaction["fromHook"] is False
     last = steps["get_messages_after_abort"][-1]
     assert (last["role"], last["content"], last["stopReason"]) == ("assistant", [], "aborted")
-    check_golden("rpc_session", ours)
-    theirs = drive("ts", wire, tmp_path)
-    difference = first_difference(ours, theirs)
-    assert difference is None, f"differs from pi 1.6.0 at {difference}"
+    matches_golden_and_pi_1_6_0("rpc_session", ours, wire, tmp_path)
 
 
 def test_prompt_cache_warming_as_pi_1_6_0(wire: WireServer, tmp_path: Path) -> None:
@@ -158,20 +165,14 @@ def test_prompt_cache_warming_as_pi_1_6_0(wire: WireServer, tmp_path: Path) -> N
     usage = [e for e in entries if e["type"] == "usage"]
     assert [u["kind"] for u in usage] == ["cache_warm"] and usage[0]["usage"]["cacheRead"] == 100_000
     assert ours["requests"][1]["max_completion_tokens"] == 1  # the refresh: one output token
-    check_golden("rpc_cache_warming", ours)
-    theirs = drive("ts", wire, tmp_path, "cache_warming")
-    difference = first_difference(ours, theirs)
-    assert difference is None, f"differs from pi 1.6.0 at {difference}"
+    matches_golden_and_pi_1_6_0("rpc_cache_warming", ours, wire, tmp_path, "cache_warming")
 
 
 def test_models_and_thinking_levels_as_pi_1_6_0(wire: WireServer, tmp_path: Path) -> None:
     ours = drive("py", wire, tmp_path, "models")
     cached = next(m for m in ours["steps"]["get_available_models"] if m["name"] == "cached-model")
     assert cached["promptCache"] == {"short": 11}
-    check_golden("rpc_models", ours)
-    theirs = drive("ts", wire, tmp_path, "models")
-    difference = first_difference(ours, theirs)
-    assert difference is None, f"differs from pi 1.6.0 at {difference}"
+    matches_golden_and_pi_1_6_0("rpc_models", ours, wire, tmp_path, "models")
 
 
 def test_steering_and_follow_up_as_pi_1_6_0(wire: WireServer, tmp_path: Path) -> None:
@@ -179,10 +180,7 @@ def test_steering_and_follow_up_as_pi_1_6_0(wire: WireServer, tmp_path: Path) ->
     users = [m for m in ours["steps"]["get_messages"] if m["role"] == "user"]
     assert [u["content"][0]["text"] for u in users] == ["run the slow command", "use the other file",
                                                         "and then summarise"]
-    check_golden("rpc_queues", ours)
-    theirs = drive("ts", wire, tmp_path, "queues")
-    difference = first_difference(ours, theirs)
-    assert difference is None, f"differs from pi 1.6.0 at {difference}"
+    matches_golden_and_pi_1_6_0("rpc_queues", ours, wire, tmp_path, "queues")
 
 
 def test_new_switch_and_clone_sessions_as_pi_1_6_0(wire: WireServer, tmp_path: Path) -> None:
@@ -191,10 +189,7 @@ def test_new_switch_and_clone_sessions_as_pi_1_6_0(wire: WireServer, tmp_path: P
     assert steps["get_state_after_new"]["messageCount"] == 0
     assert [m["role"] for m in steps["messages_after_switch"]] == ["system", "user", "assistant"]
     assert steps["get_state_after_clone"]["sessionId"] != steps["get_state_after_switch"]["sessionId"]
-    check_golden("rpc_sessions", ours)
-    theirs = drive("ts", wire, tmp_path, "sessions")
-    difference = first_difference(ours, theirs)
-    assert difference is None, f"differs from pi 1.6.0 at {difference}"
+    matches_golden_and_pi_1_6_0("rpc_sessions", ours, wire, tmp_path, "sessions")
 
 
 def test_a_summary_request_is_retried_as_pi_1_6_0(wire: WireServer, tmp_path: Path) -> None:
@@ -203,10 +198,7 @@ def test_a_summary_request_is_retried_as_pi_1_6_0(wire: WireServer, tmp_path: Pa
     assert kinds == ["compaction_start", "summarization_retry_scheduled", "summarization_retry_attempt_start",
                      "summarization_retry_finished", "compaction_end"]
     assert ours["steps"]["compact"]["summary"].endswith("## Goal\nSay hello.")
-    check_golden("rpc_summary_retry", ours)
-    theirs = drive("ts", wire, tmp_path, "summary_retry")
-    difference = first_difference(ours, theirs)
-    assert difference is None, f"differs from pi 1.6.0 at {difference}"
+    matches_golden_and_pi_1_6_0("rpc_summary_retry", ours, wire, tmp_path, "summary_retry")
 
 
 if __name__ == "__main__":  # print both outcomes for a look at a difference

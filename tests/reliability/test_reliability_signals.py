@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -178,6 +179,19 @@ else:
 '''
 
 
+def _interrupt_when(ready: Callable[[], bool], proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes, float]:
+    """SIGINT to ``proc`` once ``ready()``: its output and how long it took to end."""
+    try:
+        _wait_for(ready)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=WAIT)
+        return out, err, time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
 @pytest.mark.parametrize("hang", ["sync", "async"])
 def test_sigint_ends_print_mode_at_once_while_a_handler_hangs(hang: str, cwd: Path, tmp_path: Path) -> None:
     """The default deadline is two minutes; SIGINT does not wait for it."""
@@ -188,15 +202,7 @@ def test_sigint_ends_print_mode_at_once_while_a_handler_hangs(hang: str, cwd: Pa
         cwd=cwd, env=env_with(**steps_env("echo never"), HANG=hang, MARKER=str(marker)),
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
-    try:
-        _wait_for(marker.exists)
-        started = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=WAIT)
-        took = time.monotonic() - started
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    _, err, took = _interrupt_when(marker.exists, proc)
     assert proc.returncode == 128 + signal.SIGINT, err
     assert took < 3, took  # the abort leaves the handler behind within ABORT_GRACE
     assert b"blocking" in err and b"aborted" in err
@@ -256,15 +262,7 @@ def test_sigint_ends_print_mode_while_a_session_start_handler_hangs(cwd: Path, t
         cwd=cwd, env=env_with(**steps_env(), MARKER=str(marker)),
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
-    try:
-        _wait_for(marker.exists)
-        started = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=WAIT)
-        took = time.monotonic() - started
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    out, err, took = _interrupt_when(marker.exists, proc)
     assert proc.returncode == 128 + signal.SIGINT, err
     assert took < STOP_DEADLINE + 3, took
     assert out == b""  # no prompt ran
