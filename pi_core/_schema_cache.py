@@ -21,6 +21,7 @@ is ignored (the schema is generated again, and written unless
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import sys
@@ -32,28 +33,33 @@ import pi_hookspecs
 _FORMAT = 1
 
 
-def _description(sources: list[str]) -> str:
+def _stat_line(source: str) -> str:
+    try:
+        stat = os.stat(source)
+    except OSError:
+        return f"{source} missing"
+    return f"{source} {stat.st_size} {stat.st_mtime_ns}"
+
+
+@functools.cache
+def _fixed_lines() -> tuple[str, ...]:
+    """The versions and the contract's sources, described once per process (a run
+    reading several kept schemas does not stat the contract's files for each)."""
     import pydantic
     import pydantic_core
 
-    lines = [f"format {_FORMAT}", sys.version, f"pydantic {pydantic.VERSION}", f"pydantic-core {pydantic_core.__version__}"]
-    for source in sources:
-        try:
-            stat = os.stat(source)
-        except OSError:
-            lines.append(f"{source} missing")
-            continue
-        lines.append(f"{source} {stat.st_size} {stat.st_mtime_ns}")
-    return "\n".join(lines)
-
-
-def _sources(module_file: str) -> list[str]:
     package = os.path.dirname(os.path.abspath(pi_hookspecs.__file__))
     try:
         names = sorted(entry.name for entry in os.scandir(package) if entry.name.endswith(".py"))
     except OSError:
         names = []
-    return [os.path.abspath(module_file), *(os.path.join(package, name) for name in names)]
+    versions = [f"format {_FORMAT}", sys.version, f"pydantic {pydantic.VERSION}", f"pydantic-core {pydantic_core.__version__}"]
+    return (*versions, *(_stat_line(os.path.join(package, name)) for name in names))
+
+
+def _description(module_file: str) -> str:
+    """What a schema kept for ``module_file`` depends on, as the text its file holds."""
+    return "\n".join((*_fixed_lines(), _stat_line(os.path.abspath(module_file))))
 
 
 def _cache_file(module_file: str, description: str, name: str) -> str | None:
@@ -70,7 +76,7 @@ def _cache_file(module_file: str, description: str, name: str) -> str | None:
 def cached_schema(module_file: str, generate: Callable[[], Any], name: str = "entry") -> Any:
     """The schema ``name`` cached for ``module_file`` (the module that builds it) and the
     contract's current sources, else ``generate()`` (then cached for the next run)."""
-    description = _description(_sources(module_file))
+    description = _description(module_file)
     path = _cache_file(module_file, description, name)
     if path is not None:
         schema = _read(path, description)

@@ -699,7 +699,9 @@ def _json_chars(value: Any) -> int:
 def estimate_message_tokens(message: Any) -> int:
     """pi 1.6.0's estimate of one model-ready message: its text (a system message's
     content and sections, and the JSON of the tools it adds or removes), thinking, tool
-    calls' names and JSON arguments, 4,800 characters an image; 3.5 characters a token."""
+    calls' names and JSON arguments, 4,800 characters an image; 3.5 characters a token.
+    (Compaction's estimate, ``pi_core.compaction.tokens``, counts 4 characters a token
+    over the session's own message types: pi 1.6.0 has the two, for the two purposes.)"""
     kind = message_class(message)
     if kind is SystemMessage:
         parts = [message.content if isinstance(message.content, str) else _text(message.content)]
