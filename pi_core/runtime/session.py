@@ -152,11 +152,10 @@ class AgentSession:
         # the model's modelThinkingLevels entry; else defaultThinkingLevel (medium).
         # Clamped to what the model supports (off without a model).
         self._has_history = any(m.role != "system" for m in context.messages)
-        self._has_thinking_entry = any(e.type == "thinking_level_change" for e in self.sm.get_branch())
         self._selection_recorded = False
         level = thinking_level
         if level is None and self._has_history:
-            level = context.thinking_level if self._has_thinking_entry else settings.default_thinking_level
+            level = context.thinking_level if context.thinking_level_set else settings.default_thinking_level
         model_ref = self.agent.state.model.ref if self.agent.state.model is not None else None
         if level is None:
             level = settings.model_thinking_level(model_ref) or settings.default_thinking_level
@@ -800,12 +799,11 @@ class AgentSession:
         if self._selection_recorded:
             return
         self._selection_recorded = True
-        branch = self.sm.get_branch()
         if self._has_history:
-            if not any(e.type == "thinking_level_change" for e in branch):
+            if not self.sm.build_session_context().thinking_level_set:
                 self.sm.append_thinking_level_change(self.agent.state.thinking_level)
             return
-        if any(e.type in ("model_change", "thinking_level_change") for e in branch):
+        if any(e.type in ("model_change", "thinking_level_change") for e in self.sm.get_branch()):
             return  # already recorded (a session reloaded before its first prompt)
         model = self.agent.state.model
         if model is not None:

@@ -105,6 +105,9 @@ class SessionContext:
     messages: Sequence[AgentMessage]
     thinking_level: str = "off"
     model: ModelRef | None = None
+    thinking_level_set: bool = False
+    """Whether a ``thinking_level_change`` entry on the branch set ``thinking_level``
+    (else it is the default)."""
 
 
 @dataclass(slots=True)
@@ -235,6 +238,7 @@ class ContextCache:
         self.edits: dict[str, ContextEditEntry] = {}
         self._selected_ids: set[str] | None = set()
         self.thinking_level = "off"
+        self.thinking_level_set = False
         self.model: ModelRef | None = None
 
     @property
@@ -339,6 +343,7 @@ class ContextCache:
             if level is not None and model is not None:
                 break
         self.thinking_level = level if level is not None else "off"
+        self.thinking_level_set = level is not None
         self.model = model
 
     def _update_settings(self, record: Record) -> None:
@@ -347,6 +352,7 @@ class ContextCache:
             level = record.field("thinkingLevel", "thinking_level")
             if isinstance(level, str):
                 self.thinking_level = level
+                self.thinking_level_set = True
         elif kind == "model_change" or (kind == "message" and record.role == "assistant"):
             model = _model_ref(record)
             if model is not None:

@@ -394,7 +394,9 @@ class SessionManager:
         restored from the active branch. O(1) per appended entry (see :mod:`.context`);
         ``messages`` is an immutable snapshot (``list(...)`` it to get a mutable copy)."""
         cache = self._tree.context()
-        return SessionContext(MessageSnapshot(cache.messages), cache.thinking_level, cache.model)
+        return SessionContext(
+            MessageSnapshot(cache.messages), cache.thinking_level, cache.model, cache.thinking_level_set
+        )
 
     def get_model(self) -> ModelRef | None:
         return self._tree.context().model
@@ -618,18 +620,15 @@ class SessionManager:
     def _append(self, entry: SessionEntry) -> str:
         record = Record(entry.id, entry.parent_id, entry.type, None, entry)
         tree = self._tree
-        if self._writer.persist or entry.type in _NOTED_FROM_JSON:
-            raw = entry_json(entry)
+        if self._writer.persist:  # (an in-memory session makes its JSON when asked for)
             # persisted before it is committed to memory: a failed write leaves both unchanged
             self._writer.write(
-                raw,
+                entry_json(entry),
                 start_file=tree.has_assistant or record.role == "assistant",
                 header=self._header,
                 earlier=tree.records,
             )
-        else:
-            raw = {}  # an in-memory session keeps the model; its JSON is made when asked for
-        tree.add(record, raw)
+        tree.add(record)
         return entry.id
 
     # =================================================================== branching
@@ -748,7 +747,3 @@ if TYPE_CHECKING:
 
 
 __all__ = ["SessionManager", "SessionTreeNode"]
-
-
-_NOTED_FROM_JSON = frozenset({"label", "session_info"})
-"""Entry types whose JSON the tree reads when one is appended (labels, the session name)."""

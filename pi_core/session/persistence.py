@@ -17,20 +17,24 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pi_hookspecs import SESSION_VERSION
+from pydantic_core import from_json
+
+from pi_hookspecs import SESSION_VERSION, SessionEntry
 
 from .errors import InvalidSessionError, SessionClosedError, SessionDiagnostic, SessionReadOnlyError
 from .migration import migrate
-from .records import Record
+from .records import Record, line_validator
 from .storage import SessionFile, dump_line, parse_lines
 
 
 @dataclass
 class StoredSession:
-    """A session file as read: its header, its raw entries and their line numbers."""
+    """A session file as read: its header, its entries and their line numbers. An
+    entry is its model when its line validated as one, else its raw JSON object
+    (validated when first needed)."""
 
     header: dict[str, Any]
-    entries: list[dict[str, Any]]
+    entries: list[dict[str, Any] | SessionEntry]
     line_numbers: list[int]
     diagnostics: list[SessionDiagnostic]
 
@@ -40,7 +44,9 @@ def read_session(file_path: str, data: bytes, file: SessionFile | None) -> Store
     appending) a torn last line is cut off, a missing last newline added and an old
     format rewritten as the current one. Raises :class:`InvalidSessionError` when the
     first line is no session header."""
-    parsed = parse_lines(data, file_path)
+    # A file in the current format has its lines validated as they are read (nothing
+    # to migrate); what a line holds beyond the session format still takes the raw way.
+    parsed = parse_lines(data, file_path, line_validator() if _current_format(data) else None)
     records = parsed.records
     header = records[0] if records else None
     if header is None or header.get("type") != "session" or not isinstance(header.get("id"), str):
@@ -58,6 +64,16 @@ def read_session(file_path: str, data: bytes, file: SessionFile | None) -> Store
     if migrate(records) and file is not None:
         file.replace(dump_line(record) for record in records)
     return StoredSession(header, records[1:], parsed.line_numbers[1:], diagnostics)
+
+
+def _current_format(data: bytes) -> bool:
+    """Whether the first line is a header of the current format version."""
+    end = data.find(b"\n")
+    try:
+        header = from_json(data[:end] if end >= 0 else data)
+    except ValueError:
+        return False
+    return type(header) is dict and header.get("version") == SESSION_VERSION
 
 
 def _check_version(file_path: str, header: dict[str, Any]) -> None:

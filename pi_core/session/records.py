@@ -14,7 +14,7 @@ import functools
 import gc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import SchemaValidator
@@ -66,7 +66,7 @@ class Record:
             if raw is not None:
                 message = raw.get("message")
                 self.role = message.get("role") if isinstance(message, dict) else None
-            elif isinstance(model, MessageEntry):
+            elif type(model) is MessageEntry or isinstance(model, MessageEntry):
                 self.role = getattr(model.message, "role", None)
 
     def field(self, camel: str, snake: str) -> Any:
@@ -135,7 +135,7 @@ def validate_entry(raw: dict[str, Any]) -> tuple[SessionEntry, str | None]:
     validation error is returned."""
     normalised = _normalised(raw)
     try:
-        return _fast_validators()[0](normalised), None
+        return _fast_validators().entry(normalised), None
     except ValidationError:
         pass  # an unknown type or role, or an invalid entry: the full validator decides
     try:
@@ -173,7 +173,7 @@ def validate_chunk(raws: list[dict[str, Any]]) -> list[SessionEntry] | None:
                 continue
         batch.append(_normalised(raw))
     try:
-        return _fast_validators()[1](batch)
+        return _fast_validators().entries(batch)
     except ValidationError:
         return None
 
@@ -206,11 +206,21 @@ def _keyed(schema: Any) -> Any:
     return copy
 
 
+class _FastValidators(NamedTuple):
+    entry: Callable[[Any], SessionEntry]
+    """One raw entry (a dict)."""
+    entries: Callable[[Any], list[SessionEntry]]
+    """A list of raw entries."""
+    line: Callable[[str | bytes], SessionEntry]
+    """One entry's JSON line: parsing and validating at once costs about what
+    validating the parsed dict alone does, and no dict is built."""
+
+
 @functools.cache
-def _fast_validators() -> tuple[Callable[[Any], SessionEntry], Callable[[Any], list[SessionEntry]]]:
-    """``(one entry, a list of entries)`` validators with key-discriminated unions,
-    built in about 1 ms from their schema, which is derived from the full validator's
-    and kept between runs (:mod:`pi_core._schema_cache`: generating it costs about 18 ms)."""
+def _fast_validators() -> _FastValidators:
+    """The validators with key-discriminated unions, built in about 1 ms from their
+    schema, which is derived from the full validator's and kept between runs
+    (:mod:`pi_core._schema_cache`: generating it costs about 18 ms)."""
     from .._schema_cache import cached_schema
 
     def generate() -> Any:
@@ -223,9 +233,17 @@ def _fast_validators() -> tuple[Callable[[Any], SessionEntry], Callable[[Any], l
         return _validators_of(generate())
 
 
-def _validators_of(schema: Any) -> tuple[Callable[[Any], SessionEntry], Callable[[Any], list[SessionEntry]]]:
+def _validators_of(schema: Any) -> _FastValidators:
     if schema.get("type") == "definitions":
         listed = {**schema, "schema": {"type": "list", "items_schema": schema["schema"]}}
     else:
         listed = {"type": "list", "items_schema": schema}
-    return SchemaValidator(schema).validate_python, SchemaValidator(listed).validate_python
+    one = SchemaValidator(schema)
+    return _FastValidators(one.validate_python, SchemaValidator(listed).validate_python, one.validate_json)
+
+
+def line_validator() -> Callable[[str | bytes], SessionEntry]:
+    """The model of one session line when it is a valid entry of a known type, else
+    a ``ValueError``: then the line takes the general way (parsed, and validated with
+    the full validator when it is first needed, which decides and reports)."""
+    return _fast_validators().line

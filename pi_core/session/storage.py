@@ -30,9 +30,9 @@ import contextlib
 import json
 import os
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from pydantic_core import from_json
 
@@ -57,7 +57,9 @@ def dump_line(obj: Any) -> bytes:
 class ParsedFile:
     """The parsed lines of a session file."""
 
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[Any] = field(default_factory=list)
+    """The JSON object of each line; or, for a line the ``entry`` validator of
+    :func:`parse_lines` accepted, what it returned."""
     #: The 1-based line number of each record.
     line_numbers: list[int] = field(default_factory=list)
     diagnostics: list[SessionDiagnostic] = field(default_factory=list)
@@ -80,24 +82,39 @@ def _loads(line: str | bytes) -> Any:
     except ValueError:
         pass
     if isinstance(line, bytes):
-        return json.loads(line)
+        try:
+            line = line.decode("utf-8")
+        except UnicodeDecodeError:
+            return json.loads(line)  # raises, naming the bytes that are not UTF-8
     obj, end = _raw_decode(line)
     if end != len(line) and line[end:].strip():
         raise ValueError(f"extra data at column {end + 1}")
     return obj
 
 
-def parse_lines(data: bytes, path: str) -> ParsedFile:
-    """Parse JSONL bytes. Malformed lines are skipped with a diagnostic naming the line."""
+def parse_lines(data: bytes, path: str, entry: Callable[[str | bytes], Any] | None = None) -> ParsedFile:
+    """Parse JSONL bytes. Malformed lines are skipped with a diagnostic naming the line.
+
+    ``entry`` (optional) is tried first on each complete line after the first: what it
+    returns is the line's record; when it raises ``ValueError`` the line is parsed as
+    JSON. (The session reader validates an entry straight from its line this way.)
+    """
     result = ParsedFile()
-    try:
-        lines: list[Any] = cast(list[Any], data.decode("utf-8").split("\n"))
-    except UnicodeDecodeError:  # parse line by line: only the broken lines are lost
-        lines = cast(list[Any], data.split(b"\n"))
-    tail = lines.pop()  # the text after the last newline ("" for a well-formed file)
+    # bytes throughout: pydantic-core reads UTF-8 itself, and a 20,000-entry file is not
+    # copied into a str first (a line that is not UTF-8 is reported on its own)
+    lines = data.split(b"\n")
+    tail = lines.pop()  # the bytes after the last newline (b"" for a well-formed file)
     records = result.records
     numbers = result.line_numbers
     for number, line in enumerate(lines, start=1):
+        if entry is not None and number > 1:
+            try:
+                records.append(entry(line))
+            except ValueError:
+                pass
+            else:
+                numbers.append(number)
+                continue
         try:
             obj = from_json(line)  # _loads, without the call for the usual line
         except ValueError:
@@ -112,7 +129,7 @@ def parse_lines(data: bytes, path: str) -> ParsedFile:
             numbers.append(number)
         else:
             result.diagnostics.append(SessionDiagnostic(path, number, "line is not a JSON object; skipped"))
-    tail_size = len(tail.encode("utf-8") if isinstance(tail, str) else tail)
+    tail_size = len(tail)
     result.complete_size = len(data) - tail_size
     if tail.strip():
         number = len(lines) + 1

@@ -8,9 +8,9 @@ writing is the manager's job (:mod:`pi_core.session.writer`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from pi_hookspecs import SessionEntry
 
@@ -52,40 +52,46 @@ class EntryTree:
 
     # ------------------------------------------------------------------ building
 
-    def load(self, raws: Sequence[dict[str, Any]], lines: Sequence[int], *, path: str) -> None:
-        """Add raw entries read from ``path`` (their ``lines``); the leaf moves to the last."""
+    def load(self, entries: Sequence[dict[str, Any] | SessionEntry], lines: Sequence[int], *, path: str) -> None:
+        """Add the entries read from ``path`` (their ``lines``): raw JSON objects, or
+        models of lines validated while reading. The leaf moves to the last."""
         records = self.records
         by_id = self.by_id
         diagnostics = self._diagnostics
         note = self._note
-        for raw, line in zip(raws, lines, strict=True):
-            entry_id = raw.get("id")
-            kind = raw.get("type")
-            if type(entry_id) is not str or type(kind) is not str or kind == "session":
-                diagnostics.append(SessionDiagnostic(path, line, "entry without a string id and type; skipped"))
-                continue
-            parent = raw.get("parentId")
-            record = Record(entry_id, parent if type(parent) is str else None, kind, raw, None, line)
+        for entry, line in zip(entries, lines, strict=True):
+            if type(entry) is dict:
+                entry_id = entry.get("id")
+                kind = entry.get("type")
+                if type(entry_id) is not str or type(kind) is not str or kind == "session":
+                    diagnostics.append(SessionDiagnostic(path, line, "entry without a string id and type; skipped"))
+                    continue
+                parent = entry.get("parentId")
+                record = Record(entry_id, parent if type(parent) is str else None, kind, entry, None, line)
+            else:
+                model = cast(SessionEntry, entry)
+                entry_id, kind = model.id, model.type
+                record = Record(entry_id, model.parent_id, kind, None, model, line)
             if entry_id in by_id:
                 diagnostics.append(SessionDiagnostic(path, line, f"duplicate entry id {entry_id}"))
             records.append(record)
             by_id[entry_id] = record
             if kind != "message" or (record.role == "assistant" and not self.has_assistant):
-                note(record, raw)  # (a message only matters to it as the first assistant one)
+                note(record)  # (a message only matters to it as the first assistant one)
         self.leaf_id = records[-1].id if records else None
 
-    def add(self, record: Record, raw: Mapping[str, Any]) -> None:
+    def add(self, record: Record) -> None:
         """Append a new child of the leaf; the leaf moves to it."""
         self.records.append(record)
         self.by_id[record.id] = record
-        self._note(record, raw)
+        self._note(record)
         cache = self.cache
         if cache.valid and cache.leaf_id == record.parent_id:
             if not cache.extend(record):
                 cache.rebuild([*cache.path, record], record.id)
         self.leaf_id = record.id
 
-    def _note(self, record: Record, raw: Mapping[str, Any]) -> None:
+    def _note(self, record: Record) -> None:
         """Keep what is derived from the entries (an assistant message seen, labels, the
         session name) up to date with a new ``record``."""
         kind = record.type
@@ -93,16 +99,16 @@ class EntryTree:
             if record.role == "assistant":
                 self.has_assistant = True
         elif kind == "label":
-            target = raw.get("targetId")
+            target = record.field("targetId", "target_id")
             if not isinstance(target, str):
                 return
-            label = raw.get("label")
+            label = record.field("label", "label")
             if isinstance(label, str) and label:
-                self.labels[target] = (label, str(raw.get("timestamp", "")))
+                self.labels[target] = (label, str(record.field("timestamp", "timestamp") or ""))
             else:
                 self.labels.pop(target, None)
         elif kind == "session_info":
-            name = raw.get("name")
+            name = record.field("name", "name")
             self.name = (name.strip() or None) if isinstance(name, str) else None
 
     # ------------------------------------------------------------------ reading

@@ -151,6 +151,46 @@ def test_a_resumed_file_reports_its_invalid_entries_by_line(tmp_path: Path) -> N
     assert json.loads(path.read_text().splitlines()[1501])["message"]["content"] == 7
 
 
+def test_a_file_validated_line_by_line_gives_each_entry_the_full_validators_model(tmp_path: Path) -> None:
+    """Opening a file in the current format validates each line straight from its JSON;
+    a line that validator refuses is kept raw and gets the full validator when first
+    needed: every entry ends with the same model and error as entry by entry."""
+    header = {"type": "session", "version": 3, "id": "s", "timestamp": TS, "cwd": "/p"}
+    raws = corpus()
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in [header, *raws]))
+    with SessionManager.open(path) as session:
+        tree = session._tree
+        validated_on_read = [record.raw is None for record in tree.records]
+        got = [session.get_entry(raw["id"]) for raw in raws]
+        errors = sorted(str(d) for d in session.diagnostics)
+    expected = [reference(raw) for raw in raws]
+    for raw, model, (want, _) in zip(raws, got, expected, strict=True):
+        assert dumped(model) == dumped(want), raw
+    assert errors == sorted(
+        f"{path}:{n + 2}: entry {raw['id']} ({raw['type']}) does not match the session format ({error}); "
+        "it is kept but left out of the context"
+        for n, (raw, (_, error)) in enumerate(zip(raws, expected, strict=True))
+        if error is not None
+    )
+    # the usual entries took the direct way, the unusual ones the general one
+    assert validated_on_read[0] and validated_on_read[13] and validated_on_read[20]
+    assert not validated_on_read[5] and not validated_on_read[22] and not validated_on_read[23]
+
+
+def test_an_older_format_is_migrated_from_its_parsed_lines(tmp_path: Path) -> None:
+    header = {"type": "session", "version": 2, "id": "s", "timestamp": TS, "cwd": "/p"}
+    raws = [entry("message", 0, message={"role": "hookMessage", "customType": "k", "content": "c", "display": True,
+                                         "timestamp": 1}),
+            entry("message", 1, message={"role": "user", "content": "hi", "timestamp": 2})]
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in [header, *raws]))
+    with SessionManager.open(path) as session:
+        roles = [m.role for m in session.build_session_context().messages]
+        assert roles == ["custom", "user"] and not session.diagnostics
+    assert json.loads(path.read_text().splitlines()[0])["version"] == 3
+
+
 # --------------------------------------------------------------------------- the schema cache
 
 
@@ -179,7 +219,7 @@ def test_the_fast_schema_is_cached_beside_the_bytecode_and_regenerated_when_a_so
     again = schema_cache.cached_schema(str(module), generate)
     assert calls == [1], "the second run reads the schema back"
     # validators built from the schema read back give the full validator's answers
-    one, _ = records._validators_of(again)
+    one = records._validators_of(again).entry
     for raw in corpus()[:9]:
         assert dumped(one(records._normalised(raw))) == dumped(reference(raw)[0])
     assert schema is full
