@@ -411,7 +411,8 @@ def _unchanged(message: Any, vision: bool) -> bool:
         return False
     if type(content) is str:
         return True
-    if message_class(message) is AssistantMessage:  # of the target model: only empty thinking goes
+    kind = type(message)
+    if (kind if kind in LLM_MESSAGE_TYPES else message_class(message)) is AssistantMessage:  # only empty thinking goes
         for block in content:
             kind = type(block)
             if kind is TextContent:
@@ -761,7 +762,8 @@ def _last_usage(messages: Sequence[Any]) -> tuple[int | None, int]:
             before_last = (latest, index, tokens)
         message = messages[position]
         timestamp = getattr(message, "timestamp", 0) or 0
-        if message_class(message) is AssistantMessage and timestamp >= latest:
+        kind = type(message)
+        if (kind if kind in LLM_MESSAGE_TYPES else message_class(message)) is AssistantMessage and timestamp >= latest:
             if message.stop_reason not in ("aborted", "error"):
                 used = _usage_tokens(message)
                 if used > 0:

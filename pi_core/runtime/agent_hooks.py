@@ -119,7 +119,8 @@ class ContextHooks:
         if fit:
             from ..ai.images import fit_message_images  # Pillow only once images are about
 
-            return [fit_message_images(m) for m in messages]
+            # (a text-only user message, the usual one, needs no call)
+            return [m if type(getattr(m, "content", None)) is str else fit_message_images(m) for m in messages]
         return messages
 
 

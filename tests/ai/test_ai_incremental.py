@@ -61,7 +61,7 @@ def forget_everything() -> None:
                 value.clear()
             elif isinstance(value, _memo.PrefixReuse):
                 value.save(None, [], [], None)
-    _common._FRAGMENTS.items, _common._FRAGMENTS.fragments = [], []
+    _common._FRAGMENTS.items, _common._FRAGMENTS.runs = [], []
 
 
 def turn(i: int, *, api: str = "openai-completions", provider: str = "local", model: str = "m") -> list[Any]:
@@ -260,3 +260,28 @@ def test_inline_conversions_give_the_converters_answers(reasoning: bool, compat:
         if param is not None:
             expected_anthropic.append(param)
     assert inline_anthropic == expected_anthropic
+
+
+def test_the_encoded_message_list_is_the_lists_json_whatever_changed() -> None:
+    """The JSON of a request's message list is kept in runs of items between requests;
+    growing, shrinking and replacing items anywhere (inside the long first run, among
+    the last items) always gives the list's own JSON."""
+    import random
+
+    from pydantic_core import to_json
+
+    fragments = _common._ListFragments()
+    rng = random.Random(7)
+    items: list[Any] = [{"role": "user", "content": f"m{n}"} for n in range(50)]
+    for step in range(200):
+        action = rng.choice(["grow", "grow", "replace_last", "replace_any", "shrink", "same"])
+        if action == "grow":
+            items = items + [{"role": "assistant", "content": f"s{step}.{n}"} for n in range(rng.randint(1, 12))]
+        elif action == "replace_last" and items:
+            items = [*items[:-1], {"role": "user", "content": f"r{step}"}]
+        elif action == "replace_any" and items:
+            at = rng.randrange(len(items))
+            items = [*items[:at], {"role": "user", "content": f"x{step}"}, *items[at + 1:]]
+        elif action == "shrink":
+            items = items[: rng.randint(0, len(items))]
+        assert fragments.encode(items) == to_json(items), (step, action)

@@ -271,15 +271,17 @@ _LIST_KEYS = ("messages", "input", "contents")
 
 
 class _ListFragments:
-    """The JSON of the message list of the last request, item by item: the next
+    """The JSON of the message list of the last request, in runs of items: the next
     request of a conversation sends the same converted items first (pi_core.ai._memo),
-    so only the items after them are encoded; the rest is joined."""
+    so only the items after them are encoded (in one call); the rest is joined."""
 
-    __slots__ = ("fragments", "items")
+    __slots__ = ("items", "runs")
 
     def __init__(self) -> None:
         self.items: list[Any] = []
-        self.fragments: list[bytes] = []
+        self.runs: list[tuple[int, bytes]] = []
+        """(end, the JSON of the items from the previous run's end up to ``end``,
+        without brackets)."""
 
     def encode(self, items: list[Any]) -> bytes:
         return b"[" + self.joined(items) + b"]"
@@ -290,11 +292,26 @@ class _ListFragments:
         same = min(len(old), len(items))
         if same and not all(map(operator.is_, old[:same], items[:same])):
             same = next(i for i, (a, b) in enumerate(zip(old, items, strict=False)) if a is not b)
-        fragments = self.fragments[:same]
-        fragments.extend(to_json(item) for item in items[same:])
-        self.items, self.fragments = list(items), fragments
-        return b",".join(fragments)
+        runs = self.runs
+        kept = 0
+        while kept < len(runs) and runs[kept][0] <= same:
+            kept += 1
+        runs = runs[:kept]
+        start = runs[-1][0] if runs else 0
+        # the last items are the ones the next request may convert again (a user
+        # message after the last assistant one): each is a run of its own, so that
+        # changing one does not encode the long run before it again
+        split = max(start, len(items) - _OWN_RUNS)
+        if start < split:
+            runs.append((split, to_json(items[start:split])[1:-1]))
+        for index in range(split, len(items)):
+            runs.append((index + 1, to_json(items[index])))
+        self.items, self.runs = list(items), runs
+        return b",".join([run for _, run in runs])
 
+
+_OWN_RUNS = 8
+"""The last items of a message list encoded one by one (see :class:`_ListFragments`)."""
 
 _FRAGMENTS = _ListFragments()
 

@@ -25,6 +25,7 @@ from ..errors import ProviderError
 from ..models import MIN_ANSWER_TOKENS, budget_with_max_tokens, clamp_thinking_level, provider_thinking_value
 from ..stream import MessageBuilder
 from ..transform import (
+    LLM_MESSAGE_TYPES,
     clamp_max_tokens,
     message_class,
     prepare_context,
@@ -153,7 +154,9 @@ def convert_messages(messages: list[Any], model: Model, cache: dict[str, Any] | 
     while index < count:
         message = messages[index]
         index += 1
-        kind = message_class(message)
+        kind = type(message)
+        if kind not in LLM_MESSAGE_TYPES:
+            kind = message_class(message)
         if kind is SystemMessage:
             text = system_update_text(message)
             if text:

@@ -30,6 +30,7 @@ from ..errors import ProviderError
 from ..models import clamp_thinking_level, provider_thinking_value, thinking_budget
 from ..stream import MessageBuilder
 from ..transform import (
+    LLM_MESSAGE_TYPES,
     clamp_max_tokens,
     message_class,
     prepare_context,
@@ -236,7 +237,9 @@ def convert_messages(model: Model, prompt: str, messages: list[Any], compat: dic
     while index < count:
         message = messages[index]
         index += 1
-        kind = message_class(message)
+        kind = type(message)
+        if kind not in LLM_MESSAGE_TYPES:
+            kind = message_class(message)
         if bridge_after_tools and last_role == "tool" and kind is UserMessage:
             params.append({"role": "assistant", "content": TOOL_RESULTS_BRIDGE})
         if kind is SystemMessage:
