@@ -15,6 +15,8 @@ import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate, islice
+from operator import attrgetter
 from typing import Any
 
 from pi_hookspecs import (
@@ -754,12 +756,28 @@ def _last_usage(messages: Sequence[Any]) -> tuple[int | None, int]:
     before it, such as a compaction summary inserted later); ``(None, 0)`` without one.
     The scan goes on from where the last call left off when the list only grew."""
     start, _, state = _USAGE_PREFIX.resume(None, messages)
-    latest, index, tokens = state if start else (-math.inf, None, 0)
-    before_last = (latest, index, tokens)
     count = len(messages)
-    for position in range(start, count):
-        if position == count - 1:
-            before_last = (latest, index, tokens)
+    if not count:
+        return None, 0
+    if start:
+        before_last = _usage_scan(messages, start, count - 1, state)
+    else:
+        before_last = _usage_state(messages, count - 1)
+    _latest, index, tokens = _usage_scan(messages, count - 1, count, before_last)
+    _USAGE_PREFIX.save(None, messages, [], (count - 1, 0, before_last))
+    return index, tokens
+
+
+_UsageState = tuple[float, int | None, int]
+"""(the newest timestamp so far, index and tokens of the usage found so far)."""
+
+_NO_USAGE: _UsageState = (-math.inf, None, 0)
+
+
+def _usage_scan(messages: Sequence[Any], start: int, stop: int, state: _UsageState) -> _UsageState:
+    """The state of :func:`_last_usage` after ``messages[start:stop]``, from ``state``."""
+    latest, index, tokens = state
+    for position in range(start, stop):
         message = messages[position]
         timestamp = getattr(message, "timestamp", 0) or 0
         kind = type(message)
@@ -770,9 +788,35 @@ def _last_usage(messages: Sequence[Any]) -> tuple[int | None, int]:
                     index, tokens = position, used
         if timestamp > latest:
             latest = timestamp
-    if count:
-        _USAGE_PREFIX.save(None, messages, [], (count - 1, 0, before_last))
-    return index, tokens
+    return latest, index, tokens
+
+
+def _usage_state(messages: Sequence[Any], stop: int) -> _UsageState:
+    """:func:`_usage_scan` of ``messages[:stop]`` from nothing, for a long history (a
+    resumed session's first request): the timestamps are read in one pass of C loops,
+    and the answer is looked for from the end, where it usually is."""
+    if stop < 256:
+        return _usage_scan(messages, 0, stop, _NO_USAGE)
+    try:
+        newest = list(accumulate(map(_TIMESTAMP, islice(messages, stop)), max))  # newest[i]: of messages[:i + 1]
+        latest = newest[-1]
+        for position in range(stop - 1, -1, -1):
+            message = messages[position]
+            kind = type(message)
+            if (kind if kind in LLM_MESSAGE_TYPES else message_class(message)) is not AssistantMessage:
+                continue
+            if position and message.timestamp < newest[position - 1]:
+                continue  # a newer message before it
+            if message.stop_reason not in ("aborted", "error"):
+                used = _usage_tokens(message)
+                if used > 0:
+                    return latest, position, used
+        return latest, None, 0
+    except (AttributeError, TypeError):  # a message without a number for a timestamp
+        return _usage_scan(messages, 0, stop, _NO_USAGE)
+
+
+_TIMESTAMP = attrgetter("timestamp")
 
 
 def estimate_context_tokens(messages: Sequence[Any]) -> int:

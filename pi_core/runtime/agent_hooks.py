@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from pi_hookspecs import (
     AfterProviderResponseEvent,
     AgentMessage,
+    AssistantMessage,
     BeforeProviderHeadersEvent,
     BeforeProviderRequestEvent,
     ContextEvent,
@@ -114,14 +115,18 @@ class ContextHooks:
     @staticmethod
     def _images(messages: list[AgentMessage], mode: tuple[bool, bool]) -> list[AgentMessage]:
         block, fit = mode
+        if not block and not fit:
+            return messages
         if block:
-            return [block_images(m) for m in messages]
-        if fit:
-            from ..ai.images import fit_message_images  # Pillow only once images are about
-
-            # (a text-only user message, the usual one, needs no call)
-            return [m if type(getattr(m, "content", None)) is str else fit_message_images(m) for m in messages]
-        return messages
+            change = block_images
+        else:
+            from ..ai.images import fit_message_images as change  # Pillow only once images are about
+        # the usual messages need no call: an assistant message holds no images, and a
+        # text-only user message neither
+        return [
+            m if type(m) is AssistantMessage or type(getattr(m, "content", None)) is str else change(m)
+            for m in messages
+        ]
 
 
 def clone(obj: Any) -> Any:

@@ -56,10 +56,14 @@ def convert_to_llm(messages: Iterable[AgentMessage]) -> list[LlmMessage]:
     * ``system``, ``user``, ``assistant``, ``toolResult`` -> unchanged (the same objects);
     * any other role -> dropped (a provider could not accept it).
     """
+    if not isinstance(messages, Sequence):
+        messages = list(messages)
+    if all(map(LLM_MESSAGE_TYPES.__contains__, map(type, messages))):  # the usual history, in C loops
+        return list(messages)
     out: list[LlmMessage] = []
     for message in messages:
         if type(message) in LLM_MESSAGE_TYPES or message_class(message) in LLM_MESSAGE_TYPES:
-            out.append(cast(LlmMessage, message))
+            out.append(message)  # type: ignore[arg-type]
         elif isinstance(message, BashExecutionMessage):
             if not message.exclude_from_context:
                 out.append(_user_text(bash_execution_to_text(message), message.timestamp))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from pi_hookspecs import SessionEntry
 
@@ -56,11 +56,16 @@ class EntryTree:
         """Add the entries read from ``path`` (their ``lines``): raw JSON objects, or
         models of lines validated while reading. The leaf moves to the last."""
         records = self.records
+        append = records.append
         by_id = self.by_id
         diagnostics = self._diagnostics
         note = self._note
         for entry, line in zip(entries, lines, strict=True):
-            if type(entry) is dict:
+            if type(entry) is not dict:  # a model (the usual entry)
+                entry_id = entry.id  # type: ignore[union-attr]
+                kind = entry.type  # type: ignore[union-attr]
+                record = Record(entry_id, entry.parent_id, kind, None, entry, line)  # type: ignore[union-attr,arg-type]
+            else:
                 entry_id = entry.get("id")
                 kind = entry.get("type")
                 if type(entry_id) is not str or type(kind) is not str or kind == "session":
@@ -68,13 +73,9 @@ class EntryTree:
                     continue
                 parent = entry.get("parentId")
                 record = Record(entry_id, parent if type(parent) is str else None, kind, entry, None, line)
-            else:
-                model = cast(SessionEntry, entry)
-                entry_id, kind = model.id, model.type
-                record = Record(entry_id, model.parent_id, kind, None, model, line)
             if entry_id in by_id:
                 diagnostics.append(SessionDiagnostic(path, line, f"duplicate entry id {entry_id}"))
-            records.append(record)
+            append(record)
             by_id[entry_id] = record
             if kind != "message" or (record.role == "assistant" and not self.has_assistant):
                 note(record)  # (a message only matters to it as the first assistant one)

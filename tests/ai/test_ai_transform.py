@@ -271,3 +271,31 @@ def test_the_usage_scan_goes_on_where_the_last_request_ended() -> None:
         assert estimate_context_tokens(fresh) == 1_000 + 2 * (turn - 2)
     messages[0] = UserMessage(content="changed", timestamp=1)  # an earlier message replaced
     assert estimate_context_tokens(messages) == 1_000 + 2 * 37
+
+
+def test_a_long_history_finds_the_usage_the_forward_scan_finds() -> None:
+    """A long history read from nothing (a resumed session) is searched from its end;
+    every arrangement of timestamps, failed turns and empty usages gives the answer of
+    pi 1.6.0's forward scan."""
+    import random
+
+    from pi_core.ai.transform import _NO_USAGE, _usage_scan, _usage_state
+
+    rng = random.Random(3)
+    for _ in range(60):
+        messages: list[Any] = []
+        for n in range(rng.choice([256, 300, 700])):
+            stamp = n if rng.random() > 0.05 else rng.randint(0, 2_000)  # some out of order
+            if rng.random() < 0.5:
+                messages.append(UserMessage(content="q", timestamp=stamp))
+            else:
+                stop = rng.choice(["stop", "stop", "toolUse", "error", "aborted"])
+                messages.append(_answer(rng.choice([0, 10, 500]), stamp, stop=stop))
+        if rng.random() < 0.3:  # a summary inserted later, newer than what follows it
+            messages.insert(rng.randrange(len(messages)), UserMessage(content="summary", timestamp=5_000))
+        stop = len(messages) - rng.choice([0, 1, 5])
+        assert _usage_state(messages, stop) == _usage_scan(messages, 0, stop, _NO_USAGE)
+    # a message without a numeric timestamp takes the forward scan
+    odd = [UserMessage(content="q", timestamp=1)] * 300
+    odd[10] = odd[10].model_copy(update={"timestamp": None})
+    assert _usage_state(odd, 300) == _usage_scan(odd, 0, 300, _NO_USAGE)

@@ -273,21 +273,23 @@ _LIST_KEYS = ("messages", "input", "contents")
 class _ListFragments:
     """The JSON of the message list of the last request, in runs of items: the next
     request of a conversation sends the same converted items first (pi_core.ai._memo),
-    so only the items after them are encoded (in one call); the rest is joined."""
+    so only the items after them are encoded (in one call); the rest is reused."""
 
     __slots__ = ("items", "runs")
 
     def __init__(self) -> None:
         self.items: list[Any] = []
-        self.runs: list[tuple[int, bytes]] = []
+        self.runs: list[tuple[int, bytes | memoryview]] = []
         """(end, the JSON of the items from the previous run's end up to ``end``,
-        without brackets)."""
+        without brackets: a view of a list's JSON, not a copy)."""
 
     def encode(self, items: list[Any]) -> bytes:
-        return b"[" + self.joined(items) + b"]"
+        return b"".join([b"[", *self.pieces(items), b"]"])
 
-    def joined(self, items: list[Any]) -> bytes:
-        """The items' JSON joined with commas (the list without its brackets)."""
+    def pieces(self, items: list[Any]) -> list[bytes | memoryview]:
+        """The items' JSON joined with commas (the list without its brackets), as
+        pieces for one ``join`` of the whole request body (megabytes for a long
+        conversation: copied once)."""
         old = self.items
         same = min(len(old), len(items))
         if same and not all(map(operator.is_, old[:same], items[:same])):
@@ -303,11 +305,16 @@ class _ListFragments:
         # changing one does not encode the long run before it again
         split = max(start, len(items) - _OWN_RUNS)
         if start < split:
-            runs.append((split, to_json(items[start:split])[1:-1]))
+            runs.append((split, memoryview(to_json(items[start:split]))[1:-1]))
         for index in range(split, len(items)):
             runs.append((index + 1, to_json(items[index])))
         self.items, self.runs = list(items), runs
-        return b",".join([run for _, run in runs])
+        out: list[bytes | memoryview] = []
+        for _, run in runs:
+            if out:
+                out.append(b",")
+            out.append(run)
+        return out
 
 
 _OWN_RUNS = 8
@@ -323,13 +330,15 @@ def encode_payload(payload: Any) -> bytes:
         return to_json(payload)
     # one join at the end: the message list of a long conversation is megabytes, and
     # every intermediate concatenation would copy it again
-    pieces = [b"{"]
+    pieces: list[bytes | memoryview] = [b"{"]
     for key, value in payload.items():
         if len(pieces) > 1:
             pieces.append(b",")
         pieces.append(to_json(str(key)))
         if key in _LIST_KEYS and isinstance(value, list):
-            pieces += (b":[", _FRAGMENTS.joined(value), b"]")
+            pieces.append(b":[")
+            pieces += _FRAGMENTS.pieces(value)
+            pieces.append(b"]")
         else:
             pieces += (b":", to_json(value))
     pieces.append(b"}")
