@@ -15,7 +15,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, islice
+from itertools import islice
 from operator import attrgetter
 from typing import Any
 
@@ -793,25 +793,27 @@ def _usage_scan(messages: Sequence[Any], start: int, stop: int, state: _UsageSta
 
 def _usage_state(messages: Sequence[Any], stop: int) -> _UsageState:
     """:func:`_usage_scan` of ``messages[:stop]`` from nothing, for a long history (a
-    resumed session's first request): the timestamps are read in one pass of C loops,
-    and the answer is looked for from the end, where it usually is."""
+    resumed session's first request): the answer is looked for from the end, where it
+    usually is, and the timestamps before it are compared in one C loop."""
     if stop < 256:
         return _usage_scan(messages, 0, stop, _NO_USAGE)
     try:
-        newest = list(accumulate(map(_TIMESTAMP, islice(messages, stop)), max))  # newest[i]: of messages[:i + 1]
-        latest = newest[-1]
         for position in range(stop - 1, -1, -1):
             message = messages[position]
             kind = type(message)
             if (kind if kind in LLM_MESSAGE_TYPES else message_class(message)) is not AssistantMessage:
                 continue
-            if position and message.timestamp < newest[position - 1]:
-                continue  # a newer message before it
-            if message.stop_reason not in ("aborted", "error"):
-                used = _usage_tokens(message)
-                if used > 0:
-                    return latest, position, used
-        return latest, None, 0
+            if message.stop_reason in ("aborted", "error"):
+                continue
+            used = _usage_tokens(message)
+            if used <= 0:
+                continue
+            before = max(map(_TIMESTAMP, islice(messages, position)), default=-math.inf)
+            if message.timestamp < before:  # a newer message before it: rare, the full scan decides
+                return _usage_scan(messages, 0, stop, _NO_USAGE)
+            latest = max(before, max(map(_TIMESTAMP, islice(messages, position, stop))))
+            return latest, position, used
+        return max(map(_TIMESTAMP, islice(messages, stop))), None, 0
     except (AttributeError, TypeError):  # a message without a number for a timestamp
         return _usage_scan(messages, 0, stop, _NO_USAGE)
 

@@ -222,7 +222,7 @@ class ContextCache:
     def __init__(
         self,
         model_of: Callable[[Record], SessionEntry],
-        validate: Callable[[Sequence[Record]], None] | None = None,
+        validate: Callable[[Sequence[Record], frozenset[str]], None] | None = None,
     ) -> None:
         self._model_of = model_of
         self._validate = validate
@@ -258,7 +258,7 @@ class ContextCache:
         selected = self.selected = select_context(path)
         self._selected_ids = None  # built when a context edit is appended (rare)
         if self._validate is not None:  # what is projected below, validated at once
-            self._validate([record for record in selected if record.type in _VALIDATED])
+            self._validate(selected, _VALIDATED)
         model_of = self._model_of
         edits: dict[str, ContextEditEntry] = {}
         for record in selected:

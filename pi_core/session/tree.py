@@ -46,6 +46,11 @@ class EntryTree:
         self.name: str | None = None
         self.has_assistant = False
         self.leaf_id: str | None = None
+        self._raw_loaded = False
+        """Whether an entry was loaded without its model (validated when first needed)."""
+        self._linear = True
+        """Every record is the child of the one before it (the first a root) and no id
+        repeats: the path to the last record is then all of them, in order."""
         self.cache = ContextCache(self.model_of, self.validate)
         self._diagnostics = diagnostics
         self._source = source
@@ -60,6 +65,8 @@ class EntryTree:
         by_id = self.by_id
         diagnostics = self._diagnostics
         note = self._note
+        linear = self._linear
+        previous = records[-1].id if records else None
         for entry, line in zip(entries, lines, strict=True):
             if type(entry) is not dict:  # a model (the usual entry)
                 entry_id = entry.id  # type: ignore[union-attr]
@@ -73,16 +80,24 @@ class EntryTree:
                     continue
                 parent = entry.get("parentId")
                 record = Record(entry_id, parent if type(parent) is str else None, kind, entry, None, line)
+                self._raw_loaded = True
             if entry_id in by_id:
                 diagnostics.append(SessionDiagnostic(path, line, f"duplicate entry id {entry_id}"))
+                linear = False
+            if record.parent_id != previous:
+                linear = False
+            previous = entry_id
             append(record)
             by_id[entry_id] = record
             if kind != "message" or (record.role == "assistant" and not self.has_assistant):
                 note(record)  # (a message only matters to it as the first assistant one)
+        self._linear = linear
         self.leaf_id = records[-1].id if records else None
 
     def add(self, record: Record) -> None:
         """Append a new child of the leaf; the leaf moves to it."""
+        if record.id in self.by_id or record.parent_id != (self.records[-1].id if self.records else None):
+            self._linear = False
         self.records.append(record)
         self.by_id[record.id] = record
         self._note(record)
@@ -124,10 +139,13 @@ class EntryTree:
             self._keep(record, model, error)
         return model
 
-    def validate(self, records: Sequence[Record]) -> None:
-        """Validate those of ``records`` that are not yet, all at once (cheaper than
-        :meth:`model_of` one by one, with the same models and diagnostics)."""
-        pending = [record for record in records if record.model is None]
+    def validate(self, records: Sequence[Record], kinds: frozenset[str]) -> None:
+        """Validate those of ``records`` of the ``kinds`` of entry that are not yet, all
+        at once (cheaper than :meth:`model_of` one by one, with the same models and
+        diagnostics)."""
+        if not self._raw_loaded:  # every entry has its model (lines validated as read)
+            return
+        pending = [record for record in records if record.model is None and record.type in kinds]
         # a chunk at a time: the raw objects of one chunk are freed before the next is
         # validated, so the models reuse their memory (fewer pages to fault in)
         for start in range(0, len(pending), CHUNK):
@@ -177,6 +195,9 @@ class EntryTree:
         cache = self.cache
         if cache.valid and cache.leaf_id == start and start is not None:
             return list(cache.path)
+        records = self.records
+        if self._linear and records and records[-1].id == start:  # a session without branches
+            return list(records)
         get = self.by_id.get
         record = get(start) if start is not None else None
         path: list[Record] = []

@@ -159,3 +159,42 @@ def test_get_children_and_leaf_entry() -> None:
     b = session.append_message(assistant("b"))
     assert {e.id for e in session.get_children(root)} == {a, b}
     assert session.get_leaf_entry().id == b
+
+
+def _walk(session: SessionManager, leaf: str | None) -> list[str]:
+    """The path to ``leaf`` by following parent ids (the definition of a branch)."""
+    by_id = {}
+    for entry in session.get_entries():
+        by_id.setdefault(entry.id, entry)
+    path: list[str] = []
+    entry = by_id.get(leaf) if leaf else None
+    while entry is not None and entry.id not in path:
+        path.append(entry.id)
+        entry = by_id.get(entry.parent_id) if entry.parent_id else None
+    return path[::-1]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_branch_of_a_session_with_or_without_forks_is_the_parent_walk(seed: int) -> None:
+    """A session without forks answers its branch from the file order; appending,
+    branching, resetting the leaf and reloading must keep that answer the walk's."""
+    import random
+
+    rng = random.Random(seed)
+    session = SessionManager.in_memory("/p")
+    for step in range(60):
+        action = rng.random()
+        ids = [e.id for e in session.get_entries()]
+        if action < 0.08 and ids:
+            session.branch(rng.choice(ids))
+        elif action < 0.1:
+            session.reset_leaf()
+        elif action < 0.15 and ids:
+            session = SessionManager.in_memory(entries=[session.get_header(), *session.get_entries()])
+        else:
+            session.append_message(user(f"m{step}"))
+        leaf = session.get_leaf_id()
+        assert [e.id for e in session.get_branch()] == _walk(session, leaf)
+        assert [m.content for m in session.build_session_context().messages] == [
+            session.get_entry(i).message.content for i in _walk(session, leaf)  # type: ignore[union-attr]
+        ]
