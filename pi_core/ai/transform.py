@@ -511,11 +511,18 @@ def transform_messages(
             if original.stop_reason in ("error", "aborted"):
                 continue
             if original.provider == provider and original.api == api and original.model == model_id:
-                message = original if _unchanged(original, vision) else _memoised(original, same_key, model, ids, vision)
+                content = original.content
+                if type(content) is list and len(content) == 1 and type(content[0]) is TextContent:
+                    message = original  # one text block (the usual answer): as _unchanged says, without the call
+                elif _unchanged(original, vision):
+                    message = original
+                else:
+                    message = _memoised(original, same_key, model, ids, vision)
             else:
                 message = _transform_one(original, model, normalize, ids, vision)
             for block in message.content:
-                if type(block) is ToolCall or block_class(block) is ToolCall:
+                block_kind = type(block)
+                if block_kind is ToolCall or (block_kind not in _BLOCK_EXACT and block_class(block) is ToolCall):
                     pending.append(block)
             result.append(message)
         elif kind is UserMessage and type(original.content) is str:  # the most common message, inline

@@ -32,6 +32,7 @@ import os
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, ClassVar
 
 from pydantic_core import from_json
@@ -106,15 +107,8 @@ def parse_lines(data: bytes, path: str, entry: Callable[[str | bytes], Any] | No
     tail = lines.pop()  # the bytes after the last newline (b"" for a well-formed file)
     records = result.records
     numbers = result.line_numbers
-    for number, line in enumerate(lines, start=1):
-        if entry is not None and number > 1:
-            try:
-                records.append(entry(line))
-            except ValueError:
-                pass
-            else:
-                numbers.append(number)
-                continue
+
+    def parse(number: int, line: bytes) -> None:
         try:
             obj = from_json(line)  # _loads, without the call for the usual line
         except ValueError:
@@ -123,12 +117,26 @@ def parse_lines(data: bytes, path: str, entry: Callable[[str | bytes], Any] | No
             except ValueError as exc:
                 if line.strip():
                     result.diagnostics.append(SessionDiagnostic(path, number, f"malformed line skipped ({exc})"))
-                continue
+                return
         if type(obj) is dict:
             records.append(obj)
             numbers.append(number)
         else:
             result.diagnostics.append(SessionDiagnostic(path, number, "line is not a JSON object; skipped"))
+
+    if entry is None or not lines:
+        for number, line in enumerate(lines, start=1):
+            parse(number, line)
+    else:
+        parse(1, lines[0])
+        keep, keep_number = records.append, numbers.append
+        for number, line in enumerate(islice(lines, 1, None), start=2):
+            try:
+                keep(entry(line))
+            except ValueError:
+                parse(number, line)
+            else:
+                keep_number(number)
     tail_size = len(tail)
     result.complete_size = len(data) - tail_size
     if tail.strip():

@@ -165,7 +165,7 @@ def convert_messages(messages: list[Any], model: Model, cache: dict[str, Any] | 
             entry: dict[str, Any] | None
             content = message.content
             if type(content) is str:  # cheaper than a memo lookup
-                entry = {"role": "user", "content": content} if content.strip() else None
+                entry = {"role": "user", "content": content} if content and not content.isspace() else None
             else:
                 entry = memo.get(message, "user")
                 if entry is MISSING:
@@ -176,7 +176,11 @@ def convert_messages(messages: list[Any], model: Model, cache: dict[str, Any] | 
             content = message.content
             if len(content) == 1 and type(content[0]) is TextContent:  # one text block, inline
                 text = content[0].text
-                entry = {"role": "assistant", "content": [{"type": "text", "text": text}]} if text.strip() else None
+                entry = (
+                    {"role": "assistant", "content": [{"type": "text", "text": text}]}
+                    if text and not text.isspace()
+                    else None
+                )
             else:
                 entry = memo.get(message, allow_empty)
                 if entry is MISSING:

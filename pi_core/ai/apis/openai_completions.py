@@ -262,7 +262,9 @@ def convert_messages(model: Model, prompt: str, messages: list[Any], compat: dic
             content = message.content
             plain: str | None
             if len(content) == 1 and type(content[0]) is TextContent:  # one text block, inline
-                plain = content[0].text if content[0].text.strip() else ""
+                plain = content[0].text
+                if plain.isspace():  # (as a strip() would tell, without the copy)
+                    plain = ""
             else:
                 plain = _plain_text(content)
             if plain is not None:  # text blocks only: cheaper than a memo lookup
