@@ -43,7 +43,7 @@ class Record:
     is kept (it round-trips every field), halving the memory of a large session.
     """
 
-    __slots__ = ("id", "line", "model", "parent_id", "raw", "role", "type")
+    __slots__ = ("id", "line", "model", "parent_id", "raw", "type")
 
     def __init__(
         self,
@@ -60,14 +60,21 @@ class Record:
         self.raw = raw
         self.model = model
         self.line = line
-        #: The message role of a ``message`` entry.
-        self.role: str | None = None
-        if kind == "message":
-            if raw is not None:
-                message = raw.get("message")
-                self.role = message.get("role") if isinstance(message, dict) else None
-            elif type(model) is MessageEntry or isinstance(model, MessageEntry):
-                self.role = getattr(model.message, "role", None)
+
+    @property
+    def role(self) -> str | None:
+        """The message role of a ``message`` entry (read when asked: loading a session
+        does not look into its messages)."""
+        if self.type != "message":
+            return None
+        raw = self.raw
+        if raw is not None:
+            message = raw.get("message")
+            return message.get("role") if isinstance(message, dict) else None
+        model = self.model
+        if type(model) is MessageEntry or isinstance(model, MessageEntry):
+            return getattr(model.message, "role", None)
+        return None
 
     def field(self, camel: str, snake: str) -> Any:
         """A top-level field, read from the raw object or the model."""

@@ -89,7 +89,7 @@ class EntryTree:
             previous = entry_id
             append(record)
             by_id[entry_id] = record
-            if kind != "message" or (record.role == "assistant" and not self.has_assistant):
+            if kind != "message" or (not self.has_assistant and record.role == "assistant"):
                 note(record)  # (a message only matters to it as the first assistant one)
         self._linear = linear
         self.leaf_id = records[-1].id if records else None
