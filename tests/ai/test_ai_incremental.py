@@ -61,7 +61,7 @@ def forget_everything() -> None:
                 value.clear()
             elif isinstance(value, _memo.PrefixReuse):
                 value.save(None, [], [], None)
-    _common._FRAGMENTS.items, _common._FRAGMENTS.runs = [], []
+    _common._FRAGMENTS.items, _common._FRAGMENTS.ends, _common._FRAGMENTS.out = [], [], []
 
 
 def turn(i: int, *, api: str = "openai-completions", provider: str = "local", model: str = "m") -> list[Any]:

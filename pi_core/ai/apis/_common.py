@@ -14,6 +14,7 @@ import json
 import operator
 import os
 import weakref
+from bisect import bisect_right
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -275,13 +276,15 @@ class _ListFragments:
     request of a conversation sends the same converted items first (pi_core.ai._memo),
     so only the items after them are encoded (in one call); the rest is reused."""
 
-    __slots__ = ("items", "runs")
+    __slots__ = ("ends", "items", "out")
 
     def __init__(self) -> None:
         self.items: list[Any] = []
-        self.runs: list[tuple[int, bytes | memoryview]] = []
-        """(end, the JSON of the items from the previous run's end up to ``end``,
-        without brackets: a view of a list's JSON, not a copy)."""
+        self.ends: list[int] = []
+        """Where each run of items ends (the index after its last item)."""
+        self.out: list[bytes | memoryview] = []
+        """The runs' JSON (each without brackets: a view of a list's JSON, not a copy)
+        with a comma between two runs."""
 
     def encode(self, items: list[Any]) -> bytes:
         return b"".join([b"[", *self.pieces(items), b"]"])
@@ -289,31 +292,30 @@ class _ListFragments:
     def pieces(self, items: list[Any]) -> list[bytes | memoryview]:
         """The items' JSON joined with commas (the list without its brackets), as
         pieces for one ``join`` of the whole request body (megabytes for a long
-        conversation: copied once)."""
+        conversation: copied once). Not to be changed by the caller. Each call costs
+        C loops over the list plus Python work for the new items only."""
         old = self.items
         same = min(len(old), len(items))
         if same and not all(map(operator.is_, old[:same], items[:same])):
             same = next(i for i, (a, b) in enumerate(zip(old, items, strict=False)) if a is not b)
-        runs = self.runs
-        kept = 0
-        while kept < len(runs) and runs[kept][0] <= same:
-            kept += 1
-        runs = runs[:kept]
-        start = runs[-1][0] if runs else 0
+        kept = bisect_right(self.ends, same)
+        ends = self.ends[:kept]
+        out = self.out[: 2 * kept - 1] if kept else []
+        start = ends[-1] if ends else 0
         # the last items are the ones the next request may convert again (a user
         # message after the last assistant one): each is a run of its own, so that
         # changing one does not encode the long run before it again
         split = max(start, len(items) - _OWN_RUNS)
+        new: list[tuple[int, bytes | memoryview]] = []
         if start < split:
-            runs.append((split, memoryview(to_json(items[start:split]))[1:-1]))
-        for index in range(split, len(items)):
-            runs.append((index + 1, to_json(items[index])))
-        self.items, self.runs = list(items), runs
-        out: list[bytes | memoryview] = []
-        for _, run in runs:
+            new.append((split, memoryview(to_json(items[start:split]))[1:-1]))
+        new.extend((index + 1, to_json(items[index])) for index in range(split, len(items)))
+        for end, run in new:
             if out:
                 out.append(b",")
             out.append(run)
+            ends.append(end)
+        self.items, self.ends, self.out = list(items), ends, out
         return out
 
 
