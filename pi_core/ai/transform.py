@@ -478,7 +478,7 @@ def transform_messages(
 
     pending: list[ToolCall] = []
     answered: set[str] = set()
-    mark: tuple[int, int, Any] | None = None
+    mark_at, mark_length = -1, 0  # the last clean point (its tuple made once, at the end)
 
     def flush() -> None:
         for call in pending:
@@ -507,7 +507,7 @@ def transform_messages(
         if kind is AssistantMessage:
             if pending:
                 flush()
-            mark = (position, len(result), None)  # nothing pending: a clean point to resume from
+            mark_at, mark_length = position, len(result)  # nothing pending: a clean point to resume from
             if original.stop_reason in ("error", "aborted"):
                 continue
             if original.provider == provider and original.api == api and original.model == model_id:
@@ -528,7 +528,7 @@ def transform_messages(
         elif kind is UserMessage and type(original.content) is str:  # the most common message, inline
             if pending:
                 flush()
-            mark = (position, len(result), None)
+            mark_at, mark_length = position, len(result)
             result.append(original)
         elif kind is ToolResultMessage:
             if ids.mapping:
@@ -548,10 +548,11 @@ def transform_messages(
             if message_class(message) in (SystemMessage, UserMessage):
                 if pending:
                     flush()
-                mark = (position, len(result), None)
+                mark_at, mark_length = position, len(result)
             result.append(message)
     flush()
-    reuse.save((same_key, normalize), messages, result, None if ids.mapping else mark)
+    mark = (mark_at, mark_length, None) if mark_at >= 0 and not ids.mapping else None
+    reuse.save((same_key, normalize), messages, result, mark)
     return result
 
 

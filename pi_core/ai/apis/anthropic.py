@@ -149,7 +149,7 @@ def convert_messages(messages: list[Any], model: Model, cache: dict[str, Any] | 
     memo = _CONVERTED
     # for a conversation that grew at its end, the converted start is reused as a whole
     index, params, _ = _CONVERTED_PREFIX.resume(allow_empty, messages)
-    mark: tuple[int, int, Any] | None = None
+    mark_at, mark_length = -1, 0  # the last assistant message (its tuple made once, at the end)
     count = len(messages)
     while index < count:
         message = messages[index]
@@ -187,7 +187,7 @@ def convert_messages(messages: list[Any], model: Model, cache: dict[str, Any] | 
                     blocks = _assistant_blocks(message, allow_empty)
                     entry = memo.put(message, allow_empty, {"role": "assistant", "content": blocks} if blocks else None)
             if entry is not None:
-                mark = (index - 1, len(params), None)
+                mark_at, mark_length = index - 1, len(params)
                 params.append(entry)
         elif kind is ToolResultMessage:
             results = [message]
@@ -201,7 +201,7 @@ def convert_messages(messages: list[Any], model: Model, cache: dict[str, Any] | 
                     block = memo.put(result, "tool_result", _tool_result_block(result))
                 blocks.append(block)
             params.append({"role": "user", "content": blocks})
-    _CONVERTED_PREFIX.save(allow_empty, messages, params, mark)
+    _CONVERTED_PREFIX.save(allow_empty, messages, params, (mark_at, mark_length, None) if mark_at >= 0 else None)
     if cache and params and params[-1]["role"] in ("user", "system"):
         # a copy: the converted messages are shared with later requests
         last = dict(params[-1])

@@ -229,7 +229,7 @@ def convert_messages(model: Model, prompt: str, messages: list[Any], compat: dic
     key = (model.reasoning, vision, compat_key(compat))
     memo = _CONVERTED
     index, params, _ = _CONVERTED_PREFIX.resume(key, messages)
-    mark: tuple[int, int, Any] | None = None
+    mark_at, mark_length = -1, 0  # the last assistant message (its tuple made once, at the end)
     last_role: str | None = None
     empty_reasoning = bool(compat["requiresReasoningContentOnAssistantMessages"] and model.reasoning)
     bridge_after_tools = compat["requiresAssistantAfterToolResult"]
@@ -278,7 +278,7 @@ def convert_messages(model: Model, prompt: str, messages: list[Any], compat: dic
                 if entry is MISSING:
                     entry = memo.put(message, key, _assistant_message(message, model, compat))
             if entry is not None:
-                mark = (index - 1, len(params), None)  # what follows does not depend on what came before
+                mark_at, mark_length = index - 1, len(params)  # what follows does not depend on what came before
                 params.append(entry)
                 last_role = "assistant"
         elif kind is ToolResultMessage:
@@ -302,7 +302,7 @@ def convert_messages(model: Model, prompt: str, messages: list[Any], compat: dic
                     {"role": "user", "content": [{"type": "text", "text": "Attached image(s) from tool result:"}, *images]}
                 )
                 last_role = "user"
-    _CONVERTED_PREFIX.save(key, messages, params, mark)
+    _CONVERTED_PREFIX.save(key, messages, params, (mark_at, mark_length, None) if mark_at >= 0 else None)
     return [_common.instruction_item(instruction_role, prompt), *params] if prompt else params
 
 
