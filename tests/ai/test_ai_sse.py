@@ -5,6 +5,7 @@ of the event-stream format."""
 
 from __future__ import annotations
 
+import codecs
 import itertools
 import random
 from collections.abc import AsyncIterator, Sequence
@@ -13,7 +14,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from pi_core.ai.apis._sse import SSEDecoder, sse_events
+from pi_core.ai.apis._sse import SSEDecoder, sse_events, stream_encoding
 
 STREAMS = Path(__file__).parent / "conformance" / "streams"
 RECORDED = sorted(STREAMS.glob("*/*.sse"))
@@ -198,12 +199,44 @@ async def test_multibyte_character_split_at_every_byte() -> None:
             assert await assert_same(cut(text, [first, second])) == [("message", "𝄞€é")]
 
 
-async def test_charset_of_the_response() -> None:
+CONTENT_TYPES = [
+    "text/event-stream",
+    "text/event-stream; charset=utf-8",
+    "text/event-stream;charset=UTF-8",
+    'text/event-stream; charset="Latin-1"',
+    "text/event-stream; foo=bar; CHARSET=iso-8859-2 ",
+    "text/event-stream; charset = cp1252",
+    "text/event-stream; charset*=utf-8''latin-1",
+    "text/event-stream; charset=bogus",
+    "text/event-stream; charset=",
+    "text/event-stream; charset=utf-8-sig",
+    "text/event-stream; charset=utf-16",
+]
+
+
+@pytest.mark.parametrize("content_type", CONTENT_TYPES)
+async def test_charset_of_the_response_as_httpx2_reads_it(content_type: str) -> None:
+    response = httpx2.Response(200, headers={"content-type": content_type}, stream=_Chunks([]))
+    assert codecs.lookup(stream_encoding(content_type)).name == codecs.lookup(response.encoding or "").name
+    data = "\ufeffdata: é ÿ ✓\n\nevent: ß\ndata: x\n\n".encode(stream_encoding(content_type), errors="replace")
+    expected = await reference([data], content_type)
+    assert await ours([data], encoding=stream_encoding(content_type)) == expected
+    for max_piece in (1, 3):
+        chunks = random_cuts(data, random.Random(content_type), max_piece)
+        assert await ours(chunks, encoding=stream_encoding(content_type)) == expected
+
+
+async def test_latin1_stream() -> None:
     data = "event: é\ndata: ÿ\n\n".encode("latin-1")
-    expected = await reference([data], "text/event-stream; charset=latin-1")
-    assert expected == [("é", "ÿ")]
-    assert await ours([data], encoding="latin-1") == expected
-    assert await ours([data]) == [("\ufffd", "\ufffd")]
+    encoding = stream_encoding("text/event-stream; charset=ISO-8859-1")
+    assert await ours([data], encoding=encoding) == [("é", "ÿ")]
+    assert await ours([data]) == [("\ufffd", "\ufffd")]  # read as UTF-8
+
+
+@pytest.mark.parametrize("charset", ["base64", "rot13", "zlib", "idna", "undefined"])
+def test_charset_httpx2_would_fail_on_is_utf8(charset: str) -> None:
+    assert stream_encoding(f"text/event-stream; charset={charset}") == "utf-8"
+    assert stream_encoding(None) == "utf-8"
 
 
 async def test_random_event_streams_decode_as_httpx2_does() -> None:

@@ -33,7 +33,34 @@ from __future__ import annotations
 import codecs
 from collections.abc import AsyncIterable, AsyncIterator
 
-__all__ = ["SSEDecoder", "sse_events"]
+__all__ = ["SSEDecoder", "sse_events", "stream_encoding"]
+
+
+def stream_encoding(content_type: str | None) -> str:
+    """The text encoding of a response with this ``Content-Type``: its ``charset``
+    parameter when Python knows it as a text encoding, else UTF-8 (as ``httpx2`` picks
+    it, without the cost of ``email.message``; a codec on which ``httpx2`` would fail,
+    byte-to-byte like ``base64`` or unable to replace errors like ``idna``, is UTF-8)."""
+    if not content_type or ";" not in content_type:
+        return "utf-8"
+    charset = ""
+    for param in content_type.split(";")[1:]:
+        key, _, value = param.partition("=")
+        key = key.strip().lower()
+        if key == "charset":
+            charset = value
+        elif key == "charset*":  # RFC 2231: charset'language'value
+            charset = value.split("'", 2)[-1]
+    charset = charset.strip().strip('"').strip().lower()
+    if not charset:
+        return "utf-8"
+    try:
+        if not getattr(codecs.lookup(charset), "_is_text_encoding", True):
+            return "utf-8"
+        codecs.getincrementaldecoder(charset)(errors="replace").decode(b"", True)
+    except Exception:  # unknown, or a codec that cannot replace errors (idna, undefined)
+        return "utf-8"
+    return charset
 
 
 class SSEDecoder:
@@ -134,8 +161,9 @@ class SSEDecoder:
 
 async def sse_events(chunks: AsyncIterable[bytes], *, encoding: str = "utf-8") -> AsyncIterator[tuple[str, str]]:
     """The ``(event_name, data)`` pairs of the event stream whose bytes ``chunks`` yields
-    (any sizes, any boundaries). ``encoding`` is the response's charset when it names one
-    Python knows (``httpx2`` decodes by it too); event streams are UTF-8 otherwise."""
+    (any sizes, any boundaries). ``encoding`` is the response's: pass
+    ``stream_encoding(content_type)`` to decode by its ``charset`` as ``httpx2`` does;
+    event streams are UTF-8 otherwise."""
     decoder = SSEDecoder(encoding)
     async for chunk in chunks:
         for event in decoder.feed(chunk):
