@@ -84,7 +84,8 @@ class SSEDecoder:
 
     def finish(self) -> list[tuple[str, str]]:
         """The events the end of the stream completes (see the module docstring)."""
-        rest = self._decoder.decode(b"", True)  # U+FFFD for a cut-off last character
+        # a cut-off last character is U+FFFD; it can only end an unterminated line
+        rest = self._decoder.decode(b"", True)
         events = self._text(rest) if rest else []
         last = "".join(self._parts)
         self._parts = []
