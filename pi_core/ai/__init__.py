@@ -10,8 +10,9 @@ One async stream API over every provider::
     async for event in registry.stream(model, LlmContext(messages=[UserMessage(content="hi")])):
         ...
 
-The wire APIs speak HTTP and server-sent events on ``httpx2``; no provider SDK is
-imported (tests/ai/conformance holds them to the official SDKs' accumulators).
+The wire APIs speak HTTP and server-sent events themselves (``apis._transport``,
+``apis._sse``); no provider SDK or HTTP library is imported (tests/ai/conformance holds
+them to the official SDKs' accumulators; httpx2 serves requests through a proxy).
 """
 
 from __future__ import annotations

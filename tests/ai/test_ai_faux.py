@@ -237,7 +237,8 @@ def test_preload_imports_the_http_client_in_the_background() -> None:
         "import sys, pi_core.ai\n"
         "thread = pi_core.ai.preload('openai-completions')\n"
         "thread.join()\n"
-        "print('httpx2' in sys.modules, 'pi_core.ai.apis.openai_completions' in sys.modules,\n"
+        "print('pi_core.ai.apis._transport' in sys.modules and 'pi_core.ai.apis._sse' in sys.modules,\n"
+        "      'pi_core.ai.apis.openai_completions' in sys.modules,\n"
         "      'openai' in sys.modules, pi_core.ai.preload('openai-completions'), pi_core.ai.preload('faux'))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

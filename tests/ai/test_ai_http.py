@@ -4,8 +4,11 @@ server asks for, the idle timeout, error bodies, and one pooled client per loop.
 from __future__ import annotations
 
 import asyncio
+import os
+import ssl
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from wire_server import Canned, WireServer, chat_chunks, json_error, use_server
@@ -124,14 +127,33 @@ def test_plain_http_endpoints_load_no_certificate_store() -> None:
     endpoint gets a client that never needs it; an ``https://`` one loads it when it
     first connects."""
     from pi_core.ai.apis import _common
-    from pi_core.ai.apis._transport import AsyncioTransport
+    from pi_core.ai.apis._transport import HttpClient
 
-    async def make() -> tuple[AsyncioTransport, AsyncioTransport]:
-        plain = _common._client_for("http://127.0.0.1:1/v1")
-        secure = _common._client_for("https://example.invalid/v1")
-        return plain._transport, secure._transport  # type: ignore[return-value]
+    async def make() -> tuple[object, object]:
+        return _common._client_for("http://127.0.0.1:1/v1"), _common._client_for("https://example.invalid/v1")
 
     plain, secure = asyncio.run(make())
-    assert isinstance(plain, AsyncioTransport) and isinstance(secure, AsyncioTransport)
+    assert isinstance(plain, HttpClient) and isinstance(secure, HttpClient)
     assert plain._ssl_context is None and secure._ssl_context is None  # nothing loaded yet
     assert secure._tls_context().cert_store_stats()["x509_ca"] > 0
+
+
+def test_the_certificate_store_is_the_one_httpx2_would_use(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """pi's client verifies TLS against what httpx2 (httpcore2) would: SSL_CERT_FILE /
+    SSL_CERT_DIR when set, else the system's store."""
+    import httpcore2
+
+    from pi_core.ai.apis._transport import default_ssl_context
+
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    ours, theirs = default_ssl_context(), httpcore2.default_ssl_context()
+    assert ours.cert_store_stats() == theirs.cert_store_stats() and ours.cert_store_stats()["x509_ca"] > 0
+    assert ours.verify_mode == theirs.verify_mode and ours.check_hostname == theirs.check_hostname
+    bundle = ssl.get_default_verify_paths().openssl_cafile
+    if not os.path.isfile(bundle):
+        pytest.skip("no CA bundle file to point SSL_CERT_FILE at")
+    single = tmp_path / "one.pem"
+    single.write_text(open(bundle).read().split("-----END CERTIFICATE-----")[0] + "-----END CERTIFICATE-----\n")
+    monkeypatch.setenv("SSL_CERT_FILE", str(single))
+    assert default_ssl_context().cert_store_stats()["x509_ca"] == 1 == httpcore2.default_ssl_context().cert_store_stats()["x509_ca"]

@@ -1,6 +1,6 @@
-"""pi_core.ai.apis._transport.AsyncioTransport against real local servers (plain TCP
-and TLS): keep-alive, a server closing idle connections, body framings, compression,
-timeouts and httpx2's exceptions; and the proxy fallback to httpx2's own transport."""
+"""pi_core.ai.apis._transport.HttpClient against real local servers (plain TCP and
+TLS): keep-alive, a server closing idle connections, body framings, compression, the
+request head, timeouts and errors; and the proxy fallback to httpx2's own client."""
 
 from __future__ import annotations
 
@@ -12,11 +12,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 
-from pi_core.ai.apis import _common
-from pi_core.ai.apis._transport import AsyncioTransport
+from pi_core.ai.apis import _common, _transport
+from pi_core.ai.apis._transport import HttpClient, Response
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -78,8 +77,36 @@ async def keep_alive_echo(reader: asyncio.StreamReader, writer: asyncio.StreamWr
         await writer.drain()
 
 
-def client() -> httpx2.AsyncClient:
-    return httpx2.AsyncClient(transport=AsyncioTransport(), timeout=httpx2.Timeout(5.0))
+class Client:
+    """An :class:`HttpClient` with the calls these tests make."""
+
+    def __init__(self, http: HttpClient | None = None, timeout: float = 5.0) -> None:
+        self.http = http or HttpClient()
+        self.timeout = timeout
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.http.aclose()
+
+    async def stream(self, url: str, content: bytes, headers: dict[str, str] | None = None) -> Response:
+        return await self.http.post(url, content, headers or {}, timeout=self.timeout, connect_timeout=self.timeout)
+
+    async def post(self, url: str, content: bytes, headers: dict[str, str] | None = None) -> Reply:
+        response = await self.stream(url, content, headers)
+        return Reply(response, (await response.aread()).decode())
+
+
+class Reply:
+    def __init__(self, response: Response, text: str) -> None:
+        self.status_code = response.status_code
+        self.headers = response.headers
+        self.text = text
+
+
+def client(timeout: float = 5.0) -> Client:
+    return Client(timeout=timeout)
 
 
 def test_requests_reuse_a_kept_alive_connection() -> None:
@@ -129,6 +156,7 @@ def test_chunked_close_delimited_and_compressed_bodies_and_headers() -> None:
             chunked = await http.post(server.url("/chunked"), content=b"x")
             assert chunked.text == "hello world" and chunked.headers["x-kind"] == "Chunked"
             assert ("X-Kind", "Chunked") in [(k.decode(), v.decode()) for k, v in chunked.headers.raw]
+            assert dict(chunked.headers) == {"transfer-encoding": "chunked", "x-kind": "Chunked"}
             assert (await http.post(server.url("/gzip"), content=b"x")).text == "zipped"
             assert (await http.post(server.url("/close"), content=b"x")).text == "until close"
 
@@ -138,15 +166,16 @@ def test_chunked_close_delimited_and_compressed_bodies_and_headers() -> None:
 def test_a_streamed_body_left_unread_is_not_reused() -> None:
     async def main() -> None:
         async with Server(keep_alive_echo) as server, client() as http:
-            async with http.stream("POST", server.url(), content=b"a") as response:
-                assert response.status_code == 200  # body never read
+            response = await http.stream(server.url(), b"a")
+            assert response.status_code == 200  # body never read
+            await response.aclose()
             assert (await http.post(server.url(), content=b"b")).text == "echo:b"
             assert server.connections == 2
 
     asyncio.run(main())
 
 
-def test_timeouts_and_failures_are_httpx2s_exceptions() -> None:
+def test_timeouts_and_failures_are_transport_errors_named_as_httpx2_names_them() -> None:
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
         await asyncio.sleep(5)
@@ -161,20 +190,22 @@ def test_timeouts_and_failures_are_httpx2s_exceptions() -> None:
 
     async def main() -> None:
         async with Server(silent) as server:
-            async with httpx2.AsyncClient(transport=AsyncioTransport(), timeout=httpx2.Timeout(0.2)) as http:
-                with pytest.raises(httpx2.ReadTimeout):
+            async with client(timeout=0.2) as http:
+                with pytest.raises(_transport.ReadTimeout):
                     await http.post(server.url(), content=b"x")
         async with Server(hang_up) as server, client() as http:
-            with pytest.raises(httpx2.RemoteProtocolError, match="disconnected"):
+            with pytest.raises(_transport.RemoteProtocolError, match="disconnected"):
                 await http.post(server.url(), content=b"x")
         async with Server(garbage) as server, client() as http:
-            with pytest.raises(httpx2.RemoteProtocolError):
+            with pytest.raises(_transport.RemoteProtocolError):
                 await http.post(server.url(), content=b"x")
         async with client() as http:
-            with pytest.raises(httpx2.ConnectError):
+            with pytest.raises(_transport.ConnectError):
                 await http.post("http://127.0.0.1:1/v1", content=b"x")
-            with pytest.raises(httpx2.UnsupportedProtocol):
+            with pytest.raises(_transport.UnsupportedProtocol):
                 await http.post("ftp://127.0.0.1:1/v1", content=b"x")
+        for error in (_transport.ReadTimeout, _transport.RemoteProtocolError, _transport.ConnectError):
+            assert issubclass(error, _transport.TransportError)  # what the provider retries treat as transient
 
     asyncio.run(main())
 
@@ -220,22 +251,103 @@ def test_tls_with_a_trusted_certificate_and_a_refused_one(tmp_path: Path) -> Non
 
     async def main() -> None:
         async with Server(keep_alive_echo, server_context) as server:
-            async with httpx2.AsyncClient(transport=AsyncioTransport(ssl_context=trusted)) as http:
+            async with Client(HttpClient(ssl_context=trusted)) as http:
                 assert (await http.post(server.url(), content=b"tls")).text == "echo:tls"
                 assert (await http.post(server.url(), content=b"again")).text == "echo:again"
             assert server.connections == 1
-            async with httpx2.AsyncClient(transport=AsyncioTransport()) as http:  # the system store: refused
-                with pytest.raises(httpx2.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+            async with client() as http:  # the system store: refused
+                with pytest.raises(_transport.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
                     await http.post(server.url(), content=b"x")
 
     asyncio.run(main())
 
 
-def test_with_a_proxy_configured_the_clients_use_httpx2s_transport(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_with_a_proxy_configured_the_clients_use_httpx2(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
 
     async def make() -> Any:
         return _common._client_for("https://api.example.invalid/v1")
 
     client_ = asyncio.run(make())
-    assert not isinstance(client_._transport, AsyncioTransport)
+    assert isinstance(client_, _common._ProxiedClient)
+
+
+def test_the_request_head_carries_what_http_needs_and_the_callers_headers() -> None:
+    seen: list[bytes] = []
+
+    async def record(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head, body = await read_request(reader)
+        seen.append(head + body)
+        writer.write(respond(b"ok"))
+        await writer.drain()
+
+    async def main() -> None:
+        async with Server(record) as server, client() as http:
+            port = server.url().split(":")[2].split("/")[0]
+            sent = {"X-Api-Key": "k", "content-length": "999", "Host": "elsewhere"}
+            await http.post(server.url("/v1/ünï?q=a b"), b"{}", sent)
+            head = seen[0].decode("latin-1")
+            request_line, *lines = head.split("\r\n\r\n")[0].split("\r\n")
+            assert request_line == "POST /v1/%C3%BCn%C3%AF?q=a%20b HTTP/1.1"
+            fields = [tuple(line.split(": ", 1)) for line in lines]
+            assert fields[0] == ("Host", f"127.0.0.1:{port}")  # the URL's, not the caller's
+            assert ("X-Api-Key", "k") in fields and ("Content-Length", "2") in fields
+            assert ("Accept-Encoding", "gzip, deflate") in fields and ("Connection", "keep-alive") in fields
+            assert [name for name, _ in fields].count("Content-Length") == 1
+            with pytest.raises(_transport.LocalProtocolError, match="X-Name"):
+                await http.post(server.url(), b"x", {"X-Name": "naïve"})
+            with pytest.raises(_transport.UnsupportedProtocol):
+                await http.post("http://:80/v1", b"x")
+
+    asyncio.run(main())
+
+
+def test_deflate_in_both_forms_repeated_headers_and_a_body_that_does_not_decode() -> None:
+    import zlib
+
+    raw_deflate = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    raw_body = raw_deflate.compress(b"raw deflate") + raw_deflate.flush()
+
+    async def varied(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                head, _ = await read_request(reader)
+            except asyncio.IncompleteReadError:
+                return
+            line = head.split(b"\r\n", 1)[0]
+            if b"/zlib" in line:
+                writer.write(respond(zlib.compress(b"zlib deflate"), "Content-Encoding: deflate", "Set-Cookie: a", "Set-Cookie: b"))
+            elif b"/raw" in line:
+                writer.write(respond(raw_body, "Content-Encoding: deflate"))
+            else:
+                writer.write(respond(b"not gzip at all", "Content-Encoding: gzip"))
+            await writer.drain()
+
+    async def main() -> None:
+        async with Server(varied) as server, client() as http:
+            zipped = await http.post(server.url("/zlib"), b"x")
+            assert zipped.text == "zlib deflate" and zipped.headers["set-cookie"] == "a, b"
+            assert (await http.post(server.url("/raw"), b"x")).text == "raw deflate"
+            with pytest.raises(_transport.DecodingError):
+                await http.post(server.url("/broken"), b"x")
+            assert not issubclass(_transport.DecodingError, _transport.TransportError)  # not retried
+
+    asyncio.run(main())
+
+
+def test_the_proxied_client_answers_as_pis_own() -> None:
+    """With a proxy configured the requests go through httpx2; its responses must serve
+    post_sse as pi's own do (here without a proxy variable set: straight to the server)."""
+
+    async def main() -> None:
+        async with Server(keep_alive_echo) as server:
+            proxied = _common._ProxiedClient()
+            try:
+                response = await proxied.post(server.url(), b"via httpx2", {"X-A": "1"}, timeout=5.0, connect_timeout=5.0)
+                assert response.status_code == 200 and dict(response.headers)["content-length"] == "15"
+                assert b"".join([chunk async for chunk in response.aiter_bytes()]) == b"echo:via httpx2"
+                await response.aclose()
+            finally:
+                await proxied.aclose()
+
+    asyncio.run(main())

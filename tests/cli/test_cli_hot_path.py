@@ -67,13 +67,14 @@ def test_a_print_run_imports_no_provider_sdk(wire: WireServer, tmp_path: Path, a
     assert "from-bash" in json.dumps(wire.requests[1].body)
     imported = {m.group(1).split(".")[0] for m in re.finditer(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)",
                                                                  done.stderr, re.MULTILINE)}
-    assert "httpx2" in imported  # the list is real: the HTTP client shows
+    assert "h11" in imported  # the list is real: the HTTP client shows
     assert not imported & {"anthropic", "openai"}, sorted(imported & {"anthropic", "openai"})
     # the HTML export's libraries load only when exporting
     assert not imported & {"jinja2", "markdown_it", "pygments"}, sorted(imported & {"jinja2", "markdown_it", "pygments"})
-    # the provider clients send on asyncio streams (pi_core.ai.apis._transport), not through
-    # httpx2's default transport and anyio; importlib.metadata is not asked anything
+    # the provider clients speak HTTP on asyncio streams (pi_core.ai.apis._transport) and
+    # decode SSE themselves (_sse): no HTTP library, no httpx2 (its import alone was ≈20 ms),
+    # no httpcore2 or anyio; importlib.metadata is not asked anything
     modules = set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)", done.stderr, re.MULTILINE))
-    assert "h11" in imported
-    assert not imported & {"httpcore2", "anyio"}, sorted(imported & {"httpcore2", "anyio"})
+    assert {"pi_core.ai.apis._transport", "pi_core.ai.apis._sse"} <= modules
+    assert not imported & {"httpx2", "httpcore2", "anyio"}, sorted(imported & {"httpx2", "httpcore2", "anyio"})
     assert "importlib.metadata" not in modules

@@ -3,7 +3,8 @@
 An implementation is ``async def run(model, context, options, out)``: it sends the
 request, reports what arrives through ``out`` (a :class:`~pi_core.ai.MessageBuilder`)
 and raises on failure. Built-in implementations are imported on first use; they speak
-HTTP and SSE on ``httpx2`` (no provider SDK is imported by a run).
+HTTP and SSE themselves (``_transport``, ``_sse``; no provider SDK or HTTP library is
+imported by a run).
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ def preload(api: str) -> threading.Thread | None:
         return None
     _load_builtins()
     entry = _APIS.get(api)
-    modules = ["httpx2", entry.partition(":")[0]] if isinstance(entry, str) else ["httpx2"]
+    client = ["pi_core.ai.apis._transport", "pi_core.ai.apis._sse"]
+    modules = [*client, entry.partition(":")[0]] if isinstance(entry, str) else client
     modules = [m for m in modules if m not in sys.modules]
     if not modules:
         return None

@@ -1,10 +1,12 @@
 """What the wire APIs share: headers and hook calls, one pooled HTTP client per
 endpoint, and the streaming POST that turns a response into decoded SSE events.
 
-The APIs speak HTTP and server-sent events directly on ``httpx2``: the official
-provider SDKs cost one to one and a half seconds to import (thousands of pydantic
-types), most of a ``pi -p`` run. They remain the reference the conformance tests
-hold these decoders to (tests/ai/conformance).
+The APIs speak HTTP (:mod:`._transport`, h11 on asyncio) and server-sent events
+(:mod:`._sse`) themselves: the official provider SDKs cost one to one and a half seconds
+to import (thousands of pydantic types), most of a ``pi -p`` run, and an HTTP library
+another 20 to 55 ms. The SDKs remain the reference the conformance tests hold these
+decoders to (tests/ai/conformance); httpx2 serves the requests only when a proxy is
+configured.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import json
 import operator
 import os
+import sys
 import weakref
 from bisect import bisect_right
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -32,7 +35,7 @@ if TYPE_CHECKING:
     # Imported where a request needs it, not with this module: importing an API module
     # stays free of the HTTP client, which preload() brings in on a background thread
     # (tests/ai/test_ai_faux.py holds this).
-    import httpx2
+    from ._transport import HttpClient, Response
 
 USER_AGENT = f"pi-python/{_pi_version}"
 DEFAULT_TIMEOUT = 600.0  # seconds without a byte before a request fails (the SDKs' default)
@@ -160,9 +163,13 @@ def _retry_delay(error: BaseException, attempt: int, options: StreamOptions) -> 
 
 
 def _is_transport_error(error: BaseException) -> bool:
-    import httpx2
+    """Whether the exchange failed on the way (pi's client, or httpx2's with a proxy)."""
+    from ._transport import TransportError
 
-    return isinstance(error, httpx2.TransportError)
+    if isinstance(error, TransportError):
+        return True
+    httpx2 = sys.modules.get("httpx2")  # only there when a proxied client was made
+    return httpx2 is not None and isinstance(error, httpx2.TransportError)
 
 
 class OpenBlock:
@@ -198,36 +205,59 @@ def join_url(base_url: str, path: str) -> str:
 
 # --------------------------------------------------------------------------- the HTTP client
 
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, httpx2.AsyncClient]] = weakref.WeakKeyDictionary()
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, HttpClient | _ProxiedClient]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def _client_for(url: str) -> httpx2.AsyncClient:
+def _client_for(url: str) -> HttpClient | _ProxiedClient:
     """One pooled client per scheme and event loop: connections are reused between
-    requests and never shared across loops. Without a proxy the client sends through
-    :class:`~pi_core.ai.apis._transport.AsyncioTransport` (HTTP/1.1 on asyncio streams:
-    httpx2's default transport imports about 35 ms of modules on the first request);
-    with a proxy configured, through httpx2's own. A plain-``http`` endpoint (a local
-    server) gets no certificate store: loading one costs tens of milliseconds."""
-    import httpx2
-
+    requests and never shared across loops. Without a proxy the client is pi's own
+    (:class:`~pi_core.ai.apis._transport.HttpClient`, HTTP/1.1 on asyncio streams);
+    with a proxy configured, httpx2's (:class:`_ProxiedClient`). The certificate store
+    is loaded at the first ``https`` request: a plain-``http`` endpoint (a local server)
+    never pays for it."""
     scheme = "https" if url.startswith("https:") else "http"
     loop = asyncio.get_running_loop()
     per_loop = _clients.setdefault(loop, {})
     client = per_loop.get(scheme)
     if client is None:
-        timeout = httpx2.Timeout(DEFAULT_TIMEOUT, connect=CONNECT_TIMEOUT)
         if any(os.environ.get(name) for name in _PROXY_VARIABLES):
-            client = httpx2.AsyncClient(
-                verify=True,
-                timeout=timeout,
-                limits=httpx2.Limits(max_connections=64, max_keepalive_connections=16, keepalive_expiry=60.0),
-            )
+            client = _ProxiedClient()
         else:
-            from ._transport import AsyncioTransport
+            from ._transport import HttpClient
 
-            client = httpx2.AsyncClient(transport=AsyncioTransport(), timeout=timeout)
+            client = HttpClient()
         per_loop[scheme] = client
     return client
+
+
+class _ProxiedClient:
+    """httpx2's client and transport, for requests through a proxy (``HTTP(S)_PROXY``,
+    ``ALL_PROXY``): the same :meth:`post` as pi's client; its responses have the same
+    methods as :class:`~pi_core.ai.apis._transport.Response`."""
+
+    def __init__(self) -> None:
+        import httpx2
+
+        self.client = httpx2.AsyncClient(
+            verify=True,
+            timeout=httpx2.Timeout(DEFAULT_TIMEOUT, connect=CONNECT_TIMEOUT),
+            limits=httpx2.Limits(max_connections=64, max_keepalive_connections=16, keepalive_expiry=60.0),
+        )
+
+    async def post(
+        self, url: str, body: bytes, headers: dict[str, str], *, timeout: float | None, connect_timeout: float | None
+    ) -> Any:
+        import httpx2
+
+        request = self.client.build_request(
+            "POST", url, content=body, headers=headers, timeout=httpx2.Timeout(timeout, connect=connect_timeout)
+        )
+        return await self.client.send(request, stream=True)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
 
 
 class InvalidHeaderError(ProviderError):
@@ -369,8 +399,6 @@ async def post_sse(
     ends the stream, as the provider's error events do. ``options.on_raw_event`` sees
     every event's data first.
     """
-    import httpx2
-
     headers = await apply_headers_hook(options, headers)
     payload = await apply_payload_hook(options, payload)
     if forced and isinstance(payload, dict):
@@ -382,11 +410,10 @@ async def post_sse(
     sent.setdefault("Accept", "text/event-stream")
     timeout = request_timeout(options)
     connect = CONNECT_TIMEOUT if timeout is None else min(timeout, CONNECT_TIMEOUT)
-    request = client.build_request("POST", url, content=body, headers=sent, timeout=httpx2.Timeout(timeout, connect=connect))
     attempt = 0
     while True:
         try:
-            response = await client.send(request, stream=True)
+            response = await client.post(url, body, sent, timeout=timeout, connect_timeout=connect)
             if response.status_code >= 400:
                 try:
                     raw = await response.aread()
@@ -395,7 +422,9 @@ async def post_sse(
                 await report_response(options, response.status_code, response.headers)
                 raise HttpStatusError(response.status_code, _parse_body(raw), dict(response.headers))
             break
-        except (HttpStatusError, httpx2.TransportError) as error:
+        except Exception as error:
+            if not isinstance(error, HttpStatusError) and not _is_transport_error(error):
+                raise
             delay = _retry_delay(error, attempt, options)
             if delay is None:
                 raise
@@ -416,11 +445,11 @@ async def post_sse(
         await response.aclose()
 
 
-async def _events(response: httpx2.Response) -> AsyncIterator[tuple[str, Any]]:
+async def _events(response: Response) -> AsyncIterator[tuple[str, Any]]:
     """The decoded events of an SSE response; ``[DONE]`` ends them (the body is still
     read to its end), comments and events without data are skipped. A body that is not an event stream (a JSON
     answer to a streaming request) is one event, its parsed body."""
-    import httpx2
+    from ._sse import sse_events, stream_encoding
 
     content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
     if content_type and content_type != "text/event-stream":
@@ -430,8 +459,8 @@ async def _events(response: httpx2.Response) -> AsyncIterator[tuple[str, Any]]:
             raise HttpStatusError(response.status_code, parsed, dict(response.headers))
         raise ProviderError(f"Expected an event stream, got {content_type}: {str(parsed)[:200]}")
     finished = False
-    async for sse in httpx2.EventSource(response, max_event_size=None):
-        data = sse.data
+    encoding = stream_encoding(response.headers.get("content-type"))
+    async for event, data in sse_events(response.aiter_bytes(), encoding=encoding):
         if not data or finished:
             continue  # after [DONE] the rest is read so that the connection is reused
         if data.startswith("[DONE]"):
@@ -441,7 +470,7 @@ async def _events(response: httpx2.Response) -> AsyncIterator[tuple[str, Any]]:
             parsed = json.loads(data)
         except ValueError as error:
             raise ProviderError(f"Malformed event data from the provider: {data[:200]!r}") from error
-        yield sse.event, parsed
+        yield event, parsed
 
 
 _last_instruction: list[Any] = [None, None]

@@ -1,38 +1,302 @@
-"""HTTP/1.1 for the provider clients: h11 over asyncio streams, behind httpx2's client.
+"""HTTP/1.1 for the provider clients: h11 over asyncio streams, without an HTTP library.
 
-httpx2's default transport (httpcore2) imports its synchronous half, and on the first
-request anyio's asyncio backend: about 35 ms of CPU, a tenth of a ``pi -p`` run
-(measured, 2026-12). The wire APIs need much less: one POST at a time per request, over
-TCP or TLS, with the response body streamed. This transport does that, and nothing else:
+The wire APIs need one streamed POST at a time, over TCP or TLS. httpx2 (with its
+default transport, httpcore2 and anyio) cost about 55 ms of CPU of a ``pi -p`` run to
+import — 35 ms the transport (measured 2026-12, replaced by h11 on asyncio), then 20 ms
+the client package itself (measured 2026-12, replaced by this module). What a request
+needs is here, and nothing else:
 
 * HTTP/1.1 only (``h11`` reads and writes the messages), over ``asyncio`` streams;
-* TLS with the same certificate store httpx2 uses (``httpx2.create_ssl_context``);
+* TLS with the certificate store httpx2 would use (:func:`default_ssl_context`);
 * keep-alive connections per origin, reused while the server keeps them open; a request
   that fails on a reused connection before any response byte arrived is sent once more
   on a new one (the server closed the idle connection);
-* httpx2's timeouts (``connect``, ``read``, ``write``) and exceptions (``ConnectError``,
-  ``ReadTimeout``, ``RemoteProtocolError`` …), so retries and error messages are as with
-  httpx2's own transport.
+* timeouts for connecting, sending and each read, and errors named as httpx2 names them
+  (:class:`ConnectError`, :class:`ReadTimeout`, :class:`RemoteProtocolError` …; all
+  :class:`TransportError`, which the provider retries treat as transient);
+* response bodies decoded from ``gzip`` and ``deflate`` (what a request accepts).
 
-With a proxy configured (``HTTP(S)_PROXY``, ``ALL_PROXY``, the ``httpProxy`` setting) the
-clients use httpx2's default transport instead (see ``_common._client_for``).
+With a proxy configured (``HTTP(S)_PROXY``, ``ALL_PROXY``) the clients use httpx2's own
+client and transport instead (see ``_common._client_for``), whose responses have the
+same methods as :class:`Response`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import platform
 import ssl
 import time
-from collections.abc import AsyncIterator
+import zlib
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 import h11
-import httpx2
 
-__all__ = ["AsyncioTransport"]
+__all__ = [
+    "ConnectError",
+    "ConnectTimeout",
+    "DecodingError",
+    "Headers",
+    "HttpClient",
+    "HttpError",
+    "LocalProtocolError",
+    "ReadError",
+    "ReadTimeout",
+    "RemoteProtocolError",
+    "Response",
+    "TransportError",
+    "UnsupportedProtocol",
+    "WriteError",
+    "WriteTimeout",
+    "default_ssl_context",
+]
 
 _READ_SIZE = 64 * 1024
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class HttpError(Exception):
+    """What :class:`HttpClient` raises."""
+
+
+class TransportError(HttpError):
+    """The exchange failed on the way (connecting, sending, reading): transient."""
+
+
+class TimeoutException(TransportError):
+    pass
+
+
+class ConnectTimeout(TimeoutException):
+    pass
+
+
+class ReadTimeout(TimeoutException):
+    pass
+
+
+class WriteTimeout(TimeoutException):
+    pass
+
+
+class NetworkError(TransportError):
+    pass
+
+
+class ConnectError(NetworkError):
+    pass
+
+
+class ReadError(NetworkError):
+    pass
+
+
+class WriteError(NetworkError):
+    pass
+
+
+class ProtocolError(TransportError):
+    pass
+
+
+class LocalProtocolError(ProtocolError):
+    pass
+
+
+class RemoteProtocolError(ProtocolError):
+    pass
+
+
+class UnsupportedProtocol(TransportError):
+    pass
+
+
+class DecodingError(HttpError):
+    """A response body that its ``Content-Encoding`` does not decode."""
+
+
+# --------------------------------------------------------------------------- TLS
+
+
+_CA_FILE_CANDIDATES = (
+    "/etc/ssl/certs/ca-certificates.crt",  # Debian, Ubuntu, Arch, Gentoo
+    "/etc/pki/tls/certs/ca-bundle.crt",  # Fedora, RHEL
+    "/etc/ssl/ca-bundle.pem",  # openSUSE
+    "/etc/pki/tls/cacert.pem",  # OpenELEC
+    "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",  # CentOS, RHEL 7
+    "/etc/ssl/cert.pem",  # Alpine, macOS
+)
+
+
+def default_ssl_context() -> ssl.SSLContext:
+    """The certificate store httpx2 verifies against: ``SSL_CERT_FILE`` or
+    ``SSL_CERT_DIR`` when set; the system's store through ``truststore`` on Windows and
+    macOS; else OpenSSL's compiled-in locations, or the usual CA bundle of the
+    distribution when those are missing."""
+    cafile = os.environ.get("SSL_CERT_FILE")
+    if cafile:
+        return ssl.create_default_context(cafile=cafile)
+    capath = os.environ.get("SSL_CERT_DIR")
+    if capath:
+        return ssl.create_default_context(capath=capath)
+    if platform.system() in ("Windows", "Darwin"):  # pragma: no cover - platform dependent
+        import truststore
+
+        return truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    paths = ssl.get_default_verify_paths()  # compiled in (set_default_verify_paths reads SSL_CERT_*)
+    found_file = paths.openssl_cafile if os.path.isfile(paths.openssl_cafile) else None
+    found_path = paths.openssl_capath if os.path.isdir(paths.openssl_capath) else None
+    if found_path and not found_file and not _hashed_certificates(found_path):  # pragma: no cover
+        found_path = None
+    if not found_file and not found_path:  # pragma: no cover - depends on the distribution
+        found_file = next(filter(os.path.isfile, _CA_FILE_CANDIDATES), None)
+    if found_file or found_path:
+        context.load_verify_locations(found_file, found_path)
+    return context
+
+
+def _hashed_certificates(folder: str) -> bool:  # pragma: no cover - depends on the distribution
+    """Whether ``folder`` holds OpenSSL's hashed certificate links (``1a2b3c4d.0``)."""
+    for name in os.listdir(folder):
+        stem, _, suffix = name.partition(".")
+        if len(stem) == 8 and suffix.isdigit() and all(c in "0123456789abcdefABCDEF" for c in stem):
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------- messages
+
+
+class Headers(Mapping[str, str]):
+    """Response headers: looked up by any spelling of the name, listed with lower-case
+    names (a repeated header once, its values joined with ``", "``); ``raw`` keeps them
+    as received."""
+
+    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
+        self.raw = raw
+        joined: dict[str, str] = {}
+        for name, value in raw:
+            key = name.decode("latin-1").lower()
+            text = value.decode("latin-1")
+            joined[key] = f"{joined[key]}, {text}" if key in joined else text
+        self._joined = joined
+
+    def __getitem__(self, name: str) -> str:
+        return self._joined[name.lower()]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._joined.get(name.lower(), default)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._joined
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._joined)
+
+    def __len__(self) -> int:
+        return len(self._joined)
+
+    def __repr__(self) -> str:
+        return f"Headers({self._joined!r})"
+
+
+class Response:
+    """A response whose body is read as the caller iterates :meth:`aiter_bytes` (decoded
+    from its ``Content-Encoding``); :meth:`aclose` gives up the rest (the connection is
+    then not reused)."""
+
+    def __init__(self, status_code: int, reason: str, headers: Headers, body: _Body) -> None:
+        self.status_code = status_code
+        self.reason_phrase = reason
+        self.headers = headers
+        self._body = body
+        self._content: bytes | None = None
+
+    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+        if self._content is not None:
+            if self._content:
+                yield self._content
+            return
+        decoders = _decoders(self.headers.get("content-encoding", ""))
+        async for chunk in self._body:
+            for decoder in decoders:
+                chunk = _decode(decoder, chunk)
+            if chunk:
+                yield chunk
+        for index, decoder in enumerate(decoders):
+            tail = _flush(decoder)
+            for later in decoders[index + 1 :]:
+                tail = _decode(later, tail)
+            if tail:
+                yield tail
+
+    async def aread(self) -> bytes:
+        """The whole (decoded) body."""
+        if self._content is None:
+            self._content = b"".join([chunk async for chunk in self.aiter_bytes()])
+        return self._content
+
+    async def aclose(self) -> None:
+        await self._body.aclose()
+
+    def __repr__(self) -> str:
+        return f"<Response [{self.status_code} {self.reason_phrase}]>"
+
+
+def _decoders(encoding: str) -> list[Any]:
+    """One zlib decompressor per coding, in the order they are undone (``gzip`` and
+    ``deflate``, the codings a request accepts; ``identity`` and unknown ones pass)."""
+    decoders: list[Any] = []
+    for coding in reversed([part.strip().lower() for part in encoding.split(",") if part.strip()]):
+        if coding in ("gzip", "x-gzip"):
+            decoders.append(zlib.decompressobj(zlib.MAX_WBITS | 16))
+        elif coding == "deflate":
+            decoders.append(_Deflate())
+    return decoders
+
+
+class _Deflate:
+    """``deflate`` as servers send it: a zlib stream, or (as some do) a raw one."""
+
+    def __init__(self) -> None:
+        self._decoder = zlib.decompressobj()
+        self._first = True
+
+    def decompress(self, data: bytes) -> bytes:
+        if self._first and data:
+            self._first = False
+            try:
+                return self._decoder.decompress(data)
+            except zlib.error:
+                self._decoder = zlib.decompressobj(-zlib.MAX_WBITS)
+        return self._decoder.decompress(data)
+
+    def flush(self) -> bytes:
+        return self._decoder.flush()
+
+
+def _decode(decoder: Any, data: bytes) -> bytes:
+    try:
+        return decoder.decompress(data)  # type: ignore[no-any-return]
+    except zlib.error as exc:
+        raise DecodingError(f"the response body could not be decoded: {exc}") from exc
+
+
+def _flush(decoder: Any) -> bytes:
+    try:
+        return decoder.flush()  # type: ignore[no-any-return]
+    except zlib.error as exc:
+        raise DecodingError(f"the response body could not be decoded: {exc}") from exc
+
+
+# --------------------------------------------------------------------------- the client
 
 
 class _Connection:
@@ -56,11 +320,11 @@ class _Connection:
             and not self.reader.at_eof()
         )
 
-    async def send(self, event: Any, timeout: float | None, request: httpx2.Request) -> None:
+    async def send(self, event: Any, timeout: float | None) -> None:
         try:
             data = self.h11.send(event)
         except h11.LocalProtocolError as exc:
-            raise httpx2.LocalProtocolError(str(exc), request=request) from exc
+            raise LocalProtocolError(str(exc)) from exc
         if not data:
             return
         try:
@@ -68,42 +332,41 @@ class _Connection:
             async with asyncio.timeout(timeout):
                 await self.writer.drain()
         except TimeoutError as exc:
-            raise httpx2.WriteTimeout("timed out sending the request", request=request) from exc
+            raise WriteTimeout("timed out sending the request") from exc
         except OSError as exc:
-            raise httpx2.WriteError(str(exc) or type(exc).__name__, request=request) from exc
+            raise WriteError(str(exc) or type(exc).__name__) from exc
 
-    async def next_event(self, timeout: float | None, request: httpx2.Request) -> Any:
+    async def next_event(self, timeout: float | None) -> Any:
         while True:
             try:
                 event = self.h11.next_event()
             except h11.RemoteProtocolError as exc:
-                raise httpx2.RemoteProtocolError(str(exc), request=request) from exc
+                raise RemoteProtocolError(str(exc)) from exc
             if event is not h11.NEED_DATA:
                 return event
             try:
                 async with asyncio.timeout(timeout):
                     data = await self.reader.read(_READ_SIZE)
             except TimeoutError as exc:
-                raise httpx2.ReadTimeout("timed out waiting for the response", request=request) from exc
+                raise ReadTimeout("timed out waiting for the response") from exc
             except OSError as exc:
-                raise httpx2.ReadError(str(exc) or type(exc).__name__, request=request) from exc
+                raise ReadError(str(exc) or type(exc).__name__) from exc
             if not data and self.h11.their_state is h11.SEND_RESPONSE:
-                raise httpx2.RemoteProtocolError("Server disconnected without sending a response.", request=request)
+                raise RemoteProtocolError("Server disconnected without sending a response.")
             self.h11.receive_data(data)
 
     def close(self) -> None:
         self.writer.close()
 
 
-class _Body(httpx2.AsyncByteStream):
+class _Body:
     """A response body, read from its connection as the caller iterates; the connection
     goes back to the pool once the body was read to its end."""
 
-    def __init__(self, transport: AsyncioTransport, connection: _Connection, timeout: float | None, request: httpx2.Request) -> None:
-        self._transport = transport
+    def __init__(self, client: HttpClient, connection: _Connection, timeout: float | None) -> None:
+        self._client = client
         self._connection: _Connection | None = connection
         self._timeout = timeout
-        self._request = request
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         connection = self._connection
@@ -111,7 +374,7 @@ class _Body(httpx2.AsyncByteStream):
             return
         try:
             while True:
-                event = await connection.next_event(self._timeout, self._request)
+                event = await connection.next_event(self._timeout)
                 if isinstance(event, h11.Data):
                     yield bytes(event.data)
                 elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
@@ -121,7 +384,7 @@ class _Body(httpx2.AsyncByteStream):
             connection.close()
             raise
         self._connection = None
-        self._transport._release(connection)
+        self._client._release(connection)
 
     async def aclose(self) -> None:
         connection, self._connection = self._connection, None
@@ -129,9 +392,9 @@ class _Body(httpx2.AsyncByteStream):
             connection.close()
 
 
-class AsyncioTransport(httpx2.AsyncBaseTransport):
+class HttpClient:
     """See the module docstring. ``ssl_context`` is used for ``https`` URLs (``None``:
-    httpx2's default context, made when the first ``https`` request is sent)."""
+    :func:`default_ssl_context`, made when the first ``https`` request is sent)."""
 
     def __init__(
         self, *, ssl_context: ssl.SSLContext | None = None, max_keepalive: int = 16, keepalive_expiry: float = 60.0
@@ -142,51 +405,84 @@ class AsyncioTransport(httpx2.AsyncBaseTransport):
         self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
         self._closed = False
 
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        url = request.url
-        scheme = url.scheme
+    async def post(
+        self,
+        url: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        *,
+        timeout: float | None,
+        connect_timeout: float | None,
+    ) -> Response:
+        """Send ``body`` to ``url`` and return the response once its head arrived
+        (its body is read from :meth:`Response.aiter_bytes`). ``timeout`` bounds sending
+        and each read, ``connect_timeout`` connecting (``None``: no limit)."""
+        return await self.request("POST", url, body, headers, timeout=timeout, connect_timeout=connect_timeout)
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        *,
+        timeout: float | None,
+        connect_timeout: float | None,
+    ) -> Response:
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
         if scheme not in _DEFAULT_PORTS:
-            raise httpx2.UnsupportedProtocol(f"Request URL has an unsupported protocol '{scheme}://'.", request=request)
-        origin = (scheme, url.host, url.port or _DEFAULT_PORTS[scheme])
-        timeouts: dict[str, float | None] = request.extensions.get("timeout") or {}
-        body = await _request_body(request)
+            raise UnsupportedProtocol(f"Request URL has an unsupported protocol '{scheme}://'.")
+        host = parts.hostname or ""
+        try:
+            port = parts.port or _DEFAULT_PORTS[scheme]
+        except ValueError as exc:
+            raise UnsupportedProtocol(f"Request URL has an invalid port: {url!r}") from exc
+        if not host:
+            raise UnsupportedProtocol(f"Request URL has no host: {url!r}")
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        if not target.isascii():
+            target = quote(target, safe=_PRINTABLE_ASCII)  # percent-encoded, as a URL must be sent
+        host_header = host if ":" not in host else f"[{host}]"
+        if port != _DEFAULT_PORTS[scheme]:
+            host_header += f":{port}"
+        try:
+            message = h11.Request(method=method, target=target, headers=_request_head(host_header, headers, len(body)))
+        except h11.LocalProtocolError as exc:
+            raise LocalProtocolError(str(exc)) from exc
+        origin = (scheme, host, port)
         connection = self._take_idle(origin)
         if connection is not None:
             try:
-                return await self._exchange(connection, request, body, timeouts)
-            except (httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.WriteError):
+                return await self._exchange(connection, message, body, timeout)
+            except (RemoteProtocolError, ReadError, WriteError):
                 # the server closed the idle connection as this request went out: once more
                 # on a new connection (nothing of the response had arrived)
                 pass
-        connection = await self._connect(origin, timeouts.get("connect"), request)
-        return await self._exchange(connection, request, body, timeouts)
+        connection = await self._connect(origin, connect_timeout)
+        return await self._exchange(connection, message, body, timeout)
 
-    async def _exchange(
-        self, connection: _Connection, request: httpx2.Request, body: bytes, timeouts: dict[str, float | None]
-    ) -> httpx2.Response:
+    async def _exchange(self, connection: _Connection, message: h11.Request, body: bytes, timeout: float | None) -> Response:
         try:
-            target = request.url.raw_path
-            headers = [(name, value) for name, value in request.headers.raw]
-            await connection.send(h11.Request(method=request.method, target=target, headers=headers), timeouts.get("write"), request)
+            await connection.send(message, timeout)
             if body:
-                await connection.send(h11.Data(data=body), timeouts.get("write"), request)
-            await connection.send(h11.EndOfMessage(), timeouts.get("write"), request)
+                await connection.send(h11.Data(data=body), timeout)
+            await connection.send(h11.EndOfMessage(), timeout)
             while True:
-                event = await connection.next_event(timeouts.get("read"), request)
+                event = await connection.next_event(timeout)
                 if isinstance(event, h11.Response):
                     break  # an informational (1xx) response is skipped
         except BaseException:
             connection.close()
             raise
-        return httpx2.Response(
-            status_code=event.status_code,
-            headers=list(event.headers.raw_items()),
-            stream=_Body(self, connection, timeouts.get("read"), request),
-            extensions={"http_version": b"HTTP/1.1", "reason_phrase": bytes(event.reason)},
-            request=request,
+        return Response(
+            event.status_code,
+            event.reason.decode("latin-1"),
+            Headers(list(event.headers.raw_items())),
+            _Body(self, connection, timeout),
         )
 
-    async def _connect(self, origin: tuple[str, str, int], timeout: float | None, request: httpx2.Request) -> _Connection:
+    async def _connect(self, origin: tuple[str, str, int], timeout: float | None) -> _Connection:
         scheme, host, port = origin
         context = self._tls_context() if scheme == "https" else None
         try:
@@ -195,14 +491,14 @@ class AsyncioTransport(httpx2.AsyncBaseTransport):
                     host, port, ssl=context, server_hostname=host if context is not None else None, limit=_READ_SIZE
                 )
         except TimeoutError as exc:
-            raise httpx2.ConnectTimeout(f"timed out connecting to {host}:{port}", request=request) from exc
+            raise ConnectTimeout(f"timed out connecting to {host}:{port}") from exc
         except (OSError, ssl.SSLError) as exc:
-            raise httpx2.ConnectError(str(exc) or type(exc).__name__, request=request) from exc
+            raise ConnectError(str(exc) or type(exc).__name__) from exc
         return _Connection(origin, reader, writer)
 
     def _tls_context(self) -> ssl.SSLContext:
         if self._ssl_context is None:
-            context = httpx2.create_ssl_context(verify=True)
+            context = default_ssl_context()
             context.set_alpn_protocols(["http/1.1"])
             self._ssl_context = context
         return self._ssl_context
@@ -237,7 +533,27 @@ class AsyncioTransport(httpx2.AsyncBaseTransport):
                 connection.close()
 
 
-async def _request_body(request: httpx2.Request) -> bytes:
-    """The request's body, read whole (the wire APIs send JSON they already hold as
-    bytes): it can then be sent again on a new connection."""
-    return await request.aread()
+_ACCEPTED_CODINGS = b"gzip, deflate"
+_PRINTABLE_ASCII = "".join(chr(code) for code in range(33, 127))
+
+
+def _request_head(host: str, headers: Mapping[str, str], length: int) -> list[tuple[bytes, bytes]]:
+    """The request's header lines: ``Host`` first, the caller's, then what HTTP needs
+    and the caller left out (``Content-Length``, ``Accept-Encoding``, ``Connection``)."""
+    head = [(b"Host", host.encode("idna") if not host.isascii() else host.encode("ascii"))]
+    given: set[str] = set()
+    for name, value in headers.items():
+        lower = name.lower()
+        if lower in ("host", "content-length", "transfer-encoding"):
+            continue  # what this request holds decides them
+        given.add(lower)
+        try:
+            head.append((name.encode("ascii"), value.encode("ascii")))
+        except UnicodeEncodeError as exc:
+            raise LocalProtocolError(f"request header {name!r} is not ASCII text") from exc
+    head.append((b"Content-Length", str(length).encode("ascii")))
+    if "accept-encoding" not in given:
+        head.append((b"Accept-Encoding", _ACCEPTED_CODINGS))
+    if "connection" not in given:
+        head.append((b"Connection", b"keep-alive"))
+    return head
