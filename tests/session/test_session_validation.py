@@ -264,3 +264,32 @@ def test_a_fresh_process_validates_with_the_cached_schema_without_building_the_f
     ]
     assert runs[0].stdout.split() == ["1", "9", "hello"]  # generated from the full validator's schema
     assert runs[1].stdout.split() == ["0", "9", "hello"]  # read back: the full validator was never built
+
+
+@pytest.mark.parametrize("bad_at", [0, 510, 511, 512, 1023, 1499])
+def test_a_refused_line_in_a_run_of_lines_costs_only_its_run(tmp_path: Path, bad_at: int) -> None:
+    """Lines go through the validator in runs; one it refuses (here not JSON at all, or
+    an entry of the wrong shape) sends its run line by line, and every line keeps its
+    number and its entry."""
+    header = {"type": "session", "version": 3, "id": "s", "timestamp": TS, "cwd": "/p"}
+    lines = [json.dumps(entry("message", n, message={"role": "user", "content": f"q{n}", "timestamp": n}))
+             for n in range(1500)]
+    broken = bad_at % 2 == 0
+    lines[bad_at] = "{not json" if broken else json.dumps(entry("message", bad_at, message={"role": "user",
+                                                                                            "content": 7, "timestamp": 1}))
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join([json.dumps(header), *lines]) + "\n")
+    with SessionManager.open(path) as session:
+        ids = [e.id for e in session.get_entries()]
+        messages = session.build_session_context().messages
+        diagnostics = [str(d) for d in session.diagnostics]
+    expected = [f"e{n:07d}" for n in range(1500) if not (broken and n == bad_at)]
+    assert ids == expected
+    assert len(diagnostics) == 1 and diagnostics[0].startswith(f"{path}:{bad_at + 2}: ")
+    if not broken:  # kept but left out of the context; the chain goes on through it
+        kept = [n for n in range(1500) if n != bad_at]
+    elif bad_at < 1499:  # a line lost: the entry after it starts the branch (its parent is gone)
+        kept = list(range(bad_at + 1, 1500))
+    else:
+        kept = list(range(1499))
+    assert [m.content for m in messages] == [f"q{n}" for n in kept]
