@@ -40,7 +40,7 @@ from .stdio import discard_process, spawn_process, stdio_transport
 
 if TYPE_CHECKING:
     import mcp_types as types
-    from mcp import ClientSession
+    from mcp.client.session import ClientSession
     from mcp.shared.exceptions import MCPError
 
     from .http import RetryingTransport
@@ -329,7 +329,7 @@ class McpConnection:
                     read, write = await stack.enter_async_context(self._transport())
                     await sdk.ready()  # the transport awaited it already
                     import mcp_types as types
-                    from mcp import ClientSession
+                    from mcp.client.session import ClientSession
 
                     session = await stack.enter_async_context(
                         ClientSession(
