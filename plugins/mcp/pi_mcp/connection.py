@@ -431,7 +431,7 @@ class McpConnection:
 
     @asynccontextmanager
     async def _streamable_http(self) -> Any:
-        await sdk.ready()
+        await sdk.ready(http=True)
         from mcp.client.streamable_http import streamable_http_client
 
         from .http import make_http_client

@@ -204,7 +204,7 @@ class McpManager:
         # on its way (request_sent) or something waits for the servers.
         await asyncio.gather(*(c.prestart() for c in self.connections.values()))
         if any(not c.deferred for c in self.connections.values()):
-            sdk.prefetch()
+            sdk.prefetch(http=any(e.config.transport == "http" for e in enabled))
         for connection in self.connections.values():
             self._startup.append(connection.start())
         # codemode / tool_search are on from the first request for the servers that need them
@@ -272,7 +272,7 @@ class McpManager:
         if added:
             from . import sdk
 
-            sdk.prefetch()
+            sdk.prefetch(http=any(e.config.transport == "http" for e in added))
             await asyncio.gather(*(self.connections[e.name].prestart() for e in added))
             started = []
             for entry in added:

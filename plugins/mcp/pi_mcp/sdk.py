@@ -33,14 +33,18 @@ MODULES = (
     "mcp.shared.exceptions",
     "mcp.shared.message",
 )
-"""What every connection uses (an HTTP server's connection imports
-``mcp.client.streamable_http`` when it connects)."""
+"""What every connection uses."""
+
+HTTP_MODULES = ("mcp.client.streamable_http",)
+"""What an HTTP server's connection uses besides (imported after :data:`MODULES` when
+such a server is configured: ``prefetch(http=True)``)."""
 
 _DEFERRED_INITS = ("mcp", "mcp.client")
 """The packages whose ``__init__`` runs on first use of one of their own names."""
 
 _lock = threading.Lock()
 _future: Future[None] | None = None
+_http_future: Future[None] | None = None
 
 
 def _import_all() -> None:
@@ -100,25 +104,39 @@ def _run_package_init(name: str) -> None:
         spec.loader.exec_module(module)
 
 
-def _run(future: Future[None]) -> None:
+def _run(future: Future[None], work: Any) -> None:
     try:
-        _import_all()
+        work()
     except BaseException as exc:  # reported to whoever awaits ready()
         future.set_exception(exc)
     else:
         future.set_result(None)
 
 
-def prefetch() -> Future[None]:
-    """Start importing the SDK in a background thread (once per process)."""
-    global _future
+def _import_http() -> None:
+    prefetch().result()  # the client first (the same thread when it is not loaded yet)
+    for name in HTTP_MODULES:
+        importlib.import_module(name)
+
+
+def prefetch(*, http: bool = False) -> Future[None]:
+    """Start importing the SDK in a background thread (once per process); with
+    ``http``, also what HTTP servers need."""
+    global _future, _http_future
     with _lock:
         future = _future
         if future is None:
             future = _future = Future()
             future.set_running_or_notify_cancel()
-            threading.Thread(target=_run, args=(future,), name="pi-mcp-sdk-import", daemon=True).start()
-    return future
+            threading.Thread(target=_run, args=(future, _import_all), name="pi-mcp-sdk-import", daemon=True).start()
+        if not http:
+            return future
+        future = _http_future
+        if future is None:
+            future = _http_future = Future()
+            future.set_running_or_notify_cancel()
+            threading.Thread(target=_run, args=(future, _import_http), name="pi-mcp-sdk-http", daemon=True).start()
+        return future
 
 
 def loaded() -> bool:
@@ -127,10 +145,10 @@ def loaded() -> bool:
     return future is not None and future.done() and future.exception() is None
 
 
-async def ready() -> None:
-    """Wait (without blocking the event loop) until the SDK is imported; raises the
-    import's error when it failed."""
-    future = prefetch()
+async def ready(*, http: bool = False) -> None:
+    """Wait (without blocking the event loop) until the SDK is imported (with ``http``,
+    also what HTTP servers need); raises the import's error when it failed."""
+    future = prefetch(http=http)
     if not future.done():
         await asyncio.wrap_future(future)
     future.result()
