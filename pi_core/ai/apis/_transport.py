@@ -184,7 +184,10 @@ class Headers(Mapping[str, str]):
         joined: dict[str, str] = {}
         for name, value in raw:
             key = name.decode("latin-1").lower()
-            text = value.decode("latin-1")
+            try:  # UTF-8 when the value is (as httpx2 reads it), else one byte per character
+                text = value.decode("utf-8")
+            except UnicodeDecodeError:
+                text = value.decode("latin-1")
             joined[key] = f"{joined[key]}, {text}" if key in joined else text
         self._joined = joined
 
