@@ -417,21 +417,9 @@ class HttpClient:
         timeout: float | None,
         connect_timeout: float | None,
     ) -> Response:
-        """Send ``body`` to ``url`` and return the response once its head arrived
+        """POST ``body`` to ``url`` and return the response once its head arrived
         (its body is read from :meth:`Response.aiter_bytes`). ``timeout`` bounds sending
         and each read, ``connect_timeout`` connecting (``None``: no limit)."""
-        return await self.request("POST", url, body, headers, timeout=timeout, connect_timeout=connect_timeout)
-
-    async def request(
-        self,
-        method: str,
-        url: str,
-        body: bytes,
-        headers: Mapping[str, str],
-        *,
-        timeout: float | None,
-        connect_timeout: float | None,
-    ) -> Response:
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
         if scheme not in _DEFAULT_PORTS:
@@ -450,7 +438,7 @@ class HttpClient:
         if port != _DEFAULT_PORTS[scheme]:
             host_header += f":{port}"
         try:
-            message = h11.Request(method=method, target=target, headers=_request_head(host_header, headers, len(body)))
+            message = h11.Request(method="POST", target=target, headers=_request_head(host_header, headers, len(body)))
         except h11.LocalProtocolError as exc:
             raise LocalProtocolError(str(exc)) from exc
         origin = (scheme, host, port)
