@@ -21,6 +21,8 @@ from pi_hookspecs import hookimpl
 def before_provider_headers(event):
     if os.environ["HEADER_FAULT"] == "crlf":
         event.headers["X-Trace"] = "abc\\r\\nX-Injected: yes"
+    elif os.environ["HEADER_FAULT"] == "ascii":
+        event.headers["X-Trace"] = "naïve"
     else:
         event.headers["X-Count"] = 5
 '''
@@ -41,6 +43,18 @@ def test_a_header_with_a_line_break_is_refused_before_the_request(wire: WireServ
     lines = [line for line in out.stderr.splitlines() if "X-Trace" in line]
     assert len(lines) == 1 and "line break" in lines[0] and "not sent" in lines[0], out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_a_header_that_is_not_ascii_is_refused_at_once_not_retried(wire: WireServer, tmp_path: Path) -> None:
+    model = configure_local_endpoint(wire.url)
+    plugin = tmp_path / "headers.py"
+    plugin.write_text(textwrap.dedent(HEADERS))
+    out = run_pi("-p", "--model", model, "-e", str(plugin), "hi", cwd=tmp_path, env={"HEADER_FAULT": "ascii"})
+    assert out.returncode == 1
+    assert wire.requests == []
+    lines = [line for line in out.stderr.splitlines() if "X-Trace" in line]
+    assert len(lines) == 1 and "not ASCII" in lines[0] and "not sent" in lines[0], out.stderr
+    assert "Traceback" not in out.stderr and "retry" not in out.stderr.lower()
 
 
 def test_a_header_set_to_a_number_is_undone_and_reported(wire: WireServer, tmp_path: Path) -> None:

@@ -284,6 +284,10 @@ def _final_headers(headers: dict[str, str | None]) -> dict[str, str]:
             raise InvalidHeaderError(
                 f"request header {key!r} contains a line break (CR/LF) or NUL; the request was not sent"
             )
+        if not (key.isascii() and value.isascii()):
+            raise InvalidHeaderError(
+                f"request header {key!r} holds a character that is not ASCII; the request was not sent"
+            )
         merged[key.lower()] = (key, value)
     return dict(merged.values())
 
