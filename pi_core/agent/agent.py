@@ -57,7 +57,7 @@ from pi_hookspecs import (
 
 from .._async import maybe_await
 from ..ai.dispatch import stream as default_stream
-from ..ai.transform import LLM_MESSAGE_TYPES, message_class
+from ..ai.transform import LLM_MESSAGE_TYPES
 from .tool_calls import ToolArgumentsError, validate_tool_arguments
 from .types import (
     AfterToolCall,
@@ -457,7 +457,7 @@ class _Run:
                 messages = await maybe_await(agent.transform_context(messages, self.signal))
             convert = agent.convert_to_llm or default_convert_to_llm
             llm_messages = await maybe_await(convert(messages))
-            has_system = any(map(_is_system, llm_messages))
+            has_system = _holds_system(llm_messages)
             # The messages are validated models already: construct, don't re-validate
             # the whole history on every request.
             llm_context = LlmContext.model_construct(
@@ -704,7 +704,11 @@ def _result_message(call: ToolCall, outcome: ToolOutcome) -> ToolResultMessage:
     )
 
 
-def _is_system(message: Any) -> bool:
-    # the exact class first: pydantic answers isinstance slowly, per message per request
-    kind = type(message)
-    return kind is SystemMessage or (kind not in LLM_MESSAGE_TYPES and message_class(message) is SystemMessage)
+def _holds_system(messages: Sequence[Any]) -> bool:
+    """Whether ``messages`` hold a system message. Every request asks this of the whole
+    history: the classes are gathered in a C loop, and ``issubclass`` is asked only of
+    the few that are not one of the four provider classes."""
+    return any(
+        kind is SystemMessage or (kind not in LLM_MESSAGE_TYPES and issubclass(kind, SystemMessage))
+        for kind in set(map(type, messages))
+    )
