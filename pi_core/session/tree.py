@@ -17,7 +17,7 @@ from pi_hookspecs import SessionEntry
 from .context import ContextCache
 from .errors import SessionDiagnostic
 from .paths import iso_to_ms, new_entry_id
-from .records import CHUNK, Record, no_gc, validate_chunk, validate_entry
+from .records import CHUNK, Record, no_gc, validate_entries, validate_entry
 
 
 @dataclass(slots=True)
@@ -145,19 +145,15 @@ class EntryTree:
         diagnostics)."""
         if not self._raw_loaded:  # every entry has its model (lines validated as read)
             return
-        pending = [record for record in records if record.model is None and record.type in kinds]
+        # (a record without its model holds its raw object)
+        pending = [record for record in records if record.raw is not None and record.model is None and record.type in kinds]
         # a chunk at a time: the raw objects of one chunk are freed before the next is
         # validated, so the models reuse their memory (fewer pages to fault in)
         for start in range(0, len(pending), CHUNK):
             chunk = pending[start : start + CHUNK]
-            models = validate_chunk([record.raw for record in chunk if record.raw is not None])
-            if models is None:  # an entry needs the full validator (and maybe a diagnostic)
-                for record in chunk:
-                    self.model_of(record)
-                continue
-            for record, model in zip(chunk, models, strict=True):
-                record.model = model
-                record.raw = None  # the model round-trips every field: keep one copy
+            results = validate_entries([record.raw for record in chunk if record.raw is not None])
+            for record, (model, error) in zip(chunk, results, strict=True):
+                self._keep(record, model, error)
 
     def _keep(self, record: Record, model: SessionEntry, error: str | None) -> None:
         if error is not None:
