@@ -8,7 +8,7 @@
     python3 tasks.py setup    # only set up .venv
 
 Setting up installs uv with pip when it is missing, then runs ``uv sync
---all-packages``, which creates ``.venv`` with pi-core, pi-hookspecs, every plugin of
+--all-packages``, which creates ``.venv`` with pluggable-pi, pluggable-pi-hookspecs, every plugin of
 the workspace and the development tools. Every step is idempotent.
 """
 
@@ -79,7 +79,7 @@ PLUGIN_PACKAGES = [
     "plugins/vertex/pi_vertex",
     "plugins/bedrock/pi_bedrock",
     "plugins/acp/pi_acp",
-    "examples/pi-policy/pi_policy",
+    "examples/pluggable-pi-policy/pi_policy",
 ]
 
 

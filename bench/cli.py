@@ -281,8 +281,8 @@ def _env(agent: Path, cache: Path) -> dict[str, str]:
     env["PYTHONPYCACHEPREFIX"] = str(cache)
     env["PI_CODING_AGENT_DIR"] = str(agent)
     # Like for like with pi 1.6.0, which ships MCP, codemode and tool_search: the
-    # organisation plugins of the workspace (pi-sandbox confines every bash call,
-    # pi-otel exports telemetry) stay off here; bench/sandbox.py measures the sandbox.
+    # organisation plugins of the workspace (pluggable-pi-sandbox confines every bash call,
+    # pluggable-pi-otel exports telemetry) stay off here; bench/sandbox.py measures the sandbox.
     env["PI_EXTENSIONS"] = PI_PLUGINS
     for name in list(env):
         if name.endswith(("_API_KEY", "_AUTH_TOKEN")) or name in ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):

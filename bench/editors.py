@@ -1,4 +1,4 @@
-"""pi-acp (``pi acp``; this file is not bench/acp.py, which would shadow the ``acp`` SDK
+"""pluggable-pi-acp (``pi acp``; this file is not bench/acp.py, which would shadow the ``acp`` SDK
 here): how fast an editor gets its handshake, and what one streamed update costs.
 
 Budgets (issue 23): spawn -> ``initialize`` answered <= ``pi --version`` + 100 ms; the
@@ -8,7 +8,7 @@ per-update cost negligible next to the JSON mode's events. Both printed, never a
   written at once, timed until its answer arrives; beside it ``pi --version`` (median
   of RUNS, interleaved).
 * per update: one streamed text delta turned into its ``session/update`` notification
-  (pi-acp's event bridge, the SDK's model, JSON), next to the same event turned into
+  (pluggable-pi-acp's event bridge, the SDK's model, JSON), next to the same event turned into
   the ``pi --mode json`` record (``event_record`` + JSON), in process.
 """
 
@@ -121,10 +121,10 @@ def report() -> list[str]:
     verdict = "within budget" if acp_ms <= version_ms + BUDGET_MS else "OVER budget"
     update_acp, update_json = _per_update()
     lines: list[Any] = [
-        f"pi-acp: spawn -> initialize answered, median of {RUNS}; budget <= pi --version + {BUDGET_MS:g} ms",
+        f"pluggable-pi-acp: spawn -> initialize answered, median of {RUNS}; budget <= pi --version + {BUDGET_MS:g} ms",
         f"  pi --version            {version_ms:7.1f} ms",
         f"  pi acp (initialize)     {acp_ms:7.1f} ms  ({acp_ms / version_ms:4.1f}x, +{acp_ms - version_ms:5.1f} ms)  {verdict}",
-        f"pi-acp: one streamed text delta, mean of {UPDATES}",
+        f"pluggable-pi-acp: one streamed text delta, mean of {UPDATES}",
         f"  pi --mode json record   {update_json * 1e6:7.1f} us",
         f"  ACP session/update      {update_acp * 1e6:7.1f} us  ({update_acp / update_json:4.1f}x)",
     ]

@@ -1,10 +1,10 @@
-"""MCP: one tool call over stdio through pi-mcp, against a bare ``mcp`` ClientSession call.
+"""MCP: one tool call over stdio through pluggable-pi-mcp, against a bare ``mcp`` ClientSession call.
 
-Budget (docs/architecture.md, "Performance budgets"): a call through pi-mcp <= 1.2x a bare ``ClientSession.call_tool`` on
+Budget (docs/architecture.md, "Performance budgets"): a call through pluggable-pi-mcp <= 1.2x a bare ``ClientSession.call_tool`` on
 the same server. Both talk to their own process of the same small ``MCPServer`` script:
 
 * bare: ``stdio_client`` + ``ClientSession.call_tool("echo", ...)``;
-* pi-mcp: the registered ``mcp__bench__echo`` tool's ``run(args, ctx)`` (argument
+* pluggable-pi-mcp: the registered ``mcp__bench__echo`` tool's ``run(args, ctx)`` (argument
   dict in, converted :class:`ToolResult` out: connection lookup, abort wiring, result
   conversion, the 20 KB check).
 
@@ -89,7 +89,7 @@ async def main():
                 await call()
                 if i >= WARMUP:
                     times.append((time.perf_counter() - start) * 1e6)
-    # pi-mcp's own work per call, without the I/O: the server's answer is canned
+    # pluggable-pi-mcp's own work per call, without the I/O: the server's answer is canned
     canned = await connection.call_tool("echo", {"text": "hello"})
     await connection.close()
 
@@ -134,9 +134,9 @@ def report() -> list[str]:
     return [
         "MCP tool call over stdio (median of alternating calls)",
         f"  bare mcp ClientSession.call_tool   {bare:8.0f} us",
-        f"  through pi-mcp (tool run)          {pi:8.0f} us",
-        f"  ratio pi-mcp / bare                {pi / bare:8.2f}x   (budget <= 1.2x)",
-        f"  pi-mcp's own work per call (no I/O) {numbers['own']:7.1f} us",
+        f"  through pluggable-pi-mcp (tool run)          {pi:8.0f} us",
+        f"  ratio pluggable-pi-mcp / bare                {pi / bare:8.2f}x   (budget <= 1.2x)",
+        f"  pluggable-pi-mcp's own work per call (no I/O) {numbers['own']:7.1f} us",
     ]
 
 

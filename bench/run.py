@@ -18,10 +18,10 @@ import ai
 import cli
 import codemode
 import dispatch
-import editors  # bench/editors.py: pi-acp's handshake and per-update cost
+import editors  # bench/editors.py: pluggable-pi-acp's handshake and per-update cost
 import mcp  # bench/mcp.py: measures in a subprocess (the name shadows the SDK package here)
 import runtime
-import sandbox  # bench/sandbox.py: pi-sandbox's cost per bash call
+import sandbox  # bench/sandbox.py: pluggable-pi-sandbox's cost per bash call
 import session
 import tool_search
 

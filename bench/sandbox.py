@@ -1,4 +1,4 @@
-"""pi-sandbox: the cost of confining one bash call.
+"""pluggable-pi-sandbox: the cost of confining one bash call.
 
 Budget (docs/architecture.md, "Performance budgets"): a sandboxed bash call <= 15 ms above the same call unconfined
 (median). Each case is a real session running ``true`` through pi's shell runner
@@ -87,7 +87,7 @@ async def _measure() -> dict[str, list[float]]:
 def report() -> list[str]:
     times = asyncio.run(_measure())
     base = statistics.median(times["unconfined"])
-    lines = [f"pi-sandbox: one bash call (`true`), median of {CALLS}; budget <= {BUDGET_MS:g} ms above unconfined"]
+    lines = [f"pluggable-pi-sandbox: one bash call (`true`), median of {CALLS}; budget <= {BUDGET_MS:g} ms above unconfined"]
     lines.append(f"  {'unconfined':<26} {base:6.1f} ms")
     for name, samples in times.items():
         if name == "unconfined" or not samples:

@@ -15,7 +15,7 @@ from conftest import load_host, make_distribution, write
 from pi_core.extensions import ExtensionLoadError, LoadOptions, PluginHost
 from pi_hookspecs import hookimpl
 
-# Installed distributions of these tests; the workspace's own plugins (pi-mcp …) are
+# Installed distributions of these tests; the workspace's own plugins (pluggable-pi-mcp …) are
 # installed in the same environment and must not take part.
 TEST_EPS = ("good", "broken", "mod", "func", "empty", "sig", "cmd")
 

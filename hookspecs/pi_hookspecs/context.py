@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 Mode = Literal["tui", "rpc", "json", "print", "sdk", "acp"]
 """``ctx.mode``: the interactive terminal, ``pi --mode rpc`` / ``json``, print mode, an
-embedding program, or ``pi acp`` (pi-acp: an editor speaking the Agent Client Protocol).
+embedding program, or ``pi acp`` (pluggable-pi-acp: an editor speaking the Agent Client Protocol).
 Dialogs reach a user in ``tui``, ``rpc`` and ``acp`` (``ctx.has_ui``)."""
 DeliverAs = Literal["steer", "follow_up", "next_turn"]
 

@@ -20,7 +20,7 @@ does not have to re-implement the provider's API::
         register(CredentialSource(provider="google-vertex", resolve=resolve,
                                   available=lambda env: my_broker.configured()))
 
-``pi-vertex`` lends Google Cloud access tokens to the built-in ``google-vertex`` API
+``pluggable-pi-vertex`` lends Google Cloud access tokens to the built-in ``google-vertex`` API
 this way.
 """
 

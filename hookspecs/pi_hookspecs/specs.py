@@ -285,7 +285,7 @@ def add_hookspecs(add: AddHookspecs) -> None:
     ``pi_hookspecs.hookspec``. Other plugins then implement them, and the publishing
     plugin calls them through ``ctx.hook.<name>(...)``: pluggy's own calling convention
     (keyword arguments), result list and wrappers, unlike pi's events, which
-    ``ctx.hook`` calls through pi's runner. pi-mcp publishes ``register_mcp_servers``
+    ``ctx.hook`` calls through pi's runner. pluggable-pi-mcp publishes ``register_mcp_servers``
     this way.
 
     **Errors**: reported as a diagnostic naming the plugin.
@@ -755,7 +755,7 @@ def bash_spawn(event: BashSpawnEvent, ctx: ExtensionContext) -> BashSpawnResult 
     last handler left. Append zero-argument callables (sync or async) to
     ``event.on_exit``: pi calls each once the process has exited, or when it never
     started (blocked, failed to start). To run the command somewhere else than a local
-    process (an editor's terminal: pi-acp), set ``event.launch`` to an async callable
+    process (an editor's terminal: pluggable-pi-acp), set ``event.launch`` to an async callable
     ``launch(event, on_data) -> int``: pi calls it instead of starting ``event.argv``,
     with ``on_data(chunk: bytes)`` for the output, and takes its return value as the exit
     status (negative: killed by that signal). On abort or timeout pi cancels the call:
@@ -960,7 +960,7 @@ def input(event: InputEvent, ctx: ExtensionContext) -> InputResult | None:
 @event_spec(Rule.NOTIFICATION, group="Observing plugins")
 def hook_outcome(event: HookOutcomeEvent, ctx: ExtensionContext) -> None:
     """A handler of another event changed its course: it blocked, transformed, handled
-    or cancelled it, or it failed. For audit and telemetry plugins (pi-otel records each
+    or cancelled it, or it failed. For audit and telemetry plugins (pluggable-pi-otel records each
     one as a span event naming the plugin).
 
     **Fires** right after that handler returned (or raised), before the next handler of

@@ -34,7 +34,7 @@ BUILTIN_APIS: dict[str, str] = {
 """Each built-in wire API and the function that speaks it."""
 
 PLUGIN_APIS: dict[str, str] = {
-    "bedrock-converse-stream": "pi-bedrock",
+    "bedrock-converse-stream": "pluggable-pi-bedrock",
 }
 """pi 1.6.0's wire APIs that pi leaves to a separately installed plugin package (their
 credentials need a heavy library), and the package that provides each: a request

@@ -608,7 +608,7 @@ class Settings:
 
 def unknown_key_errors(settings: Settings, plugin_names: Iterable[str] = ()) -> list[SettingsError]:
     """A warning for each top-level key that neither pi 1.6.0's reference, this pi nor a
-    loaded plugin (by its name: ``"sandbox"`` for ``pi-sandbox``) declares."""
+    loaded plugin (by its name: ``"sandbox"`` for pluggable-pi-sandbox's plugin) declares."""
     if not settings.unknown:
         return []  # the key registry is imported only to look a key up
     from .settings_keys import claimed_by

@@ -372,12 +372,13 @@ def _shown(value: Any) -> str:
 
 
 def claimed_by(key: str, plugin_names: Iterable[str]) -> bool:
-    """Whether a plugin claims the top-level ``key``: its name, without a ``pi-`` /
-    ``pi_`` prefix, spelled the same way (``"sandbox"`` for ``pi-sandbox``)."""
+    """Whether a plugin claims the top-level ``key``: its name, without a
+    ``pluggable-pi-`` / ``pi-`` prefix (or their ``_`` spellings), spelled the same way
+    (``"sandbox"`` for the plugin ``sandbox`` of pluggable-pi-sandbox)."""
 
     def norm(name: str) -> str:
         name = name.lower()
-        for prefix in ("pi-", "pi_"):
+        for prefix in ("pluggable-pi-", "pluggable_pi_", "pi-", "pi_"):
             name = name.removeprefix(prefix)
         return name.replace("-", "").replace("_", "")
 

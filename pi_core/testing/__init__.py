@@ -1,6 +1,6 @@
 """Testing pi plugins: a pytest plugin (entry point ``pytest11``) and a harness.
 
-Installing pi-core makes the ``pi`` fixture available to every pytest run::
+Installing pluggable-pi makes the ``pi`` fixture available to every pytest run::
 
     from pi_core.testing import call
 

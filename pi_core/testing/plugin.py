@@ -9,7 +9,7 @@
 
 Installed plugins never load in a harness: a test names its plugins with ``pi.use(...)``.
 
-pytest loads this module in every run of an environment where pi-core is installed,
+pytest loads this module in every run of an environment where pluggable-pi is installed,
 so it imports nothing of pi until the ``pi`` fixture is used.
 """
 

@@ -9,7 +9,7 @@ from pi_hookspecs import LlmContext, Model, StreamOptions, UserMessage
 
 
 def test_plugin_apis_are_not_built_in() -> None:
-    assert PLUGIN_APIS["bedrock-converse-stream"] == "pi-bedrock"
+    assert PLUGIN_APIS["bedrock-converse-stream"] == "pluggable-pi-bedrock"
     assert not set(PLUGIN_APIS) & set(BUILTIN_APIS)
 
 
@@ -19,7 +19,7 @@ async def test_a_request_without_the_plugin_names_the_package() -> None:
     message = await stream(model, context, StreamOptions(api_key="unused")).result()
     assert message.stop_reason == "error"
     assert message.error_message == missing_plugin_message(model)
-    assert "pip install pi-bedrock" in (message.error_message or "") and "\n" not in (message.error_message or "")
+    assert "pip install pluggable-pi-bedrock" in (message.error_message or "") and "\n" not in (message.error_message or "")
 
 
 def test_other_unknown_apis_get_no_package_hint() -> None:

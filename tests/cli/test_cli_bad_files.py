@@ -78,7 +78,7 @@ def expected_lines(files: dict[str, Path], settings_message: str) -> dict[str, t
 
 def run_mode(mode: str, cwd: Path, *args: str) -> tuple[int, str, str]:
     common = ["--model", "local/good", *args]
-    env = {"PI_EXTENSIONS": "mcp"}  # pi-mcp reads mcp.json
+    env = {"PI_EXTENSIONS": "mcp"}  # pluggable-pi-mcp reads mcp.json
     if mode == "rpc":
         command = json.dumps({"type": "prompt", "message": "hi"}) + "\n"
         out = run_pi("--mode", "rpc", *common, cwd=cwd, stdin=command, env=env)
@@ -105,7 +105,7 @@ def test_each_bad_file_is_one_line_once_and_the_run_goes_on(
     status, stdout, stderr = run_mode(mode, cwd, "--session", str(files["session"]))
     assert "Traceback" not in stderr, stderr
     lines = stderr.splitlines()
-    if mode == "rpc":  # a plugin's notices (pi-mcp's) reach an RPC client as notify requests
+    if mode == "rpc":  # a plugin's notices (pluggable-pi-mcp's) reach an RPC client as notify requests
         lines += [r["message"] for r in jsonl(stdout) if r.get("method") == "notify"]
     for name, fragments in expected_lines(files, message).items():
         hits = [line for line in lines if all(fragment in line for fragment in fragments)]

@@ -59,7 +59,7 @@ def make_plugin(where: Path, version: str = "0.3.0") -> Path:
         [project]
         name = "pi-hello"
         version = "VERSION"
-        dependencies = ["pi-hookspecs"]
+        dependencies = ["pluggable-pi-hookspecs"]
 
         [project.entry-points."pi.extensions"]
         hello = "pi_hello:Hello"

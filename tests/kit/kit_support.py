@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-POLICY = REPO / "examples" / "pi-policy"
+POLICY = REPO / "examples" / "pluggable-pi-policy"
 
 
 def uv() -> list[str]:
@@ -22,7 +22,7 @@ def uv() -> list[str]:
 
 def readme_venv(root: Path, *, with_uv: bool = True) -> Path:
     """A virtual environment like the one ``python3 tasks.py setup`` makes (``uv sync``):
-    pi-core and pi-hookspecs from this checkout, **no pip**, and (``with_uv``) the uv
+    pluggable-pi and pluggable-pi-hookspecs from this checkout, **no pip**, and (``with_uv``) the uv
     package of the development group. Built from uv's cache: about a second."""
     env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
     env.pop("VIRTUAL_ENV", None)
@@ -47,12 +47,12 @@ def without_uv_on_path(env: dict[str, str]) -> dict[str, str]:
 
 
 def install_policy(site: Path) -> Path:
-    """pi-policy as an installed distribution in ``site``: ``pi_policy/`` and
-    ``pi_policy-0.1.0.dist-info`` with its ``pi.extensions`` entry point ``policy``."""
+    """pluggable-pi-policy as an installed distribution in ``site``: ``pi_policy/`` and
+    ``pluggable_pi_policy-0.1.0.dist-info`` with its ``pi.extensions`` entry point ``policy``."""
     shutil.copytree(POLICY / "pi_policy", site / "pi_policy", ignore=shutil.ignore_patterns("__pycache__"))
-    info = site / "pi_policy-0.1.0.dist-info"
+    info = site / "pluggable_pi_policy-0.1.0.dist-info"
     info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pi-policy\nVersion: 0.1.0\n")
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pluggable-pi-policy\nVersion: 0.1.0\n")
     (info / "entry_points.txt").write_text("[pi.extensions]\npolicy = pi_policy:PolicyPlugin\n")
     (info / "RECORD").write_text("")
     return site

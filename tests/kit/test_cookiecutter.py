@@ -94,8 +94,8 @@ def test_the_template_renders_a_plugin_package(rendered: Path) -> None:
         ]
     pyproject = (rendered / "pi-shell-guard" / "pyproject.toml").read_text()
     assert 'name = "pi-shell-guard"' in pyproject
-    assert 'dependencies = ["pi-hookspecs", "pydantic>=2.7"]' in pyproject
-    assert 'test = ["pi-core", "pytest>=8", "pytest-asyncio>=0.24"]' in pyproject
+    assert 'dependencies = ["pluggable-pi-hookspecs", "pydantic>=2.7"]' in pyproject
+    assert 'test = ["pluggable-pi", "pytest>=8", "pytest-asyncio>=0.24"]' in pyproject
     assert '"shell_guard" = "pi_shell_guard:ShellGuardPlugin"' in pyproject
     assert '"shellGuard": {' in (rendered / "pi-shell-guard" / "README.md").read_text()
     sources = [p for p in rendered.rglob("*") if p.suffix in (".py", ".md", ".toml", ".typed")]

@@ -15,7 +15,7 @@ README = (REPO / "README.md").read_text(encoding="utf-8")
 
 def workspace_members() -> dict[str, str]:
     """Folder (relative, as the README writes it) -> distribution name, for every member
-    of the uv workspace, pi-core included."""
+    of the uv workspace, pluggable-pi included."""
     root = tomllib.loads((REPO / "pyproject.toml").read_text())
     out = {"pi_core/": root["project"]["name"]}
     for pattern in root["tool"]["uv"]["workspace"]["members"]:

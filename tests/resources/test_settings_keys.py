@@ -155,10 +155,10 @@ def test_unknown_keys_are_reported_unless_a_plugin_claims_them(tmp_path: Path) -
     settings = load_settings(tmp_path, agent_dir=tmp_path)
     path = tmp_path / "settings.json"
     assert [str(e) for e in settings.errors] == [f"{path}: unknown setting retry.maxRetry"]
-    assert [str(e) for e in unknown_key_errors(settings, ["pi-otel"])] == [
+    assert [str(e) for e in unknown_key_errors(settings, ["pluggable-pi-otel"])] == [
         f"{path}: unknown setting fancyMode", f"{path}: unknown setting sandbox"
     ]
-    assert [str(e) for e in unknown_key_errors(settings, ["pi-sandbox"])] == [f"{path}: unknown setting fancyMode"]
+    assert [str(e) for e in unknown_key_errors(settings, ["pluggable-pi-sandbox"])] == [f"{path}: unknown setting fancyMode"]
     assert settings.get("fancyMode") is True  # kept as it is, never rewritten
 
 

@@ -1,6 +1,6 @@
 """Tests of the {{ cookiecutter.__module }} plugin on pi's scripted model.
 
-The ``pi`` fixture comes with pi-core (a pytest11 plugin): a real session in a temporary
+The ``pi`` fixture comes with pluggable-pi (a pytest11 plugin): a real session in a temporary
 project and agent directory, where each model request takes the next scripted reply.
 """
 

@@ -9,7 +9,7 @@ Two ways to authenticate, as in pi 1.6.0:
   project and location (``GOOGLE_CLOUD_PROJECT`` or ``GCLOUD_PROJECT``,
   ``GOOGLE_CLOUD_LOCATION``, or ``project`` / ``location`` in ``StreamOptions.extra``).
   pi itself cannot mint the token: Application Default Credentials need
-  ``google-auth``, which the ``pi-vertex`` plugin brings and lends to this API through
+  ``google-auth``, which the ``pluggable-pi-vertex`` plugin brings and lends to this API through
   a :class:`~pi_hookspecs.CredentialSource` (any other source of a bearer token, a
   ``models.json`` header included, works the same way).
 
@@ -48,8 +48,8 @@ class VertexCredentialsError(NoApiKeyError):
         self.provider = provider
         ProviderError.__init__(
             self,
-            f"No API key for provider: {provider}. Set GOOGLE_CLOUD_API_KEY, or install the pi-vertex plugin "
-            "(pip install pi-vertex) to use Google Cloud Application Default Credentials "
+            f"No API key for provider: {provider}. Set GOOGLE_CLOUD_API_KEY, or install the pluggable-pi-vertex plugin "
+            "(pip install pluggable-pi-vertex) to use Google Cloud Application Default Credentials "
             "(gcloud auth application-default login) with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION.",
         )
 

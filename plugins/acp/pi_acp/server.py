@@ -1,6 +1,6 @@
 """The ACP agent: sessions of pi's runtime behind the ``acp`` SDK's connection.
 
-pi-acp is a front end like ``pi --mode rpc``: it creates sessions with pi-core's
+pluggable-pi-acp is a front end like ``pi --mode rpc``: it creates sessions with pluggable-pi's
 public SDK (:func:`pi_core.runtime.create_agent_session`, ``docs/sdk.md``) and reads
 them through :class:`~pi_core.runtime.AgentSession`; everything it adds to a session
 goes through pi's hooks (:mod:`pi_acp.session`).

@@ -10,7 +10,7 @@ notifications, and the editor as a partner through pi's hooks.
   concerns.
 * :class:`EditorUI` (the session's ``ctx.ui``): ``confirm`` and ``select`` become
   ``session/request_permission``; "always" is remembered for the session.
-* :class:`ClientMcpServers`: the MCP servers the client passed, registered with pi-mcp
+* :class:`ClientMcpServers`: the MCP servers the client passed, registered with pluggable-pi-mcp
   through its ``register_mcp_servers`` hook.
 """
 
@@ -215,7 +215,7 @@ def _read_local(path: str) -> str | None:
 
 
 class ClientMcpServers:
-    """The MCP servers of ``session/new`` / ``session/load``, handed to pi-mcp."""
+    """The MCP servers of ``session/new`` / ``session/load``, handed to pluggable-pi-mcp."""
 
     def __init__(self, servers: Sequence[Any]) -> None:
         self.servers = list(servers)
@@ -237,7 +237,7 @@ class ClientMcpServers:
 
 
 def mcp_config(server: Any) -> dict[str, Any] | None:
-    """An ACP MCP server as an ``mcpServers`` entry of pi-mcp (stdio or HTTP). Its tools
+    """An ACP MCP server as an ``mcpServers`` entry of pluggable-pi-mcp (stdio or HTTP). Its tools
     are ``direct``: the editor's servers are the tools the user picked for this editor."""
     command = getattr(server, "command", None)
     if isinstance(command, str):

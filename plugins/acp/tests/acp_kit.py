@@ -191,7 +191,7 @@ async def open_pi(
 ) -> AsyncIterator[Any]:
     """``pi acp`` in a subprocess, connected to ``editor``; initialized unless told."""
     environment = {**os.environ, "PI_EXTENSIONS": "", "PYTHONUNBUFFERED": "1", **(env or {})}
-    log = open(cwd.parent / "pi-acp.stderr", "ab")
+    log = open(cwd.parent / "pluggable-pi-acp.stderr", "ab")
     try:
         async with acp.spawn_agent_process(
             editor, *PI_ACP, *args, cwd=str(cwd), env=environment, transport_kwargs={"stderr": log.fileno()}
@@ -207,5 +207,5 @@ async def open_pi(
 
 
 def stderr_of(cwd: Path) -> str:
-    path = cwd.parent / "pi-acp.stderr"
+    path = cwd.parent / "pluggable-pi-acp.stderr"
     return path.read_text() if path.exists() else ""

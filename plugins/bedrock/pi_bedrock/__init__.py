@@ -1,4 +1,4 @@
-"""pi-bedrock: Amazon Bedrock models for pi through the Converse stream API.
+"""pluggable-pi-bedrock: Amazon Bedrock models for pi through the Converse stream API.
 
 The plugin registers the ``bedrock-converse-stream`` wire API, which the
 ``amazon-bedrock`` models of pi's catalogue use. Requests are signed with AWS

@@ -51,7 +51,7 @@ SERVICE = "bedrock"
 DEFAULT_REGION = "us-east-1"
 DEFAULT_TIMEOUT = 600.0
 CONNECT_TIMEOUT = 30.0
-USER_AGENT = "pi-bedrock"
+USER_AGENT = "pluggable-pi-bedrock"
 REDACTED_THINKING = "[Reasoning redacted]"
 DATA_RETENTION_DOCS = "https://docs.aws.amazon.com/bedrock/latest/userguide/data-retention.html"
 

@@ -1,4 +1,4 @@
-"""Helpers for pi-bedrock's tests (a plain module: the root tests own ``conftest``):
+"""Helpers for pluggable-pi-bedrock's tests (a plain module: the root tests own ``conftest``):
 ConverseStream event frames for the loopback server, and a SigV4 check with botocore."""
 
 from __future__ import annotations

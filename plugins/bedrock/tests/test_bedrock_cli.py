@@ -1,4 +1,4 @@
-"""The real ``pi -p`` through pi-bedrock (found through its entry point) against a
+"""The real ``pi -p`` through pluggable-pi-bedrock (found through its entry point) against a
 loopback server speaking Bedrock's wire format; core runs never import botocore; a
 Bedrock model without the plugin fails with one line saying what to install."""
 
@@ -86,7 +86,7 @@ main()
 
 
 def test_core_runs_never_import_botocore(wire: WireServer, aws: dict[str, str], tmp_path: Path) -> None:
-    """pi as its own entry point (the exit path runs atexit handlers), loading pi-bedrock,
+    """pi as its own entry point (the exit path runs atexit handlers), loading pluggable-pi-bedrock,
     answering with a model of a built-in API: botocore is never imported."""
     wire.enqueue(text_reply("plain answer"))
     model = configure_local_endpoint(wire.url)
@@ -106,5 +106,5 @@ def test_without_the_plugin_one_line_says_what_to_install(wire: WireServer, aws:
     done = run_pi("-p", "--no-session", "--model", MODEL, "hi", cwd=tmp_path, env={**aws, "PI_EXTENSIONS": ""})
     assert done.returncode == 1
     lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "pip install pi-bedrock" in lines[0], done.stderr
+    assert len(lines) == 1 and "pip install pluggable-pi-bedrock" in lines[0], done.stderr
     assert wire.requests == []

@@ -1,4 +1,4 @@
-"""pi-codemode: the ``codemode`` tool runs a model-written Python script that calls
+"""pluggable-pi-codemode: the ``codemode`` tool runs a model-written Python script that calls
 pi's other tools, in the Monty sandbox; only the script's output reaches the model.
 
     {"defaultTools": ["+codemode"]}        # settings.json, or: pi --tools +codemode

@@ -16,7 +16,7 @@ MAX_LIMIT = 100
 
 class Discovery:
     """Answers the discovery helpers for one catalog; ``index`` is the session's BM25
-    index (pi-toolindex), synced to the catalog's tools before each search."""
+    index (pluggable-pi-toolindex), synced to the catalog's tools before each search."""
 
     def __init__(self, catalog: Catalog, index: ToolIndex) -> None:
         self.catalog = catalog

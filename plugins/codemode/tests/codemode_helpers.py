@@ -1,4 +1,4 @@
-"""Helpers for pi-codemode's tests (a plain module: the root tests own ``conftest``)."""
+"""Helpers for pluggable-pi-codemode's tests (a plain module: the root tests own ``conftest``)."""
 
 from __future__ import annotations
 

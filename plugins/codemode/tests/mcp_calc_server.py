@@ -1,4 +1,4 @@
-"""A tiny MCP server (stdio) for pi-codemode's tests: ``add`` with a structured result."""
+"""A tiny MCP server (stdio) for pluggable-pi-codemode's tests: ``add`` with a structured result."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""pi-mcp: connect MCP servers (stdio and streamable HTTP) and expose their tools.
+"""pluggable-pi-mcp: connect MCP servers (stdio and streamable HTTP) and expose their tools.
 
 Servers come from ``<agent dir>/mcp.json``, the trusted project's ``.pi/mcp.json`` and
 plugins implementing ``register_mcp_servers``. They connect in the background when a

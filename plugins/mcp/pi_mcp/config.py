@@ -199,7 +199,7 @@ class ServerConfig(_Model):
             raise ValueError('"headers" and "oauth" belong to HTTP servers, not to a "command" server')
         if self.auth is not None:
             raise ValueError(
-                '"auth.provider" (signing in with a pi provider login) is not supported by pi-mcp: '
+                '"auth.provider" (signing in with a pi provider login) is not supported by pluggable-pi-mcp: '
                 'use "oauth" or an Authorization header'
             )
         return self

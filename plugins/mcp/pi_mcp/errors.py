@@ -1,4 +1,4 @@
-"""Errors of pi-mcp (messages are shown to users and models as they are)."""
+"""Errors of pluggable-pi-mcp (messages are shown to users and models as they are)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The hook pi-mcp publishes (through ``add_hookspecs``) so other plugins can add servers."""
+"""The hook pluggable-pi-mcp publishes (through ``add_hookspecs``) so other plugins can add servers."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pi_hookspecs import hookspec
 def register_mcp_servers(register: Any, unregister: Any) -> None:
     """Contribute MCP servers to the current session.
 
-    **Fires** once per session runtime, at ``session_start``, when pi-mcp reads its
-    configuration (only when the pi-mcp plugin is loaded). Take the arguments you use:
+    **Fires** once per session runtime, at ``session_start``, when pluggable-pi-mcp reads its
+    configuration (only when the pluggable-pi-mcp plugin is loaded). Take the arguments you use:
     ``register``, ``unregister`` or both.
 
     **Call** ``register(name, config)`` with a server name (letters, digits, ``_`` and
@@ -38,11 +38,11 @@ def register_mcp_servers(register: Any, unregister: Any) -> None:
 def mcp_servers_change(servers: list[dict[str, Any]]) -> None:
     """Plugins registered or unregistered MCP servers after the session started.
 
-    **Fires** after each such change (pi-mcp then connects new servers and closes
+    **Fires** after each such change (pluggable-pi-mcp then connects new servers and closes
     removed ones). ``servers`` lists every server plugins registered, after the change:
     ``name``, ``plugin``, ``config`` (the ``mcpServers`` entry as JSON) and
     ``overridden`` (``True`` when a ``mcp.json`` server of that name wins). A plugin that
     connects MCP servers itself follows the registrations here.
 
-    **Returns** nothing. **Errors**: reported as a warning; pi-mcp goes on.
+    **Returns** nothing. **Errors**: reported as a warning; pluggable-pi-mcp goes on.
     """

@@ -13,7 +13,7 @@ server process starts up while the SDK is still being imported (:mod:`pi_mcp.sdk
 Protocol faults are caught here, at once, instead of leaving the request to its
 timeout: a line that is not a JSON-RPC message, or a reply whose id matches no request
 pi sent, fails every request waiting for an answer with an error naming the fault, and
-is reported through ``on_fault`` (pi-mcp writes it to ``mcp.log``). A late reply to a
+is reported through ``on_fault`` (pluggable-pi-mcp writes it to ``mcp.log``). A late reply to a
 request that already ended (it timed out) is only reported.
 """
 

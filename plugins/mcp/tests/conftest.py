@@ -1,4 +1,4 @@
-"""pi-mcp's tests start real server processes on each test's event loop."""
+"""pluggable-pi-mcp's tests start real server processes on each test's event loop."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Helpers for pi-mcp's tests (a plain module: the root tests own ``conftest``).
+"""Helpers for pluggable-pi-mcp's tests (a plain module: the root tests own ``conftest``).
 
 The agent folder and the project are the published kit's fixtures (``pi_agent_dir``,
-``pi_project``, from pi-core's pytest plugin), as in any plugin's tests."""
+``pi_project``, from pluggable-pi's pytest plugin), as in any plugin's tests."""
 
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ class CaptureUI(RecordingUI):
 async def start(
     cwd: Path, *responses: Any, plugins: tuple[Any, ...] = (McpPlugin,), ui: Any = None, **kwargs: Any
 ) -> tuple[SessionRuntime, FauxScript]:
-    """A started session on the scripted model with pi-mcp (and ``plugins``)."""
+    """A started session on the scripted model with pluggable-pi-mcp (and ``plugins``)."""
     script = FauxScript(list(responses))
     kwargs.setdefault("installed_plugins", False)
     runtime = await create_agent_session(
@@ -135,12 +135,12 @@ def plugin_of(runtime: SessionRuntime) -> McpPlugin:
     for record in runtime.session.plugins.records:
         if isinstance(record.plugin, McpPlugin):
             return record.plugin
-    raise AssertionError("pi-mcp is not loaded")
+    raise AssertionError("pluggable-pi-mcp is not loaded")
 
 
 def manager_of(runtime: SessionRuntime) -> Any:
     manager = plugin_of(runtime).manager
-    assert manager is not None, "pi-mcp did not start"
+    assert manager is not None, "pluggable-pi-mcp did not start"
     return manager
 
 

@@ -145,7 +145,7 @@ def test_pi_mcp_help_and_empty_list(pi_agent_dir: Path, pi_project: Path) -> Non
 
 
 def test_pi_print_mode_round_trips_a_direct_tool_of_an_installed_pi_mcp(pi_agent_dir: Path, pi_project: Path) -> None:
-    """The whole path a user takes: pi-mcp installed next to pi-core (found through its
+    """The whole path a user takes: pluggable-pi-mcp installed next to pluggable-pi (found through its
     entry point), a server in ``mcp.json``, ``pi -p`` against an OpenAI-compatible endpoint
     (the real openai SDK over loopback) that calls the server's tool."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "ai"))

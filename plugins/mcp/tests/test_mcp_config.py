@@ -57,7 +57,7 @@ def test_stdio_and_http_entries_are_typed(pi_agent_dir: Path, pi_project: Path) 
         ({"url": "http://x", "oauth": {"callbackPort": 70000}}, '"oauth.callbackPort"'),
         ({"url": "http://x", "oauth": {"callbackUrl": "http://example.com/cb"}}, "localhost"),
         ({"url": "http://x", "oauth": {"clientRegistration": "cimd", "clientId": "c"}}, "cimd"),
-        ({"url": "http://x", "auth": {"provider": "github"}}, "not supported by pi-mcp"),
+        ({"url": "http://x", "auth": {"provider": "github"}}, "not supported by pluggable-pi-mcp"),
         ({"command": "a", "headers": {"A": "b"}}, '"headers" and "oauth" belong to HTTP servers'),
         ("npx server", "must be an object"),
     ],

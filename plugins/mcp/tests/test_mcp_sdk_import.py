@@ -1,4 +1,4 @@
-"""pi-mcp imports the SDK's client modules without the package ``__init__`` files that
+"""pluggable-pi-mcp imports the SDK's client modules without the package ``__init__`` files that
 pull in its server side; any later use of the packages themselves still gets them whole."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""pi-mcp in real sessions on the scripted model."""
+"""pluggable-pi-mcp in real sessions on the scripted model."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def declared(runtime: Any) -> set[str]:
 
 
 class Orchestrator:
-    """Stands in for pi-codemode / pi-tool-search: a model-only tool that declares
+    """Stands in for pluggable-pi-codemode / pluggable-pi-tool-search: a model-only tool that declares
     ``reaches_tools`` and calls other tools through ``ctx.execute_tool``."""
 
     def __init__(self, name: str) -> None:
@@ -466,7 +466,7 @@ async def test_a_resumed_session_declares_the_mcp_tools_it_had_loaded(pi_agent_d
 
 
 async def test_tool_search_finds_a_deferred_server_tool_and_the_next_request_calls_it(pi_agent_dir: Path, pi_project: Path) -> None:
-    """pi-mcp with the real pi-tool-search: the deferred server switches tool_search on, the
+    """pluggable-pi-mcp with the real pluggable-pi-tool-search: the deferred server switches tool_search on, the
     model's search loads the tool, and the next request of the same run declares and calls it."""
     from pi_tool_search import ToolSearchPlugin
 

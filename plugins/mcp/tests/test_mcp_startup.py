@@ -1,4 +1,4 @@
-"""pi-mcp beside pi's startup: the SDK loads in a background thread, stdio servers start
+"""pluggable-pi-mcp beside pi's startup: the SDK loads in a background thread, stdio servers start
 at ``session_start`` and connect in the background, and the first request still declares
 the ``direct`` tools of configured servers."""
 

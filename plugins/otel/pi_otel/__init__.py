@@ -1,8 +1,8 @@
-"""pi-otel: what every pi agent run did, as OpenTelemetry GenAI traces and metrics.
+"""pluggable-pi-otel: what every pi agent run did, as OpenTelemetry GenAI traces and metrics.
 
 Install it next to pi and point it at a collector::
 
-    pip install pi-otel
+    pip install pluggable-pi-otel
     export OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318
     pi -p "what is in this folder?"
 

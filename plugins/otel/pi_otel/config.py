@@ -1,4 +1,4 @@
-"""What pi-otel exports, and where: the standard ``OTEL_*`` environment variables, then
+"""What pluggable-pi-otel exports, and where: the standard ``OTEL_*`` environment variables, then
 the ``otel`` key of the USER settings (``<agent dir>/settings.json``).
 
 The environment wins over the settings, as in every OpenTelemetry SDK. A project's

@@ -162,11 +162,11 @@ class Pipeline:
         attributes: dict[str, Any] = {
             "service.name": settings.service_name or "pi",
             "service.instance.id": uuid.uuid4().hex,
-            "telemetry.distro.name": "pi-otel",
+            "telemetry.distro.name": "pluggable-pi-otel",
         }
-        if (version := _version("pi-core")) is not None:
+        if (version := _version("pluggable-pi")) is not None:
             attributes["service.version"] = version
-        if (version := _version("pi-otel")) is not None:
+        if (version := _version("pluggable-pi-otel")) is not None:
             attributes["telemetry.distro.version"] = version
         attributes.update(settings.resource_attributes)
         # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over the settings.
@@ -178,7 +178,7 @@ class Pipeline:
             self._collector = _collector()
             provider = TracerProvider(resource=resource, shutdown_on_exit=False)
             provider.add_span_processor(self._collector)
-            self._tracer = provider.get_tracer("pi_otel", _version("pi-otel"))
+            self._tracer = provider.get_tracer("pi_otel", _version("pluggable-pi-otel"))
         if self.config.metrics:
             from opentelemetry.sdk.metrics import MeterProvider
             from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
@@ -186,7 +186,7 @@ class Pipeline:
             # No timer thread (math.inf): this thread collects after exports and at exit.
             self._reader = PeriodicExportingMetricReader(self._make_exporter("metrics"), export_interval_millis=math.inf)
             meter = MeterProvider(resource=resource, metric_readers=[self._reader], shutdown_on_exit=False).get_meter(
-                "pi_otel", _version("pi-otel")
+                "pi_otel", _version("pluggable-pi-otel")
             )
             self._instruments = {
                 sc.METRIC_TOKEN_USAGE: meter.create_histogram(

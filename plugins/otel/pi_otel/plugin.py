@@ -53,13 +53,13 @@ def _cut(text: str | None, limit: int = MAX_MESSAGE) -> str | None:
 
 
 class OtelDisabled:
-    """pi-otel when nothing is to be exported: an object without hooks."""
+    """pluggable-pi-otel when nothing is to be exported: an object without hooks."""
 
     def __init__(self, reason: str) -> None:
         self.reason = reason
 
     def __repr__(self) -> str:
-        return f"<pi-otel: off, {self.reason}>"
+        return f"<pluggable-pi-otel: off, {self.reason}>"
 
 
 class OtelPlugin:
@@ -144,12 +144,12 @@ class OtelPlugin:
         complete = pipeline.flush(self._config.settings.exit_timeout_ms / 1000)
         if os.environ.get("PI_OTEL_DEBUG") == "1":
             waited = (time.perf_counter() - started) * 1000
-            print(f"pi-otel: exit flush {waited:.1f} ms, pipeline {pipeline.state}, complete {complete}", file=sys.stderr)
+            print(f"pluggable-pi-otel: exit flush {waited:.1f} ms, pipeline {pipeline.state}, complete {complete}", file=sys.stderr)
         # With the export process, only a process that could not take the telemetry is
         # reported here; what the collector did is in its log (PI_OTEL_LOG).
         if not complete and self.mode in ("print", "json"):
             why = _cut(pipeline.problem, 200) or "the collector did not answer in time"
-            print(f"pi-otel: telemetry not (fully) exported to {pipeline.endpoint}: {why}", file=sys.stderr)
+            print(f"pluggable-pi-otel: telemetry not (fully) exported to {pipeline.endpoint}: {why}", file=sys.stderr)
 
     # ================================================================== agent runs
 

@@ -226,7 +226,7 @@ def main() -> int:
         try:
             roots, points = decode(line)
         except (ValueError, KeyError, TypeError) as exc:
-            print(f"pi-otel: a batch could not be read: {exc}", file=sys.stderr)
+            print(f"pluggable-pi-otel: a batch could not be read: {exc}", file=sys.stderr)
             continue
         pipeline.submit(roots, points)
     # pi is done. Wait for the exports as long as the exporter itself would try.
@@ -238,10 +238,10 @@ def main() -> int:
     complete = pipeline.flush(exit_timeout=2 * timeout + 5, grace=2 * timeout + 5)
     waited = time.monotonic() - started
     if not complete:
-        print(f"pi-otel: telemetry not (fully) exported to {pipeline.endpoint}: "
+        print(f"pluggable-pi-otel: telemetry not (fully) exported to {pipeline.endpoint}: "
               f"{pipeline.problem or 'the collector did not answer in time'}", file=sys.stderr)
     elif os.environ.get("PI_OTEL_DEBUG") == "1":
-        print(f"pi-otel: exported {pipeline.exported_spans} spans to {pipeline.endpoint} "
+        print(f"pluggable-pi-otel: exported {pipeline.exported_spans} spans to {pipeline.endpoint} "
               f"({waited * 1000:.0f} ms after pi closed the pipe)", file=sys.stderr)
     sys.stderr.flush()
     os._exit(0)

@@ -1,4 +1,4 @@
-"""Test helpers for pi-otel: a local OTLP/HTTP receiver decoding protobuf with
+"""Test helpers for pluggable-pi-otel: a local OTLP/HTTP receiver decoding protobuf with
 ``opentelemetry-proto``, and the real ``pi`` command against the loopback model server
 (a plain module: the root tests own ``conftest``)."""
 

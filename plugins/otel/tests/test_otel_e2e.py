@@ -1,4 +1,4 @@
-"""The real ``pi -p`` (pi-otel found through its ``pi.extensions`` entry point) against
+"""The real ``pi -p`` (pluggable-pi-otel found through its ``pi.extensions`` entry point) against
 the loopback model server, exporting over OTLP/HTTP to a receiver in the test that
 decodes the protobuf requests: spans, parents, attributes, events and metric points."""
 
@@ -102,7 +102,7 @@ def test_a_run_is_exported_as_genai_spans_and_metrics(agent: Path, project: Path
     done = run(agent, project, wire, collector.url)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "All done."
-    assert "pi-otel" not in done.stderr
+    assert "pluggable-pi-otel" not in done.stderr
     # pi has handed everything to its export process, which sends it now
     received = collector.wait(lambda r: len(r.spans) >= 9 and "pi.cost.usage" in r.metrics)
     spans = received.spans
@@ -253,7 +253,7 @@ def test_in_process_export_waits_for_a_collector_only_while_it_deserves_it(
     assert len(collector.received.spans) == 9  # received before pi exited
     assert "telemetry not" not in results["up"].stderr
     for name in ("down", "hangs"):
-        assert f"pi-otel: telemetry not (fully) exported to {endpoints[name]}" in results[name].stderr
+        assert f"pluggable-pi-otel: telemetry not (fully) exported to {endpoints[name]}" in results[name].stderr
 
     def flush_ms(done: Any) -> float:
         line = next(line for line in done.stderr.splitlines() if "exit flush" in line)

@@ -1,4 +1,4 @@
-"""pi-otel in a pi session on the scripted model (the ``pi`` fixture), exporting to a
+"""pluggable-pi-otel in a pi session on the scripted model (the ``pi`` fixture), exporting to a
 local OTLP/HTTP receiver: retries, compaction, failing and transforming hooks, content
 capture, and the configuration from the user settings."""
 
@@ -36,7 +36,7 @@ def collector() -> Iterator[Collector]:
 
 
 class Meddler:
-    """A plugin whose hooks fail and transform (what pi-otel reports as hook events)."""
+    """A plugin whose hooks fail and transform (what pluggable-pi-otel reports as hook events)."""
 
     @hookimpl
     def turn_start(self) -> None:
@@ -76,7 +76,7 @@ def test_retries_compaction_and_hook_outcomes(pi: PiHarness, collector: Collecto
     agent = one(spans, "invoke_agent reviewer")
     assert agent.attributes["gen_ai.agent.name"] == "reviewer"
     assert agent.resource["service.name"] == "pi-ci" and agent.resource["team"] == "qa"
-    assert agent.resource["telemetry.distro.name"] == "pi-otel"
+    assert agent.resource["telemetry.distro.name"] == "pluggable-pi-otel"
     assert all(headers.get("x-token") == "t1" for headers in collector.headers)
     assert agent.status_code == 0  # the retry succeeded
     retry = [attrs for name, attrs in agent.events if name == "pi.retry"]

@@ -1,4 +1,4 @@
-"""pi-sandbox: every command the agent runs, confined by the operating system.
+"""pluggable-pi-sandbox: every command the agent runs, confined by the operating system.
 
 Each ``bash`` tool call (also nested ones, e.g. from codemode scripts) and each
 ``!command`` of the user starts inside a sandbox — bubblewrap (the ``bwrap`` of the

@@ -21,7 +21,7 @@ from .status import to_json
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pi sandbox", description="pi-sandbox: the policy every command runs under.")
+    parser = argparse.ArgumentParser(prog="pi sandbox", description="pluggable-pi-sandbox: the policy every command runs under.")
     sub = parser.add_subparsers(dest="action", metavar="{status,run}")
     sub.required = True
     status = sub.add_parser("status", help="show the active policy and the backend")

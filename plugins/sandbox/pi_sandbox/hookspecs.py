@@ -1,4 +1,4 @@
-"""The hook pi-sandbox publishes (through ``add_hookspecs``) for audit plugins."""
+"""The hook pluggable-pi-sandbox publishes (through ``add_hookspecs``) for audit plugins."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pi_hookspecs import hookspec
 
 @hookspec
 def sandbox_violation(event: Any, ctx: Any) -> None:
-    """The sandbox refused something a command tried (only while pi-sandbox is loaded).
+    """The sandbox refused something a command tried (only while pluggable-pi-sandbox is loaded).
 
     **Fires** once per refusal: ``event`` is a :class:`pi_sandbox.SandboxViolation` —
     ``kind`` (``"read"``: a denied path, ``"write"``: outside the writable folders or a

@@ -18,7 +18,7 @@ The options (:func:`parse` reads them into a spec dict):
 * ``deny``: real paths no access is granted below;
 * ``write``: real paths (folders) writable, except below ``deny``;
 * ``keep``: real paths kept read-only even inside the writable folders (pi's agent
-  directory: its settings and plugins). pi-sandbox's other protected paths
+  directory: its settings and plugins). pluggable-pi-sandbox's other protected paths
   (``.git/hooks`` …) are not subtracted here (see below);
 * ``network``: ``off`` (no IP sockets at all), ``proxy`` (TCP connections to
   ``proxy_port`` only, needs Landlock ABI 4) or ``on``.
@@ -363,12 +363,12 @@ def main(argv: list[str]) -> int:
         spec, command = parse(argv[1:])
         apply(spec)
     except Exception as exc:
-        print(f"pi-sandbox: cannot confine the command with Landlock: {exc}", file=sys.stderr)
+        print(f"pluggable-pi-sandbox: cannot confine the command with Landlock: {exc}", file=sys.stderr)
         return 126
     try:
         os.execvp(command[0], command)
     except OSError as exc:
-        print(f"pi-sandbox: cannot run {command[0]}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"pluggable-pi-sandbox: cannot run {command[0]}: {exc.strerror or exc}", file=sys.stderr)
         return 127
     return 127  # not reached
 

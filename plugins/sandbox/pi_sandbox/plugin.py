@@ -104,7 +104,7 @@ class SandboxPlugin:
         try:
             policy = self.policy()
         except SandboxError as exc:
-            return f"pi-sandbox: NOT ACTIVE - every command is refused: {exc}"
+            return f"pluggable-pi-sandbox: NOT ACTIVE - every command is refused: {exc}"
         backend, error = None, None
         if policy.enabled:
             try:
@@ -141,7 +141,7 @@ class SandboxPlugin:
         try:
             policy = self.policy()
         except SandboxError as exc:
-            ctx.ui.notify(f"pi-sandbox: every command is refused: {exc}", "error")
+            ctx.ui.notify(f"pluggable-pi-sandbox: every command is refused: {exc}", "error")
             return
         if policy.enabled:
             self._start_probe(policy)  # in the background: the first command awaits it
@@ -254,7 +254,7 @@ class SandboxPlugin:
             "on": "network",
             "proxy": "network only to " + (", ".join(policy.allowed_hosts) or "no host") + " (through a proxy)",
         }[policy.network]
-        lines = [f"\n\n[pi-sandbox] This command ran in a sandbox (preset {policy.preset}), which refused:"]
+        lines = [f"\n\n[pluggable-pi-sandbox] This command ran in a sandbox (preset {policy.preset}), which refused:"]
         lines += [f"- {item}" for item in dict.fromkeys(refused)]
         lines.append(
             f"The sandbox allows writing only in {writable}, {network}, and no reading of credential folders. "
@@ -277,4 +277,4 @@ async def _cli(args: list[str]) -> int:
 
 
 def _refuse(reason: str) -> BashSpawnResult:
-    return BashSpawnResult(block=True, reason=f"pi-sandbox: {reason}")
+    return BashSpawnResult(block=True, reason=f"pluggable-pi-sandbox: {reason}")

@@ -1,6 +1,6 @@
 """The sandbox policy: the ``sandbox`` key of the USER settings, never a project's.
 
-pi-sandbox reads ``<agent dir>/settings.json`` itself (the agent directory is
+pluggable-pi-sandbox reads ``<agent dir>/settings.json`` itself (the agent directory is
 ``$PI_CODING_AGENT_DIR``, else ``~/.pi/agent``), so a project's ``.pi/settings.json``
 can never weaken it. A managed file (:data:`MANAGED_SETTINGS`, written by an
 administrator) takes precedence over the user's key when it has one::

@@ -50,7 +50,7 @@ def to_json(policy: Policy, cwd: str, backend: str | None, error: str | None) ->
 
 
 def describe(policy: Policy, cwd: str, backend: str | None, error: str | None) -> str:
-    lines = [f"pi-sandbox: preset {policy.preset} (from {policy.source})"]
+    lines = [f"pluggable-pi-sandbox: preset {policy.preset} (from {policy.source})"]
     if not policy.enabled:
         lines.append("Commands run unconfined: the bash tool and !commands reach whatever you can.")
         return "\n".join(lines)

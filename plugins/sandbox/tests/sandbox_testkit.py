@@ -1,4 +1,4 @@
-"""Helpers for pi-sandbox's tests (a plain module: the root tests own ``conftest``).
+"""Helpers for pluggable-pi-sandbox's tests (a plain module: the root tests own ``conftest``).
 
 Every test runs the real sandbox (bubblewrap or Landlock) on real files: a temporary
 HOME with a planted ``~/.ssh/id_rsa``, a project folder, and a private "system temp

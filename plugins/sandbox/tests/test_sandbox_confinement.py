@@ -40,7 +40,7 @@ def test_a_write_outside_the_project_fails_and_the_model_is_told(pi: PiHarness, 
     result = pi.prompt("write outside").tool_results[0]
     assert result.is_error
     assert not (machine.home / "outside").exists()
-    assert "[pi-sandbox]" in result.text and f"writing {machine.home / 'outside'}" in result.text
+    assert "[pluggable-pi-sandbox]" in result.text and f"writing {machine.home / 'outside'}" in result.text
     assert "outside the writable folders" in result.text
 
 
@@ -89,7 +89,7 @@ def test_network_off_refuses_a_local_http_server(
     result = pi.prompt("fetch").tool_results[0]
     assert result.is_error
     assert "hello from" not in result.text and http_server.paths == []
-    assert "[pi-sandbox]" in result.text and "network is off" in result.text
+    assert "[pluggable-pi-sandbox]" in result.text and "network is off" in result.text
 
 
 def test_the_proxy_lets_an_allowed_host_through_and_refuses_others(
@@ -176,7 +176,7 @@ def test_a_nested_bash_call_is_sandboxed_too(pi: PiHarness, machine: Machine, ba
     result = pi.prompt("nested").tool_results[0]
     assert SECRET not in result.text
     assert not (machine.home / "outside").exists()
-    assert result.text.count("[pi-sandbox]") == 2
+    assert result.text.count("[pluggable-pi-sandbox]") == 2
 
 
 def test_the_users_command_is_sandboxed(pi: PiHarness, machine: Machine, backend: str) -> None:
@@ -250,7 +250,7 @@ def test_the_sandbox_command_shows_the_policy(pi: PiHarness, machine: Machine, b
     sandboxed(pi, backend, allowedHosts=["pypi.org"])
     pi.options.update(mode="rpc", ui=ui)
     assert pi.prompt("/sandbox").disposition == "handled"
-    (_, text), *_ = [n for n in ui.notes if "pi-sandbox" in n[1]]
+    (_, text), *_ = [n for n in ui.notes if "pluggable-pi-sandbox" in n[1]]
     assert "preset workspace-write" in text and "network: through pi's proxy, only to pypi.org" in text
     assert ("bubblewrap" if backend == "bwrap" else "Landlock") in text
     assert "~/.ssh" in text or str(machine.home / ".ssh") in text

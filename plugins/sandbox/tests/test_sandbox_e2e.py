@@ -1,4 +1,4 @@
-"""The real ``pi`` command with pi-sandbox found through its entry point (group
+"""The real ``pi`` command with pluggable-pi-sandbox found through its entry point (group
 ``pi.extensions``, name ``sandbox``) and a scripted model behind a local
 OpenAI-compatible endpoint: print mode, RPC ``bash``, ``pi extensions list`` and
 ``pi sandbox status``."""
@@ -97,7 +97,7 @@ def test_pi_print_mode_confines_the_models_command(machine: dict[str, Any], mode
     assert not (machine["home"] / "outside").exists()
     assert SECRET not in text and "key=none" in text
     assert (machine["project"] / "inside.txt").read_text() == "inside\n"
-    assert "[pi-sandbox]" in text
+    assert "[pluggable-pi-sandbox]" in text
     assert f"writing {machine['home'] / 'outside'}" in text and f"reading {machine['home'] / '.ssh' / 'id_rsa'}" in text
 
 
@@ -128,7 +128,7 @@ def test_pi_extensions_list_shows_the_plugin_and_its_preset(machine: dict[str, A
     assert done.returncode == 0, done.stderr
     block = done.stdout[done.stdout.index("sandbox  [entry point]") :]
     assert "loaded" in block.splitlines()[0]
-    assert "from: pi-sandbox 0.1.0" in block
+    assert "from: pluggable-pi-sandbox 0.1.0" in block
     assert "commands: sandbox (sandbox strict, network off: show the policy)" in block
     assert "bash_spawn" in block and "tool_result" in block
 

@@ -81,10 +81,10 @@ def test_invalid_settings_refuse_every_command(pi: PiHarness, pi_agent_dir: Path
     pi.use(SandboxPlugin)
     pi.script(call("bash", command="echo should-not-run > ran.txt"), ECHO)
     result = pi.prompt("go").tool_results[0]
-    assert result.is_error and result.text.startswith("Blocked: pi-sandbox: invalid settings in")
+    assert result.is_error and result.text.startswith("Blocked: pluggable-pi-sandbox: invalid settings in")
     assert not (pi.project / "ran.txt").exists()
     user = pi.run(pi.session.execute_bash("echo should-not-run > ran.txt"))
-    assert user.cancelled and "pi-sandbox: invalid settings" in user.output
+    assert user.cancelled and "pluggable-pi-sandbox: invalid settings" in user.output
     assert not (pi.project / "ran.txt").exists()
 
 

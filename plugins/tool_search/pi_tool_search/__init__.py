@@ -1,4 +1,4 @@
-"""pi-tool-search: the ``tool_search`` tool, which finds tools that are not declared to
+"""pluggable-pi-tool-search: the ``tool_search`` tool, which finds tools that are not declared to
 the model (``deferred`` and ``codemode`` exposure, e.g. MCP server tools) with BM25 and
 activates the matches for the next model request.
 

@@ -28,7 +28,7 @@ class ToolSearchPlugin:
     ``tool_search`` is registered inactive, and this plugin leaves its activation to
     others: the user selects it (``"defaultTools": ["+tool_search"]``, ``--tools
     +tool_search``), or a plugin that registers ``deferred`` tools switches it on with
-    ``ctx.set_active_tools`` unless ``ctx.is_tool_deselected("tool_search")`` (pi-mcp
+    ``ctx.set_active_tools`` unless ``ctx.is_tool_deselected("tool_search")`` (pluggable-pi-mcp
     does so for servers with ``deferred`` exposure). Registering ``deferred`` tools alone
     does not activate it. One instance serves one session runtime.
     """

@@ -74,7 +74,7 @@ async def test_registered_tools_alone_do_not_activate_tool_search(cwd: Path, exp
 class LateServer:
     """Registers a deferred tool while a run is going on, as an MCP server that connects
     late does (its ``connect`` tool stands for the connection finishing). With
-    ``activate``, it also switches ``tool_search`` on, as pi-mcp does for its deferred
+    ``activate``, it also switches ``tool_search`` on, as pluggable-pi-mcp does for its deferred
     servers, unless the user deselected it."""
 
     def __init__(self, activate: bool = False) -> None:
@@ -93,7 +93,7 @@ class LateServer:
 
 
 class PromptTimeServer:
-    """Registers its deferred tools when the first prompt starts (pi-mcp waits for its
+    """Registers its deferred tools when the first prompt starts (pluggable-pi-mcp waits for its
     servers there)."""
 
     def __init__(self) -> None:
@@ -163,7 +163,7 @@ async def test_a_plugin_that_activates_it_during_a_run_gets_it_declared_on_the_n
 
 class StartupActivator:
     """Switches tool_search on when the session starts or when a prompt starts, the two
-    places where pi-mcp switches it on for its deferred servers."""
+    places where pluggable-pi-mcp switches it on for its deferred servers."""
 
     def __init__(self, hook: str) -> None:
         self.hook = hook
@@ -341,7 +341,7 @@ async def test_excluded_tools_are_never_loaded(cwd: Path) -> None:
 
 
 class Server:
-    """Registers and withdraws deferred tools at run time, as pi-mcp does when a server
+    """Registers and withdraws deferred tools at run time, as pluggable-pi-mcp does when a server
     connects or announces a changed tool list."""
 
     def __init__(self) -> None:

@@ -1,4 +1,4 @@
-"""pi-toolindex: the incremental BM25 index that ranks tools for ``tool_search`` and for
+"""pluggable-pi-toolindex: the incremental BM25 index that ranks tools for ``tool_search`` and for
 codemode's ``search_tools``.
 
     from pi_toolindex import ToolIndex

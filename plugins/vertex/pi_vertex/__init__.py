@@ -1,4 +1,4 @@
-"""pi-vertex: Gemini on Vertex AI with Google Cloud Application Default Credentials.
+"""pluggable-pi-vertex: Gemini on Vertex AI with Google Cloud Application Default Credentials.
 
 pi speaks Vertex AI's ``google-vertex`` API itself, and with a Google Cloud API key
 (``GOOGLE_CLOUD_API_KEY``) it needs nothing more. Without one, requests need an OAuth
@@ -8,7 +8,7 @@ identity, the metadata server of a Google Cloud VM — which takes ``google-auth
 plugin brings that library and lends pi the token through the contract's
 :class:`~pi_hookspecs.CredentialSource`, so only the users of Vertex AI install it::
 
-    pip install pi-vertex
+    pip install pluggable-pi-vertex
     gcloud auth application-default login
     export GOOGLE_CLOUD_PROJECT=my-project GOOGLE_CLOUD_LOCATION=us-central1
     pi --model google-vertex/gemini-2.5-pro

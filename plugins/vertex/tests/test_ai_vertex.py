@@ -1,4 +1,4 @@
-"""pi-vertex: google-auth's real credential code against a local OAuth token endpoint,
+"""pluggable-pi-vertex: google-auth's real credential code against a local OAuth token endpoint,
 lending its tokens to pi's google-vertex API against a local Vertex AI server.
 
 The service-account key files the tests write (a fresh RSA key) name the loopback

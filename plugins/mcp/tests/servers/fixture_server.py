@@ -1,4 +1,4 @@
-"""A real MCP server for pi-mcp's tests, built on the SDK's ``MCPServer``.
+"""A real MCP server for pluggable-pi-mcp's tests, built on the SDK's ``MCPServer``.
 
     python fixture_server.py [--name N] [--page-size K] [--instructions TEXT]
                              [--pidfile FILE] [--child] [--hang]

@@ -1,4 +1,4 @@
-"""pi-policy: an organization policy for pi, from a YAML rules file.
+"""pluggable-pi-policy: an organization policy for pi, from a YAML rules file.
 
 * ``bash.deny`` — regular expressions; a matching ``bash`` command is blocked;
 * ``write.allow`` — globs relative to the project; ``write`` and ``edit`` may only
