@@ -3,7 +3,10 @@ and failures that become diagnostics instead of crashes."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
+import sys
 import types
 from pathlib import Path
 from typing import Any
@@ -171,15 +174,69 @@ async def test_settings_extensions_paths_and_modules(agent_dir: Path, tmp_path: 
     assert any("TypeScript" in m for m in messages)
 
 
-async def test_file_plugins_reload_fresh(agent_dir: Path) -> None:
-    path = write(agent_dir / "extensions" / "counter.py",
-                 "from pi_hookspecs import hookimpl\nVERSION = 1\n@hookimpl\ndef agent_start():\n    pass\n")
-    first = await load_host()
-    again = await load_host()
+def edit_in_place(path: Path, old: str, new: str) -> None:
+    """Change ``path``'s text, keeping its size and modification time: an edit made within
+    the clock tick (or, for CPython's bytecode check, the second) of the last import."""
+    before = path.stat()
+    path.write_text(path.read_text().replace(old, new))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+
+
+def checked_hash_bytecode(source: Path) -> bool:
+    """Whether ``source``'s ``.pyc`` exists and is validated by its source's hash (PEP 552)."""
+    cached = Path(importlib.util.cache_from_source(str(source)))
+    return cached.is_file() and int.from_bytes(cached.read_bytes()[4:8], "little") == 0b11
+
+
+@pytest.mark.parametrize("kind", ["user", "cli"])
+async def test_file_plugins_reload_fresh(agent_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         kind: str) -> None:
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)  # bytecode written, as users have it
+    code = "from pi_hookspecs import hookimpl\nVERSION = 1\n@hookimpl\ndef agent_start():\n    pass\n"
+    if kind == "user":
+        path = write(agent_dir / "extensions" / "counter.py", code)
+        options: dict[str, Any] = {}
+    else:
+        path = write(tmp_path / "work" / "counter.py", code)
+        options = {"cwd": str(path.parent), "cli_extensions": ["./counter.py"]}
+    first = await load_host(**options)
+    again = await load_host(**options)
     assert record(first, "counter").plugin is record(again, "counter").plugin  # unchanged: cached
-    path.write_text(path.read_text().replace("VERSION = 1", "VERSION = 2"))
-    reloaded = await load_host(fresh_files=True)
+    assert record(first, "counter").plugin.VERSION == 1
+    assert checked_hash_bytecode(path)  # its bytecode is kept, and checked against the source
+
+    edit_in_place(path, "VERSION = 1", "VERSION = 2")
+    new_session = await load_host(**options)  # a new session in the same process
+    assert record(new_session, "counter").plugin.VERSION == 2
+    reloaded = await load_host(fresh_files=True, **options)  # /reload
     assert record(reloaded, "counter").plugin.VERSION == 2
+    assert record(reloaded, "counter").plugin is not record(new_session, "counter").plugin
+
+    edit_in_place(path, "VERSION = 2", "VERSION = 3")
+    assert record(await load_host(fresh_files=True, **options), "counter").plugin.VERSION == 3
+
+
+async def test_package_plugins_reload_their_modules_fresh(agent_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    package = agent_dir / "extensions" / "pack"
+    write(package / "__init__.py",
+          "from pi_hookspecs import hookimpl\nfrom .parts.helpers import VERSION\n@hookimpl\ndef agent_start():\n    pass\n")
+    write(package / "parts" / "__init__.py", "")
+    helpers = write(package / "parts" / "helpers.py", "VERSION = 1\n")
+    first = await load_host()
+    assert record(first, "pack").plugin.VERSION == 1
+    assert checked_hash_bytecode(helpers)
+
+    edit_in_place(helpers, "VERSION = 1", "VERSION = 2")
+    new_session = await load_host()
+    assert record(new_session, "pack").plugin.VERSION == 2
+    assert record(new_session, "pack").plugin is not record(first, "pack").plugin
+    edit_in_place(helpers, "VERSION = 2", "VERSION = 3")
+    reloaded = record(await load_host(fresh_files=True), "pack").plugin
+    assert reloaded.VERSION == 3
+    assert record(await load_host(), "pack").plugin is reloaded  # unchanged since: cached
 
 
 async def test_module_with_several_classes_needs_pi_plugin(agent_dir: Path) -> None:

@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.machinery
 import importlib.util
 import inspect
+import marshal
 import os
 import re
 import sys
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -122,42 +124,131 @@ def resolve_plugin(obj: Any, origin: str) -> Any:
 
 # --------------------------------------------------------------------------- importing files
 
-_file_cache: dict[str, tuple[float, types.ModuleType]] = {}
+_file_cache: dict[str, tuple[bytes, types.ModuleType]] = {}
+_MODULE_PREFIX = "pi_extensions."
+"""The package every plugin file is imported under (``pi_extensions.<kind>.<name>``)."""
+
+_CHECKED_HASH = (0b11).to_bytes(4, "little")
+"""A ``.pyc``'s flags (PEP 552): validated by the hash of its source, always checked."""
+
+
+class _SourceHashLoader(importlib.machinery.SourceFileLoader):
+    """The loader of a plugin file and of its package's modules: their bytecode is
+    validated by a hash of the source (a PEP 552 checked-hash ``.pyc``), never by the
+    file's modification time.
+
+    CPython's own loader trusts a ``.pyc`` whose recorded modification time (in whole
+    seconds) and size match the source: a plugin edited within the second of its last
+    import, to the same size, would run its old code after ``/reload``. Hashing the
+    source costs microseconds (a plugin file is small); the ``.pyc`` is still written
+    (unless ``sys.dont_write_bytecode``) and read, so a start does not compile an
+    unchanged plugin. CPython's loader checks the files written here by the same hash."""
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        path = self.get_filename(fullname)
+        source = self.get_data(path)
+        header = importlib.util.MAGIC_NUMBER + _CHECKED_HASH + importlib.util.source_hash(source)
+        try:
+            bytecode_path: str | None = importlib.util.cache_from_source(path)
+        except (NotImplementedError, ValueError):  # no bytecode caching in this interpreter
+            bytecode_path = None
+        if bytecode_path is not None:
+            try:
+                with open(bytecode_path, "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                data = b""
+            if data[: len(header)] == header:
+                try:
+                    code = marshal.loads(memoryview(data)[len(header) :])
+                except (EOFError, ValueError, TypeError):  # damaged: compiled again
+                    code = None
+                if isinstance(code, types.CodeType):
+                    return code
+        code = self.source_to_code(source, path)
+        if bytecode_path is not None and not sys.dont_write_bytecode:
+            self.set_data(bytecode_path, header + marshal.dumps(code))  # failures are ignored
+        return code
+
+
+class _PluginModuleFinder:
+    """Gives the modules of a plugin package (``pi_extensions.*``, imported from the
+    package's folder) the plugin files' loader; every other import is not its business."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if path is None or not fullname.startswith(_MODULE_PREFIX):
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is not None and type(spec.loader) is importlib.machinery.SourceFileLoader and spec.origin:
+            spec.loader = _SourceHashLoader(fullname, spec.origin)
+        return spec
+
+
+_finder = _PluginModuleFinder()
 
 
 def _module_name_for(path: Path, kind: str) -> str:
     stem = re.sub(r"\W", "_", path.stem if path.name != "__init__.py" else path.parent.name)
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:8]
-    return f"pi_extensions.{kind}.{stem}_{digest}"
+    return f"{_MODULE_PREFIX}{kind}.{stem}_{digest}"
 
 
-def _newest_mtime(path: Path) -> float:
+def _add_parent_packages(name: str) -> None:
+    """Empty packages ``pi_extensions`` and ``pi_extensions.<kind>`` in ``sys.modules``: a
+    plugin package's nested import (``from .parts.helpers import x``) imports its parents
+    by ``__import__``, which also imports the top-level package of the name."""
+    parts = name.split(".")
+    for end in range(1, len(parts)):
+        parent = ".".join(parts[:end])
+        if parent not in sys.modules:
+            module = types.ModuleType(parent, "The plugin files pi imported.")
+            module.__path__ = []  # holds only the modules pi puts in sys.modules itself
+            module.__spec__ = importlib.machinery.ModuleSpec(parent, None, is_package=True)
+            sys.modules[parent] = module
+
+
+def _fingerprint(path: Path) -> bytes:
+    """What a plugin's module is executed from: a digest of the file's contents, or of
+    the names and contents of every ``.py`` file of its package (contents, not
+    modification times, which a quick edit or a coarse file system can leave equal)."""
     if path.name != "__init__.py":
-        return path.stat().st_mtime
-    newest = 0.0
+        return hashlib.sha1(path.read_bytes()).digest()
+    digest = hashlib.sha1()
     for root, dirs, files in os.walk(path.parent):
-        dirs[:] = [d for d in dirs if d != "__pycache__" and not d.startswith(".")]
-        for name in files:
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
+        for name in sorted(files):
             if name.endswith(".py"):
-                newest = max(newest, (Path(root) / name).stat().st_mtime)
-    return newest
+                file = Path(root) / name
+                digest.update(f"{file.relative_to(path.parent)}\0".encode())
+                digest.update(hashlib.sha1(file.read_bytes()).digest())
+    return digest.digest()
 
 
 def import_file(path: Path, kind: str, *, fresh: bool = False) -> types.ModuleType:
     """Import ``path`` (a ``.py`` file or a package's ``__init__.py``) as a module of its
-    own. The module is cached while its files are unchanged; ``fresh`` re-executes it."""
+    own, always from its current source (:class:`_SourceHashLoader`). The module is
+    cached while its files' contents are unchanged; ``fresh`` re-executes it."""
     path = path.resolve()
     key = str(path)
-    mtime = _newest_mtime(path)
+    fingerprint = _fingerprint(path)
     cached = _file_cache.get(key)
-    if cached and not fresh and cached[0] == mtime:
+    if cached and not fresh and cached[0] == fingerprint:
         return cached[1]
     name = _module_name_for(path, kind)
     for stale in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
         del sys.modules[stale]
     package = path.name == "__init__.py"
+    if package:
+        _add_parent_packages(name)
+        if _finder not in sys.meta_path:
+            sys.meta_path.insert(0, _finder)
     spec = importlib.util.spec_from_file_location(
-        name, path, submodule_search_locations=[str(path.parent)] if package else None
+        name,
+        path,
+        loader=_SourceHashLoader(name, str(path)),
+        submodule_search_locations=[str(path.parent)] if package else None,
     )
     if spec is None or spec.loader is None:
         raise PluginLoadError(f"cannot import {path}")
@@ -168,7 +259,7 @@ def import_file(path: Path, kind: str, *, fresh: bool = False) -> types.ModuleTy
     except BaseException:
         sys.modules.pop(name, None)
         raise
-    _file_cache[key] = (mtime, module)
+    _file_cache[key] = (fingerprint, module)
     return module
 
 

@@ -2,7 +2,13 @@
 
 prompt_toolkit redraws only what changed, with escape sequences between characters,
 so :func:`loose` turns expected text into a pattern that tolerates them. Waits are
-always for output (``expect`` with a timeout), never fixed sleeps.
+always for output or for the terminal's state, never fixed sleeps; ``TIMEOUT`` is only
+the safety net of a test that fails.
+
+Keys are typed only while pi reads them (:meth:`Pi.send`): between two prompt_toolkit
+applications (the input line, a dialog), while a command runs in line or while pi
+prints above the input line, the terminal is in cooked mode, and there a CR (Enter)
+becomes a LF (Ctrl+J: a new line).
 """
 
 from __future__ import annotations
@@ -10,6 +16,8 @@ from __future__ import annotations
 import os
 import re
 import sys
+import termios
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +25,8 @@ import pytest
 
 PI = [sys.executable, "-m", "pi_core"]
 ESCAPES = r"(?:\x1b\[[0-9;?]*[ -/]*[@-~]|[\r\x08])*"
-TIMEOUT = 15
+TIMEOUT = 60
+"""Seconds an expected output or state may take: the safety net of a failing test."""
 
 
 def loose(text: str) -> str:
@@ -79,11 +88,16 @@ class Pi:
         return str(self.child.after)
 
     def send(self, keys: str) -> None:
+        """Type ``keys`` once pi reads keys (:func:`wait_for_raw_mode`)."""
+        try:
+            wait_for_raw_mode(self.child)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the terminal showed:\n{self.screen_text()[-3000:]}") from None
         self.child.send(keys)
 
     def line(self, text: str) -> None:
         """Type ``text`` and press Enter (a terminal sends CR for Enter)."""
-        self.child.send(text + "\r")
+        self.send(text + "\r")
 
     def wait_exit(self) -> int:
         try:
@@ -100,6 +114,33 @@ class Pi:
     def close(self) -> None:
         if self.child.isalive():
             self.child.terminate(force=True)
+
+
+def raw_mode(fd: int) -> bool:
+    """Whether the terminal of the pseudo-terminal whose master side is ``fd`` (asked
+    there, the system answers with the terminal's settings) hands over each key as it is
+    typed, Enter as CR."""
+    try:
+        iflag, _oflag, _cflag, lflag, *_ = termios.tcgetattr(fd)
+    except termios.error:  # closed: the next expect reports the end
+        return True
+    return not lflag & termios.ICANON and not iflag & termios.ICRNL
+
+
+def wait_for_raw_mode(child: Any) -> None:
+    """Until the terminal of the pexpect ``child`` is in raw mode: a prompt_toolkit
+    application (pi's input line or a dialog) reads the keys. What is printed meanwhile
+    is read and kept for the next ``expect`` (a full terminal would block the writer)."""
+    import pexpect
+
+    deadline = time.monotonic() + TIMEOUT
+    while not raw_mode(child.child_fd):
+        if time.monotonic() > deadline:
+            raise AssertionError("the terminal never went to raw mode: nothing reads the keys")
+        try:
+            child.expect([pexpect.TIMEOUT], timeout=0.01)
+        except pexpect.EOF:
+            raise AssertionError("the program exited instead of reading keys") from None
 
 
 class _Collector:

@@ -15,7 +15,7 @@ import pytest
 from cli_helpers import configure_local_endpoint, run_pi, text_reply
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ai"))
-from interactive_pty import PI, clean_env, loose, pty_or_skip
+from interactive_pty import PI, TIMEOUT, clean_env, loose, pty_or_skip
 from oauth_server import OAuthServer
 from wire_server import WireServer, anthropic_message, anthropic_stream, use_server
 
@@ -217,7 +217,7 @@ def test_claude_subscription_answers_pi_p(agent_dir: Path, project: Path, oauth:
 def spawn(args: list[str], cwd: Path, env: dict[str, str]) -> object:
     pexpect = pty_or_skip()
     return pexpect.spawn(PI[0], [*PI[1:], *args], cwd=str(cwd), env=clean_env(**{"PI_EXTENSIONS": "", **env}),
-                         encoding="utf-8", timeout=30, dimensions=(40, 200))
+                         encoding="utf-8", timeout=TIMEOUT, dimensions=(40, 200))
 
 
 def test_login_anthropic_with_a_pasted_code(agent_dir: Path, project: Path, oauth: OAuthServer) -> None:
@@ -338,6 +338,7 @@ def test_slash_login_and_logout_in_interactive_mode(agent_dir: Path, project: Pa
     pi = Pi(cwd=project, env=clean_env(**oauth_env(oauth)))
     try:
         pi.expect("offline-demo")
+        pi.expect("› ")
         pi.line("/login openai")
         pi.expect("Enter OpenAI API key")
         pi.line("sk-from-the-dialog")

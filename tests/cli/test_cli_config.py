@@ -10,7 +10,7 @@ from pathlib import Path
 from cli_helpers import run_pi
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from interactive_pty import PI, clean_env, loose, pty_or_skip
+from interactive_pty import PI, TIMEOUT, clean_env, loose, pty_or_skip, wait_for_raw_mode
 
 
 def make_resources(agent_dir: Path) -> tuple[Path, Path]:
@@ -51,11 +51,12 @@ def test_config_toggles_in_the_terminal(agent_dir: Path, project: Path) -> None:
     skill, _ = make_resources(agent_dir)
     pexpect = pty_or_skip()
     child = pexpect.spawn(PI[0], [*PI[1:], "config"], cwd=str(project), env=clean_env(PI_EXTENSIONS=""),
-                          encoding="utf-8", timeout=30, dimensions=(60, 200))
+                          encoding="utf-8", timeout=TIMEOUT, dimensions=(60, 200))
     child.expect(loose("Space toggle"))
     names = [line.split("]")[1].split()[0] for line in run_pi("config", cwd=project).stdout.splitlines() if "[" in line]
     # keys are handled in order: "tools" (the first row) off and on again, down to the skill, off, close
     keys = "  " + "\x1b[B" * names.index("deploy") + " " + "\r"
+    wait_for_raw_mode(child)
     child.send(keys)
     child.expect(pexpect.EOF)
     child.close()

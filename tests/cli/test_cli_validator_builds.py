@@ -11,6 +11,12 @@ Plain (``def``) hook handlers run on a worker thread; the hooks of pi's default 
 are coroutines, so a ``pi -p`` run starts no worker thread and makes no thread hop per
 event. A real run, with those three plugins, logs every build and every thread started
 through a ``sitecustomize`` hook.
+
+What a run generates depends on the schemas pi keeps beside its bytecode
+(``pi_core._schema_cache``): the first run with a cold cache generates the schema of
+``models.json``'s validator and keeps it, a later run reads it back and builds nothing. So
+the test owns that cache (``PYTHONPYCACHEPREFIX``: a fresh folder, bytecode written as
+users have it) and runs pi twice, asserting what each run must build.
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ import os
 
 _log = os.environ.get("PI_TEST_BUILD_LOG")
 if _log:
+    with open(_log, "a", encoding="utf-8") as out:
+        out.write(f"hook:{os.getpid()}\\n")  # this process runs the hook
+
     import pydantic._internal._model_construction as _construction
 
     _real = _construction.complete_model_class
@@ -104,22 +113,40 @@ def test_a_print_run_builds_no_validator_for_what_pi_constructs_and_no_hook_thre
     wire: WireServer, tmp_path: Path, api: str, tool: bool
 ) -> None:
     write_wire_models(wire.url)
-    wire.enqueue(*_replies(api, tool))
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(_HOOK)
-    log = tmp_path / "builds.txt"
     path = os.pathsep.join(p for p in (str(hook), os.environ.get("PYTHONPATH", "")) if p)
     work = tmp_path / "work"
     work.mkdir()
-    done = run_pi("-p", "--no-session", "--model", f"{api}/m", "run it", cwd=work,
-                  env={"PYTHONPATH": path, "PI_TEST_BUILD_LOG": str(log), "PI_EXTENSIONS": "mcp,codemode,tool_search"})
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "all done"
-    logged = log.read_text().split()
-    built = [line for line in logged if not line.startswith("thread:")]
-    assert "pi_core.ai.config.ModelsFile" in built  # the log is real: models.json is validated
-    assert "thread:pi-hook-worker" not in logged, logged
-    if tool:
-        assert "from-bash" in json.dumps(wire.requests[1].body)
-    assert not set(built) & CONSTRUCTED, f"built {sorted(set(built) & CONSTRUCTED)}; every build: {built}"
+    pycache = tmp_path / "pycache"  # the bytecode and the schemas kept beside it: cold
+    # bytecode written, as users have it (an empty PYTHONDONTWRITEBYTECODE is unset for Python)
+    env = {"PYTHONPATH": path, "PI_EXTENSIONS": "mcp,codemode,tool_search", "PYTHONPYCACHEPREFIX": str(pycache),
+           "PYTHONDONTWRITEBYTECODE": ""}
+
+    def run(name: str) -> list[str]:
+        log = tmp_path / f"{name}.txt"
+        wire.enqueue(*_replies(api, tool))
+        before = len(wire.requests)
+        done = run_pi("-p", "--no-session", "--model", f"{api}/m", "run it", cwd=work,
+                      env={**env, "PI_TEST_BUILD_LOG": str(log)})
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.strip() == "all done"
+        if tool:
+            assert "from-bash" in json.dumps(wire.requests[before + 1].body)
+        logged = log.read_text().split()
+        assert len([line for line in logged if line.startswith("hook:")]) == 1, logged  # the log is real
+        assert "thread:pi-hook-worker" not in logged, logged
+        built = [line for line in logged if not line.startswith(("hook:", "thread:"))]
+        assert not set(built) & CONSTRUCTED, f"built {sorted(set(built) & CONSTRUCTED)}; every build: {built}"
+        return built
+
+    read = {"pi_core.ai.config.ModelsFile", "pi_hookspecs.llm.Model"}  # models.json, its models
+    cold = run("cold")
+    assert read <= set(cold), cold  # validated: their schemas generated
+    kept = sorted(pycache.rglob("*.pickle"))
+    assert {p.name.split(".")[0] for p in kept} >= {"pi-models-schema", "pi-model-schema"}, kept  # and kept
+
+    warm = run("warm")
+    assert not read & set(warm), warm  # read back: not generated again
+    assert sorted(pycache.rglob("*.pickle")) == kept

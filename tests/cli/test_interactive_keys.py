@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import agent_dir
-from interactive_pty import PI, Pi, clean_env, loose, pty_or_skip, resume_path
+from interactive_pty import PI, TIMEOUT, Pi, clean_env, loose, pty_or_skip, resume_path, wait_for_raw_mode
 
 WAIT_PLUGIN = """
 import asyncio
@@ -23,9 +23,7 @@ from pi_hookspecs import hookimpl
 @hookimpl
 async def tool_call(event, ctx):
     ctx.ui.notify("tool paused: steer or abort")
-    for _ in range(600):
-        if ctx.signal is not None and ctx.signal.aborted:
-            break
+    while not (ctx.signal is not None and ctx.signal.aborted):  # until aborted (a test that fails ends pi)
         await asyncio.sleep(0.02)
     return None
 """
@@ -144,6 +142,7 @@ def test_model_cycling_thinking_levels_and_scoped_models(spawn: Callable[..., Pi
     pi.send("\x0c")  # Ctrl+L: the model picker
     pi.expect("Which model?")
     pi.send("\x1b")
+    pi.expect("Which model? · (cancelled)")  # closed: what is typed next goes to the input line
     assert quit_pi(pi) == 0
 
 
@@ -198,6 +197,7 @@ def test_alt_up_takes_queued_messages_back(spawn: Callable[..., Pi], tmp_path: P
     pi.expect("aborted · ")
     pi.send("\r")
     pi.expect("› later please")
+    pi.expect("tool paused")  # the run is under way: Ctrl+C aborts it
     pi.send("\x03")
     pi.expect("aborted · ")
     assert quit_pi(pi) == 0
@@ -246,14 +246,17 @@ def test_ctrl_z_suspends_to_the_shell_and_fg_resumes(project: Path) -> None:
     if shutil.which("bash") is None:
         pytest.skip("needs bash for job control")
     shell = pexpect.spawn("bash", ["--norc", "--noprofile", "-i"], cwd=str(project), env=clean_env(PS1="$ "),
-                          encoding="utf-8", codec_errors="replace", timeout=15, dimensions=(40, 160))
+                          encoding="utf-8", codec_errors="replace", timeout=TIMEOUT, dimensions=(40, 160))
     try:
         command = " ".join(shlex.quote(part) for part in [*PI, "--no-extensions", "--model", "faux/offline-demo"])
         shell.sendline(command)
         shell.expect(loose("› "))
+        wait_for_raw_mode(shell)  # pi reads the keys
         shell.send("\x1a")  # Ctrl+Z: back to the shell, pi stopped
         shell.expect("Stopped")
         shell.sendline("fg")
+        shell.expect(loose("› "))  # pi draws its input line again…
+        wait_for_raw_mode(shell)  # …and reads the keys (an Enter the shell's terminal got would be a new line)
         shell.send("/session\r")
         shell.expect(loose("faux/offline-demo · thinking"))
         shell.send("/quit\r")

@@ -119,7 +119,7 @@ async def drive(keys: str, run: Any) -> Any:
         task = asyncio.ensure_future(run())
         await asyncio.sleep(0)
         pipe.send_text(keys)
-        return await asyncio.wait_for(task, 5)
+        return await asyncio.wait_for(task, 60)  # only the safety net of a failing test
 
 
 async def test_choose_confirm_text_and_cancel() -> None:

@@ -181,6 +181,7 @@ def test_custom_theme_colours_the_terminal_and_settings_switch_it(spawn: Callabl
     pi.expect("Which model?")
     assert "38;2;255;99;71" in "".join(pi.log)
     pi.send("\x1b")
+    pi.expect("Which model? · (cancelled)")  # closed: what is typed next goes to the input line
     pi.line("/settings")
     pi.expect("Settings (user:")
     pi.send("theme\r")  # the theme picker lists the themes found
@@ -190,6 +191,7 @@ def test_custom_theme_colours_the_terminal_and_settings_switch_it(spawn: Callabl
     pi.expect("colors.accent: invalid colour 'not-a-colour'")  # one line naming the file…
     pi.expect("using the dark theme")  # …and the dark theme instead
     pi.send("\x1b")
+    pi.expect("› ")  # the settings closed, the input line is back
     quit_pi(pi)
     assert json.loads((agent_dir() / "settings.json").read_text()) == {"theme": "broken"}
 
