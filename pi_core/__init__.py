@@ -6,4 +6,4 @@ public SDK only: :mod:`pi_core.runtime` (``create_agent_session``) and the objec
 documents (``docs/sdk.md``).
 """
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"

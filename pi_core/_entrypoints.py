@@ -8,6 +8,9 @@ whole ``METADATA`` file. This module reads what the lookup needs and nothing mor
 ``entry_points.txt``, and, for a distribution that has one of the groups asked for, the
 ``Name:`` and ``Version:`` header lines of its metadata.
 
+Before pi imports a plugin, :func:`requirements_on` reads that distribution's
+``Requires-Dist`` lines on pi's plugin contract from the same folder (the headers only).
+
 It follows ``importlib.metadata``'s rules: a distribution found twice (two ``sys.path``
 entries) counts once, the first one on the path; entry points keep their file order.
 When a ``sys.path`` entry is not a plain folder (a zip archive, an egg file), the answer
@@ -144,6 +147,58 @@ def entry_points(*groups: str) -> list[EntryPoint]:
 
 _installed: dict[str, str] = {}
 """Normalised distribution name -> its metadata folder, from the last walk."""
+
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+
+
+def requirement_name(value: str) -> str:
+    """The distribution name a requirement (``pluggable-pi-hookspecs<2,>=1.0``) begins with,
+    normalised; plain string work, as a compiled regex costs more than all the lines it
+    would read at a start."""
+    value = value.lstrip()
+    end = 0
+    while end < len(value) and value[end] in _NAME_CHARS:
+        end += 1
+    return _normalize(value[:end]) if end else ""
+
+
+def requirements_on(distribution: str, required: str) -> tuple[str, ...]:
+    """The ``Requires-Dist`` values of the installed ``distribution`` that name the
+    distribution ``required`` (``('pluggable-pi-hookspecs<2,>=1.0',)``), read from the
+    metadata folder the last walk found it in: the header lines of one small file, no
+    ``importlib.metadata``. An ``.egg-info`` folder keeps its requirements elsewhere: none
+    are reported for it."""
+    wanted = _normalize(required)
+    folder = _installed.get(_normalize(distribution))
+    if folder is None:
+        return _requirements_from_importlib(distribution, wanted)
+    found: list[str] = []
+    for filename in ("METADATA", "PKG-INFO"):
+        try:
+            with open(os.path.join(folder, filename), encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    if not line.strip():
+                        break  # the headers end at the first blank line
+                    if line.startswith("Requires-Dist:"):
+                        value = line[len("Requires-Dist:") :].strip()
+                        if requirement_name(value) == wanted:
+                            found.append(value)
+            return tuple(found)
+        except OSError:
+            continue
+    return ()
+
+
+def _requirements_from_importlib(distribution: str, wanted: str) -> tuple[str, ...]:
+    """:func:`requirements_on` for a distribution the walk did not see (a zip archive on
+    ``sys.path``)."""
+    from importlib import metadata
+
+    try:
+        requires = metadata.distribution(distribution).requires or []
+    except metadata.PackageNotFoundError:
+        return ()
+    return tuple(value for value in requires if requirement_name(value) == wanted)
 
 
 def _walk(folders: _Folders, wanted: frozenset[str]) -> list[EntryPoint]:

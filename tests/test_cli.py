@@ -22,8 +22,11 @@ def run_pi(*args: str, env: dict[str, str] | None = None, cwd: Path | None = Non
 
 
 def test_version() -> None:
+    """``pi --version`` is pluggable-pi's version, single-sourced from ``pi_core.__version__``."""
+    import pi_core
+
     out = run_pi("--version")
-    assert out.returncode == 0 and out.stdout.strip() == "pi 0.1.0"
+    assert out.returncode == 0 and out.stdout.strip() == f"pi {pi_core.__version__}"
 
 
 def test_extensions_list_json_shows_third_party_and_broken_plugins(site_dir: Path, tmp_path: Path) -> None:

@@ -13,6 +13,8 @@ context protocols. Everything else in pi is an implementation detail.
                 return {"block": True, "reason": "not on this machine"}
 """
 
+__version__ = "1.0.0"
+
 from typing import TYPE_CHECKING, Any
 
 from . import events as _events
@@ -145,8 +147,6 @@ from .tools import (
     parse_docstring,
     tool,
 )
-
-__version__ = "0.1.0"
 
 __all__ = [
     # markers & contract metadata

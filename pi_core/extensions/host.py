@@ -48,6 +48,7 @@ from .context import (
     Liveness,
     ProjectTrustContextImpl,
 )
+from .contract import contract_mismatch
 from .diagnostics import Diagnostic, ExtensionLoadError, describe_exception
 from .guard import hook_timeout_setting
 from .registry import RegistrationError, Registry
@@ -305,6 +306,13 @@ class PluginHost:
         if reason:
             record.status = "disabled"
             record.error = f"disabled: {reason}"
+            return record
+        # a plugin made for another major version of the contract is not imported: one
+        # error naming both versions, instead of an AttributeError somewhere inside it
+        mismatch = contract_mismatch(source.distribution, source.version)
+        if mismatch is not None:
+            record.status, record.error = "error", mismatch
+            self._diag("error", mismatch, plugin=record.name, source=source.kind, path=source.path)
             return record
         try:
             if source.path and (source.kind in ("user", "project", "settings", "cli")) and self.options.fresh_files:

@@ -5,6 +5,7 @@ way, and the example policy "installed" as a distribution on a ``PYTHONPATH`` di
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -48,11 +49,17 @@ def without_uv_on_path(env: dict[str, str]) -> dict[str, str]:
 
 def install_policy(site: Path) -> Path:
     """pluggable-pi-policy as an installed distribution in ``site``: ``pi_policy/`` and
-    ``pluggable_pi_policy-0.1.0.dist-info`` with its ``pi.extensions`` entry point ``policy``."""
+    ``pluggable_pi_policy-<version>.dist-info`` with its ``pi.extensions`` entry point
+    ``policy`` and its requirement on the plugin contract (which pi checks before importing it)."""
     shutil.copytree(POLICY / "pi_policy", site / "pi_policy", ignore=shutil.ignore_patterns("__pycache__"))
-    info = site / "pluggable_pi_policy-0.1.0.dist-info"
+    version = re.search(r'^__version__ = "([^"]+)"', (POLICY / "pi_policy" / "__init__.py").read_text(), re.M)
+    assert version, "pi_policy/__init__.py has no __version__"
+    info = site / f"pluggable_pi_policy-{version.group(1)}.dist-info"
     info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pluggable-pi-policy\nVersion: 0.1.0\n")
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: pluggable-pi-policy\nVersion: {version.group(1)}\n"
+        "Requires-Dist: pluggable-pi-hookspecs<2,>=1.0\n"
+    )
     (info / "entry_points.txt").write_text("[pi.extensions]\npolicy = pi_policy:PolicyPlugin\n")
     (info / "RECORD").write_text("")
     return site

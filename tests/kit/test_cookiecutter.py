@@ -15,7 +15,7 @@ from kit_support import REPO, uv
 
 TEMPLATE = REPO / "cookiecutter-extension"
 BIN = Path(sys.executable).parent
-NAMES = {"pi-hello": None, "pi-shell-guard": "Shell Guard"}  # the default name, and one of two words
+NAMES = {"pluggable-pi-hello": None, "pluggable-pi-shell-guard": "Shell Guard"}  # the default name, and one of two words
 
 
 def cookiecutter(out: Path, *extra: str, config: Path) -> subprocess.CompletedProcess[str]:
@@ -76,7 +76,7 @@ def venv(rendered: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_template_renders_a_plugin_package(rendered: Path) -> None:
     for dist in NAMES:
-        package = dist.replace("-", "_")
+        package = "pi_" + dist.removeprefix("pluggable-pi-").replace("-", "_")
         files = sorted(
             str(p.relative_to(rendered / dist))
             for p in (rendered / dist).rglob("*")
@@ -92,12 +92,12 @@ def test_the_template_renders_a_plugin_package(rendered: Path) -> None:
             "tests/__init__.py",
             f"tests/test_{package.removeprefix('pi_')}.py",
         ]
-    pyproject = (rendered / "pi-shell-guard" / "pyproject.toml").read_text()
-    assert 'name = "pi-shell-guard"' in pyproject
-    assert 'dependencies = ["pluggable-pi-hookspecs", "pydantic>=2.7"]' in pyproject
-    assert 'test = ["pluggable-pi", "pytest>=8", "pytest-asyncio>=0.24"]' in pyproject
+    pyproject = (rendered / "pluggable-pi-shell-guard" / "pyproject.toml").read_text()
+    assert 'name = "pluggable-pi-shell-guard"' in pyproject
+    assert 'dependencies = ["pluggable-pi-hookspecs>=1.0,<2", "pydantic>=2.7"]' in pyproject  # the contract's major
+    assert 'test = ["pluggable-pi>=1.0,<2", "pytest>=8", "pytest-asyncio>=0.24"]' in pyproject
     assert '"shell_guard" = "pi_shell_guard:ShellGuardPlugin"' in pyproject
-    assert '"shellGuard": {' in (rendered / "pi-shell-guard" / "README.md").read_text()
+    assert '"shellGuard": {' in (rendered / "pluggable-pi-shell-guard" / "README.md").read_text()
     sources = [p for p in rendered.rglob("*") if p.suffix in (".py", ".md", ".toml", ".typed")]
     assert not [p for p in sources if "{{" in p.read_text() or "{%" in p.read_text()]
 
@@ -113,7 +113,7 @@ def test_the_rendered_code_is_ruff_clean(rendered: Path) -> None:
 
 
 def test_the_rendered_package_is_mypy_strict_clean(rendered: Path) -> None:
-    packages = [str(rendered / dist / dist.replace("-", "_")) for dist in NAMES]
+    packages = [str(rendered / dist / ("pi_" + dist.removeprefix("pluggable-pi-").replace("-", "_"))) for dist in NAMES]
     result = subprocess.run(
         [str(BIN / "mypy"), "--strict", "--cache-dir", str(rendered.parent / "mypy-cache"), *packages],
         cwd=rendered.parent,
@@ -154,16 +154,17 @@ def test_pi_discovers_the_generated_plugin(venv: Path, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     plugins = {p["name"]: p for p in json.loads(result.stdout)["plugins"]}
     hello = plugins["hello"]
-    assert (hello["status"], hello["source"], hello["distribution"]) == ("loaded", "entrypoint", "pi-hello")
+    assert (hello["status"], hello["source"], hello["distribution"]) == ("loaded", "entrypoint", "pluggable-pi-hello")
     assert hello["tools"] == ["hello_greet"]
     assert {"tool_call", "tool_result", "session_start", "register_tools"} <= set(hello["hooks"])
     assert plugins["shell_guard"]["tools"] == ["shell_guard_greet"]
 
 
-def test_an_invalid_name_is_refused_with_a_reason(tmp_path: Path) -> None:
+@pytest.mark.parametrize("prefix", ["pluggable-pi-", "pi-"])
+def test_an_invalid_name_is_refused_with_a_reason(tmp_path: Path, prefix: str) -> None:
     config = tmp_path / "config.yaml"
     config.write_text(f"cookiecutters_dir: {tmp_path / 'cc'}\nreplay_dir: {tmp_path / 'replay'}\n")
-    result = cookiecutter(tmp_path / "out", "plugin_name=pi-hello", config=config)
+    result = cookiecutter(tmp_path / "out", f"plugin_name={prefix}hello", config=config)
     assert result.returncode != 0
-    assert "plugin_name 'pi-hello': leave out the 'pi-' prefix" in result.stdout + result.stderr
-    assert not (tmp_path / "out" / "pi-pi-hello").exists()
+    assert f"plugin_name '{prefix}hello': leave out the '{prefix}' prefix" in result.stdout + result.stderr
+    assert not list((tmp_path / "out").glob("*hello*"))

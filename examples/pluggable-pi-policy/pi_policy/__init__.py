@@ -11,6 +11,8 @@ pi finds the plugin through the entry point ``policy`` (group ``pi.extensions``)
 it in ``requiredExtensions`` of the user settings so that pi refuses to start without it.
 """
 
+__version__ = "1.0.0"
+
 from .errors import PolicyError
 from .plugin import PolicyPlugin
 from .rules import LoadedRules, Rules, RulesFile, parse_rules

@@ -14,9 +14,10 @@ anything heavy (pi's plugin contract, the ``acp`` SDK, the runtime) is imported.
 
 from __future__ import annotations
 
+__version__ = "1.0.0"
+
 from typing import Any
 
-__version__ = "0.1.0"
 __all__ = ["AcpPlugin", "__version__"]
 
 

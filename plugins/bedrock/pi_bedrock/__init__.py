@@ -11,6 +11,8 @@ framing: it is imported on the first Bedrock request only (:mod:`pi_bedrock.api`
 
 from __future__ import annotations
 
+__version__ = "1.0.0"
+
 import os
 from collections.abc import Callable, Mapping
 from typing import Any

@@ -8,6 +8,8 @@ See ``docs/codemode.md``.
 
 from __future__ import annotations
 
+__version__ = "1.0.0"
+
 import importlib
 from typing import TYPE_CHECKING, Any
 

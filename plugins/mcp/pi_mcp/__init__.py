@@ -14,6 +14,8 @@ have ``direct`` tools; the others finish connecting once its request is on its w
 
 from __future__ import annotations
 
+__version__ = "1.0.0"
+
 from typing import Any
 
 from pi_hookspecs import CliCommandDefinition, CommandDefinition, FlagDefinition, hookimpl
@@ -21,7 +23,6 @@ from pi_hookspecs import CliCommandDefinition, CommandDefinition, FlagDefinition
 from .config import LoadedConfig, ServerConfig, ServerEntry, load_config, parse_server
 
 __all__ = ["LoadedConfig", "McpPlugin", "ServerConfig", "ServerEntry", "load_config", "parse_server"]
-__version__ = "0.1.0"
 
 NO_MCP_FLAG = "no-mcp"
 

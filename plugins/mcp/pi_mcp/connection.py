@@ -32,7 +32,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 import anyio
 import anyio.abc
 
-from . import sdk
+from . import __version__, sdk
 from .config import ConfigValueError, ServerEntry, expand_home, expand_mapping
 from .errors import McpTimeoutError, McpUnavailableError, SignInRequiredError, describe, find
 from .log import McpLog
@@ -54,7 +54,8 @@ State = Literal["idle", "connecting", "connected", "disconnected", "needs-auth",
 STDERR_TAIL_CHARS = 2000
 MAX_PAGES = 1000
 CLIENT_NAME = "pi"
-CLIENT_VERSION = "0.1.0"
+CLIENT_VERSION = __version__
+"""The version pi reports to MCP servers (``clientInfo``): pluggable-pi-mcp's own."""
 
 AuthFactory = Callable[["McpConnection"], Any]
 """Returns the ``httpx2.Auth`` (OAuth provider) for an HTTP server, or ``None``."""

@@ -2,7 +2,7 @@
 
 Install it next to pi and point it at a collector::
 
-    pip install pluggable-pi-otel
+    pi install pluggable-pi-otel
     export OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318
     pi -p "what is in this folder?"
 
@@ -14,6 +14,8 @@ the plugin class is asked for, pi's contract: the export process stays light).
 """
 
 from __future__ import annotations
+
+__version__ = "1.0.0"
 
 from typing import TYPE_CHECKING, Any
 

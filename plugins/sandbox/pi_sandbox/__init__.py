@@ -13,6 +13,8 @@ pi finds the plugin through the entry point ``sandbox`` (group ``pi.extensions``
 
 from __future__ import annotations
 
+__version__ = "1.0.0"
+
 from typing import TYPE_CHECKING, Any
 
 from .plugin import SandboxPlugin
@@ -22,7 +24,6 @@ if TYPE_CHECKING:
     from .violations import SandboxViolation
 
 __all__ = ["Policy", "SandboxError", "SandboxPlugin", "SandboxSettings", "SandboxViolation", "load_policy"]
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:

@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 from sandbox_testkit import SECRET, HttpServer, fetch, http_server, need_some_sandbox  # noqa: F401
 
+import pi_sandbox
+
 TESTS = Path(__file__).resolve().parents[3] / "tests"
 sys.path.insert(0, str(TESTS / "ai"))
 sys.path.insert(0, str(TESTS / "cli"))
@@ -128,7 +130,7 @@ def test_pi_extensions_list_shows_the_plugin_and_its_preset(machine: dict[str, A
     assert done.returncode == 0, done.stderr
     block = done.stdout[done.stdout.index("sandbox  [entry point]") :]
     assert "loaded" in block.splitlines()[0]
-    assert "from: pluggable-pi-sandbox 0.1.0" in block
+    assert f"from: pluggable-pi-sandbox {pi_sandbox.__version__}" in block  # the installed metadata's version
     assert "commands: sandbox (sandbox strict, network off: show the policy)" in block
     assert "bash_spawn" in block and "tool_result" in block
 

@@ -8,6 +8,8 @@ SDK, pass ``plugins=[ToolSearchPlugin]``. See ``docs/tool-search.md``.
 
 from __future__ import annotations
 
+__version__ = "1.0.0"
+
 from .plugin import ToolSearchPlugin
 from .tool import DEFAULT_LIMIT, MAX_LIMIT, SEARCHABLE_EXPOSURES, TOOL_NAME
 

@@ -13,6 +13,8 @@ The public API is what this module exports; everything else is private.
 
 from __future__ import annotations
 
+__version__ = "1.0.0"
+
 from .document import FIELD_WEIGHTS, ToolDocument, document_for, namespace_key, namespace_keys, namespace_matches
 from .index import DEFAULT_LIMIT, Hit, SyncResult, ToolIndex
 from .tokenize import STOP_WORDS, stem, tokenize

@@ -8,7 +8,7 @@ identity, the metadata server of a Google Cloud VM — which takes ``google-auth
 plugin brings that library and lends pi the token through the contract's
 :class:`~pi_hookspecs.CredentialSource`, so only the users of Vertex AI install it::
 
-    pip install pluggable-pi-vertex
+    pi install pluggable-pi-vertex
     gcloud auth application-default login
     export GOOGLE_CLOUD_PROJECT=my-project GOOGLE_CLOUD_LOCATION=us-central1
     pi --model google-vertex/gemini-2.5-pro
@@ -21,6 +21,8 @@ imported on the first request that needs it, never at startup.
 """
 
 from __future__ import annotations
+
+__version__ = "1.0.0"
 
 import asyncio
 import json
