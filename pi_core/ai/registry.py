@@ -1,16 +1,16 @@
 """The model registry: built-in models, plugin providers and ``models.json``.
 
 Layers, later ones winning: the built-in catalogue (plus the offline ``faux``
-provider), providers registered by plugins (``register_providers``), then
-``<agent dir>/models.json``. Credentials, first found wins: the request's own
-``api_key`` (``--api-key``), ``auth.json``, the provider's ``apiKey``, then the
-provider's environment variables.
+provider, whose demo model answers only when chosen by name), providers registered
+by plugins (``register_providers``), then ``<agent dir>/models.json``. Credentials,
+first found wins: the request's own ``api_key`` (``--api-key``), ``auth.json``, the
+provider's ``apiKey``, then the provider's environment variables.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -201,6 +201,7 @@ class ModelRegistry:
         self.models_problems: list[str] = []
         """Broken parts of ``models.json`` left out (one message each); the rest is used."""
         self._providers: dict[str, _Provider] = {}
+        self._named_only: set[tuple[str, str]] = set()
         self._built: dict[tuple[str, str], Model] = {}
         self._refs: list[_Ref] | None = None
         self.reload()
@@ -316,18 +317,21 @@ class ModelRegistry:
                 for model in data.get("models", ()):
                     provider.models[model["id"]] = _normalise(model)
                 providers[name] = provider
+        named_only: set[tuple[str, str]] = set()
         if self._offline_demo:
             demo = register_offline_demo()
             providers["faux"] = _Provider(
                 name="faux", source="builtin", display_name="Offline", api="faux", needs_auth=False,
                 models={demo["id"]: demo},
             )
+            named_only.add(("faux", demo["id"]))
         for plugin in self._plugin_providers:
             self._apply_plugin(providers, plugin)
         self.models_problems = list(self._file_problems)
         if self._models_file is not None:
             self.models_problems += self._apply_models_file(providers, self._models_file)
         self._providers = providers
+        self._named_only = {key for key in named_only if key[0] in providers and key[1] in providers[key[0]].models}
         self._built = {}
         self._refs = None
 
@@ -411,8 +415,9 @@ class ModelRegistry:
             model = self._built[key] = self._materialise(provider, entry)
         return model
 
-    def _provider_models(self, provider: _Provider) -> list[Model]:
-        return [m for m in (self._model(provider, model_id) for model_id in list(provider.models)) if m is not None]
+    def _provider_models(self, provider: _Provider, skip: Set[tuple[str, str]] = frozenset()) -> list[Model]:
+        ids = [model_id for model_id in list(provider.models) if (provider.name, model_id) not in skip]
+        return [m for m in (self._model(provider, model_id) for model_id in ids) if m is not None]
 
     def _model_of(self, ref: _Ref) -> Model:
         model = self._model(self._providers[ref.provider], ref.id)
@@ -487,10 +492,20 @@ class ModelRegistry:
                 return True
         return bool(env_api_key(provider, self.auth.env(provider)) or env_bearer_token(provider))
 
-    def available(self) -> list[Model]:
+    def named_only(self, model: Model) -> bool:
+        """Whether ``model`` answers only when chosen by name (``--model``, the settings'
+        ``defaultModel``, a resumed session): pi's offline demo, ``faux/offline-demo``.
+        :meth:`available` and :meth:`default_model` leave such a model out, so a run
+        without credentials fails instead of answering with the demo."""
+        return (model.provider, model.id) in self._named_only
+
+    def available(self, current: Model | None = None) -> list[Model]:
         """The models whose provider has a credential (for a login whose method narrows
-        the provider's models, the ones the account may use)."""
-        usable = [m for p in self._providers.values() if self.has_auth(p.name) for m in self._provider_models(p)]
+        the provider's models, the ones the account may use): what model lists, pickers
+        and cycles offer. A :meth:`named_only` model is left out unless it is
+        ``current`` (the session's model), so a session on the demo still lists it."""
+        skip = self._named_only - {(current.provider, current.id)} if current is not None else self._named_only
+        usable = [m for p in self._providers.values() if self.has_auth(p.name) for m in self._provider_models(p, skip)]
         narrowed: dict[str, set[str]] = {}
         for provider in {m.provider for m in usable}:
             method = self.login_method(provider) if self.auth.has_oauth(provider) else None
@@ -519,16 +534,17 @@ class ModelRegistry:
         return env_api_key(provider, env)
 
     def default_model(self) -> Model | None:
-        """The default model of the first provider with a credential (the offline demo
-        model when there is none), as pi 1.6.0 picks it: the providers in the order of
-        its default models, then the first model with a credential. Builds only the
-        model it returns (unless a login narrows a provider's models)."""
+        """The default model of the first provider with a credential, as pi 1.6.0 picks
+        it: the providers in the order of its default models, then the first model with
+        a credential; ``None`` when no provider has one (the offline demo, a
+        :meth:`named_only` model, is never the default). Builds only the model it
+        returns (unless a login narrows a provider's models)."""
         usable = [state for state in self._providers.values() if self.has_auth(state.name)]
         narrowing = any(self.auth.has_oauth(s.name) and self.login_method(s.name) is not None for s in usable)
         if narrowing:
             available = self.available()  # a login may narrow its provider's models
             for provider, model_id in DEFAULT_MODELS.items():
-                found = [m for m in available if m.provider == provider and m.id == model_id and provider != "faux"]
+                found = [m for m in available if m.provider == provider and m.id == model_id]
                 if found:
                     return found[0]
             real = [m for m in available if m.api != "faux"]
@@ -536,11 +552,13 @@ class ModelRegistry:
         by_name = {state.name: state for state in usable}
         for provider, model_id in DEFAULT_MODELS.items():
             state = by_name.get(provider)
-            if provider != "faux" and state is not None and model_id in state.models:
+            if state is not None and model_id in state.models and (provider, model_id) not in self._named_only:
                 return self._model(state, model_id)
         fallback: tuple[_Provider, str] | None = None
         for state in usable:
             for model_id, entry in list(state.models.items()):
+                if (state.name, model_id) in self._named_only:
+                    continue
                 if (entry.get("api") or state.api) == "faux":
                     fallback = fallback or (state, model_id)
                     continue

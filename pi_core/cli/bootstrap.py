@@ -139,10 +139,11 @@ def _start_in_scope(session: Any, args: argparse.Namespace) -> str | None:
     selections, warnings = session.models.resolve_scope(patterns)
     for warning in warnings:
         print(f"pi: {warning}", file=sys.stderr)
-    usable = [s for s in selections if s.model.api == "faux" or session.models.has_auth(s.model.provider)]
+    current = session.agent.state.model
+    offered = {model.ref for model in session.models.available(current)}
+    usable = [s for s in selections if s.model.ref in offered]
     if not usable:
         return None
-    current = session.agent.state.model
     chosen = next((s for s in usable if current is not None and s.model.ref == current.ref), usable[0])
     session.agent.state.model = chosen.model
     if chosen.thinking_level and not args.thinking:

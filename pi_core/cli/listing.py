@@ -9,13 +9,16 @@ import re
 import sys
 from dataclasses import asdict
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..ai import ModelRegistry
 from ..ai.selection import collation_key
 from ..resources.settings import session_dir_setting
 from ..session import SessionInfo, SessionManager
 from ..session.paths import SESSION_DIR_ENV
+
+if TYPE_CHECKING:
+    from pi_hookspecs import Model
 
 
 async def _registry() -> ModelRegistry:
@@ -69,7 +72,12 @@ def format_token_count(count: int) -> str:
 
 def print_models(search: str = "", *, as_json: bool = False, all_models: bool = False) -> int:
     """The models you have credentials for (every model with ``all_models``), filtered
-    by ``search``, sorted by provider and id: pi 1.6.0's ``--list-models`` table."""
+    by ``search``, sorted by provider and id: pi 1.6.0's ``--list-models`` table.
+
+    The offline demo (``faux/offline-demo``, answered only when named) is not one of
+    the models you have credentials for; ``all_models`` lists it, as not available."""
+    from ..runtime.errors import no_model_message
+
     registry = asyncio.run(_registry())
     refs = registry.model_refs()
     if search.strip():
@@ -81,22 +89,22 @@ def print_models(search: str = "", *, as_json: bool = False, all_models: bool = 
             with_key[provider] = registry.has_auth(provider)
         return with_key[provider]
 
+    def offered(model: Model) -> bool:
+        return has_key(model.provider) and not registry.named_only(model)
+
     if not all_models:
         usable = {(m.provider, m.id) for m in registry.available()}
         refs = [r for r in refs if (r[0], r[1]) in usable]
     models = [m for m in (registry.get(r[0], r[1]) for r in refs) if m is not None]
     models.sort(key=lambda m: (collation_key(m.provider), collation_key(m.id)))
     if as_json:
-        print(json.dumps([{**m.to_json(), "available": has_key(m.provider)} for m in models], indent=2))
+        print(json.dumps([{**m.to_json(), "available": offered(m)} for m in models], indent=2))
         return 0
     if not models:
         if search.strip() and (all_models or registry.available()):
             print(f'No models matching "{search}"')
         else:
-            print(
-                "No models available. Set a provider's API key (see docs/providers.md), "
-                "or log in with `pi auth login <provider>`."
-            )
+            print(no_model_message(registry.models_path))
         return 0
     header = ["provider", "model", "context", "max-out", "thinking", "images"] + (["key"] if all_models else [])
     rows = [
@@ -107,7 +115,7 @@ def print_models(search: str = "", *, as_json: bool = False, all_models: bool = 
             format_token_count(m.max_tokens),
             "yes" if m.reasoning else "no",
             "yes" if "image" in m.input else "no",
-            *(["yes" if has_key(m.provider) else "-"] if all_models else []),
+            *(["yes" if offered(m) else "-"] if all_models else []),
         ]
         for m in models
     ]

@@ -23,26 +23,37 @@ def _wants_plugin_flags(argv: list[str], known: argparse.ArgumentParser) -> bool
     return any(a.startswith("--") and a != "--" for a in rest)
 
 
-def plugin_flag_definitions(pre: argparse.Namespace) -> list[Registered[FlagDefinition]]:
+def plugin_flag_definitions(
+    pre: argparse.Namespace, cli_commands: dict[str, str] | None = None
+) -> list[Registered[FlagDefinition]]:
     """The flags plugins register (``register_flags``): loads the plugins that are not
-    the project's own, without starting a session."""
+    the project's own, without starting a session. Given ``cli_commands`` (``pi
+    --help``), the same load fills it with their subcommands (name: first line of help)."""
     host = PluginHost(
         LoadOptions(cwd=os.getcwd(), cli_extensions=list(pre.extension), no_extensions=pre.no_extensions)
     )
     host.load_phase_one()
-    for diagnostic in asyncio.run(host.run_registration("register_flags")):
-        if diagnostic.level == "error":
-            print(f"pi: {diagnostic.format()}", file=sys.stderr)
+    hooks = ("register_flags",) if cli_commands is None else ("register_flags", "register_cli_commands")
+    for hook in hooks:
+        for diagnostic in asyncio.run(host.run_registration(hook)):
+            if diagnostic.level == "error":
+                print(f"pi: {diagnostic.format()}", file=sys.stderr)
+    if cli_commands is not None:
+        from .plugin_commands import command_help
+
+        cli_commands.update(command_help({name: reg.value for name, reg in host.registry.cli_commands.items()}))
     return list(host.registry.flags.values())
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     base = build_parser()
     flags: list[Registered[FlagDefinition]] = []
+    commands: dict[str, str] | None = None
     if _wants_plugin_flags(argv, base):
         pre, _ = base.parse_known_args([a for a in argv if a not in ("-h", "--help")])
-        flags = plugin_flag_definitions(pre)
-    parser = build_parser(flags)
+        commands = {} if any(a in ("-h", "--help") for a in argv) else None  # listed by --help
+        flags = plugin_flag_definitions(pre, commands)
+    parser = build_parser(flags, commands)
     return parser.parse_intermixed_args(argv)
 
 
@@ -102,7 +113,7 @@ async def _run_print(args: argparse.Namespace, stdin_text: str | None, *, json_m
     aborted (bash commands stopped) and no further prompt starts; then the runtime is
     disposed of and the status is ``128 + signal number``."""
     # the runtime, here rather than at the top: ``pi --help`` does not need it (see ``run``)
-    from ..runtime import NoModelError, SessionBusyError
+    from ..runtime import NoModelError, SessionBusyError, no_model_message
     from .bootstrap import CliError, diagnostics_of, initial_input, open_runtime
     from .print_mode import run_print
 
@@ -129,9 +140,16 @@ async def _run_print(args: argparse.Namespace, stdin_text: str | None, *, json_m
             if stop["signum"] is None:
                 raise
             return signal_status(stop["signum"], 1)
-        stop["runtime"] = runtime
         for line in diagnostics_of(runtime):
             print(f"pi: {line}", file=sys.stderr)
+        if runtime.session.model is None:
+            # Nothing to run the prompts with (the offline demo answers only when named):
+            # one line naming the ways to configure a model, before session_start, any
+            # tool or request, and nothing on stdout (json mode: no header either).
+            print(f"pi: {no_model_message(runtime.session.models.models_path)}", file=sys.stderr)
+            runtime.session.dispose("pi has no model")
+            return 1
+        stop["runtime"] = runtime
         try:
             status = await run_print(
                 runtime, initial, args, json_mode=json_mode, stopped=lambda: stop["signum"] is not None

@@ -443,11 +443,13 @@ class RpcServer:
         registry = session.models
         patterns = model_scope(self.args, session.services.resources.settings)
         scoped = bool(patterns)
+        offered = registry.available(session.model)
         if scoped:
             selections, _warnings = registry.resolve_scope(patterns)
-            candidates = [(s.model, s.thinking_level) for s in selections if _usable(session, s.model)]
+            offered_refs = {model.ref for model in offered}
+            candidates = [(s.model, s.thinking_level) for s in selections if s.model.ref in offered_refs]
         else:
-            candidates = [(model, None) for model in registry.available()]
+            candidates = [(model, None) for model in offered]
         if len(candidates) < 2:
             return None
         current = session.model
@@ -461,7 +463,8 @@ class RpcServer:
         return {"model": model.to_json(), "thinkingLevel": session.thinking_level, "isScoped": scoped}
 
     async def cmd_get_available_models(self, command: Command) -> Any:
-        return {"models": [model.to_json() for model in self.session.models.available()]}
+        session = self.session
+        return {"models": [model.to_json() for model in session.models.available(session.model)]}
 
     async def cmd_set_thinking_level(self, command: Command) -> Any:
         # As pi 1.6.0: a level the model does not support, an unknown one included, is
@@ -710,10 +713,6 @@ def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     return "".join(getattr(block, "text", "") for block in content or [])
-
-
-def _usable(session: AgentSession, model: Any) -> bool:
-    return bool(model.api == "faux" or session.models.has_auth(model.provider))
 
 
 def _thinking_levels(session: AgentSession) -> list[str]:

@@ -1,7 +1,7 @@
 """The AgentSession runtime: prompt pipeline, tool registry, event bridge and
 persistence, retry, compaction, reload and session replacement."""
 
-from .errors import MissingSessionCwdError
+from .errors import MissingSessionCwdError, no_model_message
 from .events import (
     AutoRetryEndEvent,
     AutoRetryStartEvent,
@@ -36,4 +36,5 @@ __all__ = [
     "ToolSelection",
     "create_agent_session",
     "create_services",
+    "no_model_message",
 ]

@@ -15,7 +15,7 @@ from ..ai.builtin import missing_plugin_message
 from ..extensions import EventRunner
 from ..resources.settings import Settings
 from ..session import SessionContext, SessionManager
-from .errors import NoModelError
+from .errors import NoModelError, no_model_message
 from .events import NoticeEvent, ThinkingLevelChangedEvent
 from .ports import Emit
 
@@ -47,7 +47,8 @@ class ModelControl:
 
     def initial(self, model: Model | None, context: SessionContext, settings: Settings) -> Model | None:
         """The model to start with: the one asked for, else the session's, else the
-        settings' default, else the registry's first usable one."""
+        settings' default, else the registry's first usable one (``None`` without a
+        provider with credentials: the offline demo is used only when named)."""
         if model is not None:
             return model
         if context.model is not None:
@@ -73,10 +74,7 @@ class ModelControl:
         API's plugin is missing or it has no credentials."""
         model = self.state.model
         if model is None:
-            raise NoModelError(
-                "No model is available: set ANTHROPIC_API_KEY or OPENAI_API_KEY, configure one in "
-                "models.json, or pick one with --model"
-            )
+            raise NoModelError(no_model_message(self.models.models_path))
         if model.api != "faux" and model.api not in self.models.api_names():
             hint = missing_plugin_message(model)
             if hint is not None:

@@ -44,7 +44,7 @@ def test_list_models_shows_the_providers_with_a_key(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     table = rows(done.stdout)
     providers = {row[0] for row in table}
-    assert providers == {"google", "faux"}  # and no anthropic, openai, ...
+    assert providers == {"google"}  # and no anthropic, openai, ..., nor the offline demo
     assert ["google", "gemini-2.5-pro", "1.0M", "65.5K", "yes", "yes"] in table
     ids = [row[1] for row in table if row[0] == "google"]
     assert ids == sorted(ids) and len(ids) >= 20
@@ -76,13 +76,23 @@ def test_keys_from_auth_json_and_models_json(tmp_path: Path) -> None:
                 "models": [{"id": "lab-model", "contextWindow": 32000, "maxTokens": 4096}]},
     }}))
     table = rows(pi("--list-models", cwd=tmp_path).stdout)
-    assert {row[0] for row in table} == {"faux", "groq", "lab", "xai"}
+    assert {row[0] for row in table} == {"groq", "lab", "xai"}
     assert ["lab", "lab-model", "32K", "4.1K", "no", "no"] in table
 
 
-def test_only_the_offline_model_without_keys(tmp_path: Path) -> None:
-    table = rows(pi("--list-models", cwd=tmp_path).stdout)
-    assert table == [["faux", "offline-demo", "128K", "16.4K", "no", "no"]]
+def test_no_model_without_keys_and_the_demo_only_under_all(tmp_path: Path) -> None:
+    # the offline demo answers only when named (--model faux/offline-demo): not listed
+    for args in (["--list-models"], ["models"]):
+        done = pi(*args, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith("No model available: set an API key variable such as ANTHROPIC_API_KEY")
+        assert f"add a provider to {agent_dir() / 'models.json'}" in done.stdout and "faux" not in done.stdout
+    # every model: the demo too, as not available (never offered or picked)
+    everything = pi("models", "--all", "offline-demo", cwd=tmp_path).stdout.splitlines()
+    assert everything[0].split()[-1] == "key"
+    assert [line.split() for line in everything[1:]] == [["faux", "offline-demo", "128K", "16.4K", "no", "no", "-"]]
+    as_json = json.loads(pi("models", "--all", "--json", "offline-demo", cwd=tmp_path).stdout)
+    assert [(m["provider"], m["id"], m["available"]) for m in as_json] == [("faux", "offline-demo", False)]
 
 
 def test_a_catalogue_provider_rerouted_by_base_url_alone(tmp_path: Path, wire: WireServer) -> None:
@@ -121,6 +131,5 @@ def test_list_models_prints_what_pi_1_6_0_prints(tmp_path: Path, search: str) ->
     theirs = subprocess.run([str(PI_TS), *args], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                             env={**env, **keys, "PI_CODING_AGENT_DIR": str(tmp_path / "ts-agent")})
     assert theirs.returncode == 0, theirs.stderr
-    # the same table, but for pi's own offline model (pi 1.6.0 has none)
-    ours_lines = [line for line in ours.stdout.splitlines() if not line.startswith("faux ")]
-    assert [line.split() for line in ours_lines] == [line.split() for line in theirs.stdout.splitlines()]
+    # the same table (pi's own offline demo is not listed: it answers only when named)
+    assert [line.split() for line in ours.stdout.splitlines()] == [line.split() for line in theirs.stdout.splitlines()]

@@ -111,10 +111,16 @@ def test_plugin_hook_errors_reach_stderr_including_session_start(cwd: Path, mode
         assert [e["event"] for e in errors][:2] == ["session_start", "turn_start"]
 
 
-def test_offline_default_without_any_key(cwd: Path) -> None:
+def test_without_any_key_no_model_and_the_demo_only_by_name(cwd: Path) -> None:
+    # no silent offline answer: one line naming the ways to configure a model, status 1
+    # (tests/cli/test_cli_no_model.py covers this in detail)
     out = run_pi("-p", "what is here?", cwd=cwd, env={"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""})
-    assert out.returncode == 0, out.stderr
-    assert "hello.txt" in out.stdout and "offline demo" in out.stdout
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.startswith("pi: No model available:") and out.stderr.count("\n") == 1
+    named = run_pi("-p", "--model", "faux/offline-demo", "what is here?", cwd=cwd,
+                   env={"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""})
+    assert named.returncode == 0, named.stderr
+    assert "hello.txt" in named.stdout and "offline demo" in named.stdout
 
 
 def test_no_session_writes_nothing_and_continue_resumes(wire: WireServer, cwd: Path) -> None:

@@ -123,7 +123,10 @@ def wire() -> Iterator[WireServer]:
 
 
 def pi(cwd: Path, *args: str, **env: str) -> RpcProcess:
-    return RpcProcess("--no-extensions", *args, cwd=cwd, env={**NO_KEYS, **env})
+    """``pi --mode rpc`` without keys, on the offline demo model (it answers only when
+    named) unless ``args`` name a model."""
+    model = () if "--model" in args else ("--model", "faux/offline-demo")
+    return RpcProcess("--no-extensions", *model, *args, cwd=cwd, env={**NO_KEYS, **env})
 
 
 def configure_endpoint(wire: WireServer, *models: dict[str, Any]) -> None:

@@ -106,7 +106,8 @@ def test_rpc_export_html(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     (project / "README.md").write_text("hello\n")
-    with RpcProcess("--no-extensions", cwd=project, env={"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""}) as rpc:
+    with RpcProcess("--no-extensions", "--model", "faux/offline-demo", cwd=project,
+                    env={"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""}) as rpc:
         nothing = rpc.call("export_html")
         assert nothing["success"] is False
         assert nothing["error"] == "Nothing to export yet - start a conversation first"

@@ -36,7 +36,8 @@ from typing import Any
 _DIR = Path(__file__).resolve().parent
 
 HAND_WRITTEN_DEFAULTS: dict[str, str] = {"faux": "offline-demo"}
-"""Defaults of pi's own providers (the offline demo), after pi 1.6.0's."""
+"""Defaults of pi's own providers (the offline demo), after pi 1.6.0's. The registry
+never picks the demo on its own: it answers only when named (``--model``, settings)."""
 
 
 @functools.cache
@@ -131,7 +132,8 @@ class _LazyMapping(Mapping[str, Any]):
 
 DEFAULT_MODELS: Mapping[str, str] = _LazyMapping(default_models)
 """Provider -> the model picked for it when nothing else chooses one (pi 1.6.0's
-``defaultModelPerProvider``, then pi's own offline demo)."""
+``defaultModelPerProvider``, then pi's own offline demo, which the registry's
+``default_model`` skips: it answers only when named)."""
 
 BUILTIN_PROVIDERS: Mapping[str, dict[str, Any]] = _LazyMapping(
     lambda: {provider: provider_entry(provider) for provider in provider_ids()}

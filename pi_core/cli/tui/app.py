@@ -37,7 +37,7 @@ from ..._async import maybe_await
 from ..._paths import agent_dir
 from ...ai import supported_thinking_levels
 from ...resources.settings import SettingsError
-from ...runtime import AgentSession, NoModelError, SessionBusyError, SessionRuntime
+from ...runtime import AgentSession, NoModelError, SessionBusyError, SessionRuntime, no_model_message
 from ...session import SessionManager
 from ..bootstrap import CliError, diagnostics_of, initial_input, open_runtime, start_runtime
 from ..process import install_stop_signals, run_main, signal_status
@@ -216,7 +216,7 @@ class InteractiveApp:
         if self._runtime is None:
             return []
         registry = self.session.models
-        available = {m.ref: m for m in registry.available()}
+        available = {m.ref: m for m in registry.available(self.session.model)}
         if self._scoped_refs is not None:
             return [(available[r], None) for r in self._scoped_refs if r in available]
         patterns = self.args.models or self.session.settings.enabled_models
@@ -231,7 +231,7 @@ class InteractiveApp:
     async def cycle_model(self, step: int) -> None:
         session = self.session
         scoped = self.scoped_models
-        candidates = scoped or [(m, None) for m in session.models.available()]
+        candidates = scoped or [(m, None) for m in session.models.available(session.model)]
         if len(candidates) < 2:
             self.live.flash("Only one model to cycle through (/scoped-models)" if candidates else "No model available", 2.0)
             self.invalidate()
@@ -955,7 +955,11 @@ class InteractiveApp:
 
     def _startup_warnings(self) -> None:
         session = self.session
-        if session.model is not None and session.model.api == "faux":
+        if session.model is None:
+            # as print mode refuses to start; here the user can fix it in place
+            message = no_model_message(session.models.models_path)
+            self.out.line(f"{message}; then choose it with /model", "yellow")
+        elif session.model.api == "faux":
             self.out.line("Offline demo model: set ANTHROPIC_API_KEY or OPENAI_API_KEY (or /model) for real answers", "yellow")
 
     async def _shutdown(self) -> None:

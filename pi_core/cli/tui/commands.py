@@ -313,7 +313,8 @@ async def cmd_model(app: CommandHost, args: str) -> None:
             model, level = selection.model, selection.thinking_level
         except Exception:
             words = pattern.lower().split()
-            matches = [m for m in models.available() if all(w in f"{m.ref} {m.name}".lower() for w in words)]
+            offered = models.available(session.model)
+            matches = [m for m in offered if all(w in f"{m.ref} {m.name}".lower() for w in words)]
             if len(matches) == 1:
                 model = matches[0]
             elif not matches:
@@ -322,7 +323,7 @@ async def cmd_model(app: CommandHost, args: str) -> None:
             else:
                 model = await _pick_model(app, matches)
     else:
-        model = await _pick_model(app, models.available())
+        model = await _pick_model(app, models.available(session.model))
     if model is None:
         return
     if not await session.set_model(model):
@@ -335,7 +336,7 @@ async def cmd_model(app: CommandHost, args: str) -> None:
 
 async def _pick_model(app: CommandHost, candidates: list[Any]) -> Any:
     if not candidates:
-        app.out.line("✖ No model is available: configure a provider key first", "red")
+        app.out.line("✖ No model is available: configure a provider key first (/login)", "red")
         return None
     current = app.session.model
     options = [
@@ -588,6 +589,7 @@ async def cmd_login(app: CommandHost, args: str) -> None:
                 app.out.line(f"✖ Failed to log in to {name}: {detail}", "red")
             return
         app.out.line(f"✓ Logged in to {name}. Credentials saved to {models.auth.path}", "green")
+        await _adopt_default_model(app)
         return
     key = await app.dialogs.text(f"Enter {name} API key", password=True)
     if not key or not key.strip():
@@ -599,6 +601,18 @@ async def cmd_login(app: CommandHost, args: str) -> None:
         app.out.line(f"✖ {error}", "red")
         return
     app.out.line(f"✓ Saved API key for {name}. Credentials saved to {models.auth.path}", "green")
+    await _adopt_default_model(app)
+
+
+async def _adopt_default_model(app: CommandHost) -> None:
+    """After a login, a session that has no model starts on the default one (as at
+    start-up); a session that has one keeps it (/model changes it)."""
+    session = app.session
+    if session.model is not None:
+        return
+    model = session.models.default_model()
+    if model is not None and await session.set_model(model):
+        app.out.line(f"Model: {model.ref} (thinking {session.thinking_level})", "green")
 
 
 async def cmd_logout(app: CommandHost, args: str) -> None:
@@ -667,7 +681,7 @@ def builtin_infos() -> list[CommandInfo]:
 
 def builtin_argument_values(app: CommandHost, name: str, prefix: str) -> list[tuple[str, str]]:
     if name == "model":
-        return [(m.ref, m.name) for m in app.session.models.available()]
+        return [(m.ref, m.name) for m in app.session.models.available(app.session.model)]
     if name == "login":
         return [(o.value, o.label) for o in _login_options(app)]
     if name == "logout":

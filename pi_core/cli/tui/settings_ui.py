@@ -211,7 +211,7 @@ async def _ask_value(app: CommandHost, spec: SettingSpec, current: Any) -> Any:
 async def cmd_scoped_models(app: CommandHost, args: str) -> None:
     """Choose the models Ctrl+P cycles through; saved as ``enabledModels``."""
     session = app.session
-    models = session.models.available()
+    models = session.models.available(session.model)
     if not models:
         app.out.line("✖ No model is available: configure a provider key first (/login)", "red")
         return
