@@ -2,37 +2,27 @@
 
 The agent command uses argparse rather than typer: it must accept the TypeScript pi's
 multi-letter short forms (``-ne``, ``-nt``, ``-xt`` …) and flags that plugins register
-at run time (``register_flags``), which are listed in ``--help``. Subcommands
-(``pi extensions``, ``pi models``, ``pi sessions``) are typer apps.
+at run time (``register_flags``), which are listed in ``--help`` with the plugins'
+subcommands. Subcommands (``pi extensions``, ``pi models``, ``pi sessions`` …) are typer
+apps (:mod:`pi_core.cli`).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pi_hookspecs import FlagDefinition
 
 from .. import __version__
 from ..extensions import Registered
+from . import COMMANDS
 
-SUBCOMMANDS = ("extensions", "models", "sessions")
+#: where the descriptions of the command list begin
+COLUMN = 32
 
-EPILOG = """commands:
-  pi extensions list [--json]   plugins: source, version, hooks, tools, commands, errors
-  pi install SPEC [-l] [-U]     install a plugin package into pi's environment (and record it):
-                                a name[==version], a git+URL, a folder; -e PATH: editable
-  pi remove SPEC [-l]           uninstall it, by name or source (alias: pi uninstall)
-  pi update [SPEC]              upgrade recorded packages, showing their versions
-  pi list                       recorded packages, installed versions and their extensions
-  pi models [SEARCH]            models and whether their provider has a key
-  pi sessions [--all]           saved sessions of this folder
-  pi --export SESSION.jsonl [OUT.html]
-                                the session as one self-contained HTML page
-                                (default: pi-session-<name>.html here), then exit
-
-examples:
+EXAMPLES = """examples:
   pi                                    interactive session in this folder
   pi -p "summarise README.md"           print the answer and exit
   git diff | pi -p "review this"        piped stdin is prepended to the prompt
@@ -43,16 +33,47 @@ examples:
 """
 
 
+def _rows(left: str, description: str) -> list[str]:
+    """``left`` and its description in two columns (a long ``left`` on a line of its own)."""
+    lines = description.split("\n")
+    first = f"  {left}"
+    if len(first) >= COLUMN - 1:
+        return [first, *(" " * COLUMN + line for line in lines)]
+    return [first.ljust(COLUMN) + lines[0], *(" " * COLUMN + line for line in lines[1:])]
+
+
+def epilog(plugin_commands: Mapping[str, str] | None = None) -> str:
+    """The text after the options in ``pi --help``: pi's commands (from the one table,
+    :data:`pi_core.cli.COMMANDS`), the plugins' subcommands when known (name: one line of
+    help), examples."""
+    lines = ["commands:"]
+    for name, usage, description in COMMANDS:
+        if description:
+            lines += _rows(f"pi {name} {usage}".rstrip(), description)
+    lines += _rows("pi --export SESSION.jsonl [OUT.html]", "the session as one self-contained HTML page\n"
+                                                             "(default: pi-session-<name>.html here), then exit")
+    if plugin_commands:
+        lines += ["", "plugin commands:"]
+        for name, help_text in plugin_commands.items():
+            lines.append((f"  pi {name}".ljust(COLUMN - 2) + f"  {help_text}").rstrip())
+    return "\n".join(lines) + "\n\n" + EXAMPLES
+
+
 def _list(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def build_parser(plugin_flags: Sequence[Registered[FlagDefinition]] | None = None) -> argparse.ArgumentParser:
+def build_parser(
+    plugin_flags: Sequence[Registered[FlagDefinition]] | None = None,
+    plugin_commands: Mapping[str, str] | None = None,
+) -> argparse.ArgumentParser:
+    """The agent command's parser, with the flags plugins register; ``plugin_commands``
+    (name: one line of help) are listed in its help."""
     parser = argparse.ArgumentParser(
         prog="pi",
         description="pi: a pluggable coding agent. Runs interactively when stdin and stdout are terminals, "
         "otherwise prints the answer.",
-        epilog=EPILOG,
+        epilog=epilog(plugin_commands),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )

@@ -12,6 +12,7 @@ import asyncio
 import inspect
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -25,6 +26,23 @@ def load_cli_commands() -> dict[str, Any]:
         if diagnostic.level == "error":
             print(f"pi: {diagnostic.format()}", file=sys.stderr)
     return {name: reg.value for name, reg in host.registry.cli_commands.items()}
+
+
+def command_help(registered: Mapping[str, Any]) -> dict[str, str]:
+    """Every plugin subcommand with the first line of its help: those ``registered``
+    (name: definition, as :func:`load_cli_commands` returns them) in registration order,
+    then those only declared in :data:`FAST_GROUP` (no help)."""
+    found = {name: (getattr(definition, "help", "") or "").strip().partition("\n")[0] for name, definition in registered.items()}
+    for name in fast_command_names():
+        found.setdefault(name, "")
+    return found
+
+
+def fast_command_names() -> list[str]:
+    """The names declared in :data:`FAST_GROUP` (nothing is imported)."""
+    from .._entrypoints import entry_points
+
+    return [entry.name for entry in entry_points(FAST_GROUP)]
 
 
 FAST_GROUP = "pi.cli_commands"
