@@ -11,8 +11,9 @@ if not re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", SLUG):
         f"plugin_name {NAME!r} gives {SLUG!r}: use letters, digits, spaces or hyphens, "
         "starting with a letter (for example 'hello' or 'shell guard')"
     )
-if SLUG.startswith("pi-"):
-    sys.exit(f"plugin_name {NAME!r}: leave out the 'pi-' prefix, the template adds it (pi-<name>)")
+for prefix in ("pluggable-pi-", "pi-"):
+    if SLUG.startswith(prefix):
+        sys.exit(f"plugin_name {NAME!r}: leave out the {prefix!r} prefix, the template names the distribution pluggable-pi-<name>")
 for key, value in {
     "description": {{ cookiecutter.description|tojson }},
     "author_name": {{ cookiecutter.author_name|tojson }},

@@ -47,7 +47,7 @@ def missing_plugin_message(model: Any) -> str | None:
     package = PLUGIN_APIS.get(model.api)
     if package is None:
         return None
-    return f"Model {model.ref} uses the {model.api} API of the {package} plugin: install it with pip install {package}"
+    return f"Model {model.ref} uses the {model.api} API of the {package} plugin: install it with pi install {package}"
 
 
 def provider_entries() -> list[dict[str, Any]]:

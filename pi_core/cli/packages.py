@@ -215,7 +215,9 @@ def _project_name(path: Path) -> str | None:
     built file (``name-1.0-py3-none-any.whl``, ``name-1.0.tar.gz``) installs."""
     if path.is_file():
         stem = path.name.removesuffix(".whl").removesuffix(".tar.gz").removesuffix(".zip")
-        return stem.split("-")[0] or None
+        # a built file's name spells the distribution with "_" (pluggable_pi_sandbox-1.0-…):
+        # shown and recorded as the distribution is named (pluggable-pi-sandbox)
+        return stem.split("-")[0].replace("_", "-") or None
     try:
         data = tomllib.loads((path / "pyproject.toml").read_text(encoding="utf-8"))
         name = data.get("project", {}).get("name")
@@ -322,10 +324,11 @@ def install_command(
     """Install plugin packages into the environment pi runs in and record them.
 
     \b
-      pi install pi-foo                 from PyPI (any pip requirement: 'pi-foo>=1.2')
-      pi install ./pi-foo               a local project folder (reinstalled on every call)
-      pi install -e ./pi-foo            editable: your edits apply without reinstalling
-      pi install git+https://github.com/o/pi-foo.git@v1.0
+      pi install pluggable-pi-foo         from the package index (any requirement: 'pluggable-pi-foo>=1.2')
+      pi install ./pluggable-pi-foo       a local project folder (reinstalled on every call)
+      pi install -e ./pluggable-pi-foo    editable: your edits apply without reinstalling
+      pi install ./dist/pluggable_pi_foo-1.0-py3-none-any.whl    a built wheel
+      pi install git+https://github.com/o/pluggable-pi-foo.git@v1.0
     """
     wanted = [parse_spec(s) for s in specs or []] + [parse_spec(p, editable=True) for p in editable]
     if not wanted:

@@ -489,7 +489,7 @@ async def test_vertex_without_credentials_says_what_to_install(
     message = await stream(vertex(wire.url), ctx(), options).result()
     assert message.stop_reason == "error"
     assert message.error_message.startswith("No API key for provider: google-vertex.")
-    assert "pip install pluggable-pi-vertex" in message.error_message
+    assert "pi install pluggable-pi-vertex" in message.error_message
     assert classify_error(message) == "auth"
     assert not wire.requests
 

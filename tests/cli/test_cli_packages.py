@@ -326,3 +326,22 @@ def test_the_base_python_s_pip_is_aimed_at_pi_s_environment(bare: Path) -> None:
     assert (installer.kind, installer.describe()) == ("pip", "base-python -m pip")
     assert installer.argv("install", ["pi-foo"]) == [
         str(bare), "-m", "pip", "--python", sys.executable, "install", "pi-foo"]
+
+
+def test_install_a_built_wheel_records_the_distribution_by_its_name(venv: Path, tmp_path: Path,
+                                                                     agent_dir: Path) -> None:
+    """A wheel file spells the distribution with "_" (``pi_hello-0.3.0-py3-none-any.whl``):
+    pi reports and records it as the distribution is named, so ``pi remove pi-hello`` finds it."""
+    project = tmp_path / "project"
+    project.mkdir()
+    built = tmp_path / "dist"
+    subprocess.run([*uv(), "build", "--wheel", "-q", "-o", str(built), str(make_plugin(tmp_path))], check=True,
+                   capture_output=True, env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"})
+    (wheel,) = built.glob("pi_hello-0.3.0-*.whl")
+    out = pi(venv, "install", str(wheel), cwd=project)
+    assert out.returncode == 0, out.stderr
+    assert f"{wheel}: installed pi-hello 0.3.0; extensions: hello" in out.stdout
+    assert json.loads((agent_dir / "settings.json").read_text())["packages"] == [
+        {"source": str(wheel), "distribution": "pi-hello"}]
+    out = pi(venv, "remove", "pi-hello", cwd=project)
+    assert out.returncode == 0 and "Removed pi-hello" in out.stdout, out.stderr

@@ -91,13 +91,16 @@ def test_relative_links_resolve(path: Path) -> None:
 @pytest.fixture
 def doc_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A scratch working directory, no provider keys (nothing may reach a real provider),
-    ``pi`` on PATH."""
+    ``pi`` on PATH. The reader of the docs has a model configured; here the settings
+    name the offline demo (without a model, a run refuses to start)."""
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
     for name in list(os.environ):
         if name.endswith("_API_KEY") or name in ("PI_EXTENSIONS", "PI_EXTENSIONS_STRICT", "PI_TRACE_HOOKS"):
             monkeypatch.delenv(name)
+    settings = Path(os.environ["PI_CODING_AGENT_DIR"]) / "settings.json"
+    settings.write_text(json.dumps({"defaultProvider": "faux", "defaultModel": "offline-demo"}))
     monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     return work
 
@@ -204,6 +207,8 @@ def check_pi_arguments(args: list[str]) -> str:
 
     if args in (["--version"], ["-v"]):
         return "version"
+    if args[:1] in (["help"], ["completion"]):
+        return args[0]
     if args and args[0] in PACKAGE_COMMANDS:
         from pi_core.cli.packages import packages_app
 
@@ -227,7 +232,7 @@ def check_pi_arguments(args: list[str]) -> str:
 
 def cheap_offline_run(kind: str, args: list[str]) -> bool:
     """Whether running the command is quick and needs no network nor key."""
-    if kind == "version" or args in (["--help"], ["-h"]):
+    if kind in ("version", "help", "completion") or args in (["--help"], ["-h"]):
         return True
     if kind == "subcommand" and args[:2] != ["sessions", "--all"]:
         return True
@@ -260,7 +265,13 @@ def check_other_program(argv: list[str], block: Block) -> None:
         assert all(re.match(r"^[A-Za-z_]\w*=", a) for a in argv[1:]), f"{block.where}: {quote(argv)}"
     elif name == "cookiecutter":
         assert (REPO / argv[-1]).is_dir() or argv[-1].startswith(("gh:", "https:")), f"{block.where}: {quote(argv)}"
-    elif name in ("cd", "git", "uv", "pip", "pytest"):
+    elif name in ("python3", "python") and argv[1:3] == ["-m", "venv"]:
+        pass
+    elif name in ("source", ".") and argv[1:] == [".venv/bin/activate"]:
+        pass  # the clone's development environment (getting-started.md says when)
+    elif name in ("eval", "complete"):
+        pass  # loading `pi completion SHELL`'s output
+    elif name in ("cd", "git", "uv", "uvx", "pip", "pytest", "pipx"):
         pass  # not pi's: their syntax is theirs; the lines that run pi are what this test checks
     elif name == "python" and argv[1:3] == ["-m", "pytest"]:
         pass
@@ -291,6 +302,58 @@ def test_shell_examples(path: Path, doc_env: Path, monkeypatch: pytest.MonkeyPat
             if cheap_offline_run(kind, argv[1:]):
                 out = run_pi(argv[0], argv[1:], doc_env)
                 assert out.returncode == 0, f"{block.where}: `{line}` exited {out.returncode}:\n{out.stderr}"
+
+
+# --------------------------------------------------------------------------- runnable
+
+RUNNABLE = "runnable"
+"""The fence attribute (```` ```sh runnable ````) of a shell block that runs as written."""
+MUST_HAVE_RUNNABLE = ("getting-started.md", "plugins.md")
+
+
+def runnable_blocks(path: Path) -> list[Block]:
+    return [b for b in ALL_BLOCKS[path] if b.kind == "shell" and RUNNABLE in b.attributes]
+
+
+def test_the_first_pages_a_user_reads_have_runnable_blocks() -> None:
+    missing = [name for name in MUST_HAVE_RUNNABLE if not runnable_blocks(DOCS / name)]
+    assert not missing, f"no ```sh {RUNNABLE} block in {missing}"
+
+
+def checkout_as_users_have_it(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A folder that looks like this clone after the README's set-up (every top-level
+    entry linked, ``.venv`` included; what a block creates stays in the folder), a home of
+    its own, no provider key, and a PATH without ``.venv/bin``: a command that needs the
+    environment must say so (``.venv/bin/pi``, ``source .venv/bin/activate``)."""
+    work = tmp_path / "clone"
+    work.mkdir()
+    for entry in REPO.iterdir():
+        if entry.name not in (".git", ".demo", "dist"):
+            (work / entry.name).symlink_to(entry)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith("_API_KEY") and not k.startswith(("PI_", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE"))
+    }
+    path = [p for p in env.get("PATH", "").split(os.pathsep) if p and Path(p).resolve() != BIN.resolve()]
+    env.update(HOME=str(home), PATH=os.pathsep.join(path), CI="true")
+    return work, env
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.name) for p in DOC_FILES if runnable_blocks(p)])
+def test_runnable_blocks_run_as_written(path: Path, tmp_path: Path) -> None:
+    """Each ``runnable`` block of a page, in order, in one clone-like folder: bash runs it
+    as a reader would paste it, and it must succeed."""
+    work, env = checkout_as_users_have_it(tmp_path)
+    for block in runnable_blocks(path):
+        done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.code], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, (
+            f"{block.where}: the block exited {done.returncode}:\n{block.code}\n"
+            f"--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
+        )
 
 
 # --------------------------------------------------------------------------- data

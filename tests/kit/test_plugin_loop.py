@@ -35,7 +35,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def plugin(tmp_path: Path) -> Path:
-    """``cookiecutter --no-input``: the package pi-hello (plugin ``hello``)."""
+    """``cookiecutter --no-input``: the package pluggable-pi-hello (plugin ``hello``)."""
     config = tmp_path / "cookiecutter.yaml"
     config.write_text(f"cookiecutters_dir: {tmp_path / 'cc'}\nreplay_dir: {tmp_path / 'replay'}\n")
     out = tmp_path / "src"
@@ -44,7 +44,7 @@ def plugin(tmp_path: Path) -> Path:
         capture_output=True, text=True, timeout=120,
     )
     assert made.returncode == 0, made.stderr
-    return out / "pi-hello"
+    return out / "pluggable-pi-hello"
 
 
 @pytest.fixture
@@ -98,32 +98,32 @@ def test_render_install_run_edit_reinstall_list_editable_update_remove(
     # install: uv from pi's own environment (no pip there, none on PATH)
     out = ok(pi(venv, "install", str(plugin), cwd=project))
     assert f"Installing into {venv}/bin/python with uv ..." in out.stdout
-    assert f"{plugin}: installed pi-hello 0.1.0; extensions: hello" in out.stdout
+    assert f"{plugin}: installed pluggable-pi-hello 0.1.0; extensions: hello" in out.stdout
     assert out.stderr == ""
-    assert packages(agent_dir) == [{"source": str(plugin), "distribution": "pi-hello"}]
+    assert packages(agent_dir) == [{"source": str(plugin), "distribution": "pluggable-pi-hello"}]
     assert greet(venv, wire, project) == "Hello, Ada!"
 
     # edit, reinstall: the edit is in, one record, no false warning
     edit(plugin / "pi_hello" / "settings.py", 'greeting: str = "Hello"', 'greeting: str = "Howdy"')
     out = ok(pi(venv, "install", str(plugin), cwd=project))
-    assert f"{plugin}: installed pi-hello 0.1.0; extensions: hello" in out.stdout
+    assert f"{plugin}: installed pluggable-pi-hello 0.1.0; extensions: hello" in out.stdout
     assert out.stderr == ""
-    assert packages(agent_dir) == [{"source": str(plugin), "distribution": "pi-hello"}]
+    assert packages(agent_dir) == [{"source": str(plugin), "distribution": "pluggable-pi-hello"}]
     assert greet(venv, wire, project) == "Howdy, Ada!"
 
     # list: the record, the installed version, what it provides
     listed = ok(pi(venv, "list", cwd=project)).stdout
     assert f"Recorded in {agent_dir / 'settings.json'} (this agent folder):" in listed
-    assert f"  {plugin}  pi-hello 0.1.0  extensions: hello" in listed
+    assert f"  {plugin}  pluggable-pi-hello 0.1.0  extensions: hello" in listed
     rows = json.loads(ok(pi(venv, "list", "--json", cwd=project)).stdout)
-    assert rows == [{"scope": "user", "source": str(plugin), "distribution": "pi-hello", "version": "0.1.0",
+    assert rows == [{"scope": "user", "source": str(plugin), "distribution": "pluggable-pi-hello", "version": "0.1.0",
                      "installed": True, "extensions": ["hello"]}]
 
     # editable: replaces the record; its first session loads it; edits apply without reinstalling
     out = ok(pi(venv, "install", "-e", str(plugin), cwd=project))
-    assert f"-e {plugin}: installed pi-hello 0.1.0; extensions: hello" in out.stdout
+    assert f"-e {plugin}: installed pluggable-pi-hello 0.1.0; extensions: hello" in out.stdout
     assert out.stderr == ""
-    assert packages(agent_dir) == [{"source": f"-e {plugin}", "distribution": "pi-hello"}]
+    assert packages(agent_dir) == [{"source": f"-e {plugin}", "distribution": "pluggable-pi-hello"}]
     plugins = json.loads(ok(pi(venv, "extensions", "list", "--json", cwd=project)).stdout)
     hello = next(p for p in plugins["plugins"] if p["name"] == "hello")
     assert (hello["status"], hello["tools"]) == ("loaded", ["hello_greet"])
@@ -132,15 +132,15 @@ def test_render_install_run_edit_reinstall_list_editable_update_remove(
 
     # update: versions, never "None ?"
     out = ok(pi(venv, "update", cwd=project))
-    assert f"-e {plugin}: pi-hello 0.1.0 (already the newest)" in out.stdout
+    assert f"-e {plugin}: pluggable-pi-hello 0.1.0 (already the newest)" in out.stdout
     edit(plugin / "pyproject.toml", 'version = "0.1.0"', 'version = "0.2.0"')
     out = ok(pi(venv, "update", cwd=project))
-    assert f"-e {plugin}: pi-hello 0.1.0 -> 0.2.0" in out.stdout
+    assert f"-e {plugin}: pluggable-pi-hello 0.1.0 -> 0.2.0" in out.stdout
     assert "None" not in out.stdout
 
     # remove by path: uninstalled, the record dropped, the plugin gone
     out = ok(pi(venv, "remove", str(plugin), cwd=project))
-    assert "Removed pi-hello" in out.stdout
+    assert "Removed pluggable-pi-hello" in out.stdout
     assert packages(agent_dir) == []
     plugins = json.loads(ok(pi(venv, "extensions", "list", "--json", cwd=project)).stdout)
     assert not [p for p in plugins["plugins"] if p["name"] == "hello"]
@@ -148,9 +148,9 @@ def test_render_install_run_edit_reinstall_list_editable_update_remove(
 
     # and by name
     ok(pi(venv, "install", str(plugin), cwd=project))
-    assert packages(agent_dir) == [{"source": str(plugin), "distribution": "pi-hello"}]
-    out = ok(pi(venv, "remove", "pi-hello", cwd=project))
-    assert "Removed pi-hello" in out.stdout and packages(agent_dir) == []
+    assert packages(agent_dir) == [{"source": str(plugin), "distribution": "pluggable-pi-hello"}]
+    out = ok(pi(venv, "remove", "pluggable-pi-hello", cwd=project))
+    assert "Removed pluggable-pi-hello" in out.stdout and packages(agent_dir) == []
 
 
 def test_the_template_s_policy_blocks_the_same_command_whatever_a_trusted_project_says(

@@ -121,6 +121,19 @@ def test_tasks_install_puts_pi_in_a_uv_tool_environment(dist: Path, tmp_path: Pa
     assert set(plugins_of(pi, home)) == {*STANDARD, "acp", "bedrock", "otel", "sandbox", "vertex"}
 
 
+def test_uvx_runs_pi_from_the_wheels_without_installing_it(dist: Path, tmp_path: Path, home: dict[str, Path]) -> None:
+    """The one-off form of docs/install.md: ``uvx --from "pluggable-pi[standard] @ WHEEL"
+    --with WHEEL… pi``, every distribution of the workspace named by its wheel."""
+    core, plugins = tasks().wheels_for(dist, "standard")
+    env = clean_env(UV_TOOL_DIR=str(tmp_path / "tools"), PI_CODING_AGENT_DIR=str(home["agent"]))
+    with_args = [arg for wheel in plugins for arg in ("--with", str(wheel))]
+    uvx = [sys.executable, "-m", "uv", "tool", "run", "--python", sys.executable,
+           "--from", f"pluggable-pi[standard] @ {core.as_uri()}", *with_args, "pi"]
+    assert run([*uvx, "--version"], env=env).stdout.strip() == f"pi {VERSION}"
+    answer = run([*uvx, "-p", "--model", "faux/offline-demo", "what is here?"], env=env, cwd=home["project"])
+    assert answer.stdout.startswith("The `ls` command listed 2 entries: README.md, hello.py."), answer.stdout
+
+
 def test_pipx_installs_pi_from_the_wheels_and_injects_a_plugin(dist: Path, tmp_path: Path,
                                                                home: dict[str, Path]) -> None:
     tool = tmp_path / "pipx-venv"

@@ -1,4 +1,6 @@
-"""{{ cookiecutter.__dist }}: {{ cookiecutter.description }}
+"""The pi plugin {{ cookiecutter.__dist }}.
+
+{{ cookiecutter.description|wordwrap(88) }}
 
 pi finds the plugin through the entry point ``{{ cookiecutter.__module }}`` of group
 ``pi.extensions`` (see pyproject.toml) and creates one :class:`{{ cookiecutter.__class }}`

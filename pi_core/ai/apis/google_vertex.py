@@ -49,7 +49,7 @@ class VertexCredentialsError(NoApiKeyError):
         ProviderError.__init__(
             self,
             f"No API key for provider: {provider}. Set GOOGLE_CLOUD_API_KEY, or install the pluggable-pi-vertex plugin "
-            "(pip install pluggable-pi-vertex) to use Google Cloud Application Default Credentials "
+            "(pi install pluggable-pi-vertex) to use Google Cloud Application Default Credentials "
             "(gcloud auth application-default login) with GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION.",
         )
 

@@ -106,5 +106,5 @@ def test_without_the_plugin_one_line_says_what_to_install(wire: WireServer, aws:
     done = run_pi("-p", "--no-session", "--model", MODEL, "hi", cwd=tmp_path, env={**aws, "PI_EXTENSIONS": ""})
     assert done.returncode == 1
     lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "pip install pluggable-pi-bedrock" in lines[0], done.stderr
+    assert len(lines) == 1 and "pi install pluggable-pi-bedrock" in lines[0], done.stderr
     assert wire.requests == []

@@ -51,7 +51,7 @@ class OutputLimitError(RuntimeError):
 
 
 def temp_dir() -> Path:
-    path = Path(tempfile.gettempdir()) / "pi-codemode"
+    path = Path(tempfile.gettempdir()) / "pi-codemode-output"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
