@@ -134,6 +134,19 @@ def test_uvx_runs_pi_from_the_wheels_without_installing_it(dist: Path, tmp_path:
     assert answer.stdout.startswith("The `ls` command listed 2 entries: README.md, hello.py."), answer.stdout
 
 
+def test_uv_installs_pi_with_the_standard_plugins_from_the_git_url(tmp_path: Path, home: dict[str, Path]) -> None:
+    """docs/install.md's git form: uv finds the other distributions in the repository's
+    workspace (this clone's committed state, as ``git+file://``)."""
+    if not (REPO / ".git").exists():
+        pytest.skip("not a git clone: the git URL form needs the repository's history")
+    env = clean_env(UV_TOOL_DIR=str(tmp_path / "tools"), UV_TOOL_BIN_DIR=str(tmp_path / "bin"))
+    run([sys.executable, "-m", "uv", "tool", "install", "--python", sys.executable,
+         f"pluggable-pi[standard] @ git+{REPO.as_uri()}"], env=env)
+    pi = tmp_path / "bin" / "pi"
+    assert run([str(pi), "--version"], env=clean_env()).stdout.strip() == f"pi {VERSION}"
+    assert plugins_of(pi, home) == dict.fromkeys(STANDARD, "loaded")
+
+
 def test_pipx_installs_pi_from_the_wheels_and_injects_a_plugin(dist: Path, tmp_path: Path,
                                                                home: dict[str, Path]) -> None:
     tool = tmp_path / "pipx-venv"
