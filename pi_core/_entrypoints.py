@@ -26,7 +26,10 @@ import stat
 import sys
 import types
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 _SUFFIXES = (".dist-info", ".egg-info")
 
@@ -78,23 +81,31 @@ def _header(folder: str) -> tuple[str | None, str | None]:
     return found.get("Name"), found.get("Version")
 
 
+def _header_lines(folder: str) -> Iterator[tuple[str, str]]:
+    """``(key, value)`` of each header line of a distribution's metadata (``METADATA``,
+    else ``PKG-INFO``), up to the blank line that ends the headers."""
+    for filename in ("METADATA", "PKG-INFO"):
+        try:
+            fh = open(os.path.join(folder, filename), encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        with fh:
+            for line in fh:
+                if not line.strip():
+                    break  # the headers end at the first blank line
+                key, _, value = line.partition(":")
+                yield key, value.strip()
+        return
+
+
 def _headers(folder: str, keys: tuple[str, ...]) -> dict[str, str]:
     """The first value of each of ``keys`` among a distribution's metadata headers."""
     found: dict[str, str] = {}
-    for filename in ("METADATA", "PKG-INFO"):
-        try:
-            with open(os.path.join(folder, filename), encoding="utf-8", errors="replace") as fh:
-                for line in fh:
-                    if not line.strip():
-                        break  # the headers end at the first blank line
-                    key, _, value = line.partition(":")
-                    if key in keys and key not in found:
-                        found[key] = value.strip()
-                        if len(found) == len(keys):
-                            break
-            return found
-        except OSError:
-            continue
+    for key, value in _header_lines(folder):
+        if key in keys and key not in found:
+            found[key] = value
+            if len(found) == len(keys):
+                break
     return found
 
 
@@ -172,21 +183,9 @@ def requirements_on(distribution: str, required: str) -> tuple[str, ...]:
     folder = _installed.get(_normalize(distribution))
     if folder is None:
         return _requirements_from_importlib(distribution, wanted)
-    found: list[str] = []
-    for filename in ("METADATA", "PKG-INFO"):
-        try:
-            with open(os.path.join(folder, filename), encoding="utf-8", errors="replace") as fh:
-                for line in fh:
-                    if not line.strip():
-                        break  # the headers end at the first blank line
-                    if line.startswith("Requires-Dist:"):
-                        value = line[len("Requires-Dist:") :].strip()
-                        if requirement_name(value) == wanted:
-                            found.append(value)
-            return tuple(found)
-        except OSError:
-            continue
-    return ()
+    return tuple(
+        value for key, value in _header_lines(folder) if key == "Requires-Dist" and requirement_name(value) == wanted
+    )
 
 
 def _requirements_from_importlib(distribution: str, wanted: str) -> tuple[str, ...]:
