@@ -133,10 +133,10 @@ def report() -> list[str]:
     bare, pi = numbers["bare"], numbers["pi"]
     return [
         "MCP tool call over stdio (median of alternating calls)",
-        f"  bare mcp ClientSession.call_tool   {bare:8.0f} us",
-        f"  through pluggable-pi-mcp (tool run)          {pi:8.0f} us",
-        f"  ratio pluggable-pi-mcp / bare                {pi / bare:8.2f}x   (budget <= 1.2x)",
-        f"  pluggable-pi-mcp's own work per call (no I/O) {numbers['own']:7.1f} us",
+        f"  bare mcp ClientSession.call_tool                {bare:8.0f} us",
+        f"  through pluggable-pi-mcp (tool run)             {pi:8.0f} us",
+        f"  ratio pluggable-pi-mcp / bare                   {pi / bare:8.2f}x   (budget <= 1.2x)",
+        f"  pluggable-pi-mcp's own work per call (no I/O)   {numbers['own']:7.1f} us",
     ]
 
 
