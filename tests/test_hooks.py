@@ -933,6 +933,47 @@ async def test_hook_file_access(tmp_path: Any) -> None:
         pi.close()
 
 
+async def test_hook_file_access_block() -> None:
+    """``block`` refuses the operation: a ``Blocked`` with the handler's reason (not a
+    failure), the walk stops (an editor after the gate never serves the file), and
+    ``hook_outcome`` says ``blocked``."""
+    served: list[str] = []
+    outcomes: list[tuple[str, str, str | None]] = []
+
+    class Gate:
+        @hookimpl(tryfirst=True)
+        def file_access(self, event: Any) -> Any:
+            if event.path.endswith("secret.txt"):
+                return h.FileAccessResult(block=True, reason="policy: not this file")
+            if event.path.endswith("bare.txt"):
+                return {"block": True, "content": "ignored"}  # a block wins over a result
+            return None
+
+    class Editor:
+        @hookimpl
+        def file_access(self, event: Any) -> Any:
+            served.append(event.path)
+            return {"content": "buffer"} if event.operation == "read" else {"handled": True}
+
+    class Audit:
+        @hookimpl
+        def hook_outcome(self, event: Any) -> None:
+            outcomes.append((event.plugin, event.outcome, event.message))
+
+    host = await load_host(Gate, Editor, Audit)
+    for operation in ("read", "write"):
+        event = h.FileAccessEvent(operation=operation, path="/x/secret.txt", content="y", tool_name=operation)
+        outcome = await host.runner.emit("file_access", event)
+        assert outcome == Blocked("Gate", "policy: not this file")
+    outcome = await host.runner.emit("file_access", h.FileAccessEvent(operation="read", path="/x/bare.txt", tool_name="read"))
+    assert outcome == Blocked("Gate", "blocked by plugin 'Gate'")
+    assert served == []
+    outcome = await host.runner.emit("file_access", h.FileAccessEvent(operation="read", path="/x/ok.txt", tool_name="read"))
+    assert isinstance(outcome, h.FileAccessResult) and outcome.content == "buffer" and not outcome.block
+    assert outcomes[:3] == [("Gate", "blocked", "policy: not this file")] * 2 + [("Gate", "blocked", "blocked by plugin 'Gate'")]
+    assert outcomes[3] == ("Editor", "handled", None)
+
+
 async def test_hook_input() -> None:
     def suffix(n: int) -> type:
         return type(f"P{n}", (), {"input": hookimpl(lambda self, event: {"action": "transform",

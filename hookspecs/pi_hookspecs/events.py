@@ -443,10 +443,13 @@ class FileAccessEvent(Event):
 
 class FileAccessResult(StrictModel):
     """``read``: ``content``, the file's text as the handler sees it; ``write``:
-    ``handled=True`` once the handler has written ``event.content``."""
+    ``handled=True`` once the handler has written ``event.content``. ``block=True``
+    (with a ``reason``) refuses the operation: the tool fails with the reason."""
 
     content: str | None = None
     handled: bool = False
+    block: bool = False
+    reason: str | None = None
 
 
 class InputEvent(Event):

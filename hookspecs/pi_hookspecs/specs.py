@@ -782,14 +782,21 @@ def file_access(event: FileAccessEvent, ctx: ExtensionContext) -> FileAccessResu
     ``"read"`` or ``"write"``, ``event.path`` the absolute path, ``event.content`` the
     new text of a write, with ``event.tool_name`` and ``event.tool_call_id``. It runs
     inside the file's mutation queue. Images, directory listings, ``grep`` and ``find``
-    stay local. It does not fire when no plugin implements it.
+    stay local (a policy that must refuse an image too checks the ``read`` tool's path
+    in ``tool_call``). It does not fire when no plugin implements it.
 
     **Returns** :class:`FileAccessResult`: for a read, ``content`` (the text the tool
     then works on, e.g. an editor's unsaved buffer); for a write, ``handled=True`` once
     the handler has written ``event.content`` (e.g. through an editor, which shows the
-    change). ``None`` lets the next handler, then the local file system, do it.
+    change); ``block=True`` with a ``reason`` to refuse the operation (a policy, e.g.
+    pluggable-pi-sandbox's protected and denied paths). ``None`` lets the next handler,
+    then the local file system, do it.
 
-    **Combination** (gate): the first valid result stops the walk.
+    **Combination** (gate): the first valid result stops the walk. A block wins over
+    ``content`` / ``handled`` in the same result; the tool then fails with the
+    ``reason`` as its error (``blocked by plugin '<name>'`` without one), and nothing is
+    read or written. A gate that must not be bypassed by a handler serving the file
+    (an editor) is ``tryfirst``.
 
     **Errors** fail **closed**: an exception, or a read result without ``content`` or a
     write result without ``handled``, is reported and the tool fails with a message
@@ -968,8 +975,8 @@ def hook_outcome(event: HookOutcomeEvent, ctx: ExtensionContext) -> None:
     handler acted), ``event.outcome``, ``event.message`` (the block reason or the error)
     and ``event.tool_call_id`` when the event concerns a tool call. ``event.outcome`` is:
 
-    * ``"blocked"``: a ``tool_call`` handler blocked the call, or a ``bash_spawn``
-      handler the command;
+    * ``"blocked"``: a ``tool_call`` handler blocked the call, a ``bash_spawn``
+      handler the command, or a ``file_access`` handler the read or write;
     * ``"handled"``: an ``input`` handler consumed the input, a ``user_bash``
       handler took over the command, or a ``file_access`` handler served the read or
       write;

@@ -88,7 +88,7 @@ class HookError:
 
 @dataclass(frozen=True, slots=True)
 class Blocked:
-    """A fail-closed gate (``user_bash``, ``bash_spawn``) whose handler failed or
+    """A fail-closed gate (``user_bash``, ``bash_spawn``, ``file_access``) whose handler failed or
     blocked: do not proceed."""
 
     plugin: str
@@ -625,6 +625,8 @@ def _outcome_kind(name: str, result: Any, stopped: bool) -> str | None:
     """What a handler's (valid, non-None) result did, for ``hook_outcome``."""
     rule = EVENTS[name].rule
     if stopped:
+        if name == "file_access" and result.block:
+            return "blocked"
         if name in ("input", "user_bash", "file_access"):
             return "handled"
         if name == "project_trust":
@@ -765,6 +767,8 @@ async def _compose_file_access(
     r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
 ) -> Any:
     def apply(impl: _Impl, result: Any) -> Any:
+        if result.block:
+            return Blocked(impl.plugin, result.reason or f"blocked by plugin {impl.plugin!r}")
         if event.operation == "read" and result.content is None:
             if result.handled:
                 raise HookReturnError("a read needs the file's text in content")

@@ -107,7 +107,8 @@ async def ctx_file_access(
 ) -> FileAccessResult | None:
     """The ``file_access`` hook of the runtime the tool runs in: the handler's
     :class:`~pi_hookspecs.FileAccessResult`, or ``None`` when no handler took the
-    operation (do it locally). A handler that failed raises :class:`ToolError`."""
+    operation (do it locally). A handler that refused the operation (``block``) or
+    failed raises :class:`ToolError` with its reason."""
     access = getattr(ctx, "_file_access", None)
     if access is None:
         return None

@@ -30,6 +30,12 @@ from pathlib import Path
 
 from .settings import Plan
 
+KERNEL_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs")
+"""Kernel interfaces in the sandbox's ``/proc`` kept read-only: the uid a command runs
+as may own them (pi as root), and writing them changes the host, not the sandbox."""
+KERNEL_MASKED = ("/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/latency_stats")
+"""Kernel files hidden behind the unreadable empty file."""
+
 PROXY_PORT = 3128
 """The proxy's port on the sandbox's own loopback interface."""
 CLONE_NEWUSER = 0x10000000
@@ -91,8 +97,15 @@ def build_argv(
     block_fd: int | None = None,
 ) -> list[str]:
     argv = [bwrap, *_namespaces(plan.network), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for path in KERNEL_READ_ONLY:
+        argv += ["--ro-bind-try", path, path]
+    for path in KERNEL_MASKED:
+        if os.path.exists(path):
+            argv += ["--ro-bind", empty_file, path]
     for path in plan.writable:
         argv += ["--bind", path, path]
+    for path in plan.git:
+        argv += ["--bind", path, path]  # a mount point: the repository cannot be renamed or replaced
     for path in plan.protected:
         argv += ["--ro-bind", path, path]
     for path in plan.deny:
@@ -100,6 +113,10 @@ def build_argv(
             argv += ["--perms", "0000", "--tmpfs", path]
         else:
             argv += ["--ro-bind", empty_file, path]
+    for path in plan.hidden_sockets:
+        argv += ["--ro-bind", empty_file, path]
+    for path in plan.allowed_sockets:
+        argv += ["--bind", path, path]  # on top of a denied folder holding it
     argv += ["--chdir", plan.cwd]
     if info_fd is not None and block_fd is not None:
         argv += ["--info-fd", str(info_fd), "--block-fd", str(block_fd)]

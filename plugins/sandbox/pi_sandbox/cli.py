@@ -43,13 +43,17 @@ async def _status(as_json: bool) -> int:
     except SandboxError as exc:
         print(json.dumps({"error": str(exc)}, indent=2))
         return 1
-    backend, error = None, None
+    backend, error, weaker = None, None, {}
     if policy.enabled:
         try:
-            backend = (await plugin.sandbox()).backend.detail
+            sandbox = await plugin.sandbox()
         except SandboxError as exc:
             error = str(exc)
-    print(json.dumps(to_json(policy, cwd, backend, error), indent=2))
+        else:
+            from .sandbox import weaker_guarantees
+
+            backend, weaker = sandbox.backend.detail, weaker_guarantees(sandbox.backend)
+    print(json.dumps(to_json(policy, cwd, backend, error, weaker), indent=2))
     return 1 if error else 0
 
 

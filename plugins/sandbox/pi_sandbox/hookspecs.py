@@ -18,8 +18,10 @@ def sandbox_violation(event: Any, ctx: Any) -> None:
     (``"tool"`` or ``"user"``), ``tool_call_id``, ``preset``, ``backend`` and ``detail``
     (the line of output it was recognised in). Network refusals through the proxy are
     reported as they happen, for every command; file system refusals are recognised in
-    the output of ``bash`` tool calls when their result is ready. ``ctx`` is the
-    context of the command (a tool context for tool calls).
+    the output of ``bash`` tool calls when their result is ready. pi's own ``read``,
+    ``write`` and ``edit`` tools are refused as they try (``source`` ``"tool"``,
+    ``command`` the tool's name, ``target`` the path it named, ``detail`` the reason).
+    ``ctx`` is the context of the command (a tool context for tool calls).
 
     **Returns** nothing (notification); implementations may be async.
 

@@ -4,6 +4,9 @@
   left it) puts the command in the sandbox, or refuses it when the policy cannot be
   read or no sandbox works here (fail closed);
 * ``tool_result`` tells the model what the sandbox refused during a ``bash`` call;
+* ``file_access`` (``tryfirst``: a gate no handler serving the file may pass) and, for
+  the ``read`` tool's images, ``tool_call`` keep pi's own file tools to the policy
+  (:mod:`pi_sandbox.file_guard`);
 * ``sandbox_violation`` (published with ``add_hookspecs``) tells audit plugins;
 * ``/sandbox`` and ``pi sandbox status`` show the policy; ``!unconfined COMMAND``
   runs one user command outside the sandbox after a confirmation.
@@ -13,18 +16,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pi_hookspecs import BashSpawnResult, TextContent, ToolResultPatch, hookimpl
+from pi_hookspecs import BashSpawnResult, FileAccessResult, TextContent, ToolCallResult, ToolResultPatch, hookimpl
 
 from .settings import Policy, SandboxError, load_policy, plan
 from .status import UNCONFINED_PREFIX, describe, summary
 
 if TYPE_CHECKING:  # imported when the first command runs, not when pi starts
+    from .file_guard import Refusal
     from .sandbox import Backend, Command, Sandbox
     from .violations import SandboxViolation
 
@@ -93,10 +98,19 @@ class SandboxPlugin:
 
     async def sandbox(self) -> Sandbox:
         if self._sandbox is None:
-            from .sandbox import Sandbox
+            from .sandbox import Sandbox, weaker_guarantees
 
             policy = self.policy()
             backend = await asyncio.shield(self._start_probe(policy))
+            missing = {k: v for k, v in weaker_guarantees(backend).items() if k not in policy.accept_weaker}
+            if missing:
+                names = ", ".join(f'"{name}"' for name in missing)
+                raise SandboxError(
+                    f"{backend.detail} cannot keep what the sandbox promises here: "
+                    + "; ".join(f"{name} ({why})" for name, why in missing.items())
+                    + f". To run commands with less, add \"acceptWeaker\": [{names}] to the sandbox settings in "
+                    f"{Path(policy.agent_dir) / 'settings.json'}, or make bubblewrap work (unprivileged user namespaces)"
+                )
             self._sandbox = Sandbox(policy, backend, Path(policy.agent_dir) / "sandbox")
         return self._sandbox
 
@@ -105,13 +119,17 @@ class SandboxPlugin:
             policy = self.policy()
         except SandboxError as exc:
             return f"pluggable-pi-sandbox: NOT ACTIVE - every command is refused: {exc}"
-        backend, error = None, None
+        backend, error, weaker = None, None, {}
         if policy.enabled:
             try:
-                backend = (await self.sandbox()).backend.detail
+                sandbox = await self.sandbox()
             except SandboxError as exc:
                 error = str(exc)
-        return describe(policy, cwd, backend, error)
+            else:
+                from .sandbox import weaker_guarantees
+
+                backend, weaker = sandbox.backend.detail, weaker_guarantees(sandbox.backend)
+        return describe(policy, cwd, backend, error, weaker)
 
     # ------------------------------------------------------------------ registration
 
@@ -154,6 +172,67 @@ class SandboxPlugin:
             await self._sandbox.close()
         self.pending.clear()
 
+    # ------------------------------------------------------------------ pi's own file tools
+
+    def _file_policy(self) -> Policy:
+        """The policy pi's file tools keep to; the defaults when the settings are invalid
+        (every command is refused then, and the policy files stay protected)."""
+        try:
+            return self.policy()
+        except SandboxError:
+            from .file_guard import fallback_policy
+
+            return fallback_policy()
+
+    @hookimpl(tryfirst=True)  # a gate: it decides before a handler (an editor) serves the file
+    async def file_access(self, event: Any, ctx: Any) -> FileAccessResult | None:
+        policy = self._file_policy()
+        if not policy.enabled:
+            return None
+        from . import file_guard
+
+        refusal = await asyncio.to_thread(
+            file_guard.check, policy, _cwd(ctx), event.operation, event.path, event.tool_name
+        )
+        if refusal is None:
+            return None
+        await self._file_refused(ctx, policy, refusal, event.tool_name, event.tool_call_id)
+        return FileAccessResult(block=True, reason=refusal.message)
+
+    @hookimpl(trylast=True)  # the read tool's images skip file_access: check the path as the tool gets it
+    async def tool_call(self, event: Any, ctx: Any) -> ToolCallResult | None:
+        path = event.input.get("path") if event.tool_name == "read" else None
+        if not isinstance(path, str):
+            return None
+        policy = self._file_policy()
+        if not policy.enabled:
+            return None
+        from . import file_guard
+
+        refusal = await asyncio.to_thread(file_guard.check_read_tool, policy, _cwd(ctx), path)
+        if refusal is None:
+            return None
+        await self._file_refused(ctx, policy, refusal, event.tool_name, event.tool_call_id)
+        return ToolCallResult(block=True, reason=refusal.message)
+
+    async def _file_refused(
+        self, ctx: Any, policy: Policy, refusal: Refusal, tool_name: str, tool_call_id: str | None
+    ) -> None:
+        from . import violations
+
+        backend = self._sandbox.backend.name if self._sandbox is not None else ""
+        violation = violations.SandboxViolation(
+            kind=refusal.kind,
+            target=refusal.path,
+            command=tool_name,
+            source="tool",
+            tool_call_id=tool_call_id,
+            preset=policy.preset,
+            backend=backend,
+            detail=refusal.why,
+        )
+        await violations.emit(ctx, violation)
+
     # ------------------------------------------------------------------ commands
 
     @hookimpl(trylast=True)  # wrap what every other plugin left: the sandbox is outermost
@@ -175,7 +254,7 @@ class SandboxPlugin:
         from .sandbox import Command
 
         command = Command(event.command, event.source, event.tool_call_id, plan(policy, event.cwd), ctx)
-        await sandbox.wrap(event, command, self._denied)
+        await sandbox.wrap(event, command, self._denied, self._repaired)
         if event.source == "tool" and event.tool_call_id:
             self.pending[event.tool_call_id] = command
             while len(self.pending) > MAX_PENDING:
@@ -203,6 +282,12 @@ class SandboxPlugin:
         command.denied_hosts.append((host, port))
         await violations.emit(command.ctx, self._violation(command, "network", f"{host}:{port}", "not in allowedHosts"))
 
+    async def _repaired(self, command: Command) -> None:
+        from . import violations
+
+        for target, what in command.repairs:
+            await violations.emit(command.ctx, self._violation(command, "write", target, what))
+
     def _violation(self, command: Command, kind: Any, target: str, detail: str) -> SandboxViolation:
         from .violations import SandboxViolation
 
@@ -227,14 +312,24 @@ class SandboxPlugin:
         from . import violations
 
         text = "".join(block.text for block in event.content if isinstance(block, TextContent))
+        # The scan (linear, bounded: violations.MAX_SCAN) runs in a worker thread, so the
+        # loop stays free meanwhile (Esc, Ctrl+C, the hookTimeout). When this handler is
+        # cancelled, ``stop`` ends the scan at its next phrase instead of letting it run on.
+        stop = threading.Event()
+        try:
+            found = await asyncio.to_thread(violations.find, text, command.plan, stop=stop)
+        finally:
+            stop.set()
         refused: list[str] = []
-        for kind, target, why, line in violations.find(text, command.plan):
+        for kind, target, why, line in found:
             if kind == "network" and command.denied_hosts:
                 continue  # the proxy's own refusals say it better
             refused.append(f"{'reading' if kind == 'read' else 'writing' if kind == 'write' else 'network'} {target} ({why})")
             await violations.emit(ctx, self._violation(command, kind, target, line))
         for host, port in command.denied_hosts:
             refused.append(f"network {host}:{port} (not in allowedHosts)")
+        for target, what in command.repairs:
+            refused.append(f"writing {target}: {what}")
         if command.proxy_error:
             refused.append(f"network (the proxy could not start: {command.proxy_error}; the command had no network)")
         if not refused:
@@ -274,6 +369,11 @@ async def _cli(args: list[str]) -> int:
     from .cli import main
 
     return await main(args)
+
+
+def _cwd(ctx: Any) -> str:
+    cwd = getattr(ctx, "cwd", None) if ctx is not None else None
+    return str(cwd) if cwd else os.getcwd()
 
 
 def _refuse(reason: str) -> BashSpawnResult:

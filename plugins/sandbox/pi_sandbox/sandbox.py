@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from . import bwrap, landlock, seatbelt
+from . import bwrap, guard, landlock, seatbelt
 from .proxy import FilteringProxy, HostMatcher
 from .settings import Plan, Policy, SandboxError, filter_env
 
@@ -99,6 +99,29 @@ def select_backend(requested: str) -> Backend:
     raise SandboxError("no sandbox is available on this machine: " + "; ".join(reasons))
 
 
+def weaker_guarantees(backend: Backend) -> dict[str, str]:
+    """The :data:`~.settings.GUARANTEES` ``backend`` cannot keep on this machine, each
+    with the reason. bubblewrap keeps all of them (namespaces); Landlock keeps them when
+    pi runs as root (the launcher's namespaces); as a user, Landlock cannot mediate
+    connections to unix sockets by path, and before its ABI 6 it cannot stop signals and
+    abstract unix sockets either."""
+    weaker: dict[str, str] = {}
+    if backend.name == "landlock":
+        if landlock.has_capability(landlock.CAP_SYS_ADMIN):
+            if backend.landlock_abi < 6:
+                weaker["abstract-sockets"] = f"Landlock ABI {backend.landlock_abi} (< 6) does not scope abstract unix sockets"
+        else:
+            weaker["unix-sockets"] = "Landlock does not mediate connections to unix sockets by path (pi is not root: no mount namespace to hide them)"
+            if backend.landlock_abi < 6:
+                why = f"Landlock ABI {backend.landlock_abi} (< 6) does not scope signals"
+                weaker["signals"] = why
+                weaker["process-cleanup"] = why + ": a command can kill the launcher that ends its processes"
+                weaker["abstract-sockets"] = f"Landlock ABI {backend.landlock_abi} (< 6) does not scope abstract unix sockets"
+    elif backend.name == "sandbox-exec":
+        weaker["process-cleanup"] = "sandbox-exec has no process namespace: a process that leaves pi's process group outlives the command"
+    return weaker
+
+
 def forget_probes() -> None:
     """Probe again on the next use (tests)."""
     with _lock:
@@ -119,6 +142,8 @@ class Command:
     ctx: Any = None
     denied_hosts: list[tuple[str, int]] = field(default_factory=list)
     proxy_error: str | None = None
+    repairs: list[tuple[str, str]] = field(default_factory=list)
+    """What :mod:`.guard` found changed and put right once the command ended."""
 
 
 class Sandbox:
@@ -141,9 +166,20 @@ class Sandbox:
                 self._empty = bwrap.empty_file(Path(tempfile.mkdtemp(prefix="pi-sandbox-")))
         return self._empty
 
-    async def wrap(self, event: Any, command: Command, on_denied: Callable[[Command, str, int], Any]) -> None:
-        """Confine ``event`` (a ``BashSpawnEvent``) in place."""
+    async def wrap(
+        self,
+        event: Any,
+        command: Command,
+        on_denied: Callable[[Command, str, int], Any],
+        on_repaired: Callable[[Command], Any] | None = None,
+    ) -> None:
+        """Confine ``event`` (a ``BashSpawnEvent``) in place; once the command ended,
+        :mod:`.guard` checks the repository and ``.pi`` (``on_repaired`` hears of repairs)."""
         policy, backend, the_plan = self.policy, self.backend, command.plan
+        kept = tuple(p for p in the_plan.protected if p == os.path.realpath(policy.agent_dir))  # Landlock keeps it read-only
+        snapshot = await asyncio.to_thread(
+            guard.take, the_plan, restore_protected=backend.name == "landlock", kept=kept
+        )
         env = filter_env(dict(event.env), policy)
         env["PI_SANDBOX"] = policy.preset
         for name in NO_PROXY_ENV:
@@ -194,9 +230,11 @@ class Sandbox:
                 spec = {
                     "deny": the_plan.deny,
                     "write": the_plan.writable,
-                    "keep": [p for p in the_plan.protected if p == os.path.realpath(policy.agent_dir)],
+                    "keep": list(kept),
                     "network": the_plan.network,
                     "proxy_port": port,
+                    "mask": the_plan.hidden_sockets,
+                    "empty": self.empty_file(),
                 }
                 argv = [*landlock.launcher(), *landlock.arguments(spec), *inner]
             else:
@@ -212,6 +250,9 @@ class Sandbox:
                 result = step()
                 if result is not None:
                     await result
+            command.repairs = await asyncio.to_thread(guard.check, snapshot, the_plan)
+            if command.repairs and on_repaired is not None:
+                await on_repaired(command)
 
         event.on_exit.append(finished)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -59,6 +60,9 @@ DEFAULT_DENY_READ: tuple[str, ...] = (
     "~/.vault-token",
     "{agent}/auth.json",
     "{agent}/mcp-auth.json",
+    # every session transcript pi saved (what the user and models said in other projects)
+    "{agent}/sessions",
+    "{sessions}",
     # sockets that would let a command act outside the sandbox (systemd, D-Bus,
     # ssh-agent, gpg-agent, tmux, Docker)
     "{runtime}",
@@ -68,12 +72,42 @@ DEFAULT_DENY_READ: tuple[str, ...] = (
     "{tmp}/tmux-*",
 )
 """Read (and write) access is refused below these paths. ``~``, ``{agent}`` (the agent
-directory), ``{project}``, ``{tmp}`` and ``{runtime}`` (``$XDG_RUNTIME_DIR``) are
-expanded; ``*`` and ``?`` match within one path segment."""
+directory), ``{project}``, ``{tmp}``, ``{runtime}`` (``$XDG_RUNTIME_DIR``) and
+``{sessions}`` (the user settings' ``sessionDir``, when set) are expanded; ``*`` and ``?``
+match within one path segment."""
 
-PROTECTED: tuple[str, ...] = ("{agent}", "{project}/.pi", "{project}/.git/hooks", "{project}/.git/config")
+PROTECTED: tuple[str, ...] = (
+    "{agent}",
+    "{project}/.pi",
+    "{project}/.git/hooks",
+    "{project}/.git/config",
+    "{project}/.git/config.worktree",
+    "{project}/.git/modules",
+)
 """Read-only even inside a writable folder: pi's own settings and plugins, the project's
-pi resources and what git would run outside the sandbox."""
+pi resources and what git would run outside the sandbox (hooks, configuration, the
+repositories of submodules). The repository's own folder is also a mount point (see
+:attr:`Plan.git`), so renaming it and copying it back cannot shed the protection."""
+
+SOCKET_NAMES: dict[str, tuple[str, ...]] = {
+    "docker": ("/run/docker.sock", "/var/run/docker.sock", "{runtime}/docker.sock"),
+    "ssh-agent": ("$SSH_AUTH_SOCK",),
+    "gpg-agent": ("{runtime}/gnupg/S.gpg-agent", "~/.gnupg/S.gpg-agent"),
+}
+"""Names ``allowSockets`` takes for well-known unix sockets (besides paths and globs).
+Every other unix socket outside the project is hidden from commands."""
+
+SOCKET_ENV: dict[str, str] = {"ssh-agent": "SSH_AUTH_SOCK", "gpg-agent": "GPG_AGENT_INFO"}
+"""The variable that names an allowed socket: it passes the environment filter too."""
+
+GUARANTEES: dict[str, str] = {
+    "unix-sockets": "unix sockets outside the project cannot be reached",
+    "process-cleanup": "every process a command starts ends with it",
+    "signals": "commands cannot signal processes outside the sandbox",
+    "abstract-sockets": "commands cannot reach abstract unix sockets outside the sandbox",
+}
+"""What a backend must keep on this machine; one it cannot keep makes the plugin refuse
+every command until the user names it in ``acceptWeaker``."""
 
 DEFAULT_ENV_DENY: tuple[str, ...] = (
     "*_API_KEY",
@@ -116,6 +150,13 @@ MINIMAL_ENV: tuple[str, ...] = (
 PRESETS: tuple[str, ...] = ("strict", "workspace-write", "off")
 
 
+def _known_names(names: tuple[str, ...], known: dict[str, str], key: str) -> tuple[str, ...]:
+    for name in names:
+        if name not in known:
+            raise ValueError(f"{SETTINGS_KEY}.{key}: unknown name {name!r} (known: {', '.join(known)})")
+    return names
+
+
 class SandboxError(Exception):
     """The policy cannot be used (bad settings, no sandbox on this machine): the plugin
     then refuses every command, naming the cause."""
@@ -144,13 +185,19 @@ class SandboxSettings:
     """Variables passed even though a deny pattern (or the strict allowlist) drops them."""
     env_deny: tuple[str, ...] = ()
     """More patterns to remove."""
+    allow_sockets: tuple[str, ...] = ()
+    """Unix sockets outside the project commands may reach: :data:`SOCKET_NAMES`, paths
+    or globs."""
+    accept_weaker: tuple[str, ...] = ()
+    """:data:`GUARANTEES` the user accepts to go without where the backend cannot keep them."""
 
     @classmethod
     def parse(cls, raw: object) -> SandboxSettings:
         """Validate the value of the ``sandbox`` key; ``ValueError`` names the bad key."""
         if not isinstance(raw, dict):
             raise ValueError(f"{SETTINGS_KEY} must be an object")
-        known = {"preset", "backend", "denyRead", "allowWrite", "network", "allowedHosts", "env"}
+        known = {"preset", "backend", "denyRead", "allowWrite", "network", "allowedHosts", "env", "allowSockets",
+                 "acceptWeaker"}
         for key in raw:
             if key not in known:
                 raise ValueError(f"{SETTINGS_KEY}.{key}: unknown key (known: {', '.join(sorted(known))})")
@@ -184,6 +231,8 @@ class SandboxSettings:
             allowed_hosts=strings(raw, "allowedHosts", SETTINGS_KEY),
             env_allow=strings(env, "allow", f"{SETTINGS_KEY}.env"),
             env_deny=strings(env, "deny", f"{SETTINGS_KEY}.env"),
+            allow_sockets=strings(raw, "allowSockets", SETTINGS_KEY),
+            accept_weaker=_known_names(strings(raw, "acceptWeaker", SETTINGS_KEY), GUARANTEES, "acceptWeaker"),
         )
 
 
@@ -205,6 +254,10 @@ class Policy:
     env_allow: tuple[str, ...] = ()
     env_deny: tuple[str, ...] = DEFAULT_ENV_DENY
     agent_dir: str = ""
+    allow_sockets: tuple[str, ...] = ()
+    accept_weaker: tuple[str, ...] = ()
+    session_dir: str | None = None
+    """The user settings' ``sessionDir`` (denied like the default sessions folder)."""
 
     @property
     def enabled(self) -> bool:
@@ -268,10 +321,23 @@ def resolve(settings: SandboxSettings, *, source: str = "defaults", agent: Path 
         network=network,
         allowed_hosts=settings.allowed_hosts,
         env_minimal=strict,
-        env_allow=settings.env_allow,
+        env_allow=(*settings.env_allow, *(SOCKET_ENV[name] for name in settings.allow_sockets if name in SOCKET_ENV)),
         env_deny=(*DEFAULT_ENV_DENY, *settings.env_deny),
         agent_dir=str(agent or agent_dir()),
+        allow_sockets=settings.allow_sockets,
+        accept_weaker=settings.accept_weaker,
+        session_dir=_session_dir(agent or agent_dir()),
     )
+
+
+def _session_dir(agent: Path) -> str | None:
+    """The ``sessionDir`` of the user settings (``~`` expanded), if any."""
+    try:
+        data = json.loads((agent / "settings.json").read_text(encoding="utf-8-sig") or "{}")
+    except (OSError, ValueError):
+        return None
+    value = data.get("sessionDir") if isinstance(data, dict) else None
+    return os.path.expanduser(value) if isinstance(value, str) and value.strip() else None
 
 
 # --------------------------------------------------------------------------- per command
@@ -286,16 +352,21 @@ def runtime_dir() -> str | None:
     return value
 
 
-def expand(pattern: str, *, project: str, agent: str) -> list[str]:
+def expand(pattern: str, *, project: str, agent: str, sessions: str | None = None) -> list[str]:
     """The existing real paths a policy path names (globs expanded)."""
     runtime = runtime_dir()
-    if "{runtime}" in pattern and not runtime:
+    if ("{runtime}" in pattern and not runtime) or ("{sessions}" in pattern and not sessions):
         return []
+    if pattern.startswith("$"):  # a variable naming a path (allowSockets: $SSH_AUTH_SOCK)
+        pattern = os.environ.get(pattern[1:], "")
+        if not pattern:
+            return []
     text = (
         pattern.replace("{agent}", agent)
         .replace("{project}", project)
         .replace("{tmp}", temp_dir())
         .replace("{runtime}", runtime or "")
+        .replace("{sessions}", sessions or "")
     )
     text = os.path.expanduser(text)
     if not os.path.isabs(text):
@@ -324,6 +395,14 @@ class Plan:
     """Read-only paths inside a writable folder."""
     deny: list[str] = field(default_factory=list)
     network: Network = "off"
+    git: list[str] = field(default_factory=list)
+    """The project's repository folder (or ``.git`` file): a mount point of its own
+    (bubblewrap), so it cannot be renamed or replaced while its hooks and configuration
+    are read-only."""
+    hidden_sockets: list[str] = field(default_factory=list)
+    """Unix sockets outside the project, hidden from the command."""
+    allowed_sockets: list[str] = field(default_factory=list)
+    """Unix sockets ``allowSockets`` lets through (even inside a denied folder)."""
 
 
 def plan(policy: Policy, cwd: str) -> Plan:
@@ -338,13 +417,23 @@ def plan(policy: Policy, cwd: str) -> Plan:
     for root in roots:
         if os.path.isdir(root) and root not in writable:
             writable.append(root)
+    allowed_sockets = [
+        path
+        for entry in policy.allow_sockets
+        for pattern in SOCKET_NAMES.get(entry, (entry,))
+        for path in expand(pattern, project=project, agent=agent)
+    ]
     deny: list[str] = []
     for entry in policy.deny_read:
-        for path in expand(entry, project=project, agent=agent):
+        for path in expand(entry, project=project, agent=agent, sessions=policy.session_dir):
+            if path in allowed_sockets:
+                continue
             if path not in deny and not any(_within(path, d) for d in deny):
                 deny.append(path)
+    deny = [d for d in deny if not any(_within(d, other) and d != other for other in deny)]
+    git = _git_paths(project)
     protected: list[str] = []
-    for entry in policy.protected:
+    for entry in (*policy.protected, *git.protected):
         for path in expand(entry, project=project, agent=agent):
             if any(_within(path, w) for w in writable) and path not in protected:
                 protected.append(path)
@@ -352,11 +441,94 @@ def plan(policy: Policy, cwd: str) -> Plan:
     writable.sort(key=lambda p: p.count("/"))
     protected.sort(key=lambda p: p.count("/"))
     deny.sort(key=lambda p: p.count("/"))
-    return Plan(cwd=project, writable=writable, protected=protected, deny=deny, network=policy.network)
+    mounts = [g for g in git.mounts if any(_within(g, w) for w in writable)]
+    hidden = [
+        sock
+        for sock in unix_sockets()
+        if not _within(sock, project)
+        and sock not in allowed_sockets
+        and not any(_within(sock, d) for d in deny)
+    ]
+    return Plan(
+        cwd=project,
+        writable=writable,
+        protected=protected,
+        deny=deny,
+        network=policy.network,
+        git=mounts,
+        hidden_sockets=hidden,
+        allowed_sockets=sorted(set(allowed_sockets)),
+    )
+
+
+@dataclass
+class _Git:
+    mounts: list[str]
+    protected: list[str]
+
+
+def _git_paths(project: str) -> _Git:
+    """What protects the project's repository: its ``.git`` (a folder, a ``gitdir:``
+    file of a worktree or submodule, or a symlink) as a mount point, and the hooks,
+    configuration and submodule repositories of the git folder it leads to (and of that
+    folder's common folder, for a worktree)."""
+    dot_git = os.path.join(project, ".git")
+    if not os.path.lexists(dot_git):
+        return _Git([], [])
+    real = os.path.realpath(dot_git)
+    mounts = [real]
+    folders: list[str] = []
+    if os.path.isdir(real):
+        folders.append(real)
+    elif os.path.isfile(real):
+        try:
+            with open(real, encoding="utf-8", errors="replace") as handle:
+                first = handle.readline().strip()
+        except OSError:
+            first = ""
+        if first.startswith("gitdir:"):
+            target = os.path.realpath(os.path.join(os.path.dirname(real), first[len("gitdir:") :].strip()))
+            if os.path.isdir(target):
+                folders.append(target)
+                mounts.append(target)
+    for folder in list(folders):
+        try:
+            with open(os.path.join(folder, "commondir"), encoding="utf-8", errors="replace") as handle:
+                common = os.path.realpath(os.path.join(folder, handle.read().strip()))
+        except OSError:
+            continue
+        if os.path.isdir(common) and common not in folders:
+            folders.append(common)
+    protected = [os.path.join(f, name) for f in folders for name in ("hooks", "config", "config.worktree", "modules")]
+    return _Git(mounts, protected)
+
+
+def unix_sockets() -> list[str]:
+    """The pathname unix sockets bound in pi's network namespace (``/proc/net/unix``)."""
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="surrogateescape") as table:
+            lines = table.read().splitlines()[1:]
+    except OSError:
+        return []
+    found: list[str] = []
+    for line in lines:
+        fields = line.split(None, 7)
+        if len(fields) == 8 and fields[7].startswith("/") and fields[7] not in found:
+            found.append(fields[7])
+    return [path for path in found if os.path.exists(path)]
 
 
 def filter_env(env: dict[str, str], policy: Policy) -> dict[str, str]:
-    """The environment a sandboxed command gets (secrets removed, see the module)."""
+    """The environment a sandboxed command gets: secrets removed.
+
+    A variable is removed when its name matches a pattern of ``policy.env_deny``
+    (case-insensitive, ``*`` wildcards), or when its value holds credentials in a URL
+    (:func:`url_credentials`): ``DATABASE_URL=postgres://user:pw@db/x``,
+    ``SENTRY_DSN=https://key@o1.ingest.sentry.io/1``, ``REDIS_URL=redis://:pw@host``,
+    ``HTTPS_PROXY=http://user:pw@proxy:8080``. A variable ``env.allow`` names is kept
+    whatever its name or value. With ``env_minimal`` (``strict``), only the names of
+    :data:`MINIMAL_ENV` and ``env.allow`` pass, and the same value rule applies to them.
+    """
 
     def matches(name: str, patterns: Sequence[str]) -> bool:
         upper = name.upper()
@@ -370,6 +542,49 @@ def filter_env(env: dict[str, str], policy: Policy) -> dict[str, str]:
             keep = (matches(name, MINIMAL_ENV) or allowed) and not matches(name, user_deny)
         else:
             keep = allowed or not matches(name, policy.env_deny)
-        if keep:
+        if keep and (allowed or not url_credentials(value)):
             out[name] = value
     return out
+
+
+_SCHEME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.")
+_AUTHORITY_END = re.compile(r'[\s/?#\\"<>]')
+_USER_NAME_SCHEMES = frozenset({"ssh", "sftp"})
+"""Schemes whose user name alone is no secret (``ssh://git@github.com/x/y``): the
+password, or the key, never travels in the URL."""
+
+
+def url_credentials(value: str) -> bool:
+    r"""Whether ``value`` holds, anywhere, a URL with credentials.
+
+    The rule: for each ``://`` in the value preceded by a scheme (a letter, then letters,
+    digits, ``+``, ``-`` or ``.``), the authority is what follows it up to the first
+    ``/``, ``?``, ``#``, ``\``, ``"``, ``<``, ``>``, blank or the end of the value. When
+    the authority holds an ``@``, what precedes its last ``@`` is the user information,
+    ``USER`` or ``USER:PASSWORD``. It is a credential when the password is not empty
+    (``postgres://user:pw@db/x``, ``redis://:pw@host``), or the user is not empty
+    (``https://key@o1.ingest.sentry.io/1``, a DSN or a token as user name), except a
+    user name alone with a scheme of ssh (``ssh``, ``git+ssh``, ``sftp``…:
+    ``ssh://git@github.com/x/y``). So ``https://example.org``, ``http://proxy:8080``,
+    ``https://example.org/@scope/x``, ``https://example.org/?by=me@example.org``, an
+    e-mail address, ``mailto:me@example.org`` and ``git@github.com:x/y`` (no ``://``)
+    hold none. Linear in the length of the value.
+    """
+    at = value.find("://")
+    while at >= 0:
+        begin = at
+        while begin > 0 and at - begin < 64 and value[begin - 1] in _SCHEME_CHARACTERS:
+            begin -= 1
+        while begin < at and not value[begin].isalpha():  # a scheme starts with a letter
+            begin += 1
+        if begin < at:
+            end = _AUTHORITY_END.search(value, at + 3)
+            authority = value[at + 3 : end.start() if end is not None else len(value)]
+            userinfo, separator, _host = authority.rpartition("@")
+            if separator:
+                user, _, password = userinfo.partition(":")
+                schemes = set(value[begin:at].lower().split("+"))
+                if password or (user and not schemes & _USER_NAME_SCHEMES):
+                    return True
+        at = value.find("://", at + 3)
+    return False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .settings import Policy, plan
+from .settings import GUARANTEES, Policy, plan
 
 UNCONFINED_PREFIX = "unconfined"
 
@@ -23,7 +23,9 @@ def summary(policy: Policy) -> str:
     return f"sandbox {policy.preset}, {network[policy.network]}"
 
 
-def to_json(policy: Policy, cwd: str, backend: str | None, error: str | None) -> dict[str, Any]:
+def to_json(
+    policy: Policy, cwd: str, backend: str | None, error: str | None, weaker: dict[str, str] | None = None
+) -> dict[str, Any]:
     data: dict[str, Any] = {"preset": policy.preset, "source": policy.source, "enabled": policy.enabled}
     if not policy.enabled:
         return data
@@ -45,20 +47,27 @@ def to_json(policy: Policy, cwd: str, backend: str | None, error: str | None) ->
             "deny": list(policy.env_deny),
         },
         unconfined=f"!{UNCONFINED_PREFIX} COMMAND (asks first; never for the model)",
+        hiddenSockets=the_plan.hidden_sockets,
+        allowedSockets=the_plan.allowed_sockets,
+        weakerAccepted=dict(weaker or {}),
     )
     return data
 
 
-def describe(policy: Policy, cwd: str, backend: str | None, error: str | None) -> str:
+def describe(
+    policy: Policy, cwd: str, backend: str | None, error: str | None, weaker: dict[str, str] | None = None
+) -> str:
     lines = [f"pluggable-pi-sandbox: preset {policy.preset} (from {policy.source})"]
     if not policy.enabled:
         lines.append("Commands run unconfined: the bash tool and !commands reach whatever you can.")
         return "\n".join(lines)
-    data = to_json(policy, cwd, backend, error)
+    data = to_json(policy, cwd, backend, error, weaker)
     if error:
         lines.append(f"NOT ACTIVE - every command is refused: {error}")
     else:
         lines.append(f"backend: {backend}")
+        for name, why in (weaker or {}).items():
+            lines.append(f"  accepted weaker (acceptWeaker): {name}: {GUARANTEES[name]} does NOT hold: {why}")
     lines.append("read: everything, except")
     lines.extend(f"  {_home(p)}" for p in data["denied"])
     if not data["denied"]:
@@ -79,5 +88,8 @@ def describe(policy: Policy, cwd: str, backend: str | None, error: str | None) -
     else:
         allowed = f" (allowed: {', '.join(env['allow'])})" if env["allow"] else ""
         lines.append(f"environment: secrets removed (*_KEY, *_TOKEN, *_SECRET, AWS_* …){allowed}")
+    sockets = len(data["hiddenSockets"])
+    allowed = f"; allowed: {', '.join(_home(p) for p in data['allowedSockets'])}" if data["allowedSockets"] else ""
+    lines.append(f"unix sockets outside the project: hidden ({sockets} here){allowed}")
     lines.append(f"unconfined: type !{UNCONFINED_PREFIX} COMMAND to run one command outside the sandbox (asks first)")
     return "\n".join(lines)

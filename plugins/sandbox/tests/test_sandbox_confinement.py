@@ -136,16 +136,19 @@ def test_a_project_cannot_switch_the_sandbox_off(pi: PiHarness, machine: Machine
 
 
 def test_protected_paths_stay_read_only_inside_the_project(pi: PiHarness, machine: Machine, backend: str) -> None:
-    if backend == "landlock":
-        pytest.skip("Landlock cannot keep a path read-only inside a writable folder (docs/sandbox.md)")
+    """bubblewrap keeps them read-only; Landlock cannot carve them out of the writable
+    project, so they are restored once the command ended (pi_sandbox.guard)."""
     sandboxed(pi, backend)
     (pi.project / ".pi").mkdir()
     (pi.project / ".pi" / "settings.json").write_text("{}")
-    pi.script(call("bash", command="echo '{\"x\": 1}' > .pi/settings.json"), ECHO)
+    pi.script(call("bash", command="echo '{\"x\": 1}' > .pi/settings.json; touch .pi/planted.py"), ECHO)
     result = pi.prompt("edit pi settings").tool_results[0]
-    assert result.is_error
     assert (pi.project / ".pi" / "settings.json").read_text() == "{}"
-    assert "a protected path" in result.text
+    assert not (pi.project / ".pi" / "planted.py").exists()
+    if backend == "landlock":
+        assert "restored as it was before the command" in result.text
+    else:
+        assert result.is_error and "a protected path" in result.text
 
 
 def test_the_strict_preset_keeps_even_the_project_read_only(pi: PiHarness, machine: Machine, backend: str) -> None:

@@ -62,7 +62,7 @@ def test_a_managed_file_wins_over_the_user(tmp_path: Path) -> None:
     [
         ("{nope", "are not valid JSON: line 1"),
         ({"sandbox": {"preset": "lenient"}}, "sandbox.preset: must be one of 'strict', 'workspace-write', 'off', not 'lenient'"),
-        ({"sandbox": {"allowedHost": ["x"]}}, "sandbox.allowedHost: unknown key (known: allowWrite, allowedHosts,"),
+        ({"sandbox": {"allowedHost": ["x"]}}, "sandbox.allowedHost: unknown key (known: acceptWeaker, allowSockets, allowWrite, allowedHosts,"),
         ({"sandbox": {"denyRead": "~/x"}}, "sandbox.denyRead: must be a list of strings"),
         ({"sandbox": {"env": {"allow": [1]}}}, "sandbox.env.allow: must be a list of strings"),
         ({"sandbox": {"env": {"pass": []}}}, "sandbox.env.pass: unknown key (known: allow, deny)"),
@@ -201,7 +201,8 @@ def test_the_landlock_launcher_never_runs_a_command_it_could_not_confine(tmp_pat
                               capture_output=True, text=True)
         assert done.returncode == 126 and "cannot confine the command with Landlock" in done.stderr
         assert not marker.exists()
-    spec = {"network": "proxy", "proxy_port": 8080, "deny": ["/a b"], "write": ["/w"], "keep": []}
+    spec = {"network": "proxy", "proxy_port": 8080, "deny": ["/a b"], "write": ["/w"], "keep": [], "mask": ["/s"],
+            "empty": "/e"}
     assert landlock.parse([*landlock.arguments(spec), "cmd", "--x"]) == (spec, ["cmd", "--x"])
 
 
