@@ -48,7 +48,6 @@ granting them back) and runs with ``no_new_privs``. Its processes end with it:
 
 from __future__ import annotations
 
-import _signal as signal  # the C module: the enum wrappers of `signal` cost 3 ms a start
 import ctypes
 import os
 import struct
@@ -57,7 +56,10 @@ import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # the launcher imports as little as it can: it starts before every command
+    import signal
     from typing import Any
+else:
+    import _signal as signal  # the C module: the enum wrappers of ``signal`` cost 3 ms a start
 
 SYS_CREATE_RULESET = 444
 SYS_ADD_RULE = 445
