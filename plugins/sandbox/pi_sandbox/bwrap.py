@@ -95,6 +95,7 @@ def build_argv(
     empty_file: str,
     info_fd: int | None = None,
     block_fd: int | None = None,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     argv = [bwrap, *_namespaces(plan.network), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for path in KERNEL_READ_ONLY:
@@ -114,10 +115,13 @@ def build_argv(
         else:
             argv += ["--ro-bind", empty_file, path]
     for path in plan.hidden_sockets:
-        argv += ["--ro-bind", empty_file, path]
+        if not any(path.startswith(d.rstrip("/") + "/") for d in plan.deny):  # a denied folder hides it already
+            argv += ["--ro-bind", empty_file, path]
     for path in plan.allowed_sockets:
         argv += ["--bind", path, path]  # on top of a denied folder holding it
     argv += ["--chdir", plan.cwd]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     if info_fd is not None and block_fd is not None:
         argv += ["--info-fd", str(info_fd), "--block-fd", str(block_fd)]
     return [*argv, "--", *command]
@@ -132,6 +136,19 @@ def empty_file(directory: Path) -> str:
     if stat.S_IMODE(path.stat().st_mode) != 0:
         path.chmod(0)
     return str(path)
+
+
+def seccomp_fd() -> int:
+    """A file descriptor holding the seccomp program of a bubblewrap sandbox (read by
+    ``--seccomp``): no setuid or setgid bits, no keyrings, no io_uring (the namespaces do
+    the rest). The caller passes it to bwrap and closes it once the command started."""
+    from .landlock import seccomp_bytes, seccomp_program
+
+    program = seccomp_bytes(seccomp_program(os.uname().machine))
+    fd = os.memfd_create("pi-sandbox-seccomp", 0)  # not close-on-exec: bwrap reads it
+    os.write(fd, program)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 # --------------------------------------------------------------------------- netns listener

@@ -73,6 +73,9 @@ class Snapshot:
     project: str
     dot_git: _Entry | None
     dot_pi: bool
+    missing: list[str] = field(default_factory=list)
+    """Paths of the repository's protected files and folders that did not exist (a
+    command could create them where nothing was mounted read-only)."""
     saved: dict[str, dict[str, tuple[int, bytes] | None]] = field(default_factory=dict)
     """Landlock: protected path -> {relative file: (mode, content)}; ``None`` when too big."""
 
@@ -134,6 +137,8 @@ def take(plan: Plan, *, restore_protected: bool, kept: tuple[str, ...] = ()) -> 
     all but ``kept``, which it does keep (pi's agent directory)."""
     project = plan.cwd
     snapshot = Snapshot(project, _entry(os.path.join(project, ".git")), os.path.lexists(os.path.join(project, ".pi")))
+    if snapshot.dot_git is not None:
+        snapshot.missing = [path for path in git_protected(project) if not os.path.lexists(path)]
     if restore_protected:
         budget = [MAX_SAVED_BYTES]
         for path in plan.protected:
@@ -142,6 +147,13 @@ def take(plan: Plan, *, restore_protected: bool, kept: tuple[str, ...] = ()) -> 
             if any(path == w or path.startswith(w.rstrip("/") + "/") for w in plan.writable):
                 snapshot.saved[path] = _files(path, budget)
     return snapshot
+
+
+def git_protected(project: str) -> list[str]:
+    """The hooks, configuration and submodule repositories of the project's repository."""
+    from .settings import _git_paths
+
+    return [path for path in _git_paths(project).protected]
 
 
 def _free_name(path: str) -> str:
@@ -234,6 +246,26 @@ def _remove(path: str) -> None:
         os.unlink(path)
 
 
+def _new_part_problem(path: str) -> str | None:
+    """Whether a hooks folder, configuration or submodule folder that a command created in
+    an existing repository can run a program."""
+    name = os.path.basename(path)
+    if name == "hooks":
+        try:
+            planted = sorted(n for n in os.listdir(path) if not n.endswith(".sample"))
+        except OSError:
+            return "a hooks entry"
+        return f"hooks ({', '.join(planted)})" if planted else None
+    if name == "modules":
+        return "submodule repositories (modules)"
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            problem = config_problem(handle.read(1_000_000))
+    except OSError:
+        return f"an unreadable {name}"
+    return f"the configuration key {problem} ({name})" if problem is not None else None
+
+
 def _restore_files(root: str, saved: dict[str, tuple[int, bytes] | None]) -> list[str]:
     """Put ``root`` back as saved (entries added removed, changed ones rewritten, removed
     ones recreated); the relative paths that had changed."""
@@ -287,6 +319,10 @@ def check(snapshot: Snapshot, plan: Plan) -> list[tuple[str, str]]:
             now is not None and before.kind == now.kind == "dir" and (before.dev, before.ino) == (now.dev, now.ino)
         ):
             repairs.append((dot_git, _put_back(project, dot_git, before, now)))
+        for path in snapshot.missing:
+            if os.path.lexists(path) and (problem := _new_part_problem(path)) is not None:
+                moved = _quarantine(path)
+                repairs.append((path, f"{problem} appeared in the repository: moved aside to {os.path.basename(moved)}"))
         if not snapshot.dot_pi and os.path.lexists(os.path.join(project, ".pi")):
             moved = _quarantine(os.path.join(project, ".pi"))
             repairs.append((

@@ -269,8 +269,9 @@ def apply(spec: dict[str, Any]) -> int:
         rules.allow_port(int(spec["proxy_port"]))
     if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise LandlockError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-    if network != "on":
-        install_seccomp(allow_tcp=network == "proxy" and abi >= 4)
+    isolated = bool(spec.get("private_shm"))  # new IPC namespace: System V IPC is the sandbox's own
+    install_seccomp(network=network, allow_tcp=network == "proxy" and abi >= 4, no_user_namespaces=True,
+                    no_sysv_ipc=not isolated)
     rules.restrict_self()
     return abi
 
@@ -284,23 +285,68 @@ AF_INET, AF_INET6, AF_PACKET = 2, 10, 17
 SOCK_STREAM = 1
 SECCOMP_RET_ALLOW = 0x7FFF0000
 SECCOMP_RET_ERRNO = 0x00050000
-EACCES = 13
+EPERM, EACCES, ENOSYS = 1, 13, 38
 X32_SYSCALL_BIT = 0x40000000
+CLONE_NEWUSER = 0x10000000
+SET_ID_BITS = 0o6000
+"""``S_ISUID | S_ISGID``: a command may not give a file either (as root, it would leave a
+setuid-root program behind for anyone to run outside the sandbox)."""
+
+SYSCALLS: dict[str, dict[str, int]] = {
+    "x86_64": {
+        "chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452, "creat": 85, "open": 2, "openat": 257,
+        "openat2": 437, "mknod": 133, "mknodat": 259, "keyctl": 250, "add_key": 248, "request_key": 249,
+        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "clone": 56, "clone3": 435,
+        "unshare": 272, "shmget": 29, "shmat": 30, "shmctl": 31, "shmdt": 67, "semget": 64, "semop": 65,
+        "semctl": 66, "semtimedop": 220, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "socket": 41,
+    },
+    "aarch64": {
+        "fchmod": 52, "fchmodat": 53, "fchmodat2": 452, "openat": 56, "openat2": 437, "mknodat": 33, "keyctl": 219,
+        "add_key": 217, "request_key": 218, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
+        "clone": 220, "clone3": 435, "unshare": 97, "shmget": 194, "shmctl": 195, "shmat": 196, "shmdt": 197,
+        "semget": 190, "semctl": 191, "semtimedop": 192, "semop": 193, "msgget": 186, "msgctl": 187,
+        "msgrcv": 188, "msgsnd": 189, "socket": 198,
+    },
+}
+MODE_ARGUMENT = {
+    "chmod": 1, "fchmod": 1, "fchmodat": 2, "fchmodat2": 2, "creat": 1, "open": 2, "openat": 3, "mknod": 1,
+    "mknodat": 2,
+}
+"""Where each call that sets a file's mode takes it."""
+KEYRINGS = ("keyctl", "add_key", "request_key")
+IO_URING = ("io_uring_setup", "io_uring_enter", "io_uring_register")
+SYSV_IPC = ("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop", "msgget", "msgsnd",
+            "msgrcv", "msgctl")
 
 _LD_ABS_W = 0x20
 _JEQ_K = 0x15
 _JGE_K = 0x35
+_JSET_K = 0x45
 _AND_K = 0x54
 _RET_K = 0x06
 
 
-def seccomp_program(machine: str, *, allow_tcp: bool) -> list[tuple[int, int, int, int]]:
-    """A classic BPF program: no IP sockets (or, with ``allow_tcp``, TCP ones only —
-    Landlock then limits where they connect), no packet sockets, no io_uring (its
-    socket operations would pass by this filter), nothing from a foreign syscall ABI."""
+def seccomp_program(
+    machine: str,
+    *,
+    network: str | None = None,
+    allow_tcp: bool = False,
+    no_user_namespaces: bool = False,
+    no_sysv_ipc: bool = False,
+) -> list[tuple[int, int, int, int]]:
+    """A classic BPF program for a sandboxed command. Always: nothing from a foreign
+    syscall ABI; no setuid or setgid bit on any file (``chmod`` and every call that
+    creates a file with a mode); no kernel keyrings; no io_uring (its operations pass by
+    seccomp); no ``openat2`` (its mode cannot be read: ``ENOSYS``, callers fall back to
+    ``openat``). ``network`` other than ``"on"``: no IP sockets (or, with ``allow_tcp``,
+    TCP ones only — Landlock then limits where they connect) and no packet sockets.
+    ``no_user_namespaces``: no new user namespace (``clone3``, whose flags cannot be read,
+    answers ``ENOSYS`` and callers fall back to ``clone``). ``no_sysv_ipc``: no System V
+    shared memory, semaphores or message queues (where the command shares pi's IPC
+    namespace)."""
     if machine not in AUDIT_ARCH:
         raise LandlockError(0, f"no seccomp filter for the {machine} architecture")
-    deny = SECCOMP_RET_ERRNO | EACCES
+    calls = SYSCALLS[machine]
     program: list[tuple[int, int, int, int]] = []
     labels: dict[str, int] = {}
     jumps: list[tuple[int, str | None, str | None]] = []
@@ -310,39 +356,72 @@ def seccomp_program(machine: str, *, allow_tcp: bool) -> list[tuple[int, int, in
             jumps.append((len(program), jt, jf))
         program.append((code, 0, 0, k))
 
+    def label(name: str) -> None:
+        labels[name] = len(program)
+
     op(_LD_ABS_W, 4)  # seccomp_data.arch
     op(_JEQ_K, AUDIT_ARCH[machine], None, "deny")
     op(_LD_ABS_W, 0)  # seccomp_data.nr
     if machine == "x86_64":
         op(_JGE_K, X32_SYSCALL_BIT, "deny", None)
-    op(_JEQ_K, SYS_IO_URING_SETUP, "deny", None)
-    op(_JEQ_K, SYS_SOCKET[machine], None, "allow")
-    op(_LD_ABS_W, 16)  # args[0]: the domain
-    op(_JEQ_K, AF_INET, "ip", None)
-    op(_JEQ_K, AF_INET6, "ip", None)
-    op(_JEQ_K, AF_PACKET, "deny", "allow")
-    labels["ip"] = len(program)
-    if allow_tcp:
-        op(_LD_ABS_W, 24)  # args[1]: the type, with flags
-        op(_AND_K, 0xF)
-        op(_JEQ_K, SOCK_STREAM, "allow", "deny")
-    else:
-        op(_RET_K, deny)
-    labels["allow"] = len(program)
+    denied = [*KEYRINGS, *IO_URING, *(SYSV_IPC if no_sysv_ipc else ())]
+    for name in denied:
+        op(_JEQ_K, calls[name], "deny", None)
+    op(_JEQ_K, calls["openat2"], "enosys", None)
+    if no_user_namespaces:
+        op(_JEQ_K, calls["clone3"], "enosys", None)
+        op(_JEQ_K, calls["clone"], "flags0", None)
+        op(_JEQ_K, calls["unshare"], "flags0", None)
+    for name, index in MODE_ARGUMENT.items():
+        if name in calls:
+            op(_JEQ_K, calls[name], f"mode{index}", None)
+    filter_network = network is not None and network != "on"
+    op(_JEQ_K, calls["socket"], "socket" if filter_network else "allow", "allow")
+    if filter_network:
+        label("socket")
+        op(_LD_ABS_W, 16)  # args[0]: the domain
+        op(_JEQ_K, AF_INET, "ip", None)
+        op(_JEQ_K, AF_INET6, "ip", None)
+        op(_JEQ_K, AF_PACKET, "deny", "allow")
+        label("ip")
+        if allow_tcp:
+            op(_LD_ABS_W, 24)  # args[1]: the type, with flags
+            op(_AND_K, 0xF)
+            op(_JEQ_K, SOCK_STREAM, "allow", "deny")
+        else:
+            op(_RET_K, SECCOMP_RET_ERRNO | EACCES)
+    if no_user_namespaces:
+        label("flags0")
+        op(_LD_ABS_W, 16)  # args[0] (low half): clone's and unshare's flags
+        op(_JSET_K, CLONE_NEWUSER, "deny", "allow")
+    for index in sorted(set(MODE_ARGUMENT.values())):
+        label(f"mode{index}")
+        op(_LD_ABS_W, 16 + 8 * index)  # the low half of the mode argument
+        op(_JSET_K, SET_ID_BITS, "deny", "allow")
+    label("enosys")
+    op(_RET_K, SECCOMP_RET_ERRNO | ENOSYS)
+    label("allow")
     op(_RET_K, SECCOMP_RET_ALLOW)
-    labels["deny"] = len(program)
-    op(_RET_K, deny)
+    label("deny")
+    op(_RET_K, SECCOMP_RET_ERRNO | EPERM)
     for index, jt, jf in jumps:
         code, _, _, k = program[index]
         t = labels[jt] - index - 1 if jt else 0
         f = labels[jf] - index - 1 if jf else 0
+        if not (0 <= t <= 255 and 0 <= f <= 255):
+            raise LandlockError(0, "seccomp program: a jump out of range")
         program[index] = (code, t, f, k)
     return program
 
 
-def install_seccomp(*, allow_tcp: bool) -> None:
-    program = seccomp_program(os.uname().machine, allow_tcp=allow_tcp)
-    raw = b"".join(struct.pack("=HBBI", code, jt, jf, k) for code, jt, jf, k in program)
+def seccomp_bytes(program: list[tuple[int, int, int, int]]) -> bytes:
+    """The program as the kernel (and bubblewrap's ``--seccomp``) takes it."""
+    return b"".join(struct.pack("=HBBI", code, jt, jf, k) for code, jt, jf, k in program)
+
+
+def install_seccomp(**options: Any) -> None:
+    program = seccomp_program(os.uname().machine, **options)
+    raw = seccomp_bytes(program)
     filters = ctypes.create_string_buffer(raw, len(raw))
 
     class SockFprog(ctypes.Structure):

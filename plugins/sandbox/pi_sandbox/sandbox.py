@@ -194,12 +194,16 @@ class Sandbox:
         cleanup: list[Callable[[], Any]] = []
         if backend.name == "bwrap":
             assert backend.path is not None
+            filter_fd = bwrap.seccomp_fd()
+            event.pass_fds.append(filter_fd)
+            cleanup.append(lambda: _close(filter_fd))
             if proxy is not None:
                 fds = _Fds()
                 info_r, info_w = fds.pipe()
                 block_r, block_w = fds.pipe()
                 argv = bwrap.build_argv(
-                    backend.path, the_plan, inner, empty_file=self.empty_file(), info_fd=info_w, block_fd=block_r
+                    backend.path, the_plan, inner, empty_file=self.empty_file(), info_fd=info_w, block_fd=block_r,
+                    seccomp_fd=filter_fd,
                 )
                 event.pass_fds.extend([info_w, block_r])
                 task = asyncio.get_running_loop().create_task(self._serve_in_netns(fds, info_r, block_w, proxy, command))
@@ -215,7 +219,7 @@ class Sandbox:
 
                 cleanup.append(close_bwrap)
             else:
-                argv = bwrap.build_argv(backend.path, the_plan, inner, empty_file=self.empty_file())
+                argv = bwrap.build_argv(backend.path, the_plan, inner, empty_file=self.empty_file(), seccomp_fd=filter_fd)
         else:
             port = None
             if proxy is not None:
@@ -301,6 +305,11 @@ class _Fds:
     def close_all(self) -> None:
         for fd in list(self.open):
             self.close(fd)
+
+
+def _close(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 def _set_proxy_env(env: dict[str, str], port: int) -> None:

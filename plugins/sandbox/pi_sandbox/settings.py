@@ -24,6 +24,7 @@ import glob
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -400,7 +401,9 @@ class Plan:
     (bubblewrap), so it cannot be renamed or replaced while its hooks and configuration
     are read-only."""
     hidden_sockets: list[str] = field(default_factory=list)
-    """Unix sockets outside the project, hidden from the command."""
+    """Unix sockets outside the project, hidden from the command (also those inside a
+    denied folder: Landlock does not mediate ``connect``; bubblewrap's empty folder
+    hides them already)."""
     allowed_sockets: list[str] = field(default_factory=list)
     """Unix sockets ``allowSockets`` lets through (even inside a denied folder)."""
 
@@ -442,13 +445,7 @@ def plan(policy: Policy, cwd: str) -> Plan:
     protected.sort(key=lambda p: p.count("/"))
     deny.sort(key=lambda p: p.count("/"))
     mounts = [g for g in git.mounts if any(_within(g, w) for w in writable)]
-    hidden = [
-        sock
-        for sock in unix_sockets()
-        if not _within(sock, project)
-        and sock not in allowed_sockets
-        and not any(_within(sock, d) for d in deny)
-    ]
+    hidden = [sock for sock in unix_sockets() if not _within(sock, project) and sock not in allowed_sockets]
     return Plan(
         cwd=project,
         writable=writable,
@@ -503,19 +500,70 @@ def _git_paths(project: str) -> _Git:
     return _Git(mounts, protected)
 
 
+SOCKET_FOLDERS = ("/run", "/var/run")
+"""Where services keep their sockets: walked (a few levels deep) for sockets bound in
+other network namespaces (containers, ``PrivateNetwork=`` services), which
+``/proc/net/unix`` does not list."""
+
+
 def unix_sockets() -> list[str]:
-    """The pathname unix sockets bound in pi's network namespace (``/proc/net/unix``)."""
+    """The pathname unix sockets a command could connect to: those bound in pi's network
+    namespace (``/proc/net/unix``) and the socket files below :data:`SOCKET_FOLDERS`,
+    each only when its folders can be entered by the command's uid (the others, nobody
+    in the sandbox reaches; bubblewrap could not even mount over them)."""
+    found: dict[str, None] = {}
     try:
         with open("/proc/net/unix", encoding="utf-8", errors="surrogateescape") as table:
             lines = table.read().splitlines()[1:]
     except OSError:
-        return []
-    found: list[str] = []
+        lines = []
     for line in lines:
         fields = line.split(None, 7)
-        if len(fields) == 8 and fields[7].startswith("/") and fields[7] not in found:
-            found.append(fields[7])
-    return [path for path in found if os.path.exists(path)]
+        if len(fields) == 8 and fields[7].startswith("/"):
+            found[fields[7]] = None
+    for top in SOCKET_FOLDERS:
+        if os.path.islink(top):
+            continue
+        _socket_files(top, found, depth=4)
+    uid = os.geteuid()
+    return [path for path in found if _reachable(path, uid)]
+
+
+def _socket_files(folder: str, found: dict[str, None], depth: int) -> None:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries[:2000]:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                if depth > 1:
+                    _socket_files(entry.path, found, depth - 1)
+            elif stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
+                found[entry.path] = None
+        except OSError:
+            continue
+
+
+def _reachable(path: str, uid: int) -> bool:
+    """Whether ``path`` exists and each folder above it can be entered by ``uid`` without
+    privileges (owner, or others' execute bit; a user namespace maps no group)."""
+    try:
+        os.lstat(path)
+    except OSError:
+        return False
+    folder = os.path.dirname(path)
+    while True:
+        try:
+            info = os.stat(folder)
+        except OSError:
+            return False
+        if not (info.st_uid == uid and info.st_mode & stat.S_IXUSR) and not info.st_mode & stat.S_IXOTH:
+            return False
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return True
+        folder = parent
 
 
 def filter_env(env: dict[str, str], policy: Policy) -> dict[str, str]:

@@ -186,12 +186,14 @@ def test_refusals_are_recognised_in_output(tmp_path: Path) -> None:
 
 def test_the_seccomp_program_jumps_stay_inside_it() -> None:
     for machine_name in ("x86_64", "aarch64"):
-        for allow_tcp in (True, False):
-            program = landlock.seccomp_program(machine_name, allow_tcp=allow_tcp)
-            for index, (code, jt, jf, _) in enumerate(program):
-                if code in (0x15, 0x35):
-                    assert index + 1 + jt < len(program) and index + 1 + jf < len(program)
-            assert program[-1][0] == 0x06 and program[-2] == (0x06, 0, 0, landlock.SECCOMP_RET_ALLOW)
+        for network in (None, "off", "proxy", "on"):
+            for flags in ({}, {"no_user_namespaces": True, "no_sysv_ipc": True}):
+                program = landlock.seccomp_program(machine_name, network=network, allow_tcp=network == "proxy", **flags)
+                for index, (code, jt, jf, _) in enumerate(program):
+                    if code in (0x15, 0x35, 0x45):
+                        assert index + 1 + jt < len(program) and index + 1 + jf < len(program)
+                assert program[-1] == (0x06, 0, 0, landlock.SECCOMP_RET_ERRNO | landlock.EPERM)
+                assert program[-2] == (0x06, 0, 0, landlock.SECCOMP_RET_ALLOW)
 
 
 def test_the_landlock_launcher_never_runs_a_command_it_could_not_confine(tmp_path: Path) -> None:
