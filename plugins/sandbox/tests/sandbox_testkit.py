@@ -47,6 +47,20 @@ def need(backend: str) -> None:
         pytest.skip("the kernel offers no Landlock")
 
 
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each Linux backend the machine offers (the others skip with the reason)."""
+    need(request.param)
+    return str(request.param)
+
+
+def sandboxed(pi: Any, backend: str, **settings: Any) -> Any:
+    """``pi`` (a ``PiHarness``) with pluggable-pi-sandbox on ``backend`` and ``settings``."""
+    from pi_sandbox import SandboxPlugin
+
+    return pi.use(SandboxPlugin).configure(sandbox={"backend": backend, **settings})
+
+
 def need_some_sandbox() -> None:
     if not bwrap_works() and landlock.abi_version() < 1:
         pytest.skip("neither bubblewrap nor Landlock works on this machine")

@@ -8,30 +8,21 @@ from typing import Any
 
 import pytest
 from sandbox_testkit import (  # noqa: F401
-    BACKENDS,
     SECRET,
     HttpServer,
     Machine,
+    backend,
     fetch,
     http_server,
     machine,
     need,
     need_some_sandbox,
+    sandboxed,
 )
 
 from pi_core.testing import ECHO, PiHarness, call, calls
 from pi_hookspecs import hookimpl
 from pi_sandbox import SandboxPlugin
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    need(request.param)
-    return str(request.param)
-
-
-def sandboxed(pi: PiHarness, backend: str, **settings: Any) -> PiHarness:
-    return pi.use(SandboxPlugin).configure(sandbox={"backend": backend, **settings})
 
 
 def test_a_write_outside_the_project_fails_and_the_model_is_told(pi: PiHarness, machine: Machine, backend: str) -> None:

@@ -21,13 +21,11 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from sandbox_testkit import BACKENDS, Machine, machine, need  # noqa: F401
+from sandbox_testkit import Machine, backend, machine, need, sandboxed  # noqa: F401
 
 from pi_core.testing import ECHO, PiHarness, call
-from pi_sandbox import SandboxPlugin
 from pi_sandbox import sandbox as sandbox_module
 from pi_sandbox.guard import config_problem
 from pi_sandbox.sandbox import Backend, weaker_guarantees
@@ -35,15 +33,6 @@ from pi_sandbox.sandbox import Backend, weaker_guarantees
 ROOT = os.geteuid() == 0
 GIT = shutil.which("git")
 
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
-    need(request.param)
-    return str(request.param)
-
-
-def sandboxed(pi: PiHarness, backend: str, **settings: Any) -> PiHarness:
-    return pi.use(SandboxPlugin).configure(sandbox={"backend": backend, **settings})
 
 
 def run(pi: PiHarness, command: str) -> str:
