@@ -94,7 +94,9 @@ def test_many_lines_with_a_refusal_at_the_end(plan: Plan, tmp_path: Path) -> Non
 
 
 def test_time_grows_linearly(plan: Plan) -> None:
-    """Ten times the output costs about ten times the CPU time (never a hundred)."""
+    """A hundred times the output costs about a hundred times the CPU time, never ten
+    thousand (the quadratic scan): the bound leaves a factor ten for a loaded machine,
+    whose caches make a large scan dearer per character than a small one."""
 
     def cost(size: int) -> float:
         best = float("inf")
@@ -104,8 +106,8 @@ def test_time_grows_linearly(plan: Plan) -> None:
             best = min(best, time.thread_time() - started)
         return best
 
-    small, large = cost(100_000), cost(MB)
-    assert large < 30 * small + 0.05, (small, large)
+    small, large = cost(MB // 100), cost(MB)
+    assert large < 1000 * small + 0.2, (small, large)
 
 
 # --------------------------------------------------------------------------- bounds
