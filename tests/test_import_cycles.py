@@ -1,21 +1,24 @@
-"""The layering of ``pi_core`` has no import circles: no module imports, directly or
-through others, a module that imports it back — counting imports inside functions and
+"""Neither ``pi_core`` nor the contract ``pi_hookspecs`` has import circles: no module
+imports, directly or through others, a module that imports it back — counting imports inside functions and
 under ``TYPE_CHECKING`` too (a circle dodged that way is still a circle to a reader)."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+from types import ModuleType
+
+import pytest
 
 import pi_core
+import pi_hookspecs
 
-ROOT = Path(pi_core.__file__).parent
 
-
-def _modules() -> dict[str, tuple[Path, bool]]:
+def _modules(top: ModuleType) -> dict[str, tuple[Path, bool]]:
+    root = Path(str(top.__file__)).parent
     modules: dict[str, tuple[Path, bool]] = {}
-    for path in ROOT.rglob("*.py"):
-        parts = ["pi_core", *path.relative_to(ROOT).with_suffix("").parts]
+    for path in root.rglob("*.py"):
+        parts = [top.__name__, *path.relative_to(root).with_suffix("").parts]
         package = parts[-1] == "__init__"
         modules[".".join(parts[:-1] if package else parts)] = (path, package)
     return modules
@@ -78,8 +81,9 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return circles
 
 
-def test_pi_core_has_no_import_circles() -> None:
-    modules = _modules()
+@pytest.mark.parametrize("package", [pi_core, pi_hookspecs], ids=lambda package: package.__name__)
+def test_no_import_circles(package: ModuleType) -> None:
+    modules = _modules(package)
     graph = {name: _imports(name, path, package, modules) for name, (path, package) in modules.items()}
     assert _circles(graph) == []
 

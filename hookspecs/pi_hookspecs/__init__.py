@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import events as _events
 from ._base import PiModel, StrictModel, camel_alias, now_ms
+from ._event import OCCASIONAL
 from .aio import maybe_await
 from .auth import REFRESH_MARGIN_MS, LoginCallbacks, LoginError, LoginMethod, OAuthCredentials
 from .context import (
@@ -188,13 +189,13 @@ __all__ = [
     "RegisterProvider", "RegisterRenderer", "RegisterShortcut", "RegisterTool", "RegisterToolRenderer", "RendererDefinition",
     "ShortcutDefinition", "ToolRendererDefinition",
     *_events.__all__,
-    *sorted(_events.OCCASIONAL),
+    *sorted(OCCASIONAL),
 ]
 
 
 def __getattr__(name: str) -> Any:
     """The occasional events (``pi_hookspecs.events.OCCASIONAL``), made on first use."""
-    if name in _events.OCCASIONAL:
+    if name in OCCASIONAL:
         value = getattr(_events, name)
         globals()[name] = value
         return value
@@ -202,7 +203,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_events.OCCASIONAL})
+    return sorted({*globals(), *OCCASIONAL})
 
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""The occasional events of :mod:`pi_hookspecs.events` (see ``OCCASIONAL`` there): the
+"""The occasional events of :mod:`pi_hookspecs.events` (named by ``OCCASIONAL``): the
 same public names, created on first use. Import them from :mod:`pi_hookspecs` or
 :mod:`pi_hookspecs.events`, not from here."""
 
@@ -7,8 +7,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ._base import PiModel, StrictModel
+from ._event import OCCASIONAL, CompactReason, Event
 from .entries import BranchSummaryEntry, CompactionEntry, SessionEntry
-from .events import OCCASIONAL, CompactReason, Event
 from .llm import Model
 from .messages import AgentMessage, Usage
 from .signals import AbortSignal
@@ -211,4 +211,4 @@ class UserBashResult(StrictModel):
     result: BashResult | None = None
 
 
-__all__ = sorted(OCCASIONAL)  # the one list of these names is events.OCCASIONAL
+__all__ = sorted(OCCASIONAL)  # the one list of these names is _event.OCCASIONAL

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ConfigDict, Field
 
 from ._base import PiModel, StrictModel, camel_alias
+from ._event import OCCASIONAL, CompactReason, Event
 from .entries import DraftCustomMessage, DraftEntry, SessionEntry
 from .messages import (
     AgentMessage,
@@ -24,14 +25,6 @@ from .messages import (
     UserContent,
 )
 from .tools import ToolResult
-
-
-class Event(PiModel):
-    """Base of every event. ``type`` is the event's name."""
-
-    model_config = ConfigDict(extra="forbid")
-    type: str
-
 
 # --------------------------------------------------------------------------- shared parts
 
@@ -97,7 +90,6 @@ class ResourcesDiscoverResult(StrictModel):
 
 SessionStartReason = Literal["startup", "reload", "new", "resume", "fork"]
 ShutdownReason = Literal["quit", "reload", "new", "resume", "fork"]
-CompactReason = Literal["manual", "threshold", "overflow"]
 
 
 class SessionStartEvent(Event):
@@ -468,42 +460,7 @@ class InputResult(StrictModel):
 
 # ---------------------------------------------------------------- occasional events
 
-OCCASIONAL = frozenset(
-    {
-        "BashResult",
-        "BranchSummaryResult",
-        "CacheWarmingDecisionEvent",
-        "CacheWarmingDecisionResult",
-        "CompactionPreparation",
-        "CompactionResult",
-        "FileOperations",
-        "ModelSelectEvent",
-        "SessionBeforeCompactEvent",
-        "SessionBeforeCompactResult",
-        "SessionBeforeForkEvent",
-        "SessionBeforeForkResult",
-        "SessionBeforeSwitchEvent",
-        "SessionBeforeSwitchResult",
-        "SessionBeforeTreeEvent",
-        "SessionBeforeTreeResult",
-        "SessionCompactEvent",
-        "SessionCompactFailedEvent",
-        "SessionInfoChangedEvent",
-        "SessionTreeEvent",
-        "ThinkingLevelSelectEvent",
-        "TreePreparation",
-        "UiPromptEndEvent",
-        "UiPromptStartEvent",
-        "UserBashEvent",
-        "UserBashResult",
-    }
-)
-"""Events (and their results and payloads) that fire only when something occasional
-happens: compaction, tree navigation, switching or forking sessions, a user's ``!``
-command, a model or thinking-level switch, prompt-cache warming, a terminal dialog, a
-session renamed. They are defined in :mod:`pi_hookspecs._occasional` and created the
-first time one is used (``pi_hookspecs.events.SessionTreeEvent`` works as any other
-name): a ``pi -p`` run does not pay for making about 26 model classes it never uses."""
+# OCCASIONAL (in ._event) names the events defined in ._occasional, made on first use.
 
 
 def __getattr__(name: str) -> Any:

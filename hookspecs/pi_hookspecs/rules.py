@@ -12,7 +12,8 @@ composition rule and the section of the hook reference::
 The decorator checks the signature at import (the event model's ``type`` is the hook's
 name, the result is ``Model | None`` or ``None`` as the rule requires), records an
 :class:`EventSpec` on the function (:func:`contract_of`) and applies pluggy's
-``hookspec`` marker. ``EVENTS``, ``REGISTRATION_HOOKS``, the hook reference's sections
+``hookspec`` marker. ``EVENTS``, ``REGISTRATION_HOOKS`` (in :mod:`pi_hookspecs.specs`), the
+hook reference's sections
 and the tests' list of hooks are derived from these records.
 
 Handlers run one at a time, in pluggy's call order: ``tryfirst`` implementations
@@ -26,19 +27,15 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from . import events as ev
+from ._event import OCCASIONAL
 from .markers import hookspec
 
-if TYPE_CHECKING:
-    from .specs import EVENTS, REGISTRATION_HOOKS
-
 __all__ = [
-    "EVENTS",
-    "REGISTRATION_HOOKS",
     "EventSpec",
     "RegistrationSpec",
     "Rule",
@@ -180,7 +177,7 @@ class _Occasional(dict[str, Any]):
         self.make = make
 
     def __missing__(self, name: str) -> Any:
-        if name in ev.OCCASIONAL:
+        if name in OCCASIONAL:
             if not self.make:
                 raise _Deferred(name)
             return getattr(ev, name)
@@ -283,12 +280,3 @@ def registration_spec(*, group: str = "Registration") -> Callable[[F], F]:
 
     return mark
 
-
-def __getattr__(name: str) -> Any:
-    # ``EVENTS`` and ``REGISTRATION_HOOKS`` used to be written out here; they are derived
-    # from the hookspecs now (pi_hookspecs.specs) and still importable from this module.
-    if name in ("EVENTS", "REGISTRATION_HOOKS"):
-        from . import specs
-
-        return getattr(specs, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

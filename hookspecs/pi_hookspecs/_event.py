@@ -1,0 +1,58 @@
+"""What every event module shares: the base model of events, the reasons a compaction
+runs, and the names of the occasional events. Kept apart from :mod:`pi_hookspecs.events`
+so that :mod:`pi_hookspecs._occasional`, which that module imports on first use, does not
+import it back."""
+
+from typing import Literal
+
+from pydantic import ConfigDict
+
+from ._base import PiModel
+
+
+class Event(PiModel):
+    """Base of every event. ``type`` is the event's name."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: str
+
+
+CompactReason = Literal["manual", "threshold", "overflow"]
+
+
+OCCASIONAL = frozenset(
+    {
+        "BashResult",
+        "BranchSummaryResult",
+        "CacheWarmingDecisionEvent",
+        "CacheWarmingDecisionResult",
+        "CompactionPreparation",
+        "CompactionResult",
+        "FileOperations",
+        "ModelSelectEvent",
+        "SessionBeforeCompactEvent",
+        "SessionBeforeCompactResult",
+        "SessionBeforeForkEvent",
+        "SessionBeforeForkResult",
+        "SessionBeforeSwitchEvent",
+        "SessionBeforeSwitchResult",
+        "SessionBeforeTreeEvent",
+        "SessionBeforeTreeResult",
+        "SessionCompactEvent",
+        "SessionCompactFailedEvent",
+        "SessionInfoChangedEvent",
+        "SessionTreeEvent",
+        "ThinkingLevelSelectEvent",
+        "TreePreparation",
+        "UiPromptEndEvent",
+        "UiPromptStartEvent",
+        "UserBashEvent",
+        "UserBashResult",
+    }
+)
+"""Events (and their results and payloads) that fire only when something occasional
+happens: compaction, tree navigation, switching or forking sessions, a user's ``!``
+command, a model or thinking-level switch, prompt-cache warming, a terminal dialog, a
+session renamed. They are defined in :mod:`pi_hookspecs._occasional` and created the
+first time one is used (``pi_hookspecs.events.SessionTreeEvent`` works as any other
+name): a ``pi -p`` run does not pay for making about 26 model classes it never uses."""
