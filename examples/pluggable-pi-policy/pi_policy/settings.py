@@ -2,8 +2,8 @@
 USER settings (``<agent dir>/settings.json``).
 
 A project's ``.pi/settings.json`` is deliberately not consulted: a project must not be
-able to point the policy at rules of its own. The agent directory is found the way pi
-finds it: ``$PI_CODING_AGENT_DIR``, else ``~/.pi/agent``::
+able to point the policy at rules of its own. The agent directory and the file are found
+and read the way pi does it (:mod:`pi_hookspecs.toolkit`)::
 
     {"policy": {"rulesFile": "policy.yaml", "auditLog": "policy-audit.jsonl"}}
 
@@ -12,18 +12,16 @@ Relative paths start at the agent directory; ``auditLog: null`` turns the log of
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from pi_hookspecs import toolkit
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
 from .errors import PolicyError
 
 SETTINGS_KEY = "policy"
-AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 
 
 class Settings(BaseModel):
@@ -46,9 +44,7 @@ class Config:
     audit_log: Path | None
 
 
-def agent_dir() -> Path:
-    override = os.environ.get(AGENT_DIR_ENV)
-    return Path(override).expanduser() if override else Path.home() / ".pi" / "agent"
+agent_dir = toolkit.agent_dir
 
 
 def _resolve(base: Path, value: str) -> Path:
@@ -60,21 +56,15 @@ def load_config(base: Path | None = None) -> Config:
     """Read and validate the ``policy`` key of ``<agent dir>/settings.json``; raise
     :class:`PolicyError` naming the file for anything unreadable or invalid."""
     base = base or agent_dir()
-    settings_file = base / "settings.json"
+    settings_file = toolkit.user_settings_file(base)
     try:
-        text = settings_file.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        text = ""
-    except OSError as exc:
-        raise PolicyError(f"cannot read the settings {settings_file}: {exc.strerror or exc}") from None
+        section = toolkit.settings_section(SETTINGS_KEY, settings_file)
+    except toolkit.SettingsFileError as exc:
+        if exc.key:
+            raise PolicyError(f"invalid settings in {settings_file}: {exc.message}") from None
+        raise PolicyError(f"the settings file {exc}") from None
     try:
-        data = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError as exc:
-        raise PolicyError(f"the settings {settings_file} are not valid JSON: line {exc.lineno}: {exc.msg}") from None
-    if not isinstance(data, dict):
-        raise PolicyError(f"the settings {settings_file} are not a JSON object")
-    try:
-        settings = Settings.model_validate(data.get(SETTINGS_KEY) or {})
+        settings = Settings.model_validate(section or {})
     except ValidationError as exc:
         problems = "; ".join(
             ".".join([SETTINGS_KEY, *(str(part) for part in error["loc"])]) + f": {error['msg']}"

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 from typing import Any
 
-from pi_hookspecs import hookimpl
+from pi_hookspecs import hookimpl, toolkit
 
 from .catalog import CODEMODE_TOOL
 from .description import CodemodeSettings
@@ -69,11 +67,10 @@ class CodemodePlugin:
 def _mcp_json_auto_enable(ctx: Any) -> bool | None:
     """``autoEnableCodemode`` beside ``mcpServers`` in ``mcp.json`` (the trusted
     project's file overrides the user's), where the MCP docs put it."""
-    agent_dir = Path(os.environ.get("PI_CODING_AGENT_DIR") or Path.home() / ".pi" / "agent")
-    files = [agent_dir / "mcp.json"]
+    files = [toolkit.agent_dir() / "mcp.json"]
     try:
         if ctx.is_project_trusted():
-            files.append(Path(ctx.cwd) / ".pi" / "mcp.json")
+            files.append(toolkit.project_dir(ctx.cwd) / "mcp.json")
     except Exception:
         pass
     value: bool | None = None

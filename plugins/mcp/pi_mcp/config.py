@@ -26,10 +26,9 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from pi_hookspecs import camel_alias
+from pi_hookspecs import camel_alias, toolkit
 
 CONFIG_FILE_NAME = "mcp.json"
-AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 DEFAULT_TIMEOUT_SECONDS = 60.0
 SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+$")
 OVERRIDE_KEYS = ("enabled", "exposure", "toolExposure")
@@ -48,12 +47,8 @@ class ConfigValueError(ValueError):
 # --------------------------------------------------------------------------- places
 
 
-def agent_dir() -> Path:
-    """``$PI_CODING_AGENT_DIR`` or ``~/.pi/agent``, read on every call."""
-    override = os.environ.get(AGENT_DIR_ENV)
-    if override:
-        return Path(override).expanduser()
-    return Path.home() / ".pi" / "agent"
+agent_dir = toolkit.agent_dir
+"""pi's agent folder, found the way pi finds it (:mod:`pi_hookspecs.toolkit`)."""
 
 
 def user_config_path(agent: Path | None = None) -> Path:
@@ -61,7 +56,7 @@ def user_config_path(agent: Path | None = None) -> Path:
 
 
 def project_config_path(cwd: str | os.PathLike[str]) -> Path:
-    return Path(cwd) / ".pi" / CONFIG_FILE_NAME
+    return toolkit.project_dir(cwd) / CONFIG_FILE_NAME
 
 
 def normalized_server_name(name: str) -> str:

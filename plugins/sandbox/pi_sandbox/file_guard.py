@@ -6,7 +6,7 @@ sandbox. While the sandbox is active (any preset but ``off``), pluggable-pi-sand
 refuses through them:
 
 * writes to the policy itself and to what runs outside the sandbox later: the agent
-  directory's ``settings.json``, the administrator's file (:data:`settings.MANAGED_SETTINGS`),
+  directory's ``settings.json``, the administrator's file (``pi_hookspecs.toolkit.MANAGED_SETTINGS``),
   ``auth.json`` / ``mcp-auth.json``, the sandbox's own state (``<agent>/sandbox``),
   every protected path (the policy's ``protected`` list: the agent directory, the
   project's ``.pi``, ``.git/hooks``, ``.git/config``) and every denied path;

@@ -45,7 +45,7 @@ class SandboxPlugin:
 
     def __init__(self) -> None:
         self._policy: Policy | None = None
-        self._error: str | None = None
+        self._error: SandboxError | None = None
         self._sandbox: Sandbox | None = None
         self._backend: asyncio.Future[Backend] | None = None
         self.pending: OrderedDict[str, Command] = OrderedDict()
@@ -58,9 +58,9 @@ class SandboxPlugin:
             try:
                 self._policy = load_policy()
             except SandboxError as exc:
-                self._error = str(exc)
+                self._error = exc
         if self._error is not None:
-            raise SandboxError(self._error)
+            raise SandboxError(str(self._error), settings_file=self._error.settings_file)
         assert self._policy is not None
         return self._policy
 
@@ -159,7 +159,9 @@ class SandboxPlugin:
         try:
             policy = self.policy()
         except SandboxError as exc:
-            ctx.ui.notify(f"pluggable-pi-sandbox: every command is refused: {exc}", "error")
+            # a broken settings file is reported by pi: say what it means here, not it again
+            cause = f" until {exc.settings_file} is fixed" if exc.settings_file else f": {exc}"
+            ctx.ui.notify(f"pluggable-pi-sandbox: every command is refused{cause}", "error")
             return
         if policy.enabled:
             self._start_probe(policy)  # in the background: the first command awaits it

@@ -1,9 +1,9 @@
 """The sandbox policy: the ``sandbox`` key of the USER settings, never a project's.
 
-pluggable-pi-sandbox reads ``<agent dir>/settings.json`` itself (the agent directory is
-``$PI_CODING_AGENT_DIR``, else ``~/.pi/agent``), so a project's ``.pi/settings.json``
-can never weaken it. A managed file (:data:`MANAGED_SETTINGS`, written by an
-administrator) takes precedence over the user's key when it has one::
+pluggable-pi-sandbox reads ``<agent dir>/settings.json`` itself (through
+:mod:`pi_hookspecs.toolkit`), so a project's ``.pi/settings.json`` can never weaken it.
+The managed file (``toolkit.MANAGED_SETTINGS``, written by an administrator) takes
+precedence over the user's key when it has one::
 
     {"sandbox": {"preset": "workspace-write", "allowedHosts": ["pypi.org", "*.pythonhosted.org"]}}
 
@@ -21,11 +21,9 @@ preset             writable                    network          environment
 from __future__ import annotations
 
 import glob
-import json
 import os
 import re
 import stat
-import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,12 +31,14 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Literal
 
-SETTINGS_KEY = "sandbox"
-AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
-MANAGED_SETTINGS = Path("/Library/Application Support/pi/settings.json") if sys.platform == "darwin" else Path(
-    "/etc/pi/settings.json"
-)
+from pi_hookspecs import toolkit
+from pi_hookspecs.toolkit import SettingsFileError, read_settings, settings_section, user_settings_file
+
+agent_dir = toolkit.agent_dir
+MANAGED_SETTINGS = toolkit.MANAGED_SETTINGS
 """An administrator's settings file: its ``sandbox`` key, when present, replaces the user's."""
+
+SETTINGS_KEY = "sandbox"
 
 Preset = Literal["strict", "workspace-write", "off"]
 Backend = Literal["auto", "bwrap", "landlock", "sandbox-exec"]
@@ -160,7 +160,12 @@ def _known_names(names: tuple[str, ...], known: dict[str, str], key: str) -> tup
 
 class SandboxError(Exception):
     """The policy cannot be used (bad settings, no sandbox on this machine): the plugin
-    then refuses every command, naming the cause."""
+    then refuses every command, naming the cause. ``settings_file`` is set when the
+    cause is a fault of a whole settings file, which pi itself reports."""
+
+    def __init__(self, message: str, *, settings_file: Path | None = None) -> None:
+        super().__init__(message)
+        self.settings_file = settings_file
 
 
 @dataclass(frozen=True)
@@ -265,31 +270,14 @@ class Policy:
         return self.preset != "off"
 
 
-def agent_dir() -> Path:
-    override = os.environ.get(AGENT_DIR_ENV)
-    return Path(override).expanduser() if override else Path.home() / ".pi" / "agent"
-
-
 def _read_key(path: Path) -> dict[str, object] | None:
     """The ``sandbox`` key of a settings file (``None`` when the file or key is absent)."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise SandboxError(f"cannot read the settings {path}: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError as exc:
-        raise SandboxError(f"the settings {path} are not valid JSON: line {exc.lineno}: {exc.msg}") from None
-    if not isinstance(data, dict):
-        raise SandboxError(f"the settings {path} are not a JSON object")
-    value = data.get(SETTINGS_KEY)
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise SandboxError(f"invalid settings in {path}: {SETTINGS_KEY} must be an object")
-    return value
+        return settings_section(SETTINGS_KEY, path)
+    except SettingsFileError as exc:
+        if exc.key is not None:
+            raise SandboxError(f"invalid settings in {path}: {exc.message}") from None
+        raise SandboxError(f"the settings file {exc}", settings_file=exc.path) from None
 
 
 def load_policy(agent: Path | None = None, managed: Path | None = None) -> Policy:
@@ -297,7 +285,7 @@ def load_policy(agent: Path | None = None, managed: Path | None = None) -> Polic
     defaults. Raise :class:`SandboxError` naming the file for anything invalid."""
     agent = agent or agent_dir()
     managed = MANAGED_SETTINGS if managed is None else managed
-    for path in (managed, agent / "settings.json"):
+    for path in (managed, user_settings_file(agent)):
         raw = _read_key(path)
         if raw is None:
             continue
@@ -334,14 +322,10 @@ def resolve(settings: SandboxSettings, *, source: str = "defaults", agent: Path 
 def _session_dir(agent: Path) -> str | None:
     """The ``sessionDir`` of the user settings (``~`` expanded), if any."""
     try:
-        data = json.loads((agent / "settings.json").read_text(encoding="utf-8-sig") or "{}")
-    except (OSError, ValueError):
+        value = read_settings(user_settings_file(agent)).get("sessionDir")
+    except SettingsFileError:
         return None
-    value = data.get("sessionDir") if isinstance(data, dict) else None
     return os.path.expanduser(value) if isinstance(value, str) and value.strip() else None
-
-
-# --------------------------------------------------------------------------- per command
 
 
 def temp_dir() -> str:

@@ -60,7 +60,7 @@ def test_a_managed_file_wins_over_the_user(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("{nope", "are not valid JSON: line 1"),
+        ("{nope", "settings.json:1:2: invalid JSON"),
         ({"sandbox": {"preset": "lenient"}}, "sandbox.preset: must be one of 'strict', 'workspace-write', 'off', not 'lenient'"),
         ({"sandbox": {"allowedHost": ["x"]}}, "sandbox.allowedHost: unknown key (known: acceptWeaker, allowSockets, allowWrite, allowedHosts,"),
         ({"sandbox": {"denyRead": "~/x"}}, "sandbox.denyRead: must be a list of strings"),
