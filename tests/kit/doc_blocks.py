@@ -104,19 +104,31 @@ def blocks(path: Path) -> list[Block]:
 # --------------------------------------------------------------------------- shell lines
 
 _OPERATORS = {"|", "||", "&&", ";", "&"}
-_REDIRECTS = {">", ">>", "<", "2>", "2>>", "&>"}
+_REDIRECTS = {">", ">>", "<", "<<", "<<-", "2>", "2>>", "&>"}
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+_HEREDOC = re.compile(r"<<-?\s*(?P<quote>['\"]?)(?P<word>\w+)(?P=quote)")
 
 
 def shell_commands(code: str) -> list[tuple[str, list[str]]]:
     """``(line, argv)`` for every simple command of a shell block: comments dropped,
     ``\\``-continued lines joined, pipelines and lists split, redirections and leading
-    ``VAR=value`` assignments removed (``export`` keeps its arguments)."""
+    ``VAR=value`` assignments removed (``export`` keeps its arguments); the body of a
+    here-document (``<<'EOF'`` … ``EOF``) is the command's input, not commands."""
     commands: list[tuple[str, list[str]]] = []
     logical = re.sub(r"\\\n", " ", code)
+    heredoc: str | None = None
     for line in logical.splitlines():
+        if heredoc is not None:
+            if line.strip() == heredoc:
+                heredoc = None
+            continue
         if not line.strip() or line.lstrip().startswith("#"):
             continue
+        opened = _HEREDOC.search(line)
+        if opened:
+            heredoc = opened.group("word")
         lexer = shlex.shlex(line, posix=True, punctuation_chars="|&;<>")
         lexer.whitespace_split = True
         lexer.commenters = "#"
