@@ -11,5 +11,8 @@ from .tools import BuiltinToolsPlugin
 
 
 def builtin_plugins() -> list[tuple[str, Any]]:
-    """``(name, plugin)`` pairs of the built-in plugins, in load order."""
-    return [("tools", BuiltinToolsPlugin)]
+    """``(name, plugin)`` pairs of the built-in plugins, in load order: pi's providers
+    (the wire APIs, the model catalogue and the logins) and its tools."""
+    from .ai import builtin as providers  # the LLM layer: imported by the runs that load plugins
+
+    return [(providers.NAME, providers), ("tools", BuiltinToolsPlugin)]

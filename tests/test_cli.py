@@ -50,6 +50,10 @@ def test_extensions_list_json_shows_third_party_and_broken_plugins(site_dir: Pat
     assert plugins["cmd"]["commands"] == ["hello"]
     broken = plugins["broken"]
     assert broken["status"] == "error" and "No module named 'pi_test_this_module_does_not_exist'" in broken["error"]
+    # pi's own providers are a built-in plugin like its tools, listed with what they register
+    providers = plugins["pi-providers"]
+    assert (providers["source"], providers["status"], providers["hooks"]) == ("builtin", "loaded", ["register_providers"])
+    assert {"anthropic", "openai"} <= set(providers["providers"]) and "openai-completions" in providers["apis"]
 
 
 def test_extensions_list_text(site_dir: Path, tmp_path: Path) -> None:

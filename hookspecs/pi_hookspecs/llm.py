@@ -234,7 +234,10 @@ class ProviderDefinition(PiModel):
     """A provider a plugin registers through ``register_providers``.
 
     The fields mirror a ``models.json`` provider. With ``stream`` set, requests to its
-    models go through that function instead of one of the built-in APIs.
+    models go through that function instead of one of the built-in APIs. With
+    ``catalogue`` set to a provider id of pi's built-in model catalogue (``pi models
+    --all`` lists them), the provider offers that catalogue's models (read when first
+    asked for); ``models`` then add to them or replace some.
     """
 
     name: str
@@ -246,4 +249,5 @@ class ProviderDefinition(PiModel):
     auth_header: bool = False
     compat: dict[str, Any] | None = None
     models: list[Model] = Field(default_factory=list)
+    catalogue: str | None = None
     stream: StreamFunction | None = Field(default=None, exclude=True)

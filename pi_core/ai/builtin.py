@@ -1,18 +1,20 @@
 """pi's built-in provider plugin: the wire APIs and the model catalogue it ships.
 
-It registers through ``register_providers``, the hook any plugin uses to add an API,
-a provider or models (as pytest's and llm's own behaviour ships as default plugins),
-so the core keeps no table of its own: the API table of :mod:`pi_core.ai.apis` and
-the built-in providers of :class:`~pi_core.ai.ModelRegistry` are both filled from
-here. APIs are named as ``"module:function"`` and imported on their first request.
+The plugin host loads it first, as the built-in plugin :data:`NAME` (``pi extensions
+list`` shows it), and dispatches its ``register_providers`` like any plugin's (as pytest's
+and llm's own behaviour ships as default plugins): a session's model registry takes the
+built-in APIs, providers and logins from the host, a plugin's registration of the same
+name shadows them. Code without a host reads the same registrations through
+:func:`registrations`. APIs are named as ``"module:function"`` and imported on their
+first request.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
-from pi_hookspecs import ApiDefinition, LoginMethod, hookimpl
+from pi_hookspecs import ApiDefinition, LoginMethod, ProviderDefinition, hookimpl
 
 from . import catalog
 from .oauth import login_methods
@@ -50,63 +52,60 @@ def missing_plugin_message(model: Any) -> str | None:
     return f"Model {model.ref} uses the {model.api} API of the {package} plugin: install it with pi install {package}"
 
 
-def provider_entries() -> list[dict[str, Any]]:
-    """The catalogue's providers, in the shape of a ``models.json`` provider plus its
-    ``name``; ``"catalogue": <id>`` stands for the catalogue's models of that provider,
+def provider_definitions() -> list[ProviderDefinition]:
+    """The catalogue's providers: each offers its catalogue's models (``catalogue``),
     which the registry reads only when one is asked for (see :mod:`pi_core.ai.catalog`)."""
-    entries = []
+    definitions = []
     for name in catalog.provider_ids():
         info = catalog.provider_info(name) or {}
-        entry = {"name": name, "displayName": info.get("name"), "baseUrl": info.get("baseUrl"),
-                 "api": info.get("api"), "catalogue": name}
-        if info.get("headers"):
-            entry["headers"] = info["headers"]
-        entries.append(entry)
-    return entries
+        definitions.append(
+            ProviderDefinition.model_construct(
+                name=name, display_name=info.get("name"), base_url=info.get("baseUrl"), api=info.get("api"),
+                headers=dict(info["headers"]) if info.get("headers") else None, catalogue=name,
+            )
+        )
+    return definitions
 
 
 @hookimpl(trylast=True)
 def register_providers(register: Callable[[Any], Any]) -> None:
     for name, target in BUILTIN_APIS.items():
         register(ApiDefinition.model_construct(name=name, stream=target))
-    for entry in provider_entries():
-        register(entry)
+    for definition in provider_definitions():
+        register(definition)
     for method in login_methods():
         register(method)
 
 
-_registered: tuple[dict[str, ApiDefinition], list[dict[str, Any]]] | None = None
-_logins: dict[str, LoginMethod] = {}
+class Registrations(NamedTuple):
+    apis: dict[str, ApiDefinition]
+    providers: list[ProviderDefinition]
+    logins: dict[str, LoginMethod]
 
 
-def registrations() -> tuple[dict[str, ApiDefinition], list[dict[str, Any]]]:
-    """What :func:`register_providers` registers: the APIs by name, the providers
-    (collected once per process)."""
+_registered: Registrations | None = None
+
+
+def registrations() -> Registrations:
+    """What :func:`register_providers` registers, collected once per process, for the
+    code that runs without a plugin host: the module-level API table of
+    :mod:`pi_core.ai.apis` and a :class:`~pi_core.ai.ModelRegistry` made on its own (the
+    SDK's ``ModelRegistry()``). A session's registry takes them from the plugin host,
+    which loads this module as the built-in plugin :data:`NAME`."""
     global _registered
     if _registered is None:
-        _registered = _collect()
+        apis: dict[str, ApiDefinition] = {}
+        providers: list[ProviderDefinition] = []
+        logins: dict[str, LoginMethod] = {}
+
+        def collect(value: Any) -> None:
+            if isinstance(value, ApiDefinition):
+                apis[value.name] = value
+            elif isinstance(value, LoginMethod):
+                logins.setdefault(value.provider, value)
+            else:
+                providers.append(value)
+
+        register_providers(collect)
+        _registered = Registrations(apis, providers, logins)
     return _registered
-
-
-def _collect() -> tuple[dict[str, ApiDefinition], list[dict[str, Any]]]:
-    apis: dict[str, ApiDefinition] = {}
-    providers: list[dict[str, Any]] = []
-
-    def collect(value: Any) -> None:
-        if isinstance(value, ApiDefinition):
-            apis[value.name] = value
-        elif isinstance(value, LoginMethod):
-            _logins.setdefault(value.provider, value)
-        elif isinstance(value, dict):
-            providers.append(value)
-        else:
-            providers.append(value.model_dump(by_alias=True, exclude_none=True))
-
-    register_providers(collect)
-    return apis, providers
-
-
-def login_registrations() -> dict[str, LoginMethod]:
-    """The login methods :func:`register_providers` registers, by provider."""
-    registrations()
-    return _logins

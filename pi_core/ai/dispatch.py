@@ -13,7 +13,7 @@ from .apis import get_api
 from .auth import env_api_key
 from .builtin import missing_plugin_message
 from .errors import ProviderError
-from .stream import AssistantMessageStream, MessageBuilder
+from .message_stream import AssistantMessageStream, MessageBuilder
 
 _event_adapter: TypeAdapter[Any] | None = None
 

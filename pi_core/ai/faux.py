@@ -37,7 +37,7 @@ from pi_hookspecs import (
 
 from .._async import maybe_await
 from .errors import ProviderError
-from .stream import MessageBuilder
+from .message_stream import MessageBuilder
 from .transform import current_tools
 
 _CHUNK = re.compile(r"\S+\s*|\s+")

@@ -52,7 +52,7 @@ from .catalog import DEFAULT_MODELS
 from .config import ModelOverride, ModelsConfigError, ModelsFile, load_models_json_lenient
 from .dispatch import provider_label, run_api, run_stream_function
 from .faux import register_offline_demo
-from .stream import AssistantMessageStream, MessageBuilder
+from .message_stream import AssistantMessageStream, MessageBuilder
 
 REFRESH_TIMEOUT = 30.0
 """Seconds a login method's refresh may take (it runs under the lock of auth.json)."""
@@ -126,6 +126,14 @@ def _normalise(data: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
+def _use_catalogue(provider: _Provider, catalogue: str) -> None:
+    """Give ``provider`` the models of catalogue provider ``catalogue``: placeholders
+    read from the catalogue when first needed (its own models keep theirs)."""
+    provider.catalogue = catalogue
+    provider.stubs = catalog.stubs(catalogue)
+    provider.models = {**provider.stubs, **provider.models}
+
+
 def _route(provider: _Provider, base_url: str) -> None:
     """Send every model the provider has so far to ``base_url`` (pi 1.6.0: a provider's
     ``baseUrl`` in ``models.json`` replaces its models' own)."""
@@ -189,12 +197,16 @@ class ModelRegistry:
     ) -> None:
         self._models_path = models_path
         self.auth = auth or AuthStore()
-        self._builtins = builtins
         self._offline_demo = offline_demo
+        self._builtin_providers: list[ProviderDefinition] = []
         self._plugin_providers: list[_Provider] = []
         self._plugin_apis: dict[str, tuple[str, ApiStreamFunction | str]] = {}
         self._credential_sources: dict[str, tuple[str, CredentialSource]] = {}
         self._login_methods: dict[str, tuple[str, LoginMethod]] = {}
+        if builtins:  # made on its own: pi's provider plugin, as a plugin host would load it
+            own = builtin.registrations()
+            self._builtin_providers = list(own.providers)
+            self._login_methods = {name: ("builtin", method) for name, method in own.logins.items()}
         self._models_file: ModelsFile | None = None
         self._file_problems: list[str] = []
         self.models_error: str | None = None
@@ -234,6 +246,13 @@ class ModelRegistry:
         list. A ``stream`` function serves the provider's models instead of the API
         table. ``models.json`` still applies on top.
         """
+        provider = self._plugin_provider(definition, source)
+        self._plugin_providers = [p for p in self._plugin_providers if not (p.name == provider.name and p.source == source)]
+        self._plugin_providers.append(provider)
+        self._rebuild()
+
+    @staticmethod
+    def _plugin_provider(definition: ProviderDefinition | dict[str, Any], source: str) -> _Provider:
         if isinstance(definition, dict):
             definition = ProviderDefinition.model_validate(definition)
         provider = _Provider(
@@ -254,9 +273,11 @@ class ModelRegistry:
             if "base_url" in entry and entry["base_url"] == definition.base_url:
                 entry.pop("base_url")
             provider.models[model.id] = entry
-        self._plugin_providers = [p for p in self._plugin_providers if not (p.name == provider.name and p.source == source)]
-        self._plugin_providers.append(provider)
-        self._rebuild()
+        if definition.catalogue:
+            if definition.catalogue not in catalog.provider_ids():
+                raise ValueError(f"catalogue {definition.catalogue!r} is not a provider of pi's model catalogue")
+            _use_catalogue(provider, definition.catalogue)
+        return provider
 
     def add_api(self, definition: ApiDefinition, source: str = "plugin") -> None:
         """Add a wire API registered through ``register_providers``: requests of models
@@ -277,19 +298,43 @@ class ModelRegistry:
     def login_method(self, provider: str) -> LoginMethod | None:
         """How users sign in to ``provider``: a plugin's login method, else pi's own."""
         entry = self._login_methods.get(provider)
-        if entry is not None:
-            return entry[1]
-        return builtin.login_registrations().get(provider) if self._builtins else None
+        return entry[1] if entry is not None else None
 
     def login_methods(self) -> dict[str, LoginMethod]:
         """Every login method by provider (pi's own and the plugins')."""
-        methods = dict(builtin.login_registrations()) if self._builtins else {}
-        methods.update({name: entry[1] for name, entry in self._login_methods.items()})
-        return methods
+        return {name: entry[1] for name, entry in self._login_methods.items()}
 
     def api_names(self) -> list[str]:
         """Every API a request can use: pi's own and the plugins'."""
         return sorted({*known_apis(), *self._plugin_apis})
+
+    def use_registrations(self, registered: Iterable[tuple[Any, str]]) -> list[str]:
+        """Take what the plugins of a plugin host registered through
+        ``register_providers`` — ``(value, source)`` pairs in load order, ``source``
+        ``"builtin"`` for pi's own provider plugin — in place of what this registry
+        had from plugins, and rebuild once. pi's own providers are the bottom layer;
+        a plugin's provider of the same name changes them (see :meth:`add_provider`).
+        Returns one message per provider that could not be used."""
+        self._builtin_providers, self._plugin_providers = [], []
+        self._plugin_apis, self._credential_sources, self._login_methods = {}, {}, {}
+        problems: list[str] = []
+        for value, source in registered:
+            if isinstance(value, ApiDefinition):
+                self._plugin_apis[value.name] = (source, value.stream)
+            elif isinstance(value, LoginMethod):
+                self._login_methods[value.provider] = (source, value)
+            elif isinstance(value, CredentialSource):
+                self._credential_sources[value.provider] = (source, value)
+            elif source == "builtin" and isinstance(value, ProviderDefinition):
+                self._builtin_providers.append(value)
+            else:
+                try:
+                    self._plugin_providers.append(self._plugin_provider(value, source))
+                except Exception as exc:
+                    name = getattr(value, "name", None) or (value.get("name") if isinstance(value, dict) else "?")
+                    problems.append(f"provider {name!r}: {exc}")
+        self._rebuild()
+        return problems
 
     def remove_providers(self, source: str) -> None:
         """Forget the providers and APIs ``source`` registered (on plugin reload)."""
@@ -303,20 +348,16 @@ class ModelRegistry:
 
     def _rebuild(self) -> None:
         providers: dict[str, _Provider] = {}
-        if self._builtins:
-            for data in builtin.registrations()[1]:
-                name = data["name"]
-                provider = _Provider(
-                    name=name, source="builtin", display_name=data.get("displayName"), base_url=data.get("baseUrl"),
-                    api=data.get("api"), headers=dict(data.get("headers") or {}),
-                )
-                if data.get("catalogue"):
-                    provider.catalogue = data["catalogue"]
-                    provider.stubs = catalog.stubs(data["catalogue"])
-                    provider.models = dict(provider.stubs)
-                for model in data.get("models", ()):
-                    provider.models[model["id"]] = _normalise(model)
-                providers[name] = provider
+        for definition in self._builtin_providers:
+            provider = _Provider(
+                name=definition.name, source="builtin", display_name=definition.display_name,
+                base_url=definition.base_url, api=definition.api, headers=dict(definition.headers or {}),
+            )
+            if definition.catalogue:
+                _use_catalogue(provider, definition.catalogue)
+            for model in definition.models:
+                provider.models[model.id] = model.model_dump(exclude_none=True, exclude={"provider"})
+            providers[definition.name] = provider
         named_only: set[tuple[str, str]] = set()
         if self._offline_demo:
             demo = register_offline_demo()
@@ -341,6 +382,8 @@ class ModelRegistry:
             providers[plugin.name] = _Provider(**{**plugin.__dict__, "models": dict(plugin.models)})
             return
         existing.source = plugin.source
+        if plugin.catalogue:
+            existing.catalogue, existing.stubs = plugin.catalogue, plugin.stubs
         if plugin.base_url is not None and not plugin.models:
             _route(existing, plugin.base_url)
         for attribute in ("display_name", "base_url", "api", "api_key", "stream"):

@@ -68,24 +68,14 @@ def load_registry() -> ModelRegistry:
     # every subcommand's module is imported to build the one typer app of ``pi``
     from ..extensions import LoadOptions, PluginHost
 
-    registry = ModelRegistry()
+    registry = ModelRegistry(builtins=False)
     host = PluginHost(LoadOptions(cwd=os.getcwd()))
     host.load_phase_one()
     for diagnostic in asyncio.run(host.run_registration("register_providers")):
         if diagnostic.level == "error":
             print(f"pi: {diagnostic.format()}", file=sys.stderr)
-    tables = host.registry
-    for api in tables.apis.values():
-        registry.add_api(api.value, source="plugin")
-    for login in tables.logins.values():
-        registry.add_login_method(login.value, source="plugin")
-    for source in tables.credentials.values():
-        registry.add_credential_source(source.value, source="plugin")
-    for name, registered in tables.providers.items():
-        try:
-            registry.add_provider(registered.value, source="plugin")
-        except Exception as exc:
-            print(f"pi: provider {name!r} of plugin {registered.plugin!r}: {exc}", file=sys.stderr)
+    for problem in registry.use_registrations(host.registry.provider_registrations()):
+        print(f"pi: {problem}", file=sys.stderr)
     return registry
 
 

@@ -97,6 +97,27 @@ class Registry:
             out[kind] = [name for name, reg in table.items() if reg.plugin == plugin]
         return out
 
+    def provider_registrations(self) -> list[tuple[Any, str]]:
+        """What ``register_providers`` registered, as ``(value, source)`` pairs for
+        :meth:`~pi_core.ai.ModelRegistry.use_registrations`: pi's own (``"builtin"``)
+        first, then the plugins' (``"plugin"``) in load order, a registration a plugin
+        shadowed included, so the plugin's changes apply on top of it."""
+        builtin: list[tuple[Any, str]] = []
+        plugins: list[tuple[Any, str]] = []
+        for table in (self.apis, self.logins, self.credentials, self.providers):
+            for registered in table.values():
+                chain: list[Registered[Any]] = []
+                entry: Registered[Any] | None = registered
+                while entry is not None:
+                    chain.append(entry)
+                    entry = entry.shadows
+                for item in reversed(chain):
+                    if item.source == "builtin":
+                        builtin.append((item.value, "builtin"))
+                    else:
+                        plugins.append((item.value, "plugin"))
+        return builtin + plugins
+
     # ------------------------------------------------------------------ adding
 
     def _add(self, kind: Kind, table: dict[str, Registered[Any]], name: str, value: Any, plugin: str, source: str) -> bool:

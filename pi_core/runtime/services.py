@@ -138,19 +138,9 @@ async def create_services(cwd: str | os.PathLike[str], options: ServiceOptions |
         if packages:
             diagnostics.append("warning: " + missing_message(cwd, packages))
     plugins.context_host.use_settings(resources.settings)
-    models = options.model_registry or ModelRegistry(models_path=adir / "models.json")
-    models.remove_providers("plugin")
-    for api in plugins.registry.apis.values():
-        models.add_api(api.value, source="plugin")
-    for login in plugins.registry.logins.values():
-        models.add_login_method(login.value, source="plugin")
-    for credentials in plugins.registry.credentials.values():
-        models.add_credential_source(credentials.value, source="plugin")
-    for name, registered in plugins.registry.providers.items():
-        try:
-            models.add_provider(registered.value, source="plugin")
-        except Exception as exc:
-            diagnostics.append(f"error: provider {name!r} of plugin {registered.plugin!r}: {exc}")
+    # pi's own providers are a plugin of the host: the registry takes them from there
+    models = options.model_registry or ModelRegistry(models_path=adir / "models.json", builtins=False)
+    diagnostics += [f"error: {problem}" for problem in models.use_registrations(plugins.registry.provider_registrations())]
     diagnostics += [f"error: {e}" for e in models.errors]
     if models.auth.warning and not models.auth.error:  # one line per file: a broken one is reported as such
         diagnostics.append(f"warning: {models.auth.warning}")

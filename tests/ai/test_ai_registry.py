@@ -256,6 +256,34 @@ def test_plugin_providers(agent_dir: Path) -> None:
     assert registry.get("acme", "acme-chat") is None
 
 
+def test_a_plugin_provider_may_offer_the_models_of_a_catalogue_provider(agent_dir: Path) -> None:
+    registry = ModelRegistry(models_path=agent_dir / "models.json")
+    registry.add_provider(
+        ProviderDefinition(name="corp-claude", base_url="https://llm.corp.example", api="anthropic-messages",
+                           catalogue="anthropic"),
+        source="plugin:corp",
+    )
+    opus, ours = registry.get("anthropic", "claude-opus-4-8"), registry.get("corp-claude", "claude-opus-4-8")
+    assert opus is not None and ours is not None
+    assert (ours.provider, ours.base_url, ours.context_window) == ("corp-claude", "https://llm.corp.example", opus.context_window)
+    with pytest.raises(ValueError, match="catalogue 'nope' is not a provider of pi's model catalogue"):
+        registry.add_provider(ProviderDefinition(name="x", api="openai-completions", catalogue="nope"))
+
+
+def test_a_session_registry_takes_pi_s_providers_from_the_plugin_host(agent_dir: Path) -> None:
+    from pi_core.ai import builtin
+
+    registry = ModelRegistry(models_path=agent_dir / "models.json", builtins=False)
+    assert registry.get("anthropic", "claude-opus-4-8") is None  # nothing but what a host gives it
+    own = builtin.registrations()
+    registered = [(value, "builtin") for value in [*own.apis.values(), *own.providers, *own.logins.values()]]
+    gateway = ProviderDefinition(name="anthropic", base_url="https://gateway.example.com")
+    assert registry.use_registrations([*registered, (gateway, "plugin")]) == []
+    opus = registry.get("anthropic", "claude-opus-4-8")
+    assert opus is not None and opus.base_url == "https://gateway.example.com"  # the plugin on top of pi's own
+    assert registry.login_method("anthropic") is own.logins["anthropic"]
+
+
 async def test_registry_stream_resolves_key_and_headers(
     agent_dir: Path, wire: WireServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

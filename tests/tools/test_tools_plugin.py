@@ -20,8 +20,19 @@ async def load(tmp_path: Path, *plugins: object) -> PluginHost:
     return host
 
 
-def test_builtin_plugins_name_the_tools_plugin():
-    assert builtin_plugins() == [("tools", BuiltinToolsPlugin)]
+def test_builtin_plugins_name_the_providers_and_the_tools_plugin():
+    from pi_core.ai import builtin
+
+    assert builtin_plugins() == [("pi-providers", builtin), ("tools", BuiltinToolsPlugin)]
+
+
+async def test_the_host_registers_pi_s_providers_from_the_builtin_plugin(tmp_path):
+    host = await load(tmp_path)
+    by_plugin = host.registry.by_plugin("pi-providers")
+    assert {"anthropic-messages", "openai-completions", "faux"} <= set(by_plugin["apis"])
+    assert {"anthropic", "openai", "google"} <= set(by_plugin["providers"])
+    assert "anthropic" in by_plugin["logins"]
+    assert all(r.source == "builtin" for r in host.registry.providers.values() if r.plugin == "pi-providers")
 
 
 async def test_the_host_registers_the_seven_tools_from_the_builtin_plugin(tmp_path):

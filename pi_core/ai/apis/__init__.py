@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from pi_hookspecs import LlmContext, Model, StreamOptions
 
 from ..builtin import registrations
-from ..stream import MessageBuilder
+from ..message_stream import MessageBuilder
 
 ApiImplementation = Callable[[Model, LlmContext, StreamOptions, MessageBuilder], Awaitable[None]]
 

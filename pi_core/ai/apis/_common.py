@@ -29,7 +29,7 @@ from pi_hookspecs.streaming import provider_retry_delay, retry_after_seconds
 from ... import __version__ as _pi_version
 from ..._async import maybe_await
 from ..errors import NoApiKeyError, ProviderError
-from ..stream import MessageBuilder
+from ..message_stream import MessageBuilder
 
 if TYPE_CHECKING:
     # Imported where a request needs it, not with this module: importing an API module

@@ -25,7 +25,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 from pi_hookspecs import LlmContext, Model, StreamOptions
 
 from ..errors import ProviderError
-from ..stream import MessageBuilder
+from ..message_stream import MessageBuilder
 from . import _common
 from .openai_responses import ResponsesDecoder, build_payload
 

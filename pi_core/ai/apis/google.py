@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pi_hookspecs import LlmContext, Model, StreamOptions
 
-from ..stream import MessageBuilder
+from ..message_stream import MessageBuilder
 from . import _common, google_shared
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"

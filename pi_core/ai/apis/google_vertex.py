@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from pi_hookspecs import LlmContext, Model, StreamOptions
 
 from ..errors import NoApiKeyError, ProviderError
-from ..stream import MessageBuilder
+from ..message_stream import MessageBuilder
 from . import _common, google_shared
 
 DEFAULT_BASE_URL = "https://{location}-aiplatform.googleapis.com"

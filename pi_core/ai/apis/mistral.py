@@ -32,8 +32,8 @@ from pi_hookspecs import (
 
 from .._memo import MISSING, MessageMemo, PrefixReuse
 from ..errors import ProviderError
+from ..message_stream import MessageBuilder
 from ..models import clamp_thinking_level
-from ..stream import MessageBuilder
 from ..transform import (
     clamp_max_tokens,
     mistral_tool_call_id,

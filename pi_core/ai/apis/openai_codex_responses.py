@@ -31,8 +31,8 @@ from typing import Any
 from pi_hookspecs import LlmContext, Model, StreamOptions
 
 from ..errors import ProviderError
+from ..message_stream import MessageBuilder
 from ..models import clamp_thinking_level, provider_thinking_value
-from ..stream import MessageBuilder
 from ..transform import clamp_max_tokens, prepare_context, supports_mid_conversation_system
 from . import _common
 from .openai_responses import MIN_OUTPUT_TOKENS, ResponsesDecoder, convert_input, convert_tools

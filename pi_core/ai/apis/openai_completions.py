@@ -27,8 +27,8 @@ from pi_hookspecs import (
 
 from .._memo import MISSING, MessageMemo, PrefixReuse
 from ..errors import ProviderError
+from ..message_stream import MessageBuilder
 from ..models import clamp_thinking_level, provider_thinking_value, thinking_budget
-from ..stream import MessageBuilder
 from ..transform import (
     LLM_MESSAGE_TYPES,
     clamp_max_tokens,

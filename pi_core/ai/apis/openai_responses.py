@@ -29,8 +29,8 @@ from pi_hookspecs import (
 
 from .._memo import MISSING, MessageMemo, PrefixReuse
 from ..errors import ProviderError
+from ..message_stream import MessageBuilder
 from ..models import clamp_thinking_level, provider_thinking_value
-from ..stream import MessageBuilder
 from ..transform import clamp_max_tokens, prepare_context, supports_mid_conversation_system, system_update_text
 from . import _common
 

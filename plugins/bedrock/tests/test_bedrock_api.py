@@ -15,7 +15,7 @@ from wire_server import WireServer, aws_event, aws_event_stream, aws_exception, 
 
 from pi_bedrock import api
 from pi_core.ai import classify_error, is_retryable_error
-from pi_core.ai.stream import AssistantMessageStream
+from pi_core.ai.message_stream import AssistantMessageStream
 from pi_hookspecs import (
     AbortController,
     AssistantMessage,
