@@ -58,6 +58,7 @@ _NON_RETRYABLE = _pattern(
     r"monthly usage limit",
     r"available balance",
     r"(?:go|free)usagelimiterror",
+    r"certificate verify failed",  # TLS: the same certificate fails again
 )
 
 # Transient overload, HTTP 429/5xx and transport failures.
@@ -74,6 +75,8 @@ _RETRYABLE = _pattern(
     r"provider.?returned.?error",
     r"network.?error",
     r"connection.?(?:error|refused|reset|lost|aborted|closed)",
+    r"\bconnect(?:error\b| call failed)",  # no connection: nothing was sent
+    r"broken pipe",
     r"other side closed",
     r"peer closed connection",
     r"server disconnected",
@@ -140,6 +143,28 @@ _AUTH = _pattern(
     r"no api key for provider",
     r"invalid.?(?:bearer|auth|access).?token",
 )
+
+
+_REQUESTED_DELAYS: dict[tuple[str, str, int], float] = {}
+_REQUESTED_DELAYS_KEPT = 256
+
+
+def note_requested_delay(message: AssistantMessage, seconds: float) -> None:
+    """Remember that the response which failed ``message`` asked to be retried after
+    ``seconds`` (its ``retry-after`` or rate-limit reset headers): the API that read the
+    headers notes it, the retry policy (:func:`requested_retry_delay`) reads it. Kept by
+    the message's provider, model and timestamp, which copies of the message share."""
+    _REQUESTED_DELAYS[(message.provider, message.model, message.timestamp)] = max(0.0, float(seconds))
+    while len(_REQUESTED_DELAYS) > _REQUESTED_DELAYS_KEPT:
+        del _REQUESTED_DELAYS[next(iter(_REQUESTED_DELAYS))]
+
+
+def requested_retry_delay(message: AssistantMessage | None) -> float | None:
+    """The seconds the server asked to wait before retrying the request that failed
+    ``message`` (see :func:`note_requested_delay`), or ``None`` when it asked for none."""
+    if message is None or message.stop_reason != "error":
+        return None
+    return _REQUESTED_DELAYS.get((message.provider, message.model, message.timestamp))
 
 
 def _text(message_or_text: AssistantMessage | str | None) -> str | None:

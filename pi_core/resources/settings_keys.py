@@ -244,6 +244,8 @@ KEYS: tuple[SettingKey, ...] = (
                user_only=True),
     SettingKey("httpIdleTimeoutMs", "run", _timeout, 'a non-negative integer or "disabled"',
                ("pi_core/runtime/agent_hooks.py",), "http_idle_timeout_ms"),
+    SettingKey("httpResponseDeadlineMs", "run", _timeout, 'a non-negative integer or "disabled"',
+               ("pi_core/runtime/agent_hooks.py",), "http_response_deadline_ms", in_reference=False),
     _refused("websocketConnectTimeoutMs", _timeout, 'a non-negative integer or "disabled"', _NO_WEBSOCKET),
     SettingKey("retry.enabled", "run", _bool, "true or false", (_SESSION,), "retry_settings("),
     SettingKey("retry.maxRetries", "run", _non_negative_int, "a non-negative integer", (_SESSION,), "retry_settings("),

@@ -2,7 +2,12 @@
 
 A run that ends with a retryable error (rate limit, overload, a dropped connection …)
 is retried after an exponential backoff (``retry.baseDelayMs`` doubling per attempt, at
-most ``retry.maxAgentDelayMs``), up to ``retry.maxRetries`` times. The failed attempt
+most ``retry.maxAgentDelayMs``), up to ``retry.maxRetries`` times. When the failed
+response said how long to wait (``retry-after``, ``retry-after-ms``, rate-limit reset
+headers; :func:`~pi_core.ai.errors.requested_retry_delay`) that wait replaces the
+backoff, up to ``retry.provider.maxRetryDelayMs``: a longer one is not retried (the
+retry ends at once, saying why), as pi 1.6.0 fails a provider retry asked to wait
+longer than that. The failed attempt
 stays in the session file but leaves the model's context (a ``context_edit``). A
 context-window overflow is not retried here: the prompt pipeline compacts once and
 continues (:meth:`AutoRetry.take_overflow_recovery`).
@@ -11,12 +16,14 @@ continues (:meth:`AutoRetry.take_overflow_recovery`).
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pi_hookspecs import AbortController, AssistantMessage
 
 from ..ai import is_context_overflow, is_retryable_error
+from ..ai.errors import requested_retry_delay
 from ..resources.settings import RetrySettings
 from .events import (
     AutoRetryEndEvent,
@@ -26,6 +33,32 @@ from .events import (
     SummarizationRetryScheduledEvent,
 )
 from .ports import Emit
+
+
+def _seconds(ms: int) -> str:
+    return f"{ms / 1000:g} s"
+
+
+def retry_delay(settings: RetrySettings, attempt: int, message: AssistantMessage) -> tuple[int | None, str]:
+    """The wait in milliseconds before retry ``attempt`` (1-based) of the request that
+    failed with ``message``, and a note for the error text reported with it.
+
+    The wait the server asked for, when it asked (the note says so), else the
+    exponential backoff (no note; also for a wait of zero, as the provider SDKs read
+    ``retry-after: 0``). ``None``: the server asked for longer than
+    ``retry.provider.maxRetryDelayMs`` (when not ``0``) - not retried; the note says why.
+    """
+    requested = requested_retry_delay(message)
+    if not requested:
+        return min(settings.base_delay_ms * 2 ** (attempt - 1), settings.max_agent_delay_ms), ""
+    wanted = math.ceil(requested * 1000)
+    limit = settings.provider.max_retry_delay_ms
+    if limit and wanted > limit:
+        return None, (
+            f" (the server asked to retry after {_seconds(wanted)}, longer than "
+            f"retry.provider.maxRetryDelayMs allows: {_seconds(limit)}; not retried)"
+        )
+    return wanted, f" (the server asked to retry after {_seconds(wanted)})"
 
 
 async def retry_summary(
@@ -51,10 +84,15 @@ async def retry_summary(
             if retried:
                 emit(SummarizationRetryFinishedEvent())
             return response
+        planned, note = retry_delay(settings, attempt + 1, response)
+        if planned is None:
+            if retried:
+                emit(SummarizationRetryFinishedEvent())
+            return response
         attempt += 1
         retried = True
-        delay = min(settings.base_delay_ms * 2 ** (attempt - 1), settings.max_agent_delay_ms)
-        error = response.error_message or "Unknown error"
+        delay = planned
+        error = (response.error_message or "Unknown error") + note
         emit(SummarizationRetryScheduledEvent(attempt=attempt, max_attempts=max_attempts, delay_ms=delay,
                                               error_message=error))
         if signal is not None:
@@ -113,7 +151,10 @@ class AutoRetry:
         if last is None or last.stop_reason != "error":
             return False
         if self._enabled() and is_retryable_error(last) and not self.is_overflow(last):
-            return self.attempt < self._settings().max_retries
+            settings = self._settings()
+            if self.attempt >= settings.max_retries:
+                return False
+            return retry_delay(settings, self.attempt + 1, last)[0] is not None
         return not self.overflow_recovered and self.is_overflow(last)
 
     async def prepare(self, message: AssistantMessage) -> bool:
@@ -126,14 +167,19 @@ class AutoRetry:
         if self.attempt >= retry.max_retries:
             self._emit(AutoRetryEndEvent(success=False, attempt=self.attempt, final_error=message.error_message))
             return False
+        planned, note = retry_delay(retry, self.attempt + 1, message)
+        if planned is None:  # the server asked for a longer wait than the settings allow
+            final = (message.error_message or "Unknown error") + note
+            self._emit(AutoRetryEndEvent(success=False, attempt=self.attempt, final_error=final))
+            return False
         self.attempt += 1
-        delay = min(retry.base_delay_ms * 2 ** (self.attempt - 1), retry.max_agent_delay_ms)
+        delay = planned
         self._emit(
             AutoRetryStartEvent(
                 attempt=self.attempt,
                 max_attempts=retry.max_retries,
                 delay_ms=delay,
-                error_message=message.error_message or "",
+                error_message=(message.error_message or "") + note,
             )
         )
         self._omit(message)

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import operator
 import os
+import re
 import sys
+import time
 import weakref
 from bisect import bisect_right
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
@@ -28,7 +32,7 @@ from pi_hookspecs.streaming import provider_retry_delay, retry_after_seconds
 
 from ... import __version__ as _pi_version
 from ..._async import maybe_await
-from ..errors import NoApiKeyError, ProviderError
+from ..errors import NoApiKeyError, ProviderError, note_requested_delay
 from ..message_stream import MessageBuilder
 
 if TYPE_CHECKING:
@@ -40,6 +44,17 @@ if TYPE_CHECKING:
 USER_AGENT = f"pi-python/{_pi_version}"
 DEFAULT_TIMEOUT = 600.0  # seconds without a byte before a request fails (the SDKs' default)
 CONNECT_TIMEOUT = 30.0
+DEFAULT_RESPONSE_DEADLINE = 1800.0
+"""Seconds from sending a request to the end of its response, whatever arrives meanwhile
+(``httpResponseDeadlineMs``): keep-alive comments forever cannot hold a turn open. Half
+an hour: the longest real answers (128k output tokens at some 70 tokens a second) fit."""
+OUTPUT_OVERRUN_FACTOR = 2
+OUTPUT_OVERRUN_SLACK = 1024
+"""A response is stopped once its output, estimated at four characters a token, passes
+``OUTPUT_OVERRUN_FACTOR`` times the request's ``maxTokens`` plus this many tokens: a
+server that streams past the limit it was given would otherwise stream forever. The
+margin is wide because the estimate is rough (a legitimate answer at the limit would need
+more than eight characters a token to reach it)."""
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 
 
@@ -64,7 +79,72 @@ class HttpStatusError(ProviderError):
 
     @property
     def retry_after(self) -> float | None:
-        return retry_after_seconds(self.headers)
+        return requested_delay(self.headers, self.status_code)
+
+
+def requested_delay(headers: Any, status: int | None = None) -> float | None:
+    """The seconds a failed response asks the client to wait before trying again:
+    ``retry-after-ms``, ``retry-after`` (seconds or an HTTP date) or
+    ``x-ratelimit-reset-after``; on a 429 also the rate-limit reset headers
+    (``x-ratelimit-reset-requests: 1s`` / ``6m0s`` as OpenAI sends them, Anthropic's
+    ``anthropic-ratelimit-*-reset`` RFC 3339 times): of the limits the response says
+    are used up (``…-remaining…: 0``), or whose remaining count it does not give, the
+    latest reset; ``None`` when it asks for nothing readable."""
+    lowered = {str(k).lower(): str(v) for k, v in dict(headers or {}).items()}
+    direct = retry_after_seconds(lowered)
+    if direct is not None or status != 429:
+        return direct
+    exhausted: list[float] = []
+    others: list[float] = []
+    for name, value in lowered.items():
+        kind = _reset_kind(name)
+        if kind is None:
+            continue
+        seconds = _reset_seconds(value)
+        if seconds is None:
+            continue
+        prefix, limit = kind
+        remaining = lowered.get(f"{prefix}-remaining-{limit}" if prefix == "x-ratelimit" else f"{prefix}-{limit}-remaining")
+        (others if remaining not in (None, "0") else exhausted).append(seconds)
+    if exhausted:
+        return max(exhausted)
+    return min(others) if others else None
+
+
+_OPENAI_RESET = re.compile(r"(x-ratelimit)-reset-([a-z-]+)")
+_ANTHROPIC_RESET = re.compile(r"(anthropic-ratelimit)-([a-z-]+)-reset")
+_GO_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|us|µs|ns|h|m|s)")
+_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+
+def _reset_kind(name: str) -> tuple[str, str] | None:
+    """``(prefix, limit)`` of a rate-limit reset header (``x-ratelimit-reset-tokens``
+    -> ``("x-ratelimit", "tokens")``), else ``None``."""
+    match = _OPENAI_RESET.fullmatch(name) or _ANTHROPIC_RESET.fullmatch(name)
+    if match is None or match.group(2) == "after":  # x-ratelimit-reset-after: read as retry-after
+        return None
+    return match.group(1), match.group(2)
+
+
+def _reset_seconds(value: str) -> float | None:
+    """Seconds until a reset given as a duration (``1s``, ``6m0s``, ``250ms``, a plain
+    number of seconds) or a point in time (RFC 3339, as Anthropic sends it)."""
+    text = value.strip()
+    if not text:
+        return None
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    if _GO_DURATION.match(text) and not _GO_DURATION.sub("", text):
+        return sum(float(number) * _UNIT_SECONDS[unit] for number, unit in _GO_DURATION.findall(text))
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return None
+    return max(0.0, moment.timestamp() - time.time())
 
 
 def _body_text(body: Any) -> str:
@@ -152,6 +232,86 @@ def request_timeout(options: StreamOptions) -> float | None:
         return DEFAULT_TIMEOUT
     value = options.extra["timeout"]
     return float(value) if isinstance(value, int | float) and value > 0 else None
+
+
+def response_deadline(options: StreamOptions) -> float | None:
+    """The longest a response may take in seconds, from sending the request to its
+    last byte: ``options.extra["response_deadline"]`` (``None`` or ``0`` there turns it
+    off), else :data:`DEFAULT_RESPONSE_DEADLINE`."""
+    if "response_deadline" not in options.extra:
+        return DEFAULT_RESPONSE_DEADLINE
+    value = options.extra["response_deadline"]
+    return float(value) if isinstance(value, int | float) and value > 0 else None
+
+
+class ResponseDeadlineError(ProviderError):
+    """The response did not end within :func:`response_deadline`."""
+
+
+class OutputOverrunError(ProviderError):
+    """The response streamed far past the output limit the request gave it."""
+
+
+def _seconds_text(seconds: float) -> str:
+    if seconds >= 120 and seconds % 60 == 0:
+        return f"{seconds / 60:g} min"
+    return f"{seconds:g} s"
+
+
+def _requested_max_tokens(payload: Any, options: StreamOptions, out: MessageBuilder) -> int | None:
+    """The output limit the request gives the model: what the payload sends (any wire
+    API's spelling), else the request's or the model's ``maxTokens``."""
+    if isinstance(payload, dict):
+        for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+            value = payload.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        value = field(payload, "generationConfig", "maxOutputTokens")
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    value = options.max_tokens or getattr(out.model, "max_tokens", None)
+    return value if isinstance(value, int) and value > 0 else None
+
+
+class _OutputMeter:
+    """How much output a response has streamed (text, thinking, tool-call arguments),
+    measured after each event at a cost of the blocks still open, not of the text."""
+
+    __slots__ = ("_counted", "_done", "_max_chars", "_out", "limit")
+
+    def __init__(self, out: MessageBuilder, limit: int) -> None:
+        self._out = out
+        self.limit = limit
+        self._max_chars = 4 * (OUTPUT_OVERRUN_FACTOR * limit + OUTPUT_OVERRUN_SLACK)
+        self._counted = 0  # the blocks before this index are ended and counted in _done
+        self._done = 0
+
+    def _length(self, index: int, block: Any) -> int:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            return len(block.text)
+        if kind == "thinking":
+            return len(block.thinking)
+        if kind == "toolCall":
+            text = self._out.tool_arguments_text(index)
+            return len(text) if text else len(to_json(block.arguments))
+        return 0
+
+    def check(self) -> None:
+        """Raise :class:`OutputOverrunError` once the output passes the margin."""
+        content = self._out.message.content
+        open_blocks = self._out.open_blocks
+        first_open = min(open_blocks) if open_blocks else len(content)
+        while self._counted < first_open:
+            self._done += self._length(self._counted, content[self._counted])
+            self._counted += 1
+        chars = self._done + sum(self._length(i, content[i]) for i in range(self._counted, len(content)))
+        if chars > self._max_chars:
+            estimate = math.ceil(chars / 4)
+            raise OutputOverrunError(
+                f"The response ran far past its output limit: about {estimate} tokens streamed where the "
+                f"request allowed {self.limit} (maxTokens); pi stopped reading it"
+            )
 
 
 def _retry_delay(error: BaseException, attempt: int, options: StreamOptions) -> float | None:
@@ -414,6 +574,42 @@ async def post_sse(
     sent.setdefault("Accept", "text/event-stream")
     timeout = request_timeout(options)
     connect = CONNECT_TIMEOUT if timeout is None else min(timeout, CONNECT_TIMEOUT)
+    deadline = response_deadline(options)
+    limit = _requested_max_tokens(payload, options, out)
+    meter = _OutputMeter(out, limit) if limit else None
+    scope = asyncio.timeout(deadline)
+    try:
+        async with scope:
+            await _exchange(url, body, sent, client, options, out, on_event, error_events, meter, timeout, connect)
+    except TimeoutError as error:
+        if not scope.expired():
+            raise
+        assert deadline is not None
+        raise ResponseDeadlineError(
+            f"The response did not end within {_seconds_text(deadline)} of the request "
+            "(httpResponseDeadlineMs); pi stopped waiting for it"
+        ) from error
+    except HttpStatusError as error:
+        wait = error.retry_after
+        if wait is not None:
+            note_requested_delay(out.message, wait)
+        raise
+
+
+async def _exchange(
+    url: str,
+    body: bytes,
+    sent: dict[str, str],
+    client: HttpClient | _ProxiedClient,
+    options: StreamOptions,
+    out: MessageBuilder,
+    on_event: SseHandler,
+    error_events: Callable[[str, Any], BaseException | None] | None,
+    meter: _OutputMeter | None,
+    timeout: float | None,
+    connect: float | None,
+) -> None:
+    """The request (with the provider-level retries) and its events, for :func:`post_sse`."""
     attempt = 0
     while True:
         try:
@@ -445,6 +641,8 @@ async def post_sse(
                 if failure is not None:
                     raise failure
             await on_event(name, data)
+            if meter is not None:
+                meter.check()
     finally:
         await response.aclose()
 

@@ -8,9 +8,13 @@ needs is here, and nothing else:
 
 * HTTP/1.1 only (``h11`` reads and writes the messages), over ``asyncio`` streams;
 * TLS with the certificate store httpx2 would use (:func:`default_ssl_context`);
-* keep-alive connections per origin, reused while the server keeps them open; a request
-  that fails on a reused connection before any response byte arrived is sent once more
-  on a new one (the server closed the idle connection);
+* keep-alive connections per origin, reused while the server keeps them open. A pooled
+  connection is checked just before the request is written to it: one the server has
+  closed (or written to) meanwhile is dropped and the request goes out on a new one —
+  nothing of it was sent, so nothing can have been charged. Once a byte of the request
+  was written, a failure is never resent here (the server may have read the whole
+  request and be working on it): it is raised, for the visible retry policy to decide
+  (``pi_core.runtime.retry``), as Go's net/http and httpcore do for a POST;
 * timeouts for connecting, sending and each read, and errors named as httpx2 names them
   (:class:`ConnectError`, :class:`ReadTimeout`, :class:`RemoteProtocolError` …; all
   :class:`TransportError`, which the provider retries treat as transient);
@@ -26,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import os
 import platform
+import select
 import ssl
 import time
 import zlib
@@ -315,12 +320,16 @@ class _Connection:
         self.expires = 0.0
 
     def usable(self) -> bool:
-        """Idle, not expired, and not closed or written to by the server meanwhile."""
+        """Idle, not expired, and not closed or written to by the server meanwhile: also
+        what the socket holds and the event loop has not read yet (a FIN or RST that
+        arrived a moment ago) counts, so that a request is written only to a connection
+        the server had not given up when the request started."""
         return (
             self.h11.our_state is h11.IDLE
             and time.monotonic() < self.expires
             and not self.writer.is_closing()
             and not self.reader.at_eof()
+            and not _has_pending_input(self.writer)
         )
 
     async def send(self, event: Any, timeout: float | None) -> None:
@@ -360,6 +369,26 @@ class _Connection:
 
     def close(self) -> None:
         self.writer.close()
+
+
+def _has_pending_input(writer: asyncio.StreamWriter) -> bool:
+    """Whether the connection's socket is readable now: an idle HTTP/1.1 connection has
+    nothing to read, so input means the server closed it (end of file, a reset) or sent
+    something unasked — either way it is not to be reused (urllib3's check)."""
+    sock = writer.get_extra_info("socket")
+    if sock is None:
+        return False
+    try:
+        fd = sock.fileno()
+        if fd < 0:
+            return True
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            return bool(poller.poll(0))
+        return bool(select.select([fd], [], [], 0)[0])  # pragma: no cover - Windows
+    except (OSError, ValueError):
+        return True
 
 
 class _Body:
@@ -442,15 +471,11 @@ class HttpClient:
         except h11.LocalProtocolError as exc:
             raise LocalProtocolError(str(exc)) from exc
         origin = (scheme, host, port)
+        # A pooled connection is checked right before the request is written to it (no
+        # suspension in between): a failure after that is raised, never resent here.
         connection = self._take_idle(origin)
-        if connection is not None:
-            try:
-                return await self._exchange(connection, message, body, timeout)
-            except (RemoteProtocolError, ReadError, WriteError):
-                # the server closed the idle connection as this request went out: once more
-                # on a new connection (nothing of the response had arrived)
-                pass
-        connection = await self._connect(origin, connect_timeout)
+        if connection is None:
+            connection = await self._connect(origin, connect_timeout)
         return await self._exchange(connection, message, body, timeout)
 
     async def _exchange(self, connection: _Connection, message: h11.Request, body: bytes, timeout: float | None) -> Response:
