@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Mapping
@@ -38,9 +39,64 @@ def strip_bom(text: str) -> str:
     return text[1:] if text.startswith(BOM) else text
 
 
-def read_text(path: Path) -> str:
-    """A text file's content: UTF-8 (undecodable bytes replaced), BOM stripped."""
-    return strip_bom(path.read_bytes().decode("utf-8", errors="replace"))
+MAX_RESOURCE_FILE_BYTES = 4 * 1024 * 1024
+"""The largest resource file (settings, skill, prompt template, ``SYSTEM.md`` …) pi
+reads: a larger one is refused from its size alone, never read."""
+
+
+def format_bytes(size: int) -> str:
+    """``512 B``, ``256 KiB``, ``5.0 MiB``, ``1.0 GiB``."""
+    if size < 1024:
+        return f"{size} B"
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size // 1024} KiB" if size % 1024 == 0 else f"{size / 1024:.1f} KiB"
+
+
+class FileTooLargeError(OSError):
+    """A file over a size limit; ``strerror`` says its size and the limit."""
+
+    def __init__(self, path: str | os.PathLike[str], size: int, limit: int, what: str = "file") -> None:
+        super().__init__(errno.EFBIG, f"the {what} is {format_bytes(size)}, larger than the {format_bytes(limit)} limit; it was not read", os.fspath(path))
+        self.size = size
+        self.limit = limit
+
+
+def check_file_size(path: str | os.PathLike[str], limit: int, what: str = "file") -> int:
+    """The size of ``path`` (``stat``, nothing read); raises :class:`FileTooLargeError`
+    when it is over ``limit`` and ``OSError`` when it cannot be looked at."""
+    size = os.stat(path).st_size
+    if size > limit:
+        raise FileTooLargeError(path, size, limit, what)
+    return size
+
+
+def read_text(path: Path, *, limit: int = MAX_RESOURCE_FILE_BYTES) -> str:
+    """A text file's content: UTF-8 (undecodable bytes replaced), BOM stripped. A file
+    over ``limit`` bytes raises :class:`FileTooLargeError` (an ``OSError``) unread."""
+    check_file_size(path, limit)
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)  # a file that grew since stat is still cut off
+    if len(data) > limit:
+        raise FileTooLargeError(path, len(data), limit)
+    return strip_bom(data.decode("utf-8", errors="replace"))
+
+
+def read_text_head(path: Path, limit: int) -> tuple[str, int]:
+    """``(text, size)``: the first ``limit`` bytes of a text file at most (cut after its
+    last complete line when there is one; UTF-8, undecodable bytes replaced, BOM
+    stripped) and the file's size, so that the caller can tell whether it was cut."""
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        size = max(size, len(data))
+        data = data[:limit]
+        newline = data.rfind(b"\n")
+        if newline > 0:
+            data = data[: newline + 1]
+    return strip_bom(data.decode("utf-8", errors="replace")), size
 
 
 def normalize_newlines(text: str) -> str:

@@ -5,7 +5,8 @@ Each directory contributes at most one file, the first of ``AGENTS.override.md``
 readable file. The agent directory comes first, then every directory from the
 filesystem root down to the working directory (general first, specific last). The
 same file reached twice (same real path) is loaded once; a byte-order mark is
-stripped. Context files load whether or not the project is trusted; ``--no-context-files``
+stripped. Only the first :data:`MAX_CONTEXT_FILE_BYTES` (256 KiB) of a file are read and
+sent; a larger file is cut there, with a marker and one diagnostic naming it. Context files load whether or not the project is trusted; ``--no-context-files``
 turns the whole discovery off.
 
 When the working directory is inside a linked git worktree nested in its main
@@ -23,10 +24,15 @@ from pathlib import Path
 from pi_hookspecs import ContextFile
 
 from .._paths import agent_dir as default_agent_dir
-from ._files import absolute_path, canonical_path, read_text
+from ._files import absolute_path, canonical_path, format_bytes, read_text, read_text_head
 from .diagnostics import ResourceDiagnostic
 
 CONTEXT_FILE_NAMES: tuple[str, ...] = ("AGENTS.override.md", "AGENTS.md", "AGENTS.MD", "CLAUDE.md", "CLAUDE.MD")
+
+MAX_CONTEXT_FILE_BYTES = 256 * 1024
+"""The most of one context file that is read and sent to the model: a larger file is
+cut after its last complete line within the limit, a marker says so, and one error
+diagnostic names the file."""
 
 
 @dataclass
@@ -43,7 +49,18 @@ def load_context_file(directory: Path, diagnostics: list[ResourceDiagnostic] | N
         try:
             if not path.is_file():
                 continue
-            return ContextFile(path=str(path), content=read_text(path))
+            content, size = read_text_head(path, MAX_CONTEXT_FILE_BYTES)
+            if size > MAX_CONTEXT_FILE_BYTES:
+                limit = format_bytes(MAX_CONTEXT_FILE_BYTES)
+                content += (
+                    f"\n\n[pi: this file is {format_bytes(size)}; only its first {limit} were loaded "
+                    f"(context files are capped at {limit}).]"
+                )
+                if diagnostics is not None:
+                    # an error, not a warning: the user must hear that the model sees part of it
+                    message = f"context file is {format_bytes(size)}, larger than the {limit} limit; only its first {limit} are sent to the model"
+                    diagnostics.append(ResourceDiagnostic("error", message, str(path), kind="context"))
+            return ContextFile(path=str(path), content=content)
         except OSError as exc:
             if diagnostics is not None:
                 diagnostics.append(
@@ -126,4 +143,4 @@ def load_context_files(
     return result
 
 
-__all__ = ["CONTEXT_FILE_NAMES", "ContextFilesResult", "load_context_file", "load_context_files"]
+__all__ = ["CONTEXT_FILE_NAMES", "MAX_CONTEXT_FILE_BYTES", "ContextFilesResult", "load_context_file", "load_context_files"]

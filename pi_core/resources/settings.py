@@ -3,9 +3,11 @@
 Project settings override user settings key by key; nested objects are merged one
 level deep; resource lists (``extensions``, ``skills``, ``prompts``, ``themes``,
 ``packages``) are combined, user entries first. Project settings only count once the
-project is trusted; ``defaultProjectTrust`` (and the other user-only keys) is read
-from the user file alone. A file that is not valid JSON is reported (file, line and
-column) and ignored; it is never rewritten. Unknown keys are kept as they are (and
+project is trusted (``sessionDir`` included: :func:`session_dir_setting`);
+``defaultProjectTrust`` (and the other user-only keys) is read from the user file
+alone. A file that is not valid JSON, or larger than :data:`MAX_SETTINGS_FILE_BYTES`
+(looked at before it is read), is reported (file, line and column) and ignored; it is
+never rewritten. Unknown keys are kept as they are (and
 reported unless a plugin claims them).
 
 Each file is checked against the key registry (:mod:`.settings_keys`) when it loads: a
@@ -31,7 +33,8 @@ from typing import Any, Literal, TypeVar, cast
 
 from .._paths import agent_dir as default_agent_dir
 from .._paths import project_dir
-from ._files import resolve_entry
+from ._files import MAX_RESOURCE_FILE_BYTES, FileTooLargeError, check_file_size, resolve_entry
+from ._trust_file import peek_saved_trust
 
 RESOURCE_LIST_KEYS = frozenset({"extensions", "skills", "prompts", "themes", "packages"})
 USER_ONLY_KEYS = frozenset({"defaultProjectTrust", "requiredExtensions", "httpProxy", "selfUpdateCommand", "cacheWarming"})
@@ -72,10 +75,20 @@ class SettingsError(ValueError):
         super().__init__(f"{where}: {message}")
 
 
+MAX_SETTINGS_FILE_BYTES = MAX_RESOURCE_FILE_BYTES
+"""A settings file larger than this (4 MiB) is refused from its size, never read."""
+
+
 def read_settings_file(path: Path) -> dict[str, Any]:
-    """The JSON object in ``path``; ``{}`` when the file does not exist."""
+    """The JSON object in ``path``; ``{}`` when the file does not exist. A file over
+    :data:`MAX_SETTINGS_FILE_BYTES` raises :class:`SettingsError` without being read."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        check_file_size(path, MAX_SETTINGS_FILE_BYTES, "settings file")
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_SETTINGS_FILE_BYTES + 1)
+        if len(raw) > MAX_SETTINGS_FILE_BYTES:  # grew since it was looked at
+            raise FileTooLargeError(path, len(raw), MAX_SETTINGS_FILE_BYTES, "settings file")
+        text = raw.decode("utf-8-sig")
     except FileNotFoundError:
         return {}
     except OSError as exc:
@@ -504,6 +517,18 @@ class Settings:
         )
         return None if value in (0, "disabled") else int(value)
 
+    @property
+    def http_response_deadline_ms(self) -> int | None:
+        """Longest time from sending a provider request to the end of its response,
+        whatever arrives meanwhile; ``None`` when disabled (``0`` or ``"disabled"``)."""
+        value = self._typed(
+            ("httpResponseDeadlineMs",),
+            lambda v: v if v == "disabled" else _non_negative_int(v),
+            1800000,
+            'a non-negative integer or "disabled"',
+        )
+        return None if value in (0, "disabled") else int(value)
+
     # ------------------------------------------------------------------ shell, images, sessions
 
     @property
@@ -588,6 +613,7 @@ class Settings:
             lambda: self.branch_summary_settings(),
             lambda: self.retry_settings(),
             lambda: self.http_idle_timeout_ms,
+            lambda: self.http_response_deadline_ms,
             lambda: self.shell_path,
             lambda: self.shell_command_prefix,
             lambda: self.block_images,
@@ -694,24 +720,58 @@ def _load_file(path: Path, settings: Settings, *, project: bool = False) -> dict
 
 def _is_blank(path: Path) -> bool:
     try:
-        return path.is_file() and not path.read_bytes().strip()
+        if not path.is_file() or path.stat().st_size > MAX_SETTINGS_FILE_BYTES:
+            return False
+        return not path.read_bytes().strip()
     except OSError:
         return False
 
 
-def session_dir_setting(cwd: str | Path, *, agent_dir: Path | None = None) -> Path | None:
-    """``sessionDir`` as pi reads it *before* project trust is decided (to find the
-    session): the project file wins even when the project is not trusted yet.
-    Unreadable files count as unset."""
+def session_dir_setting(
+    cwd: str | Path, *, agent_dir: Path | None = None, approve: bool | None = None
+) -> Path | None:
+    """``sessionDir`` as pi reads it *before* the session starts (to find the session).
+
+    Unlike pi 1.6.0, the project file counts only when the project is already trusted
+    at that point (:func:`trusted_before_start`: ``approve``, i.e. ``--approve`` /
+    ``--no-approve``, else a saved decision, else ``defaultProjectTrust: always``): an
+    untrusted project's settings never apply, ``sessionDir`` included, so its sessions
+    are written in the agent folder, not where the project says. Unreadable files count
+    as unset."""
     adir = agent_dir if agent_dir is not None else default_agent_dir()
-    for path in (project_dir(cwd) / "settings.json", adir / "settings.json"):
+    try:
+        user = read_settings_file(adir / "settings.json")
+    except SettingsError:
+        user = {}
+    project_file = project_dir(cwd) / "settings.json"
+    if os.path.lexists(project_file) and trusted_before_start(
+        cwd, approve=approve, agent_dir=adir, default_project_trust=user.get("defaultProjectTrust")
+    ):
         try:
-            value = read_settings_file(path).get("sessionDir")
+            value = read_settings_file(project_file).get("sessionDir")
         except SettingsError:
-            continue
+            value = None
         if isinstance(value, str) and value:
             return _resolve_session_dir(value, Path(cwd))
-    return None
+    value = user.get("sessionDir")
+    return _resolve_session_dir(value, Path(cwd)) if isinstance(value, str) and value else None
+
+
+def trusted_before_start(
+    cwd: str | Path, *, approve: bool | None = None, agent_dir: Path | None = None, default_project_trust: Any = None
+) -> bool:
+    """Whether a project (one with trust-requiring files) is trusted before anything of
+    it loads and before anyone is asked: ``approve`` (``--approve`` / ``--no-approve``),
+    else the decision saved in ``trust.json``, else ``default_project_trust ==
+    "always"`` (the user's ``defaultProjectTrust``). ``False`` while undecided: the
+    plugins' ``project_trust`` hook and the user's answer come later
+    (:func:`~pi_core.resources.trust.resolve_project_trust`). Never asks, writes or raises."""
+    if approve is not None:
+        return approve
+    saved = peek_saved_trust(cwd, agent_dir if agent_dir is not None else default_agent_dir())
+    if saved is not None:
+        return saved
+    return bool(default_project_trust == "always")
 
 
 # --------------------------------------------------------------------------- default tools
@@ -799,6 +859,7 @@ def _tool_selection_layers(settings: Settings | None, cli_tools: Sequence[str] |
 
 __all__ = [
     "DEFAULT_TOOLS",
+    "MAX_SETTINGS_FILE_BYTES",
     "PROJECT_TRUST_DEFAULTS",
     "QUEUE_MODES",
     "RESOURCE_LIST_KEYS",
@@ -825,5 +886,6 @@ __all__ = [
     "read_settings_for_update",
     "resolve_default_tools",
     "session_dir_setting",
+    "trusted_before_start",
     "unknown_key_errors",
 ]

@@ -5,7 +5,8 @@ uses: a JSON object mapping canonical directory paths to ``true`` (trusted) or
 ``false`` (not trusted); ``null`` entries are tolerated and mean "no decision". The
 nearest saved ancestor decides for a directory. The file is written with sorted
 keys, two-space indentation and a final newline, under a ``trust.json.lock``
-directory lock (the lock the TypeScript pi takes as well).
+directory lock (the lock the TypeScript pi takes as well). A file over 4 MiB is an
+error naming it, never read.
 
 :func:`resolve_project_trust` decides, in this order:
 
@@ -33,11 +34,11 @@ from pi_hookspecs import ProjectTrustResult
 from .._fs import DirectoryLock, DirectoryLockTimeout, atomic_write
 from .._paths import CONFIG_DIR_NAME
 from .._paths import agent_dir as default_agent_dir
-from ._files import ancestors_to_git_root, canonical_path
+from ._files import MAX_RESOURCE_FILE_BYTES, ancestors_to_git_root, canonical_path, read_text
+from ._trust_file import TRUST_FILE_NAME, nearest_decision
 from .diagnostics import ResourceDiagnostic
 from .settings import PROJECT_TRUST_DEFAULTS, SettingsError, read_settings_file
 
-TRUST_FILE_NAME = "trust.json"
 PROTECTED_PROJECT_ENTRIES: tuple[str, ...] = (
     "settings.json",
     "mcp.json",
@@ -108,7 +109,7 @@ class TrustStore:
 
     def _read_unlocked(self) -> dict[str, bool | None]:
         try:
-            text = self.path.read_text(encoding="utf-8-sig")
+            text = read_text(self.path, limit=MAX_RESOURCE_FILE_BYTES)
         except FileNotFoundError:
             return {}
         except OSError as exc:
@@ -128,16 +129,8 @@ class TrustStore:
 
     def get_entry(self, cwd: str | os.PathLike[str]) -> TrustEntry | None:
         """The decision saved for ``cwd`` or its nearest ancestor."""
-        data = self.read()
-        current = canonical_path(cwd)
-        while True:
-            value = data.get(current)
-            if value is True or value is False:
-                return TrustEntry(current, value)
-            parent = os.path.dirname(current)
-            if parent == current:
-                return None
-            current = parent
+        found = nearest_decision(self.read(), cwd)
+        return TrustEntry(*found) if found is not None else None
 
     def get(self, cwd: str | os.PathLike[str]) -> bool | None:
         entry = self.get_entry(cwd)

@@ -132,19 +132,39 @@ def _glob_allows(glob: str | None, rel: str) -> bool:
     return glob_matches(glob, rel, anchored=True)
 
 
+_LINE_PIECE_BYTES = 1024 * 1024
+"""The most of one line the Python search holds: a longer line is searched in pieces
+of this size (a match spanning two pieces is missed), so a huge file never loads whole."""
+
+_WHOLE_FILE_BYTES = 8 * 1024 * 1024
+"""Context lines of a file up to this size are read at once (and kept for the other
+matches in it); a larger file is streamed for each match's lines."""
+
+
 def _search_file(path: str, regex: re.Pattern[str], matches: list[_Match], limit: int) -> None:
+    """Append the matching lines of ``path``, read a line (at most a piece) at a time.
+    A file with a NUL byte is binary and skipped, as rg does."""
+    found: list[_Match] = []
     try:
         with open(path, "rb") as handle:
-            data = handle.read()
+            number, matched, start = 1, False, ""
+            while len(matches) + len(found) <= limit:
+                piece = handle.readline(_LINE_PIECE_BYTES)
+                if not piece:
+                    break
+                if b"\x00" in piece:
+                    return
+                ends = piece.endswith(b"\n")
+                line = piece[:-1].decode("utf-8", errors="replace") if ends else piece.decode("utf-8", errors="replace")
+                start = start or line  # the line's first piece: what the output shows of it
+                if not matched and regex.search(line.removesuffix("\r")):
+                    found.append(_Match(path, number, start))
+                    matched = True
+                if ends:
+                    number, matched, start = number + 1, False, ""
     except OSError:
         return
-    if b"\x00" in data:  # binary files are skipped, as rg does
-        return
-    for number, line in enumerate(data.decode("utf-8", errors="replace").split("\n"), start=1):
-        if regex.search(line.removesuffix("\r")):
-            matches.append(_Match(path, number, line))
-            if len(matches) > limit:
-                return
+    matches.extend(found)
 
 
 def _python_matches(
@@ -182,15 +202,19 @@ class _Formatter:
                 return rel.replace(os.sep, "/")
         return os.path.basename(path)
 
-    def _lines(self, path: str) -> list[str]:
+    def _lines(self, path: str, first: int, last: int) -> tuple[int, list[str]]:
+        """``(first, lines)``: lines ``first`` to ``last`` (1-based) of ``path`` as far as
+        the file has them; a small file is read once and kept, a large one streamed."""
         if path not in self.files:
             try:
+                if os.path.getsize(path) > _WHOLE_FILE_BYTES:
+                    return first, _stream_lines(path, first, last)
                 with open(path, encoding="utf-8", errors="replace", newline="") as handle:
                     text = handle.read()
                 self.files[path] = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
             except OSError:
                 self.files[path] = []
-        return self.files[path]
+        return first, self.files[path][first - 1 : last]
 
     def _cut(self, text: str) -> str:
         cut, was_cut = truncate_line(text)
@@ -202,15 +226,34 @@ class _Formatter:
         if self.context == 0 and match.text is not None:
             text = match.text.replace("\r\n", "\n").replace("\r", "").removesuffix("\n")
             return [f"{shown}:{match.line}: {self._cut(text)}"]
-        lines = self._lines(match.path)
+        first, lines = self._lines(match.path, max(1, match.line - self.context), match.line + self.context)
         if not lines:
             return [f"{shown}:{match.line}: (unable to read file)"]
         out = []
-        first, last = max(1, match.line - self.context), min(len(lines), match.line + self.context)
-        for number in range(first, last + 1):
-            text = self._cut(lines[number - 1])
+        for number, line in enumerate(lines, start=first):
+            text = self._cut(line)
             out.append(f"{shown}:{number}: {text}" if number == match.line else f"{shown}-{number}- {text}")
         return out
+
+
+def _stream_lines(path: str, first: int, last: int) -> list[str]:
+    """Lines ``first`` to ``last`` (1-based; split at ``\\n``, a final ``\\r`` dropped)
+    of a large file, reading it a piece at a time; of a line longer than a piece only
+    its first piece is kept (the output shows its first characters only)."""
+    lines: list[str] = []
+    with open(path, "rb") as handle:
+        number, fresh = 1, True
+        while number <= last:
+            piece = handle.readline(_LINE_PIECE_BYTES)
+            if not piece:
+                break
+            ends = piece.endswith(b"\n")
+            if fresh and number >= first:
+                lines.append(piece.rstrip(b"\n").removesuffix(b"\r").decode("utf-8", errors="replace"))
+            fresh = ends
+            if ends:
+                number += 1
+    return lines
 
 
 async def run_grep(args: GrepArgs, ctx: Any, *, use_rg: bool | None = None) -> ToolResult:

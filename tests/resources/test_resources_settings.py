@@ -135,10 +135,24 @@ def test_resource_lists_resolve_per_scope(tmp_path: Path) -> None:
     assert s.skill_paths == ["mine", "-mine/old", "!**/draft*", "../team", "+x"]
 
 
-def test_session_dir_is_relative_to_cwd_and_read_before_trust(tmp_path: Path) -> None:
+def test_session_dir_is_relative_to_cwd_and_the_projects_counts_only_when_trusted(tmp_path: Path) -> None:
+    """Unlike pi 1.6.0, an untrusted project's ``sessionDir`` is not used either: only a
+    project trusted before the session starts (flag, saved decision, ``always``) sets it."""
+    from pi_core.resources.trust import TrustStore
+
     s = settings_for(tmp_path, user={"sessionDir": "sessions"}, project={"sessionDir": "p-sessions"}, trusted=False)
     assert s.session_dir == tmp_path / "proj" / "sessions"
-    assert session_dir_setting(tmp_path / "proj", agent_dir=tmp_path / "agent") == tmp_path / "proj" / "p-sessions"
+    proj, agent = tmp_path / "proj", tmp_path / "agent"
+    assert session_dir_setting(proj, agent_dir=agent) == proj / "sessions"  # undecided: untrusted
+    assert session_dir_setting(proj, agent_dir=agent, approve=True) == proj / "p-sessions"  # --approve
+    TrustStore(agent).set(proj, True)
+    assert session_dir_setting(proj, agent_dir=agent) == proj / "p-sessions"  # saved decision
+    assert session_dir_setting(proj, agent_dir=agent, approve=False) == proj / "sessions"  # --no-approve
+    TrustStore(agent).set(proj, False)
+    write_json(agent / "settings.json", {"sessionDir": "sessions", "defaultProjectTrust": "always"})
+    assert session_dir_setting(proj, agent_dir=agent) == proj / "sessions"  # a saved "no" beats "always"
+    TrustStore(agent).set(proj, None)
+    assert session_dir_setting(proj, agent_dir=agent) == proj / "p-sessions"  # defaultProjectTrust: always
 
 
 def test_http_idle_timeout_can_be_disabled(tmp_path: Path) -> None:
