@@ -129,11 +129,25 @@ def read_settings(path: Path) -> dict[str, Any]:
     return outcome
 
 
+def _size(size: int) -> str:
+    if size >= 1 << 30:
+        return f"{size / (1 << 30):.1f} GiB"
+    if size >= 1 << 20:
+        return f"{size / (1 << 20):.1f} MiB"
+    return f"{size / 1024:.1f} KiB" if size >= 1024 else f"{size} B"
+
+
+def _too_large(path: Path, size: int) -> SettingsFileError:
+    return SettingsFileError(
+        path,
+        f"cannot read: the settings file is {_size(size)}, larger than the {_size(MAX_SETTINGS_BYTES)} limit; "
+        "it was not read",
+    )
+
+
 def _parse(path: Path, size: int) -> dict[str, Any]:
     if size > MAX_SETTINGS_BYTES:
-        raise SettingsFileError(
-            path, f"too large to be settings ({size:,} bytes; at most {MAX_SETTINGS_BYTES:,}): not read"
-        )
+        raise _too_large(path, size)
     try:
         with open(path, "rb") as file:
             raw = file.read(MAX_SETTINGS_BYTES + 1)
@@ -142,7 +156,7 @@ def _parse(path: Path, size: int) -> dict[str, Any]:
     except OSError as exc:
         raise SettingsFileError(path, f"cannot read: {exc.strerror or exc}") from None
     if len(raw) > MAX_SETTINGS_BYTES:  # grew after the stat
-        raise SettingsFileError(path, f"too large to be settings (more than {MAX_SETTINGS_BYTES:,} bytes): not read")
+        raise _too_large(path, len(raw))
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -31,9 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
+from pi_hookspecs import toolkit
+
 from .._paths import agent_dir as default_agent_dir
 from .._paths import project_dir
-from ._files import MAX_RESOURCE_FILE_BYTES, FileTooLargeError, check_file_size, resolve_entry
+from ._files import resolve_entry
 from ._trust_file import peek_saved_trust
 
 RESOURCE_LIST_KEYS = frozenset({"extensions", "skills", "prompts", "themes", "packages"})
@@ -75,35 +77,19 @@ class SettingsError(ValueError):
         super().__init__(f"{where}: {message}")
 
 
-MAX_SETTINGS_FILE_BYTES = MAX_RESOURCE_FILE_BYTES
+MAX_SETTINGS_FILE_BYTES = toolkit.MAX_SETTINGS_BYTES
 """A settings file larger than this (4 MiB) is refused from its size, never read."""
 
 
 def read_settings_file(path: Path) -> dict[str, Any]:
-    """The JSON object in ``path``; ``{}`` when the file does not exist. A file over
+    """The JSON object in ``path`` (a copy: the caller may change it); ``{}`` when the
+    file does not exist. Read by the contract's reader (:func:`pi_hookspecs.toolkit.read_settings`),
+    so pi and its plugins read a settings file alike and once per change: a file over
     :data:`MAX_SETTINGS_FILE_BYTES` raises :class:`SettingsError` without being read."""
     try:
-        check_file_size(path, MAX_SETTINGS_FILE_BYTES, "settings file")
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_SETTINGS_FILE_BYTES + 1)
-        if len(raw) > MAX_SETTINGS_FILE_BYTES:  # grew since it was looked at
-            raise FileTooLargeError(path, len(raw), MAX_SETTINGS_FILE_BYTES, "settings file")
-        text = raw.decode("utf-8-sig")
-    except FileNotFoundError:
-        return {}
-    except OSError as exc:
-        raise SettingsError(path, f"cannot read: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise SettingsError(path, f"not UTF-8 text (byte {exc.start}); expected a JSON object") from exc
-    if not text.strip():
-        return {}
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SettingsError(path, f"invalid JSON: {exc.msg}", exc.lineno, exc.colno) from exc
-    if not isinstance(data, dict):
-        raise SettingsError(path, f"expected a JSON object at the top level, found {type(data).__name__}")
-    return data
+        return copy.deepcopy(toolkit.read_settings(path))
+    except toolkit.SettingsFileError as exc:
+        raise SettingsError(path, exc.message, exc.line, exc.column) from None
 
 
 def read_settings_for_update(path: Path, *keys: str) -> dict[str, Any]:

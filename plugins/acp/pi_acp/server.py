@@ -52,6 +52,7 @@ from . import __version__
 from .cli import Options
 from .convert import history_updates, prompt_input
 from .handshake import initialize_result
+from .remembered import Remembered, SessionInUseError
 from .session import Capabilities, ClientMcpServers, EditorHooks, EditorUI, EventBridge, Link
 from .transport import StdioTransport
 
@@ -70,6 +71,8 @@ class AcpSession:
         self.ui = ui
         self.prompting: asyncio.Task[Any] | None = None
         self.cancelled = False
+        self.remembered: Remembered | None = None
+        """The claim on this session's id while pi has not written its file."""
         self.sender = asyncio.ensure_future(link.send_loop())
         self.unsubscribe = runtime.subscribe(EventBridge(link))
 
@@ -77,12 +80,25 @@ class AcpSession:
     def session(self) -> AgentSession:
         return self.runtime.session
 
+    def forget_if_written(self) -> None:
+        """The session's file exists: a later process finds it, the marker can go."""
+        file = self.session.sm.get_session_file()
+        if self.remembered is not None and file is not None and os.path.exists(file):
+            self.remembered.forget()
+            self.remembered = None
+
     async def close(self) -> None:
         self.unsubscribe()
         with contextlib.suppress(Exception):
             await self.link.flush()
         self.sender.cancel()
-        await self.runtime.dispose("quit")
+        try:
+            await self.runtime.dispose("quit")
+        finally:
+            if self.remembered is not None:
+                self.forget_if_written()
+            if self.remembered is not None:
+                self.remembered.release()
 
 
 class PiAgent:
@@ -133,9 +149,11 @@ class PiAgent:
 
     # ------------------------------------------------------------------ sessions
 
-    async def _open(self, cwd: str, mcp_servers: list[Any] | None, session_file: str | None) -> AcpSession:
-        if not os.path.isabs(cwd) or not os.path.isdir(cwd):
-            raise RequestError.invalid_params({"details": f"cwd must be an existing absolute directory: {cwd!r}"})
+    async def _open(
+        self, cwd: str, mcp_servers: list[Any] | None, session: SessionManager | str | None, *, fresh: bool
+    ) -> AcpSession:
+        """A session runtime: a new one (``session`` None), a file to resume, or a
+        manager; ``fresh``: it has no conversation yet (the options' model applies)."""
         link = Link(client=self.client, capabilities=self.capabilities, cwd=cwd)
         ui = EditorUI(link)
         plugins: list[Any] = [EditorHooks(link)]
@@ -145,15 +163,15 @@ class PiAgent:
         try:
             runtime = await create_agent_session(
                 cwd=cwd,
-                model=options.model if session_file is None else None,
-                thinking_level=options.thinking if session_file is None else None,
+                model=options.model if fresh else None,
+                thinking_level=options.thinking if fresh else None,
                 plugins=plugins,
                 extensions=options.extensions,
                 no_extensions=options.no_extensions,
                 approve=options.approve,
                 tools=options.tools,
-                session=session_file,
-                in_memory=options.no_session and session_file is None,
+                session=session,
+                in_memory=options.no_session and session is None,
                 mode="acp",
                 ui=ui,
             )
@@ -177,7 +195,11 @@ class PiAgent:
         return found
 
     async def new_session(self, cwd: str, mcp_servers: list[Any] | None = None, **kwargs: Any) -> NewSessionResponse:
-        opened = await self._open(cwd, mcp_servers, None)
+        _check_cwd(cwd)
+        async with self._lock:
+            opened = await self._open(cwd, mcp_servers, None, fresh=True)
+            if not self.options.no_session:  # loadable by a later process before its first prompt
+                opened.remembered = await asyncio.to_thread(Remembered.create, opened.link.session_id, opened.link.cwd)
         self._announce(opened)
         return NewSessionResponse(
             session_id=opened.link.session_id, modes=_modes(opened.session), config_options=_config(opened.session)
@@ -186,16 +208,50 @@ class PiAgent:
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: list[Any] | None = None, **kwargs: Any
     ) -> LoadSessionResponse:
-        try:
-            path = SessionManager.find(session_id, cwd=cwd)
-        except Exception as exc:
-            raise RequestError.resource_not_found(session_id) from exc
-        opened = await self._open(cwd, mcp_servers, path)
+        """The session with this id, its conversation replayed as updates. A session open
+        in this process is taken as it is (written or not, in memory or not; its MCP
+        servers stay those it was opened with); one pi has written is resumed from its
+        file; one this or an earlier ``pi acp`` created and pi has not written yet (no
+        prompt) opens empty under its id (:mod:`pi_acp.remembered`)."""
+        _check_cwd(cwd)
+        async with self._lock:
+            opened = self.sessions.get(session_id)
+            if opened is not None:
+                if opened.prompting is not None and not opened.prompting.done():
+                    raise RequestError.invalid_request(
+                        {"details": "a prompt is running in this session: cancel it or wait for its answer"}
+                    )
+            else:
+                opened = await self._load(cwd, session_id, mcp_servers)
         for update in history_updates(opened.session.messages, opened.link.cwd):
             opened.link.push(update)
         self._announce(opened)
         await opened.link.flush()
         return LoadSessionResponse(modes=_modes(opened.session), config_options=_config(opened.session))
+
+    async def _load(self, cwd: str, session_id: str, mcp_servers: list[Any] | None) -> AcpSession:
+        try:
+            path: str | None = await asyncio.to_thread(SessionManager.find, session_id, cwd=cwd)
+        except Exception:
+            path = None
+        if path is not None:
+            return await self._open(cwd, mcp_servers, path, fresh=False)
+        if self.options.no_session:
+            raise RequestError.resource_not_found(session_id)
+        try:
+            claim = await asyncio.to_thread(Remembered.claim, session_id)
+        except SessionInUseError as exc:
+            raise RequestError.internal_error({"details": str(exc)}) from exc
+        if claim is None:
+            raise RequestError.resource_not_found(session_id)
+        try:
+            manager = SessionManager.create(cwd, session_id=session_id)
+            opened = await self._open(cwd, mcp_servers, manager, fresh=True)
+        except BaseException:
+            claim.release()
+            raise
+        opened.remembered = claim
+        return opened
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
@@ -248,6 +304,7 @@ class PiAgent:
             raise RequestError.internal_error({"details": f"{type(exc).__name__}: {exc}"}) from exc
         finally:
             opened.prompting = None
+            opened.forget_if_written()
         await opened.link.flush()
         if opened.cancelled:
             return PromptResponse(stop_reason="cancelled")
@@ -321,6 +378,11 @@ class PiAgent:
                     opened.session.abort()
                 await opened.close()
         self.sessions.clear()
+
+
+def _check_cwd(cwd: str) -> None:
+    if not os.path.isabs(cwd) or not os.path.isdir(cwd):
+        raise RequestError.invalid_params({"details": f"cwd must be an existing absolute directory: {cwd!r}"})
 
 
 def _short(text: str, limit: int = 80) -> str:

@@ -12,6 +12,12 @@ notifications, and the editor as a partner through pi's hooks.
   ``session/request_permission``; "always" is remembered for the session.
 * :class:`ClientMcpServers`: the MCP servers the client passed, registered with pluggable-pi-mcp
   through its ``register_mcp_servers`` hook.
+
+A request the client answers with a JSON-RPC error becomes :class:`ClientError`, whose
+message names the method and carries the client's reason (its error message and data):
+that is what the model reads in the tool result. ``EditorHooks.message_end`` keeps
+where a failing handler raised (a file and line of pi, the SDK or a plugin) out of the
+model's tool results; the full report stays on stderr.
 """
 
 from __future__ import annotations
@@ -19,13 +25,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import json
 import os
+import re
 import signal as signals
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from acp import RequestError
 from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
@@ -45,11 +54,15 @@ from pi_hookspecs import (
     BashSpawnEvent,
     FileAccessEvent,
     FileAccessResult,
+    MessageEndEvent,
+    MessageEndResult,
     MessageUpdateEvent,
+    TextContent,
     ToolCallEvent,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
+    ToolResultMessage,
     hookimpl,
 )
 
@@ -61,6 +74,73 @@ cuts what the model sees further (its usual 50 KB / 2,000 lines)."""
 
 _current_call: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar("pi_acp_call", default=None)
 """The tool call whose ``tool_call`` gate is running (id, tool name), for ``confirm``."""
+
+
+REASON_LIMIT = 1000
+"""Characters of a client's error reason passed on."""
+
+
+class ClientError(Exception):
+    """The client answered one of pi's requests (``terminal/create``,
+    ``session/request_permission``, ``fs/read_text_file`` ...) with a JSON-RPC error."""
+
+    def __init__(self, method: str, error: RequestError) -> None:
+        self.method = method
+        self.code = error.code
+        self.data = error.data
+        super().__init__(f"the editor answered {method} with an error: {client_reason(error)}")
+
+
+def client_reason(error: RequestError) -> str:
+    """The client's reason: its error message, and the details of its ``data``
+    (``{"details": "..."}``, as the SDK sends them, or every field)."""
+    message = str(error).strip() or f"error {error.code}"
+    data = error.data
+    detail: str | None = None
+    if isinstance(data, str):
+        detail = data
+    elif isinstance(data, dict):
+        named = next((data[k] for k in ("details", "message", "reason") if isinstance(data.get(k), str)), None)
+        detail = named if named is not None else ", ".join(f"{k}: {_plain(v)}" for k, v in data.items())
+    elif data is not None:
+        detail = _plain(data)
+    detail = detail.strip() if detail else None
+    reason = f"{message} ({detail})" if detail and detail != message else message
+    return reason if len(reason) <= REASON_LIMIT else reason[: REASON_LIMIT - 1] + "…"
+
+
+def _plain(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+_RAISED_AT = re.compile(r" \((?:<[^<>()\n]+>|[^()\n]*?\.pyw?|(?:[A-Za-z]:)?[/\\][^()\n]*?):\d+\)")
+"""Where a handler raised, as pi's report of a failing handler names it:
+`` (/path/to/file.py:126)``, `` (<string>:3)``."""
+
+
+def without_locations(text: str) -> str:
+    """``text`` without the file and line of each failing handler pi reports in it
+    ("... failed (handler raised ClientError: ... (/.../session.py:12))"): the model
+    and the editor see what failed, the developer finds where on stderr."""
+    marker = text.find("handler raised ")
+    if marker < 0:
+        return text
+    return text[:marker] + _RAISED_AT.sub("", text[marker:])
+
+
+def _without_locations(content: Sequence[Any]) -> list[Any] | None:
+    """The blocks with :func:`without_locations` applied to their text; ``None`` when
+    nothing changed."""
+    out: list[Any] = []
+    changed = False
+    for block in content:
+        if isinstance(block, TextContent):
+            text = without_locations(block.text)
+            if text != block.text:
+                block = block.model_copy(update={"text": text})
+                changed = True
+        out.append(block)
+    return out if changed else None
 
 
 @dataclass
@@ -135,7 +215,10 @@ class EditorHooks:
         if event.operation == "read":
             if not link.capabilities.read_text_file:
                 return None
-            response = await link.client.read_text_file(session_id=link.session_id, path=event.path)
+            try:
+                response = await link.client.read_text_file(session_id=link.session_id, path=event.path)
+            except RequestError as exc:
+                return FileAccessResult(block=True, reason=str(ClientError("fs/read_text_file", exc)))
             if call and event.tool_name == "edit":
                 link.old_text[call] = (event.path, response.content)
             return FileAccessResult(content=response.content)
@@ -148,8 +231,24 @@ class EditorHooks:
         if not link.capabilities.write_text_file:
             return None
         await asyncio.to_thread(os.makedirs, os.path.dirname(event.path) or ".", exist_ok=True)
-        await link.client.write_text_file(session_id=link.session_id, path=event.path, content=content)
+        try:
+            await link.client.write_text_file(session_id=link.session_id, path=event.path, content=content)
+        except RequestError as exc:
+            link.diffs.pop(call, None)
+            return FileAccessResult(block=True, reason=str(ClientError("fs/write_text_file", exc)))
         return FileAccessResult(handled=True)
+
+    @hookimpl(trylast=True)
+    def message_end(self, event: MessageEndEvent) -> MessageEndResult | None:
+        """A failed tool call's result without where a handler raised (see
+        :func:`without_locations`): in what the model reads and the session keeps."""
+        message = event.message
+        if not isinstance(message, ToolResultMessage) or not message.is_error:
+            return None
+        content = _without_locations(message.content)
+        if content is None:
+            return None
+        return MessageEndResult(message=message.model_copy(update={"content": content}))
 
     @hookimpl(trylast=True)
     def bash_spawn(self, event: BashSpawnEvent) -> None:
@@ -166,14 +265,17 @@ class EditorHooks:
         client = link.client
         env = [EnvVariable(name=k, value=v) for k, v in event.env.items() if os.environ.get(k) != v]
         await link.flush()  # the editor knows the tool call before its terminal
-        created = await client.create_terminal(
-            session_id=link.session_id,
-            command=event.argv[0],
-            args=list(event.argv[1:]),
-            env=env,
-            cwd=event.cwd,
-            output_byte_limit=TERMINAL_OUTPUT_LIMIT,
-        )
+        try:
+            created = await client.create_terminal(
+                session_id=link.session_id,
+                command=event.argv[0],
+                args=list(event.argv[1:]),
+                env=env,
+                cwd=event.cwd,
+                output_byte_limit=TERMINAL_OUTPUT_LIMIT,
+            )
+        except RequestError as exc:  # the bash tool fails with the client's reason
+            raise ClientError("terminal/create", exc) from None
         terminal = created.terminal_id
         call = event.tool_call_id
         if call:
@@ -186,9 +288,13 @@ class EditorHooks:
                     content=[TerminalToolCallContent(type="terminal", terminal_id=terminal)],
                 )
             )
+        method = "terminal/wait_for_exit"
         try:
             status = await client.wait_for_terminal_exit(session_id=link.session_id, terminal_id=terminal)
+            method = "terminal/output"
             output = await client.terminal_output(session_id=link.session_id, terminal_id=terminal)
+        except RequestError as exc:
+            raise ClientError(method, exc) from None
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
                 await asyncio.shield(client.kill_terminal(session_id=link.session_id, terminal_id=terminal))
@@ -290,6 +396,8 @@ class EditorUI:
             response = await asyncio.wait_for(request, timeout) if timeout else await request
         except (TimeoutError, ConnectionError):
             return None
+        except RequestError as exc:  # the asking plugin fails with the client's reason
+            raise ClientError("session/request_permission", exc) from None
         outcome = response.outcome
         return outcome.option_id if isinstance(outcome, AllowedOutcome) else None
 
@@ -352,7 +460,9 @@ class EventBridge:
 
     def __call__(self, event: Any) -> None:
         link = self.link
-        if isinstance(event, MessageUpdateEvent):
+        if getattr(event, "type", None) == "extension_error":  # a plugin failed: the editor's agent log
+            print(f"pi acp: extension error ({event.extension_path}) in {event.event}: {event.error}", file=sys.stderr)
+        elif isinstance(event, MessageUpdateEvent):
             delta = event.assistant_message_event
             kind = getattr(delta, "type", None)
             text = getattr(delta, "delta", None)
@@ -389,9 +499,10 @@ class EventBridge:
             diff = link.diffs.pop(call, None)
             link.old_text.pop(call, None)
             terminal = link.terminals.pop(call, None)
-            update = end_update(
-                call, event.result.content, is_error=event.is_error, diff=diff, details=event.result.details
-            )
+            content = event.result.content
+            if event.is_error:
+                content = _without_locations(content) or content
+            update = end_update(call, content, is_error=event.is_error, diff=diff, details=event.result.details)
             if terminal is not None:
                 update.content = [
                     TerminalToolCallContent(type="terminal", terminal_id=terminal),

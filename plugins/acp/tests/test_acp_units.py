@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from acp import RequestError
 from acp.schema import (
     AllowedOutcome,
     EnvVariable,
@@ -17,7 +18,16 @@ from acp.schema import (
 )
 
 from pi_acp.convert import plan_entries, tool_kind, tool_title
-from pi_acp.session import Capabilities, EditorUI, Link, _current_call, mcp_config
+from pi_acp.session import (
+    Capabilities,
+    ClientError,
+    EditorUI,
+    Link,
+    _current_call,
+    client_reason,
+    mcp_config,
+    without_locations,
+)
 
 
 class Client:
@@ -78,3 +88,36 @@ def test_plans_mcp_configs_and_tool_names() -> None:
     )
     assert tool_title("bash", {"command": "pytest -q\necho done"}) == "`pytest -q`"
     assert tool_title("read", {"path": "a.py"}) == "Read a.py" and tool_title("mcp__gh__search", {}) == "search (gh)"
+
+
+def test_client_errors_carry_the_clients_reason() -> None:
+    assert client_reason(RequestError.internal_error({"details": "no terminals here"})) == (
+        "Internal error (no terminals here)"
+    )
+    assert client_reason(RequestError.resource_not_found("/a/b.txt")) == "Resource not found (uri: /a/b.txt)"
+    assert client_reason(RequestError(-32000, "denied", "by policy")) == "denied (by policy)"
+    assert client_reason(RequestError(-32000, "", None)) == "error -32000"
+    assert client_reason(RequestError(-32000, "same", {"message": "same"})) == "same"
+    assert len(client_reason(RequestError(-32000, "long", {"details": "x" * 5000}))) == 1000
+    error = ClientError("terminal/create", RequestError.internal_error({"details": "off"}))
+    assert str(error) == "the editor answered terminal/create with an error: Internal error (off)"
+
+
+def test_where_a_handler_raised_is_left_out_and_its_message_kept() -> None:
+    reported = (
+        "Blocked: the tool_call handler of plugin 'policy' failed (handler raised RequestError: "
+        "Internal error (/venv/lib/python3.11/site-packages/acp/connection.py:126))"
+    )
+    assert without_locations(reported) == (
+        "Blocked: the tool_call handler of plugin 'policy' failed (handler raised RequestError: Internal error)"
+    )
+    assert without_locations("failed (handler raised ValueError: bad (x) (<string>:3))") == (
+        "failed (handler raised ValueError: bad (x))"
+    )
+    assert without_locations("handler raised KeyError: 'k' (C:\\pi\\plugin.py:9)") == "handler raised KeyError: 'k'"
+    assert without_locations("handler raised OSError: boom (policy.py:12)") == "handler raised OSError: boom"
+    # text that is no report of a failing handler is left alone
+    assert without_locations("see (/src/app.py:12)") == "see (/src/app.py:12)"
+    assert (
+        without_locations("handler raised ValueError: retry in (5:00)") == "handler raised ValueError: retry in (5:00)"
+    )

@@ -4,8 +4,8 @@ the ``otel`` key of the USER settings (``<agent dir>/settings.json``).
 The environment wins over the settings, as in every OpenTelemetry SDK. A project's
 ``.pi/settings.json`` is not consulted: a project must not be able to send an
 organization's telemetry (prompts included, when content capture is on) to a collector
-of its own. The agent directory is found the way pi finds it: ``$PI_CODING_AGENT_DIR``,
-else ``~/.pi/agent``::
+of its own. The agent directory and the file are found and read the way pi does it
+(:mod:`pi_hookspecs.toolkit`)::
 
     {"otel": {"endpoint": "https://otel.example.com:4318",
               "headers": {"x-api-key": "..."},
@@ -16,7 +16,6 @@ Nothing here imports OpenTelemetry: reading the configuration costs a file read.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,14 +24,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from pi_hookspecs import toolkit
+
 SETTINGS_KEY = "otel"
-AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 ENDPOINT_ENVS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
 DEFAULT_EXIT_TIMEOUT_MS = 1000
 """How long ``pi`` waits at exit for telemetry to reach a collector that has answered."""
 DEFAULT_ANSWER_GRACE_MS = 40
 """How long a collector that has not answered yet may hold up the exit."""
+DEFAULT_EXPORT_TIMEOUT_MS = 10_000
+"""``OTEL_EXPORTER_OTLP_TIMEOUT`` when unset: the OpenTelemetry specification's 10 s."""
 
 Protocol = Literal["http/protobuf", "grpc"]
 
@@ -70,7 +72,12 @@ class OtelSettings(BaseModel):
 
 
 class ConfigError(ValueError):
-    """The settings cannot be read or are invalid (the message names the file)."""
+    """The settings cannot be read or are invalid (the message names the file).
+    ``file_fault``: the whole settings file cannot be used, which pi reports itself."""
+
+    def __init__(self, message: str, *, file_fault: bool = False) -> None:
+        super().__init__(message)
+        self.file_fault = file_fault
 
 
 @dataclass(frozen=True)
@@ -96,9 +103,27 @@ class OtelConfig:
         return (self.settings.model_dump_json(), env, self.traces, self.metrics)
 
 
-def agent_dir() -> Path:
-    override = os.environ.get(AGENT_DIR_ENV)
-    return Path(override).expanduser() if override else Path.home() / ".pi" / "agent"
+def export_timeout(signal: str, env: dict[str, str] | None = None) -> float:
+    """How long one export of ``signal`` (``traces``, ``metrics``) may take, in seconds:
+    ``OTEL_EXPORTER_OTLP_<SIGNAL>_TIMEOUT``, else ``OTEL_EXPORTER_OTLP_TIMEOUT``, in
+    milliseconds as the specification says (the Python SDK alone reads them as seconds:
+    pluggable-pi-otel passes the value to its exporters itself), else 10 s. A value that
+    is not a positive number is ignored."""
+    environ = os.environ if env is None else env
+    for name in (f"OTEL_EXPORTER_OTLP_{signal.upper()}_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"):
+        raw = environ.get(name, "").strip()
+        if not raw:
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            continue
+        if 0 < value < float("inf"):
+            return value / 1000
+    return DEFAULT_EXPORT_TIMEOUT_MS / 1000
+
+
+agent_dir = toolkit.agent_dir
 
 
 def _truthy(value: str | None) -> bool | None:
@@ -112,21 +137,16 @@ def _truthy(value: str | None) -> bool | None:
 
 
 def read_settings(base: Path | None = None) -> tuple[OtelSettings, Path]:
-    """The ``otel`` key of ``<agent dir>/settings.json`` (defaults when absent)."""
-    path = (base or agent_dir()) / "settings.json"
+    """The ``otel`` key of ``<agent dir>/settings.json`` (defaults when absent). Raises
+    :class:`ConfigError` naming the file; ``file_fault`` is set when the whole file
+    cannot be used (a fault pi itself reports)."""
+    path = toolkit.user_settings_file(base)
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        return OtelSettings.model_construct(), path
-    except OSError as exc:
-        raise ConfigError(f"cannot read the settings {path}: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"the settings {path} are not valid JSON: line {exc.lineno}: {exc.msg}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"the settings {path} are not a JSON object")
-    raw = data.get(SETTINGS_KEY)
+        raw = toolkit.settings_section(SETTINGS_KEY, path)
+    except toolkit.SettingsFileError as exc:
+        if exc.key is not None:
+            raise ConfigError(f"invalid settings in {path}: {exc.message}") from None
+        raise ConfigError(f"the settings file {exc}", file_fault=True) from None
     if raw is None:
         return OtelSettings.model_construct(), path
     try:
@@ -144,7 +164,13 @@ def load_config(base: Path | None = None) -> OtelConfig:
     env = os.environ
     if (_truthy(env.get("OTEL_SDK_DISABLED")) or False) is True:
         return OtelConfig(enabled=False, reason="OTEL_SDK_DISABLED is set")
-    settings, path = read_settings(base)
+    try:
+        settings, path = read_settings(base)
+    except ConfigError as exc:
+        if not exc.file_fault:
+            raise
+        # pi reports what is wrong with the file; telemetry just stays off until it is fixed
+        return OtelConfig(enabled=False, reason=str(exc))
     traces = settings.traces and env.get("OTEL_TRACES_EXPORTER", "").strip().lower() != "none"
     metrics = settings.metrics and env.get("OTEL_METRICS_EXPORTER", "").strip().lower() != "none"
     capture = _truthy(env.get(CAPTURE_ENV))

@@ -26,11 +26,15 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from importlib import metadata
+from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from . import semconv as sc
-from .config import DEFAULT_ANSWER_GRACE_MS, OtelConfig
+from . import state as st
+from .config import DEFAULT_ANSWER_GRACE_MS, OtelConfig, agent_dir, export_timeout
 from .records import Point, SpanRecord
 
 State = Literal["starting", "unknown", "healthy", "failing", "broken"]
@@ -38,6 +42,77 @@ MAX_QUEUED = 1000
 """Trees waiting for export at most; more are dropped (and counted) while a collector hangs."""
 
 _COLLECT = "collect"
+Signal = Literal["traces", "metrics"]
+STATUS_EVERY = 1.0
+"""``status.json`` is rewritten at most this often (seconds) while the results stay the same."""
+
+
+def _log_to_file(line: str) -> None:
+    """Where cause lines go in pi's process (the export process writes them to its
+    stderr, which is ``PI_OTEL_LOG``): the ``PI_OTEL_LOG`` file, if set."""
+    path = os.environ.get("PI_OTEL_LOG")
+    if path:
+        try:
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write(line + "\n")
+        except OSError:
+            pass
+
+
+LOG: Callable[[str], None] = _log_to_file
+"""Writes one line of the export log (:mod:`pi_otel.sidecar` points it at its stderr)."""
+
+
+def describe_failure(exc: BaseException, url: str, timeout: float) -> str:
+    """The cause of a failed request in one stable line (the log is deduplicated by it):
+    a timeout, a refused connection, a name that does not resolve, TLS, or else the error."""
+    import socket
+    import ssl
+
+    import requests.exceptions as rx
+
+    where = urlsplit(url)
+    host = where.hostname or url
+    address = f"{host}:{where.port}" if where.port else host
+    chain: list[BaseException] = []
+    todo: list[BaseException | None] = [exc]
+    while todo and len(chain) < 20:
+        item = todo.pop(0)
+        if item is None or any(item is seen for seen in chain):
+            continue
+        chain.append(item)
+        todo.extend([item.__cause__, item.__context__, getattr(item, "reason", None) if isinstance(
+            getattr(item, "reason", None), BaseException) else None])
+        todo.extend(arg for arg in item.args if isinstance(arg, BaseException))
+    texts = " ".join(str(item) for item in chain)
+    if isinstance(exc, rx.ConnectTimeout):
+        return f"timeout: could not connect to {address} within {timeout:g} s (OTEL_EXPORTER_OTLP_TIMEOUT)"
+    if isinstance(exc, rx.Timeout) or any(isinstance(item, (TimeoutError, socket.timeout)) for item in chain):
+        return f"timeout: {url} did not answer within {timeout:g} s (OTEL_EXPORTER_OTLP_TIMEOUT)"
+    if any(isinstance(item, socket.gaierror) or type(item).__name__ == "NameResolutionError" for item in chain) \
+            or "Name or service not known" in texts or "nodename nor servname" in texts:
+        return f"DNS: the host name {host!r} of {url} does not resolve"
+    if any(isinstance(item, ConnectionRefusedError) for item in chain) or "Connection refused" in texts:
+        return f"refused: nothing accepts connections at {address} ({url})"
+    if isinstance(exc, rx.SSLError) or any(isinstance(item, ssl.SSLError) for item in chain):
+        return f"TLS: {address}: {_short(chain[-1])}"
+    return f"connection to {url} failed: {_short(exc)}"
+
+
+def _short(exc: BaseException, limit: int = 200) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe_status(status: int, reason: str | None, url: str, signal: str) -> str:
+    text = f"HTTP {status}{' ' + reason if reason else ''} from {url}"
+    if status in (404, 405) and signal == "metrics":
+        text += " (the collector takes no metrics there; OTEL_METRICS_EXPORTER=none stops sending them)"
+    elif status in (404, 405):
+        text += " (no OTLP traces receiver there; check OTEL_EXPORTER_OTLP_ENDPOINT)"
+    elif status in (401, 403):
+        text += " (check the credentials: OTEL_EXPORTER_OTLP_HEADERS or otel.headers)"
+    return text
 
 
 def _version(dist: str) -> str | None:
@@ -50,9 +125,23 @@ def _version(dist: str) -> str | None:
 class Pipeline:
     """Export of one configuration (see the module docstring)."""
 
-    def __init__(self, config: OtelConfig) -> None:
+    def __init__(self, config: OtelConfig, state_dir: Path | None = None) -> None:
         self.config = config
         self.key = config.key()
+        self.state_dir = state_dir if state_dir is not None else st.state_dir(agent_dir())
+        """Where ``status.json`` is written (``<agent dir>/otel``)."""
+        self.timeouts: dict[Signal, float] = {"traces": export_timeout("traces"), "metrics": export_timeout("metrics")}
+        enabled = [signal for signal in self.timeouts if getattr(config, signal)]
+        self.timeout = max((self.timeouts[signal] for signal in enabled), default=self.timeouts["traces"])
+        """The longest any one export may take (seconds)."""
+        self._results: dict[str, dict[str, Any]] = {}
+        self._written: dict[str, tuple[str, str | None]] = {}
+        self._status_at = 0.0
+        self._status_lock = threading.Lock()
+        self._status_failed = False
+        self._inflight: dict[Signal, tuple[float, str]] = {}
+        self._current: Any = None
+        self._unsent_points: list[Point] = []
         self.state: State = "starting"
         self.problem: str | None = None
         """The last export failure (or why the pipeline could not start)."""
@@ -84,15 +173,16 @@ class Pipeline:
 
     # ------------------------------------------------------------------ the agent's side
 
-    def submit(self, roots: list[SpanRecord], points: list[Point]) -> None:
-        """Queue finished span trees and measurements (never blocks)."""
+    def submit(self, roots: list[SpanRecord], points: list[Point], raw: bytes | None = None) -> None:
+        """Queue finished span trees and measurements (never blocks); ``raw``: the same
+        batch in the pipe's format, kept until it is sent (see :meth:`pending`)."""
         if not roots and not points:
             return
         with self._cond:
             if len(self._queue) >= MAX_QUEUED:
                 self.dropped += len(roots)
                 return
-            self._queue.append((roots, points))
+            self._queue.append((roots, points, raw))
             self._submitted += 1
             self._cond.notify_all()
 
@@ -119,6 +209,95 @@ class Pipeline:
                 self._cond.wait(remaining)
         return True
 
+    def wait_done(self, deadline: float) -> bool:
+        """Export what is queued, metrics included, whatever the collector did so far;
+        wait until it is done or ``deadline`` (``time.monotonic()``). True when done."""
+        with self._cond:
+            self._queue.append(_COLLECT)
+            self._submitted += 1
+            target = self._submitted
+            self._cond.notify_all()
+            while self._done < target and self.state != "broken":
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+        return self._done >= target
+
+    def pending(self) -> tuple[list[bytes], int]:
+        """What was submitted with its ``raw`` line and is not sent yet (the batch being
+        sent included), and the measurements recorded since the last metrics export that
+        went through, as one more line: what another export process may send instead.
+        Also how many span trees of those are queued."""
+        from .sidecar import encode
+
+        with self._cond:
+            items = ([self._current] if isinstance(self._current, tuple) else []) + [
+                item for item in self._queue if isinstance(item, tuple)
+            ]
+            lines = [item[2] for item in items if item[2] is not None]
+            trees = sum(len(item[0]) for item in items)
+            points = list(self._unsent_points)
+        if points:
+            lines.insert(0, encode([], points))
+        return lines, trees
+
+    def abandon(self) -> None:
+        """The process ends now: a request still waiting for an answer is a timeout
+        (recorded), and the status file is written."""
+        for signal, (_, url) in list(self._inflight.items()):
+            self._outcome(signal, url, "error", f"timeout: {url} did not answer within "
+                          f"{self.timeouts[signal]:g} s (OTEL_EXPORTER_OTLP_TIMEOUT)")
+        self.write_status(force=True)
+
+    def last_results(self) -> dict[str, dict[str, Any]]:
+        with self._status_lock:
+            return {signal: dict(entry) for signal, entry in self._results.items()}
+
+    # ------------------------------------------------------------------ results and status
+
+    def _request_started(self, signal: Signal, url: str) -> None:
+        self._inflight[signal] = (time.monotonic(), url)
+        self._request_sent()
+
+    def _request_failed(self, signal: Signal, url: str, exc: BaseException) -> None:
+        self._inflight.pop(signal, None)
+        self._outcome(signal, url, "error", describe_failure(exc, url, self.timeouts[signal]))
+
+    def _request_answered(self, signal: Signal, url: str, status: int, reason: str | None) -> None:
+        self._inflight.pop(signal, None)
+        if 200 <= status < 300:
+            self._outcome(signal, url, "ok", None)
+        else:
+            self._outcome(signal, url, "error", describe_status(status, reason, url, signal))
+
+    def _outcome(self, signal: str, url: str, result: str, error: str | None) -> None:
+        """The result of one request: the pipeline's state, ``status.json`` (at once when
+        it changed, else at most every :data:`STATUS_EVERY` s) and the log (a new cause)."""
+        if error is not None:
+            self._set_state("failing", error)
+        with self._status_lock:
+            self._results[signal] = {"result": result, "at": time.time(), "endpoint": url, "error": error}
+            changed = self._written.get(signal) != (result, error)
+        self.write_status(force=changed)
+
+    def write_status(self, force: bool = False) -> None:
+        with self._status_lock:
+            if not self._results or (not force and time.monotonic() - self._status_at < STATUS_EVERY):
+                return
+            self._status_at = time.monotonic()
+            results = {signal: dict(entry) for signal, entry in self._results.items()}
+            try:
+                lines = st.record(self.state_dir, results)
+            except OSError as exc:
+                lines = [] if self._status_failed else [
+                    f"pluggable-pi-otel: cannot write {self.state_dir / st.STATUS_FILE}: {exc}"]
+                self._status_failed = True
+            for signal, entry in results.items():
+                self._written[signal] = (entry["result"], entry["error"])
+        for line in lines:
+            LOG(line)
+
     # ------------------------------------------------------------------ the export thread
 
     def _set_state(self, state: State, problem: str | None = None) -> None:
@@ -135,6 +314,9 @@ class Pipeline:
             self._setup()
         except Exception as exc:  # an unusable configuration: nothing is exported
             self._set_state("broken", f"{type(exc).__name__}: {exc}")
+            for signal in ("traces", "metrics"):
+                if getattr(self.config, signal):
+                    self._outcome(signal, self.endpoint, "error", f"cannot export: {self.problem}")
             return
         self._set_state("unknown")
         self._probe()
@@ -143,14 +325,16 @@ class Pipeline:
                 while not self._queue:
                     self._cond.wait()
                 item = self._queue.popleft()
+                self._current = item
             try:
                 if item == _COLLECT:
                     self._collect()
                 else:
-                    self._export(*item)
+                    self._export(item[0], item[1])
             except Exception as exc:  # never let the thread die
                 self._set_state("failing", f"{type(exc).__name__}: {exc}")
             with self._cond:
+                self._current = None
                 self._done += 1
                 self._cond.notify_all()
 
@@ -221,7 +405,8 @@ class Pipeline:
             env.get(f"OTEL_EXPORTER_OTLP_{upper}_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
             or settings.protocol or "http/protobuf"
         ).strip()
-        kwargs: dict[str, Any] = {}
+        # The timeout in seconds, from the variables in milliseconds (see export_timeout).
+        kwargs: dict[str, Any] = {"timeout": self.timeouts[signal]}
         has_env_endpoint = bool(env.get(f"OTEL_EXPORTER_OTLP_{upper}_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
         if settings.endpoint and not has_env_endpoint:
             base = settings.endpoint.rstrip("/")
@@ -229,6 +414,7 @@ class Pipeline:
         if settings.headers and not (env.get(f"OTEL_EXPORTER_OTLP_{upper}_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS")):
             kwargs["headers"] = dict(settings.headers)
         if protocol == "http/protobuf":
+            kwargs["session"] = _recording_session(self, signal)
             if signal == "traces":
                 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
@@ -270,10 +456,15 @@ class Pipeline:
         self._note(self._span_exporter.export([]))
 
     def _note(self, result: Any) -> None:
-        if getattr(result, "name", "") == "SUCCESS":
+        """The result of a traces export (over HTTP each request's outcome is known
+        already, see :func:`_recording_session`; over gRPC only this)."""
+        ok = getattr(result, "name", "") == "SUCCESS"
+        if ok:
             self._set_state("healthy")
         else:
-            self._set_state("failing", self.problem or "the collector refused the export")
+            self._set_state("failing", self.problem or "the export failed")
+        if "grpc" in type(self._span_exporter).__module__:
+            self._outcome("traces", self.endpoint, "ok" if ok else "error", None if ok else self.problem)
 
     def _export(self, roots: list[SpanRecord], points: list[Point]) -> None:
         if self._tracer is not None and roots:
@@ -292,6 +483,7 @@ class Pipeline:
                 instrument.record(point.value, point.attributes)
             else:
                 instrument.add(point.value, point.attributes)
+            self._unsent_points.append(point)
         if self._reader is not None and time.monotonic() - self._last_collect >= self._metric_interval:
             self._collect()
 
@@ -300,7 +492,13 @@ class Pipeline:
             return
         self._last_collect = time.monotonic()
         self._request_sent()
+        before = self._results.get("metrics", {}).get("at")
+        recorded = len(self._unsent_points)
         self._reader.collect()
+        after = self._results.get("metrics", {})
+        if after.get("result") == "ok" and after.get("at") != before:
+            with self._cond:
+                del self._unsent_points[:recorded]
 
     def _emit(self, record: SpanRecord, parent: Any) -> None:
         from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
@@ -320,6 +518,27 @@ class Pipeline:
         for child in record.children:
             self._emit(child, context)
         span.end(end_time=record.end_ns if record.end_ns is not None else record.start_ns)
+
+
+def _recording_session(pipeline: Pipeline, signal: Signal) -> Any:
+    """A ``requests`` session for one OTLP/HTTP exporter that tells ``pipeline`` how
+    each request ended: the answer's status, or the exception (a timeout, a refused
+    connection …). The exporter itself only logs a failure, in words that do not tell a
+    timeout from a refusal."""
+    import requests
+
+    class RecordingSession(requests.Session):
+        def request(self, method: Any, url: Any, *args: Any, **kwargs: Any) -> Any:
+            pipeline._request_started(signal, str(url))
+            try:
+                response = super().request(method, url, *args, **kwargs)
+            except BaseException as exc:
+                pipeline._request_failed(signal, str(url), exc)
+                raise
+            pipeline._request_answered(signal, str(url), response.status_code, response.reason)
+            return response
+
+    return RecordingSession()
 
 
 def _collector() -> Any:
@@ -356,7 +575,8 @@ class _Watch(logging.Handler):
             message = record.getMessage()
         except Exception:
             message = str(record.msg)
-        pipeline._set_state("failing", message)
+        # The cause a request recorded (a timeout, a refusal …) says more than this line.
+        pipeline._set_state("failing", None if pipeline.problem else message)
 
 
 _WATCHING: list[_Watch] = []

@@ -14,7 +14,8 @@ plain records (:mod:`pi_otel.records`); OpenTelemetry is imported and used on th
 export thread (:mod:`pi_otel.exporter`).
 
 Without an endpoint (``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``otel.endpoint``) the plugin
-is a :class:`OtelDisabled` object without hooks: pi dispatches nothing to it.
+is a :class:`OtelDisabled` object without hooks (but ``pi otel status``): pi dispatches
+nothing to it.
 """
 
 from __future__ import annotations
@@ -52,11 +53,22 @@ def _cut(text: str | None, limit: int = MAX_MESSAGE) -> str | None:
     return text[: limit - 1] + "…"
 
 
+def _register_cli(register: Any) -> None:
+    from .cli import HELP, main
+
+    register("otel", main, help=HELP)
+
+
 class OtelDisabled:
-    """pluggable-pi-otel when nothing is to be exported: an object without hooks."""
+    """pluggable-pi-otel when nothing is to be exported: an object without hooks but the
+    ``pi otel`` subcommand (which pi asks for only on its command line)."""
 
     def __init__(self, reason: str) -> None:
         self.reason = reason
+
+    @hookimpl
+    def register_cli_commands(self, register: Any) -> None:
+        _register_cli(register)
 
     def __repr__(self) -> str:
         return f"<pluggable-pi-otel: off, {self.reason}>"
@@ -104,6 +116,10 @@ class OtelPlugin:
         self.last_answer: Any = None
         self.input_messages: str | None = None
         self.system_instructions: str | None = None
+
+    @hookimpl
+    def register_cli_commands(self, register: Any) -> None:
+        _register_cli(register)
 
     # ================================================================== session
 

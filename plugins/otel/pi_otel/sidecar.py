@@ -11,12 +11,18 @@ while pi works and exports with :class:`~pi_otel.exporter.Pipeline`.
 At exit pi only waits until the pipe has taken the last lines, then closes it; the
 process exports what it has and ends (it is in a session of its own, so a Ctrl+C of
 pi's terminal does not cut the export short, and it never holds pi's stdout or stderr).
-A collector that is down or hangs is the export process's problem only: it gives up
-when the exporter's own timeout (``OTEL_EXPORTER_OTLP_TIMEOUT``) runs out.
+A collector that is down or hangs is the export process's problem only, and for a
+bounded time: the process ends at the latest ``OTEL_EXPORTER_OTLP_TIMEOUT`` (the longest
+per-signal timeout; default 10 s) after pi closed the pipe, and at most one export
+process per agent folder and configuration goes on sending after its pi exited (the
+others hand their telemetry over through a spool file; see :func:`finish` and
+:mod:`pi_otel.state`).
 
 When the process cannot be started, the plugin exports on a thread in pi instead.
-``PI_OTEL_LOG=FILE`` makes the process write what happened (export failures included)
-to ``FILE``.
+``PI_OTEL_LOG=FILE`` makes the process write what happened to ``FILE``: the cause of a
+failed export (a timeout, a refused connection, an HTTP status, a name that does not
+resolve), once each time it changes; ``pi otel status`` shows the last result per
+signal.
 """
 
 from __future__ import annotations
@@ -29,9 +35,11 @@ import sys
 import threading
 import time
 from collections import deque
+from pathlib import Path
 from typing import IO, Any
 
-from .config import OtelConfig, OtelSettings
+from . import state as st
+from .config import OtelConfig, OtelSettings, agent_dir
 from .records import Point, SpanEvent, SpanRecord
 
 # ----------------------------------------------------------------------------- wire format
@@ -87,6 +95,7 @@ class SidecarClient:
             "capture_content": config.capture_content,
             "traces": config.traces,
             "metrics": config.metrics,
+            "state_dir": str(st.state_dir(agent_dir())),
         }
         path = os.environ.get("PI_OTEL_LOG")
         log: IO[bytes] | None = open(path, "ab") if path else None
@@ -205,15 +214,115 @@ def _endpoint(config: OtelConfig) -> str:
 
 def main() -> int:
     """``python -m pi_otel.sidecar``: a header line (the configuration), then one line
-    per batch; end of input means pi is done."""
+    per batch; end of input means pi is done (see :func:`finish`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from . import exporter
     from .exporter import Pipeline
 
+    exporter.LOG = _log
     stdin = sys.stdin.buffer
     header = json.loads(stdin.readline() or b"{}")
     if not header:
         return 0
-    config = OtelConfig(
+    config = _config(header)
+    directory = Path(header["state_dir"]) if header.get("state_dir") else st.state_dir(agent_dir())
+    pipeline = Pipeline(config, directory)  # imports OpenTelemetry on its thread while this one reads
+    for line in stdin:
+        _submit(pipeline, line)
+    finish(pipeline, header, directory)
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def finish(pipeline: Any, header: dict[str, Any], directory: Path) -> None:
+    """pi is gone: send what is left within the export timeout, or hand it over.
+
+    * The process has ``OTEL_EXPORTER_OTLP_TIMEOUT`` (the longest of the per-signal
+      timeouts; default 10 s) from the end of its input; then it ends, whatever is still
+      on its way (a request still waiting is recorded as a timeout).
+    * To go on sending after pi exited it must hold ``export-<key>.lock`` in the agent
+      folder (``key`` names the configuration). When another process of the same
+      configuration holds it, this one writes what it has not sent to the spool and ends
+      at once: the holder sends it, and its own deadline grows to the spooled data's
+      export timeout. So at most one export process per agent folder and configuration
+      outlives its pi, and none longer than the timeout after the last pi it serves.
+    """
+    deadline = time.monotonic() + pipeline.timeout
+    key = st.config_key(header)
+    lock = st.ExportLock(directory, key)
+    debug = os.environ.get("PI_OTEL_DEBUG") == "1"
+    try:
+        held = lock.try_acquire()
+    except OSError as exc:
+        _log(f"pluggable-pi-otel: cannot lock {lock.path}: {exc}; sending alone")
+        held = True
+    if not held:
+        lines, trees = pipeline.pending()
+        try:
+            path = st.write_spool(directory, key, header, lines)
+        except OSError as exc:
+            _log(f"pluggable-pi-otel: {trees} span trees dropped: cannot write the spool in {directory}: {exc}")
+        else:
+            if debug:
+                _log(f"pluggable-pi-otel: another export process holds {lock.path.name}: "
+                     f"{trees} span trees handed over in {path}")
+        pipeline.write_status(force=True)
+        return
+    started = time.monotonic()
+    deadline, _ = _adopt(pipeline, directory, key, deadline)
+    while True:
+        complete = pipeline.wait_done(deadline)
+        if complete:
+            lock.release()
+            # A process that found the lock taken spooled before it tried: seen here.
+            if not st.pending_spool(directory, key) or not lock.try_acquire():
+                break
+        elif not st.pending_spool(directory, key):
+            break
+        deadline, adopted = _adopt(pipeline, directory, key, deadline)
+        if not adopted:
+            break
+        if deadline <= time.monotonic():
+            complete = False
+            break
+    if complete:
+        pipeline.write_status(force=True)
+    else:
+        _, trees = pipeline.pending()
+        pipeline.abandon()
+        if debug:
+            _log(f"pluggable-pi-otel: {trees} span trees not sent to {pipeline.endpoint} within "
+                 f"{pipeline.timeout:g} s of pi's exit")
+    if debug and complete:
+        _log(f"pluggable-pi-otel: exported {pipeline.exported_spans} spans to {pipeline.endpoint} "
+             f"({(time.monotonic() - started) * 1000:.0f} ms after pi closed the pipe)")
+
+
+def _adopt(pipeline: Any, directory: Path, key: str, deadline: float) -> tuple[float, int]:
+    """Queue what other export processes of ``key`` spooled; the deadline, grown to the
+    export timeout after each spooled batch was written (its pi's exit), and how many
+    spool files were taken."""
+    spooled, dropped = st.take_spool(directory, key)
+    if dropped:
+        _log(f"pluggable-pi-otel: {dropped} spooled batches deleted unsent (older than a day, or too many)")
+    for mtime, lines in spooled:
+        deadline = max(deadline, time.monotonic() + (mtime + pipeline.timeout - time.time()))
+        for line in lines:
+            _submit(pipeline, line)
+    return deadline, len(spooled) + dropped
+
+
+def _submit(pipeline: Any, line: bytes) -> None:
+    try:
+        roots, points = decode(line)
+    except (ValueError, KeyError, TypeError) as exc:
+        _log(f"pluggable-pi-otel: a batch could not be read: {exc}")
+        return
+    pipeline.submit(roots, points, line)
+
+
+def _config(header: dict[str, Any]) -> OtelConfig:
+    return OtelConfig(
         enabled=True,
         reason=header.get("reason", ""),
         settings=OtelSettings.model_validate(header.get("settings") or {}),
@@ -221,30 +330,14 @@ def main() -> int:
         traces=bool(header.get("traces", True)),
         metrics=bool(header.get("metrics", True)),
     )
-    pipeline = Pipeline(config)  # imports OpenTelemetry on its thread while this one reads
-    for line in stdin:
-        try:
-            roots, points = decode(line)
-        except (ValueError, KeyError, TypeError) as exc:
-            print(f"pluggable-pi-otel: a batch could not be read: {exc}", file=sys.stderr)
-            continue
-        pipeline.submit(roots, points)
-    # pi is done. Wait for the exports as long as the exporter itself would try.
+
+
+def _log(line: str) -> None:
+    """A line of the export log: this process's stderr is ``PI_OTEL_LOG`` (or nothing)."""
     try:
-        timeout = float(os.environ.get("OTEL_EXPORTER_OTLP_TIMEOUT", "10000")) / 1000
-    except ValueError:
-        timeout = 10.0
-    started = time.monotonic()
-    complete = pipeline.flush(exit_timeout=2 * timeout + 5, grace=2 * timeout + 5)
-    waited = time.monotonic() - started
-    if not complete:
-        print(f"pluggable-pi-otel: telemetry not (fully) exported to {pipeline.endpoint}: "
-              f"{pipeline.problem or 'the collector did not answer in time'}", file=sys.stderr)
-    elif os.environ.get("PI_OTEL_DEBUG") == "1":
-        print(f"pluggable-pi-otel: exported {pipeline.exported_spans} spans to {pipeline.endpoint} "
-              f"({waited * 1000:.0f} ms after pi closed the pipe)", file=sys.stderr)
-    sys.stderr.flush()
-    os._exit(0)
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

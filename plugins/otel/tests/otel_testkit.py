@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO / "tests" / "ai"))
 
 from wire_server import Canned, WireServer, chat_chunks  # noqa: E402
 
-Mode = Literal["ok", "hang"]
+Mode = Literal["ok", "hang", "gate", "slow"]
 
 
 def value(any_value: AnyValue) -> Any:
@@ -80,10 +80,16 @@ class Received:
 
 class Collector:
     """An OTLP/HTTP receiver on a loopback port: ``mode="ok"`` decodes and answers 200;
-    ``mode="hang"`` accepts requests and never answers (until :meth:`close`)."""
+    ``mode="hang"`` accepts requests and never answers (until :meth:`close`);
+    ``mode="gate"`` holds each request until ``release`` is set, then answers;
+    ``mode="slow"`` answers each request after ``delay`` seconds. ``refuse`` maps a path
+    (``/v1/metrics``) to the HTTP status it answers instead (a backend that takes only
+    traces answers 405)."""
 
-    def __init__(self, mode: Mode = "ok") -> None:
+    def __init__(self, mode: Mode = "ok", *, delay: float = 0.0, refuse: dict[str, int] | None = None) -> None:
         self.mode = mode
+        self.delay = delay
+        self.refuse = dict(refuse or {})
         self.received = Received()
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)
@@ -106,6 +112,19 @@ class Collector:
                 if collector.mode == "hang":
                     collector.release.wait(60)
                     return
+                if collector.mode == "slow":
+                    collector.release.wait(collector.delay)
+                elif collector.mode == "gate":
+                    collector.release.wait(60)
+                status = collector.refuse.get(self.path)
+                if status is not None:
+                    with collector.lock:
+                        collector.received.requests.append((self.path, len(body)))
+                        collector.refused += 1
+                    self.send_response(status)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 response = collector.take(self.path, body, dict(self.headers))
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
@@ -113,6 +132,7 @@ class Collector:
                 self.end_headers()
                 self.wfile.write(response)
 
+        self.refused = 0
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.headers: list[dict[str, str]] = []
@@ -190,6 +210,39 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
+def export_processes(agent: Path) -> list[int]:
+    """Pids of the export processes (``python -m pi_otel.sidecar``) of pi runs with the
+    agent folder ``agent``, from ``/proc``."""
+    found = []
+    marker = f"PI_CODING_AGENT_DIR={agent}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            if b"pi_otel.sidecar" not in cmdline:
+                continue
+            if marker not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            state = next((line for line in (entry / "status").read_text().splitlines() if line.startswith("State:")), "")
+        except OSError:
+            continue
+        if "Z" not in state.split(":", 1)[-1]:  # a zombie has ended
+            found.append(int(entry.name))
+    return found
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, step: float = 0.05) -> float | None:
+    """Seconds until ``condition()`` held, or None after ``timeout``."""
+    start = time.monotonic()
+    while True:
+        if condition():
+            return time.monotonic() - start
+        if time.monotonic() - start > timeout:
+            return None
+        time.sleep(step)
+
+
 def text_reply(text: str, *, prompt_tokens: int = 10, completion_tokens: int = 5) -> Canned:
     return chat_chunks([{"content": text}],
                        usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
@@ -221,7 +274,8 @@ def pi_env(agent: Path, **extra: str) -> dict[str, str]:
     named in PI_EXTENSIONS load through their entry points."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PI_", "OTEL_"))}
     # A collector that is down or hangs: the export process gives up after 2 s, not 10.
-    env.update(PI_CODING_AGENT_DIR=str(agent), PYTHONUNBUFFERED="1", OTEL_EXPORTER_OTLP_TIMEOUT="2000", **extra)
+    env.update(PI_CODING_AGENT_DIR=str(agent), PYTHONUNBUFFERED="1", OTEL_EXPORTER_OTLP_TIMEOUT="2000")
+    env.update(extra)
     return env
 
 

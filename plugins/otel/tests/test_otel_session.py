@@ -142,7 +142,8 @@ def test_content_is_recorded_only_when_asked_for(pi: PiHarness, collector: Colle
 def test_without_an_endpoint_the_plugin_has_no_hooks(pi_agent_dir: Path) -> None:
     plugin = OtelPlugin()
     assert isinstance(plugin, OtelDisabled) and "no OTLP endpoint" in plugin.reason
-    assert not [name for name in dir(plugin) if hasattr(getattr(plugin, name), "pi_impl")]
+    # only `pi otel status`, which pi asks for on its command line: no session event reaches it
+    assert [name for name in dir(plugin) if hasattr(getattr(plugin, name), "pi_impl")] == ["register_cli_commands"]
 
 
 def test_configuration(pi_agent_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -167,6 +168,6 @@ def test_configuration(pi_agent_dir: Path, monkeypatch: pytest.MonkeyPatch) -> N
     settings.write_text(json.dumps({"otel": {"endpont": "http://typo"}}))
     with pytest.raises(ConfigError, match=r"otel\.endpont: Extra inputs are not permitted"):
         load_config()
-    settings.write_text("{ not json")
-    with pytest.raises(ConfigError, match="not valid JSON"):
-        load_config()
+    settings.write_text("{ not json")  # pi reports the broken file once; telemetry stays off, saying why
+    off = load_config()
+    assert not off.enabled and off.reason.startswith(f"the settings file {settings}:1:3: invalid JSON")
