@@ -19,6 +19,7 @@ from ..runtime import ServiceOptions, SessionRuntime
 from ..runtime.services import RequiredExtensionError
 from ..session import SessionManager
 from ..session.paths import SESSION_DIR_ENV
+from ..session.persistence import SessionWriteError
 from .options import plugin_flag_values
 from .process import startup_done
 
@@ -115,13 +116,14 @@ def _session_manager(args: argparse.Namespace, cwd: str) -> SessionManager:
 
 def resolved_session_dir(args: argparse.Namespace, cwd: str) -> str | None:
     """Where sessions live: ``--session-dir``, else ``$PI_CODING_AGENT_SESSION_DIR``
-    (read by the session store), else the ``sessionDir`` setting (the project's even
-    before the trust decision: pi needs it to find the session), else ``None``."""
+    (read by the session store), else the ``sessionDir`` setting (a project's only when
+    the project is trusted before the session starts: ``--approve``, a saved decision or
+    ``defaultProjectTrust``), else ``None``."""
     if args.session_dir:
         return str(args.session_dir)
     if os.environ.get(SESSION_DIR_ENV, "").strip():
         return None
-    setting = session_dir_setting(cwd)
+    setting = session_dir_setting(cwd, approve=getattr(args, "approve", None))
     return str(setting) if setting is not None else None
 
 
@@ -222,6 +224,9 @@ async def _open_runtime(
         manager = _session_manager(args, cwd)
     except CliError:
         raise
+    except OSError as exc:  # opening or claiming a session on a file system that refuses it
+        where = f" {exc.filename}" if exc.filename else ""
+        raise CliError(f"cannot write session{where}: {exc.strerror or exc}") from exc
     except Exception as exc:
         raise CliError(str(exc)) from exc
     options = service_options(args, mode=mode, ui=ui, ask_user_trust=ask_user_trust)
@@ -242,6 +247,12 @@ async def _open_runtime(
             model=resolve_model if args.model else None,
         )
     except RequiredExtensionError as exc:  # named plugins and the fix; never a traceback
+        raise CliError(str(exc)) from exc
+    try:
+        # A session whose file is written after the first answer: make sure now that it
+        # can be (a read-only or full file system), before any request is paid for.
+        manager.check_storage()
+    except SessionWriteError as exc:
         raise CliError(str(exc)) from exc
     session = runtime.session
     settings = session.services.resources.settings

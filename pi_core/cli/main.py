@@ -7,7 +7,7 @@ import asyncio
 import os
 import signal
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 from pi_hookspecs import FlagDefinition
 
@@ -86,7 +86,14 @@ def run(argv: list[str]) -> int:
     stdin_text = None
     if not sys.stdin.isatty():
         stdin_text = sys.stdin.read() or None
-    return run_main(_run_print(args, stdin_text, json_mode=mode == "json"))
+    if mode == "json":
+        from .print_mode import protocol_stdout
+
+        # stdout carries the event stream alone: plugins' prints, writes to descriptor 1
+        # and child processes' output go to stderr, as in rpc mode
+        with protocol_stdout() as stdio, stdio.text_out() as out:
+            return run_main(_run_print(args, stdin_text, json_mode=True, out=out))
+    return run_main(_run_print(args, stdin_text, json_mode=False))
 
 
 def _export(session_file: str, rest: list[str]) -> int:
@@ -107,7 +114,9 @@ def _export(session_file: str, rest: list[str]) -> int:
     return 0
 
 
-async def _run_print(args: argparse.Namespace, stdin_text: str | None, *, json_mode: bool) -> int:
+async def _run_print(
+    args: argparse.Namespace, stdin_text: str | None, *, json_mode: bool, out: TextIO | None = None
+) -> int:
     """Print or json mode. SIGINT, SIGTERM and SIGHUP stop it in an orderly way (see
     :mod:`.process`): during start-up the start is cancelled; during a run the run is
     aborted (bash commands stopped) and no further prompt starts; then the runtime is
@@ -152,7 +161,7 @@ async def _run_print(args: argparse.Namespace, stdin_text: str | None, *, json_m
         stop["runtime"] = runtime
         try:
             status = await run_print(
-                runtime, initial, args, json_mode=json_mode, stopped=lambda: stop["signum"] is not None
+                runtime, initial, args, json_mode=json_mode, stopped=lambda: stop["signum"] is not None, out=out
             )
         except (NoModelError, SessionBusyError, CliError) as exc:
             print(f"pi: {exc}", file=sys.stderr)
@@ -165,6 +174,8 @@ async def _run_print(args: argparse.Namespace, stdin_text: str | None, *, json_m
                 kill_all_groups()  # anything the abort did not reach
     finally:
         remove_signals()
+    if runtime.session.sm.write_failure is not None:
+        status = 1  # the session file could not be written (reported), also when it was closed
     # session_shutdown ran, child processes are stopped, the session file is fsynced and
     # closed: the process may end without interpreter teardown (see .process).
     allow_fast_exit()

@@ -1,18 +1,78 @@
-"""``pi -p`` (print the final answer) and ``pi --mode json`` (every event as a line)."""
+"""``pi -p`` (print the final answer) and ``pi --mode json`` (every event as a line).
+
+Also :func:`protocol_stdout`, which json and rpc mode use to keep their stdout for
+protocol records alone."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from pi_hookspecs import AssistantMessage, MessageUpdateEvent, PiModel, TurnEndEvent
 
 from .._schema_cache import model_json
-from ..runtime import SessionRuntime
+from ..runtime import NoticeEvent, SessionRuntime
+from ..session.persistence import SessionFileEvent, SessionWriteError
 from .bootstrap import InitialInput, start_runtime
+
+
+@dataclass(frozen=True)
+class ProtocolStdio:
+    """The descriptors a protocol mode owns while :func:`protocol_stdout` holds them."""
+
+    out_fd: int
+    """Where protocol records go: the process's stdout as it was."""
+    in_fd: int | None = None
+    """The process's stdin as it was (``take_stdin=True``), else ``None``."""
+
+    def text_out(self) -> TextIO:
+        """A text stream on :attr:`out_fd` (encoded as ``sys.stdout`` was); closing it
+        leaves the descriptor open."""
+        encoding = getattr(sys.__stdout__, "encoding", None) or "utf-8"
+        errors = getattr(sys.__stdout__, "errors", None) or "strict"
+        return open(self.out_fd, "w", encoding=encoding, errors=errors, newline="\n", closefd=False)
+
+
+@contextlib.contextmanager
+def protocol_stdout(*, take_stdin: bool = False) -> Iterator[ProtocolStdio]:
+    """Reserve stdout for protocol records (json and rpc mode). File descriptor 1 is
+    duplicated for the records, then pointed at stderr for the rest of the block, so
+    whatever else writes to it — a plugin's ``print``, ``os.write(1, ...)``, a child
+    process inheriting stdout, a library's logging — lands on stderr instead of inside
+    the stream (on ``/dev/null`` when there is no stderr). With ``take_stdin`` stdin is
+    kept for the protocol the same way and descriptor 0 reads ``/dev/null`` (children
+    and stray reads never consume protocol input). On exit descriptors 0 and 1 are
+    given back (this matters when pi is embedded, e.g. in a test); the duplicate of
+    stdin stays open, as a reader thread may still block on it."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+    out_fd = os.dup(1)
+    in_fd: int | None = None
+    if take_stdin:
+        in_fd = os.dup(0)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+    try:
+        os.dup2(2, 1)
+    except OSError:  # no stderr: drop them
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
+    try:
+        yield ProtocolStdio(out_fd, in_fd)
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()  # what was printed meanwhile still goes to stderr
+        os.dup2(out_fd, 1)
+        os.close(out_fd)
+        if in_fd is not None:
+            os.dup2(in_fd, 0)
 
 
 def event_record(event: PiModel) -> dict[str, Any] | None:
@@ -82,6 +142,58 @@ class JsonWriter:
             self.write(record)
 
 
+def file_event_record(event: SessionFileEvent) -> dict[str, Any]:
+    """The ``notice`` record json and rpc clients get for a session file event: level
+    ``error`` when the session can no longer be written (pi stops), ``warning`` when it
+    was written anew elsewhere; ``sessionFile`` names the file, ``recoveredFile`` where
+    the session continues."""
+    record: dict[str, Any] = model_json(
+        NoticeEvent(level="error" if event.fatal else "warning", message=event.message)
+    )
+    record["sessionFile"] = event.path
+    if event.recovered_path is not None:
+        record["recoveredFile"] = event.recovered_path
+    return record
+
+
+class SessionFileWatch:
+    """Reports what happens to the session file (see :class:`SessionFileEvent`) in
+    print, json and rpc mode: one line on stderr, a ``notice`` record for a protocol
+    client (``write``), and on a failed write ``on_fatal()`` (the mode stops the run and
+    exits with status 1). Follows the runtime to each session it switches to."""
+
+    def __init__(
+        self,
+        runtime: SessionRuntime,
+        *,
+        write: Callable[[dict[str, Any]], None] | None = None,
+        on_fatal: Callable[[], None] | None = None,
+    ) -> None:
+        self.write = write
+        self.on_fatal = on_fatal
+        self.failure: str | None = None
+        """The message of the failed write, once one failed."""
+        self._remove: Callable[[], None] | None = None
+        self.bind(runtime.session)
+        runtime.on_rebind.append(self.bind)
+
+    def bind(self, session: Any) -> None:
+        if self._remove is not None:
+            self._remove()
+        self._remove = session.sm.add_file_listener(self)
+
+    def __call__(self, event: SessionFileEvent) -> None:
+        if event.fatal:
+            if self.failure is not None:
+                return
+            self.failure = event.message
+        print(f"pi: {event.message}", file=sys.stderr)
+        if self.write is not None:
+            self.write(file_event_record(event))
+        if event.fatal and self.on_fatal is not None:
+            self.on_fatal()
+
+
 def report_extension_errors(event: Any) -> None:
     """Plugin hook errors go to stderr (stdout carries only the answer / the JSONL)."""
     if event.type == "extension_error":
@@ -95,42 +207,59 @@ async def run_print(
     *,
     json_mode: bool = False,
     stopped: Callable[[], bool] | None = None,
+    out: TextIO | None = None,
 ) -> int:
     """Run the prompts. A runtime not started yet (``open_runtime(start=False)`` with its
     ``args``) is started once the outputs are subscribed, so what ``session_start``
     handlers report is shown too. Once ``stopped()`` is true (a stop signal arrived) no
-    further prompt starts."""
+    further prompt starts. ``out`` is where the answer or the event stream goes
+    (default ``sys.stdout``). When the session file cannot be written the run is
+    aborted, the failure is reported once (stderr, and a ``notice`` record in json
+    mode) and the status is 1."""
     session = runtime.session
+    stream = out if out is not None else sys.stdout
     writer = None
     runtime.subscribe(report_extension_errors)
     if json_mode:
-        writer = JsonWriter(sys.stdout, on_closed=session.abort)
+        writer = JsonWriter(stream, on_closed=session.abort)
         header = session.sm.get_header()
         if header is not None:
             writer.write(header.to_json())
         runtime.subscribe(writer)
-    if args is not None:
-        await start_runtime(runtime, args)
-    if not initial.prompts:
-        print("pi: no prompt given (pass a message, pipe one on stdin, or run pi in a terminal)", file=sys.stderr)
+    watch = SessionFileWatch(
+        runtime,
+        write=writer.write if writer is not None else None,
+        on_fatal=lambda: runtime.session.abort(),
+    )
+    try:
+        if args is not None:
+            await start_runtime(runtime, args)
+        if not initial.prompts:
+            print("pi: no prompt given (pass a message, pipe one on stdin, or run pi in a terminal)", file=sys.stderr)
+            return 1
+        for index, text in enumerate(initial.prompts):
+            if (stopped is not None and stopped()) or watch.failure is not None:
+                break
+            await session.prompt(text, images=initial.images if index == 0 else (), source="sdk")
+    except SessionWriteError as exc:
+        if watch.failure is None:  # not heard through the listener (another session's file)
+            print(f"pi: {exc}", file=sys.stderr)
         return 1
-    status = 0
-    for index, text in enumerate(initial.prompts):
-        if stopped is not None and stopped():
-            break
-        await session.prompt(text, images=initial.images if index == 0 else (), source="sdk")
+    if watch.failure is not None:
+        return 1
     if json_mode:
         # As pi 1.6.0: the stream is the result, a failed request included (its error
         # is in the last message_end), so the status is 0.
-        return status
+        return 0
+    status = 0
     last: AssistantMessage | None = session.last_assistant()
     if last is not None and last.stop_reason in ("error", "aborted"):
         print(f"pi: {last.error_message or 'Request ' + last.stop_reason}", file=sys.stderr)
         status = 1
     elif last is not None:
         text = last.text()
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        sys.stdout.flush()
+        stream.write(text if text.endswith("\n") else text + "\n")
+        stream.flush()
         if last.stop_reason == "length":
             print("pi: the response was cut off: the model reached its output token limit", file=sys.stderr)
             status = 1

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -39,8 +38,9 @@ from ..agent.types import QueueMode
 from ..ai.models import supported_thinking_levels
 from ..compaction import estimate_context_tokens
 from ..runtime import AgentSession, SessionBusyError, SessionRuntime
+from ..session.persistence import SessionWriteError
 from .bootstrap import CliError, diagnostics_of, model_scope, open_runtime, start_runtime
-from .print_mode import event_record
+from .print_mode import SessionFileWatch, event_record, protocol_stdout
 from .process import hard_exit, run_main, signal_status
 from .rpc_ui import NO_DATA, LineReader, RawJson, RpcOutput, RpcUI, dumps
 
@@ -69,24 +69,9 @@ def run_rpc(args: argparse.Namespace) -> int:
     """Serve the RPC protocol on stdin/stdout until shutdown; returns the exit status."""
     if args.messages:
         print("pi: RPC mode ignores prompt arguments; send them as prompt commands", file=sys.stderr)
-    sys.stdout.flush()
-    in_fd, out_fd = os.dup(0), os.dup(1)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)  # children and stray reads never consume protocol input
-    os.close(devnull)
-    try:
-        os.dup2(2, 1)  # stray prints (plugins, libraries) go to stderr, not into the protocol
-    except OSError:  # no stderr: drop them
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, 1)
-        os.close(null)
-    try:
-        return run_main(RpcServer(args, in_fd=in_fd, out_fd=out_fd).serve())
-    finally:  # give the descriptors back (matters when embedded, e.g. in a test)
-        sys.stdout.flush()
-        os.dup2(out_fd, 1)
-        os.close(out_fd)
-        os.dup2(in_fd, 0)  # in_fd itself stays open: the reader thread may still block on it
+    with protocol_stdout(take_stdin=True) as stdio:
+        assert stdio.in_fd is not None
+        return run_main(RpcServer(args, in_fd=stdio.in_fd, out_fd=stdio.out_fd).serve())
 
 
 class RpcServer:
@@ -105,6 +90,8 @@ class RpcServer:
         self._stopping = False
         self._signals = 0
         self._signum: int | None = None
+        self._status = 0
+        self._watch: SessionFileWatch | None = None
         self._commands: set[asyncio.Task[Any]] = set()
         self._runs: set[asyncio.Task[Any]] = set()
         self._accept_lock = asyncio.Lock()
@@ -140,6 +127,7 @@ class RpcServer:
             print(f"pi: {line}", file=sys.stderr)
         self.runtime = runtime
         runtime.subscribe(self._on_event)
+        self._watch = SessionFileWatch(runtime, write=self.output.write, on_fatal=self._on_write_failure)
         runtime.on_rebind.append(self._bind)
         self.ui.prompts.emit = self._emit_ui_event
         self._bind(runtime.session)
@@ -148,7 +136,7 @@ class RpcServer:
         self._check_plugin_shutdown()
         await self._stop.wait()
         await self._shutdown()
-        return signal_status(self._signum, 0)
+        return signal_status(self._signum, self._status)
 
     def request_stop(self, *, abort: bool) -> None:
         """Begin an orderly shutdown (abort the work in flight first when ``abort``)."""
@@ -157,6 +145,12 @@ class RpcServer:
             self._abort.set()
             self._abort_work()
         self._stop.set()
+
+    def _on_write_failure(self) -> None:
+        """The session file cannot be written (reported by the watch): nothing more
+        would be saved, so the run is aborted and pi exits with status 1."""
+        self._status = 1
+        self.request_stop(abort=True)
 
     def _on_signal(self, signum: int) -> None:
         self._signals += 1
@@ -362,7 +356,8 @@ class RpcServer:
         except Exception as exc:
             if not started.done():
                 raise
-            print(f"pi: the run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            if not (isinstance(exc, SessionWriteError) and self._watch is not None and self._watch.failure):
+                print(f"pi: the run failed: {type(exc).__name__}: {exc}", file=sys.stderr)
             return "started"
 
     def _run_done(self, task: asyncio.Task[Any]) -> None:

@@ -22,7 +22,7 @@ import builtins
 import functools
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import TypeAdapter
@@ -74,7 +74,7 @@ from .paths import (
     resolve_session_dir,
     session_file_name,
 )
-from .persistence import SessionWriter, read_session
+from .persistence import FileListener, SessionWriteError, SessionWriter, read_session
 from .records import Record, entry_json, no_gc
 from .storage import SessionFile, dump_line
 from .tree import EntryTree, SessionTreeNode
@@ -713,6 +713,33 @@ class SessionManager:
     @property
     def closed(self) -> bool:
         return self._writer.closed
+
+    def check_storage(self) -> None:
+        """For a session whose file is not written yet: check now that it can be (its
+        folder is created, a one-byte file written there and removed), so a read-only or
+        full file system is found before the first request rather than after its
+        answer. Raises :class:`~pi_core.session.persistence.SessionWriteError`."""
+        self._writer.probe()
+
+    def add_file_listener(self, listener: FileListener) -> Callable[[], None]:
+        """Hear of what happens to the session file: a write that failed (also raised),
+        a file deleted or replaced while the session ran (written anew, see
+        :class:`~pi_core.session.persistence.SessionFileEvent`). Returns the function
+        that removes the listener. Without listeners a deleted or replaced file is
+        reported on stderr."""
+        listeners = self._writer.listeners
+        listeners.append(listener)
+
+        def remove() -> None:
+            if listener in listeners:
+                listeners.remove(listener)
+
+        return remove
+
+    @property
+    def write_failure(self) -> SessionWriteError | None:
+        """The last write to this session's file that failed, if one did."""
+        return self._writer.failure
 
     def flush(self) -> None:
         """Write the header (and anything buffered) now, without waiting for the first

@@ -18,6 +18,10 @@ Durability policy
 * A new session with an id chosen by the caller (``--session-id``) is claimed first
   (:class:`SessionIdClaim`, a lock on ``.<id>.claim`` in the session folder, held until
   the process ends): two processes starting the same id cannot both create it.
+* Before each append one ``stat`` of the path checks that it still names the open file
+  (:meth:`SessionFile.moved`): a file deleted or renamed over while pi runs is noticed
+  and written anew by :class:`~pi_core.session.persistence.SessionWriter`, never
+  appended to unseen.
 * Session files are created readable by their owner only (0600), as are the folders pi
   creates for them (0700). The temporary file of an interrupted rewrite
   (``<file>.<pid>.tmp``) is removed the next time the session is opened.
@@ -32,7 +36,7 @@ import os
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic_core import from_json
 
@@ -310,6 +314,10 @@ def _fsync_dir(directory: str) -> None:
             os.close(dir_fd)
 
 
+def _identity(info: os.stat_result) -> tuple[int, int]:
+    return info.st_dev, info.st_ino
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -325,6 +333,7 @@ class SessionFile:
         self._fd = fd
         self._size = size
         self._finalizer = weakref.finalize(self, os.close, fd)
+        self._identity = _identity(os.fstat(fd))
 
     # ------------------------------------------------------------------ opening
 
@@ -334,7 +343,7 @@ class SessionFile:
         directory = os.path.dirname(path) or "."
         make_private_dirs(directory)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, FILE_MODE)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, FILE_MODE)
         except FileExistsError:
             raise SessionError(f"Session file {path} was created by another process") from None
         try:
@@ -387,6 +396,28 @@ class SessionFile:
     def size(self) -> int:
         return self._size
 
+    def moved(self) -> Literal["deleted", "replaced"] | None:
+        """Whether the path still names the file this descriptor writes to: ``None`` if
+        so, ``"deleted"`` when nothing is there any more, ``"replaced"`` when another
+        file was put there (renamed over it). One ``stat`` of the path."""
+        try:
+            current = os.stat(self.path)
+        except FileNotFoundError:
+            return "deleted"
+        except NotADirectoryError:  # a folder of the path was replaced by a file
+            return "deleted"
+        return None if _identity(current) == self._identity else "replaced"
+
+    def contents(self) -> bytes:
+        """Everything written to this file (read through the open descriptor, so also
+        once the path no longer names it)."""
+        chunks = []
+        offset = 0
+        while offset < self._size and (chunk := os.pread(self._fd, self._size - offset, offset)):
+            chunks.append(chunk)
+            offset += len(chunk)
+        return b"".join(chunks)
+
     def append(self, data: bytes) -> None:
         """Append complete lines. A failed write is rolled back (the file is truncated to
         its previous size) so that no partial line stays in front of later appends."""
@@ -408,7 +439,7 @@ class SessionFile:
         """Atomically replace the whole file (write a locked temporary file, fsync, rename)."""
         directory = os.path.dirname(self.path) or "."
         tmp = f"{self.path}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, FILE_MODE)
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, FILE_MODE)
         try:
             _lock(fd, tmp)
             data = b"".join(lines)
@@ -425,6 +456,7 @@ class SessionFile:
         self._fd = fd
         self._size = len(data)
         self._finalizer = weakref.finalize(self, os.close, fd)
+        self._identity = _identity(os.fstat(fd))
 
     def sync(self) -> None:
         if not self.closed:

@@ -134,11 +134,6 @@ def test_a_saved_trusted_projects_session_dir_is_used(wire: WireServer, tmp_path
     assert session_files() == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs pi_core/cli/bootstrap.py to pass --approve/--no-approve on: "
-    "session_dir_setting(cwd, approve=args.approve) in resolved_session_dir (remove this marker then)",
-)
 def test_approve_flags_decide_whether_the_projects_session_dir_counts(wire: WireServer, tmp_path: Path) -> None:
     cwd = _project_with_session_dir(tmp_path)
     model = configure_local_endpoint(wire.url)

@@ -38,7 +38,9 @@ from ..._paths import agent_dir
 from ...ai import supported_thinking_levels
 from ...resources.settings import SettingsError
 from ...runtime import AgentSession, NoModelError, SessionBusyError, SessionRuntime, no_model_message
+from ...runtime.events import NoticeEvent
 from ...session import SessionManager
+from ...session.persistence import SessionFileEvent
 from ..bootstrap import CliError, diagnostics_of, initial_input, open_runtime, start_runtime
 from ..process import install_stop_signals, run_main, signal_status
 from .base import JobKind, replay
@@ -108,6 +110,7 @@ class InteractiveApp:
         self.output = create_output(stdout=sys.stdout)
         self.out = Transcript(sys.stdout)
         self.dialogs = Dialogs(self.out, self.output)
+        self._stop_file_events: Callable[[], None] | None = None
         self.live = LiveView()
         self.ui = TerminalUI(self.dialogs, on_change=self._ui_changed)
         self._runtime: SessionRuntime | None = None
@@ -891,10 +894,19 @@ class InteractiveApp:
 
     def _bind_session(self, session: Any) -> None:
         session.on_shutdown = self.request_exit
+        if self._stop_file_events is not None:
+            self._stop_file_events()
+        self._stop_file_events = session.sm.add_file_listener(self._on_session_file)
         if self._runtime is not None and self.prompt is not None:
             self.renderer.seen_entries = session.sm.get_entry_count()
             self.settings_changed()
             self.reload_keys()
+
+    def _on_session_file(self, event: SessionFileEvent) -> None:
+        """A failed write or a session file deleted or replaced: said in the transcript."""
+        level = "error" if event.fatal else "warning"
+        message = event.message.removeprefix(f"{level}: ")
+        self.renderer.on_notice(NoticeEvent(level=level, message=message))
 
     def _emit_ui_event(self, name: str, event: Any) -> None:
         """``ui_prompt_start`` / ``ui_prompt_end`` to the plugins (not awaited)."""
