@@ -32,7 +32,10 @@ another process (tests, embedding) keeps Python's normal collector and exit.
   number``. From the signal on, every plugin handler (running or still to run) ends
   within :data:`~pi_core.extensions.guard.STOP_DEADLINE` seconds. A second signal ends the
   process at once: every bash command's process group still running is killed first
-  (:func:`pi_core.tools.shell.kill_all_groups`).
+  (:func:`pi_core.tools.shell.kill_all_groups`). A signal that arrives while a plugin's
+  coroutine handler blocks the event loop is seen by the loop watchdog
+  (:mod:`pi_core.extensions.watchdog`), which interrupts the handler so that the stop
+  can run, and ends the process the same way when that does not free the loop.
 """
 
 from __future__ import annotations
@@ -150,9 +153,12 @@ def install_stop_signals(
     """Call ``on_signal(signum)`` on the loop when one of ``signums`` arrives; a second
     one ends the process at once (:func:`hard_exit`). Returns a function that removes
     the handlers (where signal handlers cannot be installed, nothing is done)."""
+    from ..extensions import watchdog
+
     received: list[int] = []
 
     def handle(signum: int) -> None:
+        watchdog.signal_handled()
         received.append(signum)
         if len(received) > 1:
             hard_exit(signum)
@@ -167,26 +173,49 @@ def install_stop_signals(
             loop.add_signal_handler(signum, handle, signum)
             installed.append(signum)
         except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no such signal here
-            pass
+            continue
+        # The loop runs ``handle`` once it reads the signal from its wake-up pipe; this
+        # Python-level handler (asyncio's is a no-op) runs at once, even while a plugin's
+        # coroutine blocks the loop, and tells the loop watchdog.
+        with contextlib.suppress(ValueError, OSError, RuntimeError):
+            signal.signal(signum, _noted)
+    if installed:
+        watchdog.signal_handled()  # nothing waits from an earlier run
+        watchdog.on_stuck = _stuck
 
     def remove() -> None:
         for signum in installed:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.remove_signal_handler(signum)
+        if installed and watchdog.on_stuck is _stuck:
+            watchdog.on_stuck = None
         installed.clear()
 
     return remove
 
 
-def hard_exit(signum: int) -> NoReturn:
-    """A second stop signal: kill the process groups of running bash commands and leave
-    at once with ``128 + signum``. Entries already appended to the session file are on
-    disk (each is written and flushed as it is appended)."""
+def _noted(signum: int, _frame: Any) -> None:
+    from ..extensions import watchdog
+
+    watchdog.note_signal(signum)
+
+
+def _stuck(signum: int, message: str) -> None:
+    """The loop watchdog: a stop signal cannot be handled, a plugin's coroutine blocks
+    the loop (called from the watchdog's thread)."""
+    hard_exit(signum, message)
+
+
+def hard_exit(signum: int, reason: str | None = None) -> NoReturn:
+    """A second stop signal (or one the event loop cannot handle, ``reason`` saying
+    why): kill the process groups of running bash commands and leave at once with
+    ``128 + signum``. Entries already appended to the session file are on disk (each is
+    written and flushed as it is appended)."""
     from ..tools.shell import kill_all_groups
 
     kill_all_groups(signal.SIGKILL)
     with contextlib.suppress(Exception):
-        sys.stderr.write(f"pi: {signal.Signals(signum).name} again: exiting at once\n")
+        sys.stderr.write(f"pi: {reason or signal.Signals(signum).name + ' again: exiting at once'}\n")
         sys.stderr.flush()
     os._exit(128 + signum)
 

@@ -22,6 +22,11 @@ The event runner (:mod:`.runner`) calls every handler through :class:`HandlerGua
   abandoned and reported.
 * **``SystemExit`` and ``KeyboardInterrupt`` raised by a handler are plugin errors**
   (:class:`HandlerExit`), never an exit of pi.
+* **A coroutine handler that blocks the event loop** (``time.sleep`` in an ``async
+  def``) cannot be preempted, and while it blocks neither its deadline nor an abort can
+  run: the loop watchdog (:mod:`.watchdog`) finds it and, once it has held the loop for
+  longer than the deadline or a stop signal waits, interrupts it (:class:`~.watchdog.LoopBlocked` raised in its
+  code); it is then reported like a handler that timed out.
 
 An abandoned synchronous handler cannot be stopped (Python threads cannot be killed):
 its thread is left to finish in the background and later calls get a new worker.
@@ -31,14 +36,19 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import inspect
+import sys
 import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable
 from queue import SimpleQueue
 from typing import Any
+
+from . import watchdog
+from .watchdog import LoopBlocked, Watch
 
 DEFAULT_HOOK_TIMEOUT = 120.0
 """Seconds a hook handler may run before pi goes on without it (``hookTimeout``)."""
@@ -94,6 +104,7 @@ def cap_deadlines(seconds: float = STOP_DEADLINE) -> None:
     global _stop_at
     at = time.monotonic() + seconds
     _stop_at = at if _stop_at is None else min(_stop_at, at)
+    watchdog.cap(at)  # a coroutine handler blocking the loop then is interrupted too
     for wake_up in list(_waiting):
         wake_up()  # running waits look at their deadline again
 
@@ -213,11 +224,42 @@ def _settle(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
         future.set_exception(value)
 
 
-async def _contained(awaitable: Awaitable[Any]) -> Any:
+async def _contained(awaitable: Awaitable[Any], watch: Watch | None = None) -> Any:
+    if watch is None:
+        try:
+            return await awaitable
+        except (SystemExit, KeyboardInterrupt) as exc:
+            raise HandlerExit(exc).with_traceback(exc.__traceback__) from None
+    # a plugin's coroutine handler: the loop watchdog looks for this frame on the stack
+    watch.frame = sys._getframe()
+    watchdog.active.add(watch)
     try:
-        return await awaitable
+        result = await awaitable
     except (SystemExit, KeyboardInterrupt) as exc:
         raise HandlerExit(exc).with_traceback(exc.__traceback__) from None
+    except LoopBlocked:
+        if watch.reason not in ("deadline", "stopping"):
+            # interrupted for a stop signal the loop has not read yet: let it handle the
+            # signal (abort the run) before anything goes on after this handler
+            with contextlib.suppress(asyncio.CancelledError):  # the abort it lets in
+                await asyncio.sleep(0.01)
+        raise HandlerTimeout(_blocked_message(watch, "it was interrupted and pi went on without it")) from None
+    finally:
+        watchdog.active.discard(watch)
+        watch.frame = None
+    if watch.interrupted is not None:  # it returned, but only after the watchdog gave up on it
+        raise HandlerTimeout(_blocked_message(watch, "pi went on without its result"))
+    return result
+
+
+def _blocked_message(watch: Watch, outcome: str) -> str:
+    if watch.reason in ("", "deadline") and watch.timeout is not None:
+        why = f"for longer than {watch.timeout:g} s (setting hookTimeout)"
+    elif watch.reason == "stopping":
+        why = "past pi's stop deadline (pi is stopping on a signal)"
+    else:
+        why = f"when pi was stopping ({watch.reason})"
+    return f"the coroutine handler blocked the event loop {why}; {outcome}"
 
 
 def _adopt(context: contextvars.Context) -> None:
@@ -250,16 +292,20 @@ class HandlerGuard:
         if self._worker is worker:
             self._worker = None
 
-    async def call(self, fn: Callable[[], Any], is_async: bool, signal: Any) -> Any:
+    async def call(
+        self, fn: Callable[[], Any], is_async: bool, signal: Any, owner: tuple[str, str] | None = None
+    ) -> Any:
         """Run ``fn()`` (a handler bound to its arguments); ``is_async`` when it is a
-        coroutine function. ``signal``: the run's abort signal, or ``None``."""
+        coroutine function. ``signal``: the run's abort signal, or ``None``. ``owner``:
+        ``(plugin, hook)``, for the loop watchdog (:mod:`.watchdog`) to name a
+        coroutine handler that blocks the loop."""
         loop = asyncio.get_running_loop()
         if is_async:
             try:
                 awaitable = fn()
             except (SystemExit, KeyboardInterrupt) as exc:
                 raise HandlerExit(exc).with_traceback(exc.__traceback__) from None
-            return await self._await(loop, awaitable, signal)
+            return await self._await(loop, awaitable, signal, owner)
         worker = self._worker_for(loop)
         context = contextvars.copy_context()
         future = worker.submit(fn, context)
@@ -270,7 +316,7 @@ class HandlerGuard:
                 self._abandon(worker)
         _adopt(context)
         if result is not None and inspect.isawaitable(result):
-            result = await self._await(loop, result, signal)
+            result = await self._await(loop, result, signal, owner)
         return result
 
     async def call_batch(self, fns: list[Callable[[], Any]], signal: Any) -> list[tuple[bool, Any]]:
@@ -313,9 +359,20 @@ class HandlerGuard:
                     results[-1] = (False, exc)
         return results
 
-    async def _await(self, loop: asyncio.AbstractEventLoop, awaitable: Awaitable[Any], signal: Any) -> Any:
+    async def _await(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        awaitable: Awaitable[Any],
+        signal: Any,
+        owner: tuple[str, str] | None = None,
+    ) -> Any:
         context = contextvars.copy_context()
-        task = loop.create_task(_contained(awaitable), context=context)
+        watch = None
+        if owner is not None:
+            if watchdog.started is None:
+                watchdog.start()
+            watch = Watch(owner[0], owner[1], self.timeout, loop)
+        task = loop.create_task(_contained(awaitable, watch), context=context)
         try:
             result = await self._wait(loop, task, signal)
         finally:

@@ -287,7 +287,9 @@ class EventRunner:
         before = _snapshot(event) if hook in IN_PLACE_EVENTS else None
         start = time.perf_counter() if self._trace else 0.0
         try:
-            result = await self.guard.call(lambda: impl.call(event, ctx), impl.is_async, _abort_signal(ctx))
+            result = await self.guard.call(
+                lambda: impl.call(event, ctx), impl.is_async, _abort_signal(ctx), (impl.plugin, hook)
+            )
         except Exception as exc:
             if self._trace:
                 print(f"pi trace: {hook} <- {impl.plugin}: raised {describe_exception(exc)}", file=sys.stderr)

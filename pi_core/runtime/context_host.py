@@ -50,6 +50,8 @@ class HostedSession(Protocol):
     @property
     def agent(self) -> Agent: ...
     @property
+    def run_signal(self) -> Any: ...
+    @property
     def tools(self) -> ToolRegistry: ...
     @property
     def model(self) -> Model | None: ...
@@ -138,7 +140,7 @@ class SessionContextHost(ContextHost):
 
     @property
     def signal(self) -> Any:
-        return self.session.agent.signal
+        return self.session.run_signal
 
     def command_context(self) -> CommandContextImpl:
         return CommandContextImpl(self, self.session.plugins.liveness)

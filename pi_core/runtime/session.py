@@ -28,6 +28,7 @@ from typing import Any, Literal, cast, get_args
 
 import pi_hookspecs
 from pi_hookspecs import (
+    AbortController,
     AgentMessage,
     AgentSettledEvent,
     AssistantMessage,
@@ -106,6 +107,11 @@ class AgentSession:
         self._settled = asyncio.Event()
         self._settled.set()
         self._abort_requested = False
+        self._pre_runs: list[AbortController] = []
+        """The abort controllers of prompts whose run has not started yet (``input``,
+        compaction, ``before_agent_start``) or is between agent runs: :meth:`abort`
+        aborts them, and handlers see the newest as ``ctx.signal`` while no agent run
+        is active (:attr:`run_signal`)."""
         self._pending_bash: list[AgentMessage] = []
         self._pending_next_turn: list[AgentMessage] = []
         self._queued_steer: list[str] = []
@@ -429,6 +435,9 @@ class AgentSession:
         stream_fn = self.agent.stream_fn
         if stream_fn is None:
             raise TypeError("the agent has no stream function")
+        signal = options.signal if options.signal is not None else self.run_signal
+        if signal is not None and signal.aborted:  # aborted while a plugin handler ran: no request
+            raise pi_hookspecs.AbortError("the run was aborted before the summary request")
         options = options.model_copy(update={"extra": {**options.extra, "summary": True}})
         return await retry_summary(
             lambda: complete_summary(stream_fn, model, context, options),
@@ -461,10 +470,31 @@ class AgentSession:
                 await self.run_command(name, args.strip())
                 return "handled"
         images = list(images)
+        # An abort from here on (Esc, Ctrl+C, SIGINT/SIGTERM, RPC ``abort``) ends this
+        # prompt: a handler still running is cut off (ctx.signal fires) and no run starts.
+        pre_run = None if self._busy else self._begin_pre_run()
+        try:
+            return await self._prompt(text, images, source, streaming_behavior, expand, on_started, pre_run)
+        finally:
+            if pre_run is not None:
+                self._end_pre_run(pre_run)
+
+    async def _prompt(
+        self,
+        text: str,
+        images: list[ImageContent],
+        source: Literal["interactive", "rpc", "extension", "sdk"],
+        streaming_behavior: Literal["steer", "follow_up"] | None,
+        expand: bool,
+        on_started: Callable[[], Any] | None,
+        pre_run: AbortController | None,
+    ) -> PromptOutcome:
         if self.runner.has_handlers("input"):
             result = await self.runner.emit(
                 "input", InputEvent(text=text, images=images, source=source, streaming_behavior=streaming_behavior)
             )
+            if pre_run is not None and pre_run.signal.aborted:
+                return "handled"  # aborted before its run started: nothing runs, nothing is stored
             if result.action == "handled":
                 return "handled"
             text, images = result.text or "", list(result.images or [])
@@ -493,8 +523,28 @@ class AgentSession:
         if on_started is not None:
             self._check_model()
             on_started()
-        await self._run_prompt(message, prompt_text=text, images=images)
+        await self._run_prompt(message, prompt_text=text, images=images, pre_run=pre_run)
         return "started"
+
+    def _begin_pre_run(self) -> AbortController:
+        controller = AbortController()
+        self._pre_runs.append(controller)
+        return controller
+
+    def _end_pre_run(self, controller: AbortController) -> None:
+        if controller in self._pre_runs:
+            self._pre_runs.remove(controller)
+
+    @property
+    def run_signal(self) -> Any:
+        """The abort signal handlers see as ``ctx.signal``: the agent run's while one is
+        active; before a prompt's run starts (``input``, compaction,
+        ``before_agent_start``) and between its agent runs, the prompt's own, which
+        :meth:`abort` fires too; ``None`` when nothing runs."""
+        signal = self.agent.signal
+        if signal is None and self._pre_runs:
+            return self._pre_runs[-1].signal
+        return signal
 
     def expand_text(self, text: str) -> str:
         """``/skill:name args`` and ``/template args`` expansion."""
@@ -526,29 +576,46 @@ class AgentSession:
         prompt_text: str | None = None,
         images: Sequence[ImageContent] = (),
         custom: CustomMessage | None = None,
+        pre_run: AbortController | None = None,
     ) -> None:
+        """One run. ``pre_run``: the prompt's abort controller (:meth:`prompt` made it
+        before the ``input`` hook); an abort through it, before or during the steps
+        ahead of the first request, ends the run without asking the model."""
         self._check_model()
         self._busy = True
         self._settled.clear()
-        self._abort_requested = False
+        own = pre_run is None
+        if pre_run is None:
+            pre_run = self._begin_pre_run()
+        # an abort that arrived before this prompt (no run to stop) is forgotten; one
+        # that arrived while this prompt's input hook ran is not
+        self._abort_requested = pre_run.signal.aborted
         aborted = False
         try:
             self._flush_pending()
-            await self._compactor.maybe_compact()
-            extra = await self._loadout.before_agent_start(prompt_text, images, custom)
-            patch = self._loadout.patch(self._projection())
-            messages: list[AgentMessage] = [patch] if patch is not None else []
-            messages.append(message)
-            messages += self._pending_next_turn
-            self._pending_next_turn = []
-            messages += extra
-            self._retry.begin()
-            await self.agent.prompt(messages)
-            aborted = await self._after_runs()
+            if not self._abort_requested:
+                await self._compactor.maybe_compact()
+            extra: list[AgentMessage] = []
+            if not self._abort_requested:
+                extra = await self._loadout.before_agent_start(prompt_text, images, custom)
+            if not self._abort_requested:  # aborted before the first request: no run at all
+                patch = self._loadout.patch(self._projection())
+                messages: list[AgentMessage] = [patch] if patch is not None else []
+                messages.append(message)
+                messages += self._pending_next_turn
+                self._pending_next_turn = []
+                messages += extra
+                self._retry.begin()
+                await self.agent.prompt(messages)
+                aborted = await self._after_runs()
         finally:
             self._loadout.end_run()
             self._flush_pending()
-            await self._settle(aborted or self._abort_requested)
+            try:
+                await self._settle(aborted or self._abort_requested)
+            finally:
+                if own:
+                    self._end_pre_run(pre_run)
 
     async def _settle(self, aborted: bool) -> None:
         self._busy = False
@@ -735,6 +802,8 @@ class AgentSession:
     def abort(self) -> None:
         """Stop the active run (and a retry backoff)."""
         self._abort_requested = True
+        for controller in list(self._pre_runs):
+            controller.abort("aborted")
         self.agent.abort()
         self._retry.cancel()
 
