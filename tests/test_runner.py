@@ -125,6 +125,24 @@ async def test_wrong_return_from_tool_call_fails_closed() -> None:
     assert out.block and "'Typo'" in out.reason and "blok" in out.reason
 
 
+async def test_what_the_model_reads_of_a_failed_gate_names_no_path_of_this_machine() -> None:
+    class Raises:
+        @hookimpl
+        def tool_call(self, event: Any) -> Any:
+            raise ValueError("policy server unreachable")
+
+    host = await load_host(Raises)
+    out = await host.runner.emit("tool_call", h.ToolCallEvent(tool_name="bash", tool_call_id="1"))
+    assert out.block and out.reason == (
+        "Blocked: the tool_call handler of plugin 'Raises' failed "
+        "(handler raised ValueError: policy server unreachable)"
+    )
+    (error,) = host.runner.errors
+    assert error.message == "handler raised ValueError: policy server unreachable"
+    assert error.location == f" ({__file__}:{Raises.tool_call.__code__.co_firstlineno + 2})"  # for people: stderr
+    assert error.format().endswith(error.message + error.location)
+
+
 async def test_a_later_non_blocking_result_cannot_hide_an_earlier_block() -> None:
     class Block:
         @hookimpl(tryfirst=True)
@@ -201,7 +219,7 @@ async def test_errors_go_to_listeners_and_the_error_list() -> None:
     host.runner.add_error_listener(heard.append)
     await host.runner.emit("turn_start", h.TurnStartEvent())
     assert heard and heard[0].hook == "turn_start" and "ZeroDivisionError" in heard[0].message
-    assert "test_runner.py" in heard[0].message  # where it happened
+    assert "test_runner.py" in heard[0].location  # where it happened (for people; the message is what a model may read)
 
 
 async def test_cancellation_is_not_swallowed() -> None:

@@ -35,13 +35,19 @@ class ExtensionLoadError(RuntimeError):
         super().__init__(diagnostic.format())
 
 
-def describe_exception(exc: BaseException) -> str:
-    """``ExcType: message (file.py:12)`` — the innermost frame of the traceback."""
+def describe_exception(exc: BaseException, *, location: bool = True) -> str:
+    """``ExcType: message (file.py:12)`` — the innermost frame of the traceback
+    (:func:`exception_location`); without it when ``location`` is false."""
     text = f"{type(exc).__name__}: {exc}".rstrip(": ")
-    frames = traceback.extract_tb(exc.__traceback__)
+    return text + exception_location(exc) if location else text
+
+
+def exception_location(exc: BaseException) -> str:
+    """`` (file.py:12)``, where ``exc`` was raised (its innermost frame), or ``""``: for
+    people reading pi's reports, never for text a model reads (paths of the machine)."""
     if isinstance(exc, SyntaxError) and exc.filename:
-        return f"{text} ({exc.filename}:{exc.lineno})"
+        return f" ({exc.filename}:{exc.lineno})"
+    frames = traceback.extract_tb(exc.__traceback__)
     if frames:
-        last = frames[-1]
-        return f"{text} ({last.filename}:{last.lineno})"
-    return text
+        return f" ({frames[-1].filename}:{frames[-1].lineno})"
+    return ""

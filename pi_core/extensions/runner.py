@@ -69,7 +69,7 @@ from pi_hookspecs import (
     ToolCallResult,
 )
 
-from .diagnostics import describe_exception
+from .diagnostics import describe_exception, exception_location
 from .guard import DEFAULT_HOOK_TIMEOUT, HandlerAbandoned, HandlerExit, HandlerGuard, HandlerTimeout
 
 
@@ -80,10 +80,19 @@ class HookError:
     plugin: str
     hook: str
     message: str
+    """What went wrong, without paths of this machine: it may reach the model (a gate
+    that failed closed says why)."""
     exception: BaseException | None = None
+    location: str = ""
+    """`` (file.py:12)`` where the handler raised, for the people reading pi's reports."""
+
+    @property
+    def detail(self) -> str:
+        """The message with where it happened, for stderr, the terminal and clients."""
+        return self.message + self.location
 
     def format(self) -> str:
-        return f"plugin {self.plugin!r}, hook {self.hook}: {self.message}"
+        return f"plugin {self.plugin!r}, hook {self.hook}: {self.detail}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,8 +238,10 @@ class EventRunner:
 
     # ------------------------------------------------------------------ errors
 
-    def report(self, plugin: str, hook: str, message: str, exc: BaseException | None = None) -> HookError:
-        error = HookError(plugin, hook, message, exc)
+    def report(
+        self, plugin: str, hook: str, message: str, exc: BaseException | None = None, location: str = ""
+    ) -> HookError:
+        error = HookError(plugin, hook, message, exc, location)
         self.errors.append(error)
         if self._listeners:
             for listener in list(self._listeners):
@@ -246,10 +257,14 @@ class EventRunner:
         if isinstance(exc, HookReturnError | HandlerTimeout | HandlerAbandoned):
             return self.report(impl.plugin, hook, str(exc), exc)
         if isinstance(exc, HandlerExit):
+            original = exc.original
             return self.report(
-                impl.plugin, hook, f"handler raised {describe_exception(exc.original)} (a plugin cannot end pi)", exc
+                impl.plugin, hook, f"handler raised {describe_exception(original, location=False)} (a plugin cannot end pi)",
+                exc, exception_location(original),
             )
-        return self.report(impl.plugin, hook, f"handler raised {describe_exception(exc)}", exc)
+        return self.report(
+            impl.plugin, hook, f"handler raised {describe_exception(exc, location=False)}", exc, exception_location(exc)
+        )
 
     async def _outcome(self, plugin: str, hook: str, outcome: Any, message: str | None, event: Any, ctx: Any) -> None:
         """Tell ``hook_outcome`` handlers that a handler of ``hook`` acted. Never for

@@ -335,7 +335,7 @@ class AgentSession:
     def _on_hook_error(self, error: HookError) -> None:
         record = next((r for r in self.plugins.records if r.name == error.plugin), None)
         where = (record.source.path or record.source.origin) if record else error.plugin
-        self._emit(ExtensionErrorEvent(extension_path=where, event=error.hook, error=error.message))
+        self._emit(ExtensionErrorEvent(extension_path=where, event=error.hook, error=error.detail))
 
     # ================================================================== tools & system prompt
 

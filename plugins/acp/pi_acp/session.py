@@ -15,9 +15,8 @@ notifications, and the editor as a partner through pi's hooks.
 
 A request the client answers with a JSON-RPC error becomes :class:`ClientError`, whose
 message names the method and carries the client's reason (its error message and data):
-that is what the model reads in the tool result. ``EditorHooks.message_end`` keeps
-where a failing handler raised (a file and line of pi, the SDK or a plugin) out of the
-model's tool results; the full report stays on stderr.
+that is what the model reads in the tool result (pi itself keeps where a failing
+handler raised out of it; the full report is on stderr).
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ import contextlib
 import contextvars
 import json
 import os
-import re
 import signal as signals
 import sys
 from collections.abc import Sequence
@@ -54,15 +52,11 @@ from pi_hookspecs import (
     BashSpawnEvent,
     FileAccessEvent,
     FileAccessResult,
-    MessageEndEvent,
-    MessageEndResult,
     MessageUpdateEvent,
-    TextContent,
     ToolCallEvent,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
-    ToolResultMessage,
     hookimpl,
 )
 
@@ -111,36 +105,6 @@ def client_reason(error: RequestError) -> str:
 
 def _plain(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-
-
-_RAISED_AT = re.compile(r" \((?:<[^<>()\n]+>|[^()\n]*?\.pyw?|(?:[A-Za-z]:)?[/\\][^()\n]*?):\d+\)")
-"""Where a handler raised, as pi's report of a failing handler names it:
-`` (/path/to/file.py:126)``, `` (<string>:3)``."""
-
-
-def without_locations(text: str) -> str:
-    """``text`` without the file and line of each failing handler pi reports in it
-    ("... failed (handler raised ClientError: ... (/.../session.py:12))"): the model
-    and the editor see what failed, the developer finds where on stderr."""
-    marker = text.find("handler raised ")
-    if marker < 0:
-        return text
-    return text[:marker] + _RAISED_AT.sub("", text[marker:])
-
-
-def _without_locations(content: Sequence[Any]) -> list[Any] | None:
-    """The blocks with :func:`without_locations` applied to their text; ``None`` when
-    nothing changed."""
-    out: list[Any] = []
-    changed = False
-    for block in content:
-        if isinstance(block, TextContent):
-            text = without_locations(block.text)
-            if text != block.text:
-                block = block.model_copy(update={"text": text})
-                changed = True
-        out.append(block)
-    return out if changed else None
 
 
 @dataclass
@@ -237,18 +201,6 @@ class EditorHooks:
             link.diffs.pop(call, None)
             return FileAccessResult(block=True, reason=str(ClientError("fs/write_text_file", exc)))
         return FileAccessResult(handled=True)
-
-    @hookimpl(trylast=True)
-    def message_end(self, event: MessageEndEvent) -> MessageEndResult | None:
-        """A failed tool call's result without where a handler raised (see
-        :func:`without_locations`): in what the model reads and the session keeps."""
-        message = event.message
-        if not isinstance(message, ToolResultMessage) or not message.is_error:
-            return None
-        content = _without_locations(message.content)
-        if content is None:
-            return None
-        return MessageEndResult(message=message.model_copy(update={"content": content}))
 
     @hookimpl(trylast=True)
     def bash_spawn(self, event: BashSpawnEvent) -> None:
@@ -500,8 +452,6 @@ class EventBridge:
             link.old_text.pop(call, None)
             terminal = link.terminals.pop(call, None)
             content = event.result.content
-            if event.is_error:
-                content = _without_locations(content) or content
             update = end_update(call, content, is_error=event.is_error, diff=diff, details=event.result.details)
             if terminal is not None:
                 update.content = [
