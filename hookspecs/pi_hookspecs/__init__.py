@@ -85,6 +85,7 @@ from .llm import (
     ToolCallDeltaEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
+    TranscriptRules,
 )
 from .markers import ENTRY_POINT_GROUP, PROJECT_NAME, hookimpl, hookspec
 from .messages import (
@@ -181,7 +182,7 @@ __all__ = [
     "LlmContext", "Model", "ModelCost", "ProviderDefinition", "StartEvent", "StreamFunction",
     "StreamOptions", "TextDeltaEvent", "TextEndEvent", "TextStartEvent", "ThinkingDeltaEvent",
     "ThinkingEndEvent", "ThinkingLevel", "ThinkingStartEvent", "ToolCallDeltaEvent",
-    "ToolCallEndEvent", "ToolCallStartEvent",
+    "ToolCallEndEvent", "ToolCallStartEvent", "TranscriptRules",
     # tools & registration
     "EXPOSURES", "ExecutionMode", "LoadoutResult", "ToolAnnotations", "ToolDefinition", "ToolExposure", "ToolLoadout",
     "ToolNamespace", "ToolResult", "format_validation_error", "parse_docstring", "tool",

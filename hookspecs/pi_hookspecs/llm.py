@@ -216,6 +216,25 @@ on failure. pi turns its end, an exception or an abort into the stream's final
 ``done`` or ``error`` event."""
 
 
+class TranscriptRules(PiModel):
+    """Asks pi to make a conversation acceptable to the target model before a plugin's
+    wire API sees it, by the rules pi applies to its own APIs:
+
+    * system messages are replayed into ``LlmContext.system_prompt`` and ``tools`` (later
+      ones folded into the leading prompt unless ``mid_conversation_system``);
+    * a turn that ended in an error or was aborted is dropped;
+    * from another model, thinking becomes text, signatures are removed and tool-call
+      ids are made safe: characters outside ``[A-Za-z0-9_-]`` become ``_``, at most
+      ``tool_call_id_max_length`` long (their results follow them);
+    * a tool call without a result gets an error result, a result without a call is
+      dropped;
+    * images become a note for a model without image input.
+    """
+
+    tool_call_id_max_length: int = 64
+    mid_conversation_system: bool = False
+
+
 class ApiDefinition(PiModel):
     """A wire API a plugin registers through ``register_providers``: requests of every
     model whose ``api`` is ``name`` go to ``stream``.
@@ -224,10 +243,13 @@ class ApiDefinition(PiModel):
     one: the module is imported on the first request, so an API whose client library
     is heavy costs nothing until it is used. pi's own APIs (``anthropic-messages``,
     ``openai-completions``, …) are registered this way by its built-in provider plugin.
+    With ``transcript`` set, the context ``stream`` receives has been prepared by pi's
+    transcript rules (:class:`TranscriptRules`): the API only serialises it.
     """
 
     name: str
     stream: ApiStreamFunction | str = Field(exclude=True)
+    transcript: TranscriptRules | None = None
 
 
 class ProviderDefinition(PiModel):

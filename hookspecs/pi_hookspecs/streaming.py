@@ -10,10 +10,11 @@ a plugin that adds an API (``register_providers`` with an :class:`ApiDefinition`
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import jiter
 
@@ -41,6 +42,7 @@ __all__ = [
     "calculate_cost",
     "parse_streaming_json",
     "provider_retry_delay",
+    "send_with_retries",
     "retry_after_seconds",
 ]
 
@@ -119,6 +121,37 @@ def provider_retry_delay(
             return None
         return retry_after
     return float(min(0.5 * 2**attempt, 8.0))
+
+
+_T = TypeVar("_T")
+
+
+async def send_with_retries(
+    send: Callable[[], Awaitable[_T]],
+    options: StreamOptions,
+    failure: Callable[[BaseException], tuple[int | None, float | None] | None],
+) -> _T:
+    """``await send()`` with pi's provider-level retries, for every wire API: an
+    exception that ``failure`` describes — ``(status, retry_after)`` for an HTTP error
+    response, ``(None, None)`` for a failure on the way (no response) — is retried while
+    :func:`provider_retry_delay` allows, after its delay; any other exception, and the
+    last failure, is raised."""
+    attempt = 0
+    while True:
+        try:
+            return await send()
+        except Exception as error:
+            described = failure(error)
+            if described is None:
+                raise
+            status, retry_after = described
+            delay = provider_retry_delay(
+                options, attempt, status=status, retry_after=retry_after, transport_error=status is None
+            )
+            if delay is None:
+                raise
+            attempt += 1
+            await asyncio.sleep(delay)
 
 
 def calculate_cost(model: Model, usage: Usage) -> Usage:

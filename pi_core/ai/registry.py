@@ -33,6 +33,7 @@ from pi_hookspecs import (
     RequestCredentials,
     StreamFunction,
     StreamOptions,
+    TranscriptRules,
 )
 
 from .._async import maybe_await
@@ -53,6 +54,7 @@ from .config import ModelOverride, ModelsConfigError, ModelsFile, load_models_js
 from .dispatch import provider_label, run_api, run_stream_function
 from .faux import register_offline_demo
 from .message_stream import AssistantMessageStream, MessageBuilder
+from .transform import apply_transcript_rules
 
 REFRESH_TIMEOUT = 30.0
 """Seconds a login method's refresh may take (it runs under the lock of auth.json)."""
@@ -200,7 +202,7 @@ class ModelRegistry:
         self._offline_demo = offline_demo
         self._builtin_providers: list[ProviderDefinition] = []
         self._plugin_providers: list[_Provider] = []
-        self._plugin_apis: dict[str, tuple[str, ApiStreamFunction | str]] = {}
+        self._plugin_apis: dict[str, tuple[str, ApiStreamFunction | str, TranscriptRules | None]] = {}
         self._credential_sources: dict[str, tuple[str, CredentialSource]] = {}
         self._login_methods: dict[str, tuple[str, LoginMethod]] = {}
         if builtins:  # made on its own: pi's provider plugin, as a plugin host would load it
@@ -282,7 +284,7 @@ class ModelRegistry:
     def add_api(self, definition: ApiDefinition, source: str = "plugin") -> None:
         """Add a wire API registered through ``register_providers``: requests of models
         whose ``api`` is its name go to its ``stream`` (before pi's own table)."""
-        self._plugin_apis[definition.name] = (source, definition.stream)
+        self._plugin_apis[definition.name] = (source, definition.stream, definition.transcript)
 
     def add_credential_source(self, definition: CredentialSource, source: str = "plugin") -> None:
         """Add a :class:`~pi_hookspecs.CredentialSource` registered through
@@ -320,7 +322,7 @@ class ModelRegistry:
         problems: list[str] = []
         for value, source in registered:
             if isinstance(value, ApiDefinition):
-                self._plugin_apis[value.name] = (source, value.stream)
+                self._plugin_apis[value.name] = (source, value.stream, value.transcript)
             elif isinstance(value, LoginMethod):
                 self._login_methods[value.provider] = (source, value)
             elif isinstance(value, CredentialSource):
@@ -684,18 +686,20 @@ class ModelRegistry:
             if state is not None and state.stream is not None:
                 await run_stream_function(state.stream, request_model, context, request_options, out)
             elif request_model.api in self._plugin_apis:
-                await self._plugin_api(request_model.api)(request_model, context, request_options, out)
+                function, rules = self._plugin_api(request_model.api)
+                prepared = context if rules is None else apply_transcript_rules(request_model, context, rules)
+                await function(request_model, prepared, request_options, out)
             else:
                 await run_api(request_model, context, request_options, out)
 
         return AssistantMessageStream(model, run, options, label=provider_label(model))
 
-    def _plugin_api(self, name: str) -> ApiStreamFunction:
-        source, target = self._plugin_apis[name]
+    def _plugin_api(self, name: str) -> tuple[ApiStreamFunction, TranscriptRules | None]:
+        source, target, rules = self._plugin_apis[name]
         if isinstance(target, str):
             target = resolve_target(target)
-            self._plugin_apis[name] = (source, target)
-        return target
+            self._plugin_apis[name] = (source, target, rules)
+        return target, rules
 
     async def complete(self, model: Model, context: LlmContext, options: StreamOptions | None = None) -> AssistantMessage:
         return await self.stream(model, context, options).result()

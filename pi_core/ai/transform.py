@@ -35,6 +35,7 @@ from pi_hookspecs import (
     ToolCall,
     ToolDeclaration,
     ToolResultMessage,
+    TranscriptRules,
     UserMessage,
     camel_alias,
 )
@@ -604,6 +605,22 @@ def prepare_context(
         kept = messages if len(system) == 0 else _without_system(messages, len(system))
     return PreparedContext(
         system_prompt=prompt, tools=tools, messages=transform_messages(kept, model, normalize_tool_call_id)
+    )
+
+
+def apply_transcript_rules(model: Model, context: LlmContext, rules: TranscriptRules) -> LlmContext:
+    """The context a plugin's wire API asked pi to prepare (``ApiDefinition.transcript``):
+    :func:`prepare_context` with tool-call ids made safe as ``rules`` say."""
+    limit = rules.tool_call_id_max_length
+
+    def safe_id(call_id: str, target: Model, source: AssistantMessage) -> str:
+        return sanitize_id(call_id, limit)
+
+    prepared = prepare_context(
+        model, context, mid_conversation_system=rules.mid_conversation_system, normalize_tool_call_id=safe_id
+    )
+    return LlmContext.model_construct(
+        system_prompt=prepared.system_prompt, tools=prepared.tools, messages=prepared.messages
     )
 
 

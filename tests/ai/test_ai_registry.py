@@ -17,7 +17,7 @@ from wire_server import (
     use_server,
 )
 
-from pi_core.ai import ModelRegistry, ModelResolutionError, resolve_config_value
+from pi_core.ai import MessageBuilder, ModelRegistry, ModelResolutionError, resolve_config_value
 from pi_core.ai.auth import BEARER_ENV, ENV_API_KEYS, CommandError
 from pi_hookspecs import (
     AssistantMessage,
@@ -410,3 +410,36 @@ def test_config_fields_is_the_python_dump_of_models_json_models() -> None:
     fields["headers"]["x-a"] = "changed"
     fields["compat"]["b"].append(2)
     assert model.headers == {"x-a": "1"} and model.compat == {"a": None, "b": [None, {"c": 1}]}
+
+
+async def test_a_plugin_api_with_transcript_rules_gets_the_context_prepared(agent_dir: Path) -> None:
+    from pi_hookspecs import ApiDefinition, SystemMessage, ToolCall, ToolResultMessage, TranscriptRules
+
+    seen: list[LlmContext] = []
+
+    async def api(model: Model, context: LlmContext, options: StreamOptions, out: MessageBuilder) -> None:
+        seen.append(context)
+        out.start()
+        out.text_end(out.text_start("ok"))
+        out.stop("stop")
+
+    registry = ModelRegistry(models_path=agent_dir / "models.json")
+    registry.add_api(ApiDefinition(name="acme-wire", stream=api, transcript=TranscriptRules(tool_call_id_max_length=8)))
+    registry.add_provider(ProviderDefinition(name="acme", api="acme-wire", base_url="http://x",
+                                             models=[Model(id="m", name="m", api="acme-wire", provider="acme")]))
+    model = registry.get("acme", "m")
+    assert model is not None
+    foreign = AssistantMessage(provider="other", api="openai-completions", model="o", stop_reason="toolUse",
+                               content=[ToolCall(id="call|with/odd+chars", name="ls", arguments={})])
+    context = LlmContext(messages=[
+        SystemMessage(content="You are pi."), UserMessage(content="hi"), foreign,
+        ToolResultMessage(tool_call_id="call|with/odd+chars", tool_name="ls", content=[TextContent(text="a")]),
+        AssistantMessage(provider="other", api="x", model="o", stop_reason="error", content=[]),
+    ])
+    answer = await registry.complete(model, context)
+    assert answer.stop_reason == "stop", answer.error_message
+    (prepared,) = seen
+    assert prepared.system_prompt == "You are pi." and not any(isinstance(m, SystemMessage) for m in prepared.messages)
+    call = prepared.messages[1].content[0]
+    assert call.id == "call_wit" and prepared.messages[2].tool_call_id == "call_wit"  # safe, at most 8, and followed
+    assert len(prepared.messages) == 3  # the errored turn is dropped

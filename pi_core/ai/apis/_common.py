@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import to_json
 
 from pi_hookspecs import Model, StreamOptions
-from pi_hookspecs.streaming import provider_retry_delay, retry_after_seconds
+from pi_hookspecs.streaming import retry_after_seconds, send_with_retries
 
 from ... import __version__ as _pi_version
 from ..._async import maybe_await
@@ -314,12 +314,13 @@ class _OutputMeter:
             )
 
 
-def _retry_delay(error: BaseException, attempt: int, options: StreamOptions) -> float | None:
-    """The wait before provider-level retry ``attempt`` of a request that failed with
-    ``error`` (the contract's :func:`~pi_hookspecs.streaming.provider_retry_delay`)."""
+def _failure(error: BaseException) -> tuple[int | None, float | None] | None:
+    """What the provider-level retries (:func:`~pi_hookspecs.streaming.send_with_retries`)
+    need of a failed request: its status and the wait it asked for, ``(None, None)`` for
+    a transport error, ``None`` for anything else (not retried)."""
     if isinstance(error, HttpStatusError):
-        return provider_retry_delay(options, attempt, status=error.status_code, retry_after=error.retry_after)
-    return provider_retry_delay(options, attempt, transport_error=_is_transport_error(error))
+        return error.status_code, error.retry_after
+    return (None, None) if _is_transport_error(error) else None
 
 
 def _is_transport_error(error: BaseException) -> bool:
@@ -610,26 +611,19 @@ async def _exchange(
     connect: float | None,
 ) -> None:
     """The request (with the provider-level retries) and its events, for :func:`post_sse`."""
-    attempt = 0
-    while True:
-        try:
-            response = await client.post(url, body, sent, timeout=timeout, connect_timeout=connect)
-            if response.status_code >= 400:
-                try:
-                    raw = await response.aread()
-                finally:
-                    await response.aclose()
-                await report_response(options, response.status_code, response.headers)
-                raise HttpStatusError(response.status_code, _parse_body(raw), dict(response.headers))
-            break
-        except Exception as error:
-            if not isinstance(error, HttpStatusError) and not _is_transport_error(error):
-                raise
-            delay = _retry_delay(error, attempt, options)
-            if delay is None:
-                raise
-            attempt += 1
-            await asyncio.sleep(delay)
+
+    async def send() -> Response:
+        response = await client.post(url, body, sent, timeout=timeout, connect_timeout=connect)
+        if response.status_code >= 400:
+            try:
+                raw = await response.aread()
+            finally:
+                await response.aclose()
+            await report_response(options, response.status_code, response.headers)
+            raise HttpStatusError(response.status_code, _parse_body(raw), dict(response.headers))
+        return response
+
+    response = await send_with_retries(send, options, _failure)
     try:
         await report_response(options, response.status_code, response.headers)
         out.start()

@@ -17,7 +17,14 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pi_hookspecs import ApiDefinition, CredentialRequest, CredentialSource, RequestCredentials, hookimpl
+from pi_hookspecs import (
+    ApiDefinition,
+    CredentialRequest,
+    CredentialSource,
+    RequestCredentials,
+    TranscriptRules,
+    hookimpl,
+)
 
 __all__ = ["API", "PROVIDER", "credentials_available", "lend_credentials", "register_providers"]
 
@@ -52,5 +59,6 @@ def lend_credentials(request: CredentialRequest) -> RequestCredentials | None:
 
 @hookimpl
 def register_providers(register: Callable[[Any], Any]) -> None:
-    register(ApiDefinition(name=API, stream="pi_bedrock.api:stream"))
+    # pi makes the conversation acceptable to the model first (its rules for every API)
+    register(ApiDefinition(name=API, stream="pi_bedrock.api:stream", transcript=TranscriptRules(tool_call_id_max_length=64)))
     register(CredentialSource(provider=PROVIDER, resolve=lend_credentials, available=credentials_available))

@@ -39,7 +39,7 @@ from urllib.parse import quote, urlsplit
 
 from pi_hookspecs import LlmContext, Model, StreamOptions, ThinkingContent
 from pi_hookspecs.aio import maybe_await
-from pi_hookspecs.streaming import MessageBuilder, provider_retry_delay, retry_after_seconds
+from pi_hookspecs.streaming import MessageBuilder, retry_after_seconds, send_with_retries
 
 from .convert import build_request
 
@@ -305,14 +305,15 @@ def http_error(status: int, raw: bytes, headers: dict[str, str]) -> BedrockError
     return BedrockError(error_message(code, message), code=code, status=status, headers=headers)
 
 
-def _retry_delay(error: BaseException, attempt: int, options: StreamOptions) -> float | None:
-    """The wait before retry ``attempt`` (0-based), or ``None``: pi's provider-level
-    retry policy (:func:`~pi_hookspecs.streaming.provider_retry_delay`)."""
+def _failure(error: BaseException) -> tuple[int | None, float | None] | None:
+    """What pi's provider-level retries need of a failed request
+    (:func:`~pi_hookspecs.streaming.send_with_retries`): the status and the wait it asked
+    for, ``(None, None)`` for a transport error, ``None`` for anything else."""
     import httpx2
 
     if isinstance(error, BedrockError):
-        return provider_retry_delay(options, attempt, status=error.status, retry_after=error.retry_after)
-    return provider_retry_delay(options, attempt, transport_error=isinstance(error, httpx2.TransportError))
+        return error.status, error.retry_after
+    return (None, None) if isinstance(error, httpx2.TransportError) else None
 
 
 def _request_headers(model: Model, options: StreamOptions) -> dict[str, str | None]:
@@ -365,28 +366,23 @@ async def stream(model: Model, context: LlmContext, options: StreamOptions, out:
     client = _client()
     timeout = _timeout(options)
     connect = CONNECT_TIMEOUT if timeout is None else min(timeout, CONNECT_TIMEOUT)
-    attempt = 0
-    while True:
-        signed = await authorize(target, url, body, plain)
+
+    async def send() -> httpx2.Response:
+        signed = await authorize(target, url, body, plain)  # signed anew for each attempt
         request = client.build_request("POST", url, content=body, headers=signed,
                                        timeout=httpx2.Timeout(timeout, connect=connect))
-        try:
-            response = await client.send(request, stream=True)
-            if response.status_code >= 400:
-                try:
-                    raw = await response.aread()
-                finally:
-                    await response.aclose()
-                response_headers = {k.lower(): v for k, v in response.headers.items()}
-                await _report(options, response.status_code, response_headers)
-                raise http_error(response.status_code, raw, response_headers)
-            break
-        except (BedrockError, httpx2.TransportError) as error:
-            delay = _retry_delay(error, attempt, options)
-            if delay is None:
-                raise
-            attempt += 1
-            await asyncio.sleep(delay)
+        response = await client.send(request, stream=True)
+        if response.status_code >= 400:
+            try:
+                raw = await response.aread()
+            finally:
+                await response.aclose()
+            response_headers = {k.lower(): v for k, v in response.headers.items()}
+            await _report(options, response.status_code, response_headers)
+            raise http_error(response.status_code, raw, response_headers)
+        return response
+
+    response = await send_with_retries(send, options, _failure)
     try:
         await _report(options, response.status_code, {k.lower(): v for k, v in response.headers.items()})
         await _decode(response, model, options, out)

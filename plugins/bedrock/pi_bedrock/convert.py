@@ -5,19 +5,17 @@ between families is in :func:`thinking_fields` (Claude's extended or adaptive
 thinking, OpenAI's reasoning effort) and :func:`supports_prompt_caching` (cache
 points for the Claude models that take them).
 
-The conversation is first made acceptable to the target model by :func:`transcript`:
-the same rules pi applies to every API (a turn that failed is dropped, thinking and
-signatures from another model become text, tool-call ids from another model are made
-Bedrock-safe, a tool call without a result gets an error result, images become a
-note for a model without image input).
+The conversation arrives acceptable to the target model: the API is registered with
+:class:`~pi_hookspecs.TranscriptRules`, so pi applies the rules it applies to its own
+APIs first (a turn that failed is dropped, thinking and signatures from another model
+become text, tool-call ids from another model are made Bedrock-safe, a tool call without
+a result gets an error result, images become a note for a model without image input).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from pi_hookspecs import (
@@ -26,7 +24,6 @@ from pi_hookspecs import (
     LlmContext,
     Model,
     StreamOptions,
-    SystemMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -36,9 +33,6 @@ from pi_hookspecs import (
 )
 
 EMPTY_TEXT = "<empty>"
-NO_RESULT_TEXT = "No result provided"
-USER_IMAGE_PLACEHOLDER = "(image omitted: model does not support images)"
-TOOL_IMAGE_PLACEHOLDER = "(tool image omitted: model does not support images)"
 ERROR_IMAGE_PLACEHOLDER = "(image attached after the tool results)"
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 THINKING_BINDING_BETA = "thinking-binding-controls-2026-08-01"
@@ -47,7 +41,6 @@ THINKING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
 LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 _IMAGE_FORMATS = {"image/jpeg": "jpeg", "image/jpg": "jpeg", "image/png": "png", "image/gif": "gif",
                   "image/webp": "webp"}
-_UNSAFE_ID = re.compile(r"[^a-zA-Z0-9_-]")
 _GPT_EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "max"}
 _GPT_OSS_EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "high", "max": "high"}
 
@@ -194,53 +187,7 @@ def token_limits(model: Model, level: str, options: StreamOptions) -> tuple[int,
     return max_tokens, min(budget, max(0, max_tokens - MIN_ANSWER_TOKENS))
 
 
-# --------------------------------------------------------------------------- the transcript
-
-
-@dataclass
-class Transcript:
-    system_prompt: str = ""
-    tools: list[ToolDeclaration] = field(default_factory=list)
-    messages: list[Any] = field(default_factory=list)
-
-
-def _system_text(message: SystemMessage) -> str:
-    content = message.content
-    return content if isinstance(content, str) else "\n".join(block.text for block in content)
-
-
-def replay_system(messages: Iterable[SystemMessage]) -> tuple[str, list[ToolDeclaration]]:
-    """The prompt and the tools after every system message (Bedrock has no system
-    messages mid-conversation: later ones are folded into the leading prompt)."""
-    parts: list[str] = []
-    named: dict[str, int] = {}
-    tools: dict[str, ToolDeclaration] = {}
-    for message in messages:
-        text = _system_text(message)
-        if text.strip():
-            parts.append(text)
-        for name, value in (message.sections or {}).items():
-            if value is None:
-                if name in named:
-                    parts[named.pop(name)] = ""
-            elif name in named:
-                parts[named[name]] = value
-            else:
-                named[name] = len(parts)
-                parts.append(value)
-        for ref in message.tools_removed or ():
-            tools.pop(ref.name, None)
-        for tool in message.tools_added or ():
-            tools[tool.name] = tool
-    return "\n\n".join(part for part in parts if part.strip()), list(tools.values())
-
-
-def tool_call_id(call_id: str) -> str:
-    return _UNSAFE_ID.sub("_", call_id)[:64]
-
-
-def _same_model(message: AssistantMessage, model: Model) -> bool:
-    return message.provider == model.provider and message.api == model.api and message.model == model.id
+# --------------------------------------------------------------------------- content
 
 
 def _without_images(content: list[Any], placeholder: str) -> list[Any]:
@@ -252,74 +199,6 @@ def _without_images(content: list[Any], placeholder: str) -> list[Any]:
         else:
             result.append(block)
     return result
-
-
-def _foreign_assistant(message: AssistantMessage, renamed: dict[str, str]) -> AssistantMessage:
-    blocks: list[Any] = []
-    for block in message.content:
-        if isinstance(block, ThinkingContent):
-            if not block.redacted and block.thinking.strip():
-                blocks.append(TextContent(text=block.thinking))
-        elif isinstance(block, TextContent):
-            blocks.append(TextContent(text=block.text))
-        elif isinstance(block, ToolCall):
-            new_id = renamed.setdefault(block.id, tool_call_id(block.id))
-            blocks.append(block.model_copy(update={"id": new_id, "thought_signature": None}))
-        else:
-            blocks.append(block)
-    return message.model_copy(update={"content": blocks})
-
-
-def transcript(model: Model, context: LlmContext) -> Transcript:
-    system = [m for m in context.messages if isinstance(m, SystemMessage)]
-    if system:
-        prompt, tools = replay_system(system)
-    else:
-        prompt, tools = context.system_prompt or "", list(context.tools)
-    vision = "image" in model.input
-    renamed: dict[str, str] = {}
-    result: list[Any] = []
-    pending: list[ToolCall] = []
-    answered: set[str] = set()
-
-    def flush() -> None:
-        for call in pending:
-            if call.id not in answered:
-                result.append(ToolResultMessage(tool_call_id=call.id, tool_name=call.name,
-                                                content=[TextContent(text=NO_RESULT_TEXT)], is_error=True))
-        pending.clear()
-        answered.clear()
-
-    for message in context.messages:
-        if isinstance(message, AssistantMessage):
-            flush()
-            if message.stop_reason in ("error", "aborted"):
-                continue
-            if not _same_model(message, model):
-                message = _foreign_assistant(message, renamed)
-            pending.extend(block for block in message.content if isinstance(block, ToolCall))
-            result.append(message)
-        elif isinstance(message, ToolResultMessage):
-            call_id = renamed.get(message.tool_call_id, message.tool_call_id)
-            if call_id in answered or not any(call.id == call_id for call in pending):
-                continue
-            answered.add(call_id)
-            update: dict[str, Any] = {"tool_call_id": call_id}
-            if not vision:
-                update["content"] = _without_images(list(message.content), TOOL_IMAGE_PLACEHOLDER)
-            result.append(message.model_copy(update=update))
-        elif isinstance(message, UserMessage):
-            flush()
-            if not vision and isinstance(message.content, list):
-                message = message.model_copy(update={"content": _without_images(message.content, USER_IMAGE_PLACEHOLDER)})
-            result.append(message)
-        elif isinstance(message, SystemMessage):
-            flush()
-    flush()
-    return Transcript(prompt, tools, result)
-
-
-# --------------------------------------------------------------------------- content
 
 
 def _text_block(text: str) -> dict[str, Any] | None:
@@ -453,7 +332,7 @@ def tool_config(tools: list[ToolDeclaration], choice: Any) -> dict[str, Any] | N
 
 def build_request(model: Model, context: LlmContext, options: StreamOptions) -> dict[str, Any]:
     """The ConverseStream input, ``modelId`` included (it goes in the URL)."""
-    prepared = transcript(model, context)
+    prepared = context  # pi applied the transcript rules (the API is registered with TranscriptRules)
     retention = cache_retention(options)
     level = thinking_level(model, options.thinking_level)
     max_tokens, budget = token_limits(model, level, options)

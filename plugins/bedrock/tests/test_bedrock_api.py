@@ -13,11 +13,14 @@ import pytest
 from bedrock_kit import ACCESS_KEY, SECRET_KEY, SESSION_TOKEN, converse_frames, verify_sigv4
 from wire_server import WireServer, aws_event, aws_event_stream, aws_exception, collect, json_error, use_server
 
+import pi_bedrock
 from pi_bedrock import api
 from pi_core.ai import classify_error, is_retryable_error
 from pi_core.ai.message_stream import AssistantMessageStream
+from pi_core.ai.transform import apply_transcript_rules
 from pi_hookspecs import (
     AbortController,
+    ApiDefinition,
     AssistantMessage,
     ImageContent,
     LlmContext,
@@ -77,12 +80,18 @@ def ctx(*messages: object, tools: list[ToolDeclaration] | None = None) -> LlmCon
 
 
 def bedrock_stream(model: Model, context: LlmContext, options: StreamOptions | None = None) -> AssistantMessageStream:
-    """What pi does with a plugin API: run it with a MessageBuilder inside the stream
-    that turns every failure into the final error event."""
+    """What pi does with a plugin API: apply the transcript rules the API registered
+    with, then run it with a MessageBuilder inside the stream that turns every failure
+    into the final error event."""
     final = options or StreamOptions(session_id="session-1")
+    registered: list[Any] = []
+    pi_bedrock.register_providers(registered.append)
+    (definition,) = [d for d in registered if isinstance(d, ApiDefinition)]
+    rules = definition.transcript
+    assert rules is not None
 
     async def run(out: Any) -> None:
-        await api.stream(model, context, final, out)
+        await api.stream(model, apply_transcript_rules(model, context, rules), final, out)
 
     return AssistantMessageStream(model, run, final)
 
