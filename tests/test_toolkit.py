@@ -52,7 +52,7 @@ def test_a_huge_sparse_file_is_refused_unread(tmp_path: Path) -> None:
     path = tmp_path / "settings.json"
     with open(path, "wb") as file:
         file.truncate(512 * 1024 * 1024)  # 512 MB of holes: reading it would cost that much memory
-    with pytest.raises(toolkit.SettingsFileError, match="larger than the 4.0 MiB limit; it was not read"):
+    with pytest.raises(toolkit.SettingsFileError, match=r"larger than the 4\.0 MiB limit; it was not read"):
         toolkit.read_settings(path)
 
 

@@ -42,8 +42,8 @@ __all__ = [
     "calculate_cost",
     "parse_streaming_json",
     "provider_retry_delay",
-    "send_with_retries",
     "retry_after_seconds",
+    "send_with_retries",
 ]
 
 
