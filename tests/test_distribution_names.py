@@ -35,7 +35,7 @@ the plugins DESIGN.md plans): nobody's package, or somebody else's."""
 
 FAMILY = re.compile(r"(?<![\w./@-])pluggable-pi(?:-[a-z0-9]+)*(?![\w-])")
 
-EXAMPLE_PLUGINS = {"pluggable-pi-hello", "pluggable-pi-shell-guard", "pluggable-pi-foo"}
+EXAMPLE_PLUGINS = {"pluggable-pi-hello", "pluggable-pi-shell-guard", "pluggable-pi-foo", "pluggable-pi-audit"}
 """Plugins the docs make from the template (``cookiecutter-extension``) or name as a
 third-party package in an example: a plugin author's, not this workspace's."""
 

@@ -301,7 +301,7 @@ def test_the_terminal_says_so_when_the_session_file_is_deleted(cwd: Path, tmp_pa
         pi.expect("› ")
         pi.line("go")
         pi.expect("warning: session file")  # in the transcript, once
-        pi.expect("was deleted while pi")
+        pi.expect("deleted")  # the line wraps where the path makes it
         pi.expect("all done")
         pi.line("/quit")
         assert pi.wait_exit() == 0

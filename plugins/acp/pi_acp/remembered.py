@@ -7,9 +7,8 @@ or in a later one: for that, ``session/new`` leaves a marker,
 ``<agent dir>/acp-sessions/<id>.json`` (``{"id", "cwd", "created"}``, mode 0600 in a
 folder of mode 0700), and a later ``session/load`` of that id opens an empty session
 with it. The marker goes once pi has written the session's file; markers of sessions
-never prompted are removed after :data:`KEEP_DAYS` days. (pi 1.6.0's pi-acp keeps a
-map of the sessions it created in ``~/.pi/pi-acp/session-map.json`` for the same
-reason.)
+never prompted are removed after :data:`KEEP_DAYS` days. (The ACP adapter of pi 1.6.0
+keeps a map of the sessions it created, in a folder of its own, for the same reason.)
 
 While a process has such a session open it holds an exclusive lock (``flock``) on the
 marker, so a second process cannot open the same unwritten session and write a second
