@@ -99,7 +99,11 @@ def render() -> str:
             spec = EVENTS.get(name)
             if spec is not None:
                 closed = " · fails closed" if spec.fail_closed else ""
-                out += [f"`{typed_signature(name)}` · *rule* {spec.rule.value}{closed}", ""]
+                in_place = " · changed in place (checked)" if spec.in_place else ""
+                out += [f"`{typed_signature(name)}` · *rule* {spec.rule.value}{closed}{in_place}", ""]
+                combined = spec.compose.describe()
+                if combined:
+                    out += [f"*Combined:* {combined}.", ""]
             elif name in REGISTRATIONS:
                 out += [f"`{typed_signature(name)}` · each plugin's implementation in load order", ""]
             out += [_clean(inspect.cleandoc(func.__doc__ or "")), ""]

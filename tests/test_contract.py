@@ -15,6 +15,7 @@ import pytest
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 import pi_hookspecs as h
+from pi_hookspecs.compose import BlockingGate
 from pi_hookspecs.rules import hookspec_hints
 
 
@@ -212,9 +213,11 @@ def test_a_hookspec_is_typed_with_the_contracts_own_models() -> None:
 
     hints = typing.get_type_hints(specs.tool_call)
     assert hints == {"event": h.ToolCallEvent, "ctx": h.ExtensionContext, "return": h.ToolCallResult | None}
-    assert h.EVENTS["tool_call"] == h.EventSpec(
-        "tool_call", h.ToolCallEvent, h.ToolCallResult, h.Rule.GATE, fail_closed=True, group="Tools"
+    spec = h.EVENTS["tool_call"]
+    assert (spec.name, spec.event, spec.result, spec.rule, spec.fail_closed, spec.group, spec.in_place) == (
+        "tool_call", h.ToolCallEvent, h.ToolCallResult, h.Rule.GATE, True, "Tools", True
     )
+    assert isinstance(spec.compose, BlockingGate) and spec.compose.fails_closed
     assert typing.get_type_hints(specs.register_tools) == {"register": h.RegisterTool, "return": type(None)}
     assert h.REGISTRATIONS["add_hookspecs"] == h.RegistrationSpec("add_hookspecs", "add", h.AddHookspecs)
     # still pluggy's marker: pluggy reads the spec from it

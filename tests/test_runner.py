@@ -9,6 +9,7 @@ import pytest
 
 import pi_hookspecs as h
 from conftest import load_host
+from pi_core.extensions.runner import PublishedHook
 from pi_hookspecs import hookimpl
 
 
@@ -396,9 +397,7 @@ async def test_ctx_hook_calls_pis_events_through_the_runner() -> None:
     assert [i.plugin_name for i in hook.tool_call.get_hookimpls()] == ["Block", "Broken"]
 
 
-async def test_ctx_hook_gives_published_hooks_as_pluggy_hook_callers() -> None:
-    import pluggy
-
+async def test_ctx_hook_calls_published_hooks_pluggys_way_and_can_be_awaited() -> None:
     class Specs:
         @h.hookspec
         def register_things(self, register: Any) -> None:
@@ -409,10 +408,27 @@ async def test_ctx_hook_gives_published_hooks_as_pluggy_hook_callers() -> None:
         def add_hookspecs(self, add: Any) -> None:
             add(Specs)
 
-    host = await load_host(Publisher)
+    class Sync:
+        @hookimpl
+        def register_things(self, register: Any) -> str:
+            register("sync")
+            return "sync"
+
+    class Async:
+        @hookimpl
+        async def register_things(self, register: Any) -> str:
+            register("async")
+            return "async"
+
+    host = await load_host(Publisher, Sync, Async)
     hook = host.make_context().hook
-    assert isinstance(hook.register_things, pluggy.HookCaller)
-    assert isinstance(hook.register_tools, pluggy.HookCaller)  # registration hooks too: pluggy's way
+    seen: list[str] = []
+    results = hook.register_things(register=seen.append)  # pluggy's way: keyword arguments, a list
+    assert seen == ["sync"] and len(results) == 2  # the coroutine handler runs when awaited
+    assert await results == ["async", "sync"]  # one shape with pi's events: awaitable, coroutines awaited
+    assert seen == ["sync", "async"]
+    assert [i.plugin_name for i in hook.register_things.get_hookimpls()] == ["Sync", "Async"]
+    assert isinstance(hook.register_tools, PublishedHook)  # registration hooks too: pluggy's way
     with pytest.raises(AttributeError):
         _ = hook.no_such_hook
 

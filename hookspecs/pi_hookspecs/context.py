@@ -204,9 +204,9 @@ class ExtensionContext(Protocol):
         composition rule, and return an awaitable: ``await ctx.hook.tool_call(event)``
         (the event model or a dict of its fields; the result is the combined outcome,
         e.g. the blocking :class:`ToolCallResult` or ``None``). Hooks that plugins
-        publish with ``add_hookspecs`` are pluggy's own hook callers, called pluggy's way
-        (keyword arguments, a list of results, wrappers honoured):
-        ``ctx.hook.register_mcp_servers(register=...)``."""
+        publish with ``add_hookspecs`` are called pluggy's way (keyword arguments, a list
+        of results, wrappers honoured) and the list can be awaited too, every coroutine
+        a handler returned awaited: ``await ctx.hook.register_mcp_servers(register=...)``."""
         ...
 
     def is_project_trusted(self) -> bool:

@@ -33,6 +33,7 @@ from pydantic import BaseModel
 
 from . import events as ev
 from ._event import OCCASIONAL
+from .compose import Aggregate, Cancellable, Composition
 from .markers import hookspec
 
 __all__ = [
@@ -72,18 +73,35 @@ class Rule(StrEnum):
 _RESULTLESS = frozenset({Rule.NOTIFICATION, Rule.MUTATION})
 """Rules whose handlers return nothing."""
 
+_DECLARED = frozenset({Rule.CHAINED, Rule.GATE})
+"""Rules whose hookspec must say how results combine (``compose=``)."""
+
+
+def _default_composition(name: str, rule: Rule) -> Composition:
+    """The composition a rule implies; the rules in :data:`_DECLARED` imply none."""
+    if rule in _DECLARED:
+        raise TypeError(f"hookspec {name}: a {rule.value} hook declares how its results combine (compose=...)")
+    if rule is Rule.CANCELLABLE:
+        return Cancellable()
+    if rule is Rule.AGGREGATE:
+        return Aggregate()
+    return Composition()
+
 
 class EventSpec:
     """What the hookspec of one event declares (recorded by :func:`event_spec`): its
-    ``name``, ``event`` and ``result`` models, composition ``rule``, whether an exception
-    in a handler blocks the operation instead of being skipped (``fail_closed``), and
-    the section of the hook reference (``docs/hooks.md``) it is listed in (``group``).
+    ``name``, ``event`` and ``result`` models, composition ``rule`` and how it combines
+    results (``compose``, a :class:`~pi_hookspecs.compose.Composition`), whether an
+    exception in a handler blocks the operation instead of being skipped
+    (``fail_closed``), whether handlers may change the event in place (``in_place``:
+    pi validates it after each and undoes an invalid change), and the section of the
+    hook reference (``docs/hooks.md``) it is listed in (``group``).
 
     The models of an occasional event (``pi_hookspecs.events.OCCASIONAL``) are looked up
     the first time ``event`` or ``result`` is read, so that declaring its hookspec does
     not create them."""
 
-    __slots__ = ("_models", "_resolve", "fail_closed", "group", "name", "rule")
+    __slots__ = ("_models", "_resolve", "compose", "fail_closed", "group", "in_place", "name", "rule")
 
     def __init__(
         self,
@@ -95,11 +113,17 @@ class EventSpec:
         group: str = "",
         *,
         resolve: Callable[[], tuple[type[ev.Event], type[BaseModel] | None]] | None = None,
+        compose: Composition | None = None,
+        in_place: bool = False,
     ) -> None:
         self.name = name
         self.rule = rule
         self.fail_closed = fail_closed
         self.group = group
+        self.compose = compose if compose is not None else _default_composition(name, rule)
+        self.in_place = in_place
+        if fail_closed and not self.compose.fails_closed:
+            raise TypeError(f"hookspec {name}: fail_closed needs a composition that says what a failure answers")
         self._resolve = resolve
         self._models: tuple[type[ev.Event], type[BaseModel] | None] | None = None
         if resolve is None:
@@ -122,7 +146,7 @@ class EventSpec:
         return self._get()[1]
 
     def _key(self) -> tuple[Any, ...]:
-        return (self.name, self.event, self.result, self.rule, self.fail_closed, self.group)
+        return (self.name, self.event, self.result, self.rule, self.fail_closed, self.group, self.compose, self.in_place)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, EventSpec) and self._key() == other._key()
@@ -218,25 +242,30 @@ def _result_model(function: Callable[..., Any], hint: Any) -> type[BaseModel] | 
     raise _bad(function, f"return annotation must be `Model | None` or `None`, not {hint!r}")
 
 
-def event_spec(rule: Rule, *, group: str, fail_closed: bool = False) -> Callable[[F], F]:
+def event_spec(
+    rule: Rule,
+    *,
+    group: str,
+    fail_closed: bool = False,
+    compose: Composition | None = None,
+    in_place: bool = False,
+) -> Callable[[F], F]:
     """Declare the hookspec of an event: ``(event: XEvent, ctx: ...) -> XResult | None``
-    (``-> None`` for notification and mutation rules), its composition ``rule``, whether
-    a failing handler blocks the operation (``fail_closed``) and its ``group`` in the
-    hook reference. Records an :class:`EventSpec` and applies pluggy's marker."""
+    (``-> None`` for notification and mutation rules), its composition ``rule`` and,
+    for a chained event or a gate, how its results combine (``compose``, see
+    :mod:`pi_hookspecs.compose`), whether a failing handler blocks the operation
+    (``fail_closed``), whether handlers may change the event in place (``in_place``)
+    and its ``group`` in the hook reference. Records an :class:`EventSpec` and applies
+    pluggy's marker. This is all pi's runner needs: a new event is its hookspec."""
 
     def mark(function: F) -> F:
+        options: dict[str, Any] = {"fail_closed": fail_closed, "group": group, "compose": compose, "in_place": in_place}
         try:
             event, result = _event_models(function, rule)
-            spec = EventSpec(function.__name__, event, result, rule, fail_closed=fail_closed, group=group)
+            spec = EventSpec(function.__name__, event, result, rule, **options)
         except _Deferred:  # an occasional event: checked when its models are first read
             spec = EventSpec(
-                function.__name__,
-                None,
-                None,
-                rule,
-                fail_closed=fail_closed,
-                group=group,
-                resolve=lambda: _event_models(function, rule, make=True),
+                function.__name__, None, None, rule, resolve=lambda: _event_models(function, rule, make=True), **options
             )
         setattr(function, _ATTRIBUTE, spec)
         return hookspec(function)

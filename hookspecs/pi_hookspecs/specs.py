@@ -21,8 +21,9 @@ the same types to have an editor complete ``event.``::
     def tool_call(event: ToolCallEvent, ctx: ExtensionContext) -> ToolCallResult | None: ...
 """
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from .compose import Actions, Aggregate, BlockingGate, Chained, DecidingGate, Patched
 from .context import ExtensionContext, ProjectTrustContext
 from .events import (
     AfterProviderResponseEvent,
@@ -284,9 +285,11 @@ def add_hookspecs(add: AddHookspecs) -> None:
     **Call** ``add(module_or_class)`` holding functions marked with
     ``pi_hookspecs.hookspec``. Other plugins then implement them, and the publishing
     plugin calls them through ``ctx.hook.<name>(...)``: pluggy's own calling convention
-    (keyword arguments), result list and wrappers, unlike pi's events, which
-    ``ctx.hook`` calls through pi's runner. pluggable-pi-mcp publishes ``register_mcp_servers``
-    this way.
+    (keyword arguments), result list and wrappers; the list can be awaited (coroutines
+    awaited), as pi's events can. pluggable-pi-mcp publishes ``register_mcp_servers``
+    this way. A function declared with ``@event_spec`` (a rule and a composition, see
+    :mod:`pi_hookspecs.compose`) is an event: ``ctx.hook`` calls it through pi's runner,
+    exactly as pi's own.
 
     **Errors**: reported as a diagnostic naming the plugin.
     """
@@ -295,7 +298,38 @@ def add_hookspecs(add: AddHookspecs) -> None:
 # =============================================================================== startup
 
 
-@event_spec(Rule.GATE, group="Startup and resources")
+# ------------------------------------------------------------ how some gates decide
+
+
+def _file_answered(event: FileAccessEvent, result: FileAccessResult) -> bool:
+    """A ``file_access`` result answers the access: a read with the file's text, a
+    write done (``handled``); anything else lets the next handler (or pi) do it."""
+    return result.content is not None if event.operation == "read" else bool(result.handled)
+
+
+def _check_file_answer(event: FileAccessEvent, result: FileAccessResult) -> None:
+    if event.operation == "read" and result.content is None and result.handled:
+        raise ValueError("a read needs the file's text in content")
+    if event.operation == "write" and not result.handled and result.content is not None:
+        raise ValueError("a write is answered with handled=True, not content")
+
+
+def _check_user_bash_answer(event: Any, result: Any) -> None:
+    has_ops, has_result = result.operations is not None, result.result is not None
+    if has_ops == has_result:
+        raise ValueError("handler must return exactly one of operations or result")
+    if has_ops and not callable(getattr(result.operations, "exec", None)):
+        raise ValueError("handler returned operations without an exec() method")
+
+
+@event_spec(
+    Rule.GATE,
+    group="Startup and resources",
+    compose=DecidingGate(
+        lambda event, result: result.trusted in ("yes", "no"), outcome=None,
+        summary="the first `yes` or `no` decides",
+    ),
+)
 def project_trust(event: ProjectTrustEvent, ctx: ProjectTrustContext) -> ProjectTrustResult | None:
     """Decide whether the project in ``event.cwd`` is trusted.
 
@@ -513,7 +547,12 @@ def session_tree(event: "SessionTreeEvent", ctx: ExtensionContext) -> None:
 # =============================================================================== agent runs
 
 
-@event_spec(Rule.AGGREGATE, group="Agent runs")
+@event_spec(
+    Rule.AGGREGATE,
+    group="Agent runs",
+    compose=Aggregate(chains="system_prompt", changes=("message", "system_prompt")),
+    in_place=True,
+)
 def before_agent_start(event: BeforeAgentStartEvent, ctx: ExtensionContext) -> BeforeAgentStartResult | None:
     """A run is about to start, after input handling and template expansion.
 
@@ -646,7 +685,7 @@ def message_update(event: MessageUpdateEvent, ctx: ExtensionContext) -> None:
     """
 
 
-@event_spec(Rule.CHAINED, group="Messages")
+@event_spec(Rule.CHAINED, group="Messages", compose=Chained("message", keep=("role",)), in_place=True)
 def message_end(event: MessageEndEvent, ctx: ExtensionContext) -> MessageEndResult | None:
     """A message is final and about to be persisted (``event.message``).
 
@@ -698,7 +737,7 @@ def tool_execution_end(event: ToolExecutionEndEvent, ctx: ExtensionContext) -> N
     """
 
 
-@event_spec(Rule.GATE, group="Tools", fail_closed=True)
+@event_spec(Rule.GATE, group="Tools", fail_closed=True, compose=BlockingGate(), in_place=True)
 def tool_call(event: ToolCallEvent, ctx: ExtensionContext) -> ToolCallResult | None:
     """A tool is about to run: the policy gate.
 
@@ -718,7 +757,15 @@ def tool_call(event: ToolCallEvent, ctx: ExtensionContext) -> ToolCallResult | N
     """
 
 
-@event_spec(Rule.CHAINED, group="Tools")
+@event_spec(
+    Rule.CHAINED,
+    group="Tools",
+    compose=Patched(
+        "content", "structured_content", "details", "is_error", "usage",
+        nullable=("structured_content", "details", "usage"), clears={"content": "structured_content"},
+    ),
+    in_place=True,
+)
 def tool_result(event: ToolResultEvent, ctx: ExtensionContext) -> ToolResultPatch | None:
     """A tool finished; its result may be changed before the model sees it.
 
@@ -737,7 +784,7 @@ def tool_result(event: ToolResultEvent, ctx: ExtensionContext) -> ToolResultPatc
     """
 
 
-@event_spec(Rule.GATE, group="Tools", fail_closed=True)
+@event_spec(Rule.GATE, group="Tools", fail_closed=True, compose=BlockingGate(blocked=True), in_place=True)
 def bash_spawn(event: BashSpawnEvent, ctx: ExtensionContext) -> BashSpawnResult | None:
     """A shell command is about to start as a local process: change how it starts.
 
@@ -772,7 +819,13 @@ def bash_spawn(event: BashSpawnEvent, ctx: ExtensionContext) -> BashSpawnResult 
     """
 
 
-@event_spec(Rule.GATE, group="Tools", fail_closed=True)
+@event_spec(
+    Rule.GATE,
+    group="Tools",
+    fail_closed=True,
+    compose=DecidingGate(_file_answered, check=_check_file_answer, blocks=True,
+                         summary="the first block, or the first handler that does the access, decides"),
+)
 def file_access(event: FileAccessEvent, ctx: ExtensionContext) -> FileAccessResult | None:
     """A built-in file tool is about to read or write a file's text: serve it elsewhere.
 
@@ -807,7 +860,7 @@ def file_access(event: FileAccessEvent, ctx: ExtensionContext) -> FileAccessResu
 # =============================================================================== model requests
 
 
-@event_spec(Rule.CHAINED, group="Model requests")
+@event_spec(Rule.CHAINED, group="Model requests", compose=Chained("messages"))
 def context(event: ContextEvent, ctx: ExtensionContext) -> ContextResult | None:
     """The conversation of the next model request, without system messages
     (``event.messages``, a copy that is safe to change).
@@ -821,7 +874,7 @@ def context(event: ContextEvent, ctx: ExtensionContext) -> ContextResult | None:
     """
 
 
-@event_spec(Rule.CHAINED, group="Model requests")
+@event_spec(Rule.CHAINED, group="Model requests", compose=Chained("messages"))
 def context_with_system(event: ContextWithSystemEvent, ctx: ExtensionContext) -> ContextWithSystemResult | None:
     """The full transcript of the next request, system messages included.
 
@@ -836,7 +889,7 @@ def context_with_system(event: ContextWithSystemEvent, ctx: ExtensionContext) ->
     """
 
 
-@event_spec(Rule.MUTATION, group="Model requests")
+@event_spec(Rule.MUTATION, group="Model requests", in_place=True)
 def before_provider_headers(event: BeforeProviderHeadersEvent, ctx: ExtensionContext) -> None:
     """The HTTP headers of a provider request are assembled.
 
@@ -849,7 +902,7 @@ def before_provider_headers(event: BeforeProviderHeadersEvent, ctx: ExtensionCon
     """
 
 
-@event_spec(Rule.CHAINED, group="Model requests")
+@event_spec(Rule.CHAINED, group="Model requests", compose=Chained("payload"))
 def before_provider_request(
     event: BeforeProviderRequestEvent, ctx: ExtensionContext
 ) -> BeforeProviderRequestResult | None:
@@ -929,7 +982,13 @@ def cache_warming_decision(
 # =============================================================================== user input
 
 
-@event_spec(Rule.GATE, group="User input", fail_closed=True)
+@event_spec(
+    Rule.GATE,
+    group="User input",
+    fail_closed=True,
+    compose=DecidingGate(lambda event, result: True, check=_check_user_bash_answer,
+                         summary="the first handler that answers runs the command"),
+)
 def user_bash(event: "UserBashEvent", ctx: ExtensionContext) -> "UserBashResult | None":
     """The user ran ``!command`` (or ``!!command``, ``event.exclude_from_context``).
 
@@ -944,7 +1003,7 @@ def user_bash(event: "UserBashEvent", ctx: ExtensionContext) -> "UserBashResult 
     """
 
 
-@event_spec(Rule.CHAINED, group="User input")
+@event_spec(Rule.CHAINED, group="User input", compose=Actions(InputResult, "text", "images"), in_place=True)
 def input(event: InputEvent, ctx: ExtensionContext) -> InputResult | None:
     """User input arrived (``event.text``, ``event.images``, ``event.source``,
     ``event.streaming_behavior``), after extension commands were checked and before

@@ -46,12 +46,13 @@ the hooks plugins publish.
 
 from __future__ import annotations
 
+import enum
 import inspect
 import os
 import sys
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -64,10 +65,10 @@ from pi_hookspecs import (
     BoundaryResult,
     EventSpec,
     HookOutcomeEvent,
-    InputResult,
     Rule,
-    ToolCallResult,
 )
+from pi_hookspecs.compose import Blocked
+from pi_hookspecs.rules import contract_of
 
 from .diagnostics import describe_exception, exception_location
 from .guard import DEFAULT_HOOK_TIMEOUT, HandlerAbandoned, HandlerExit, HandlerGuard, HandlerTimeout
@@ -95,15 +96,6 @@ class HookError:
         return f"plugin {self.plugin!r}, hook {self.hook}: {self.detail}"
 
 
-@dataclass(frozen=True, slots=True)
-class Blocked:
-    """A fail-closed gate (``user_bash``, ``bash_spawn``, ``file_access``) whose handler failed or
-    blocked: do not proceed."""
-
-    plugin: str
-    reason: str
-
-
 CURRENT_PLUGIN: ContextVar[str | None] = ContextVar("pi_current_plugin", default=None)
 """The plugin whose hook handler (or command) is running; tasks it starts inherit it.
 Run-time registrations (``ctx.register_tool``) are owned by it."""
@@ -117,32 +109,41 @@ class HookReturnError(TypeError):
     pass
 
 
+class Takes(enum.Enum):
+    """Which of ``(event, ctx)`` a handler takes, in its order (the value: its
+    parameter names, joined)."""
+
+    NOTHING = ""
+    EVENT = "event"
+    CTX = "ctx"
+    EVENT_CTX = "event, ctx"
+    CTX_EVENT = "ctx, event"
+
+
+_READS_EVENT = frozenset({Takes.EVENT, Takes.EVENT_CTX, Takes.CTX_EVENT})
+
+
 class _Impl:
-    __slots__ = ("fn", "is_async", "mode", "plugin")
+    __slots__ = ("fn", "is_async", "plugin", "takes")
 
     def __init__(self, plugin: str, fn: Callable[..., Any], argnames: tuple[str, ...]) -> None:
         self.plugin = plugin
         self.fn = fn
         self.is_async = inspect.iscoroutinefunction(fn)
-        self.mode = {
-            (): 0,
-            ("event",): 1,
-            ("ctx",): 2,
-            ("event", "ctx"): 3,
-            ("ctx", "event"): 4,
-        }.get(argnames, -1)
-        if self.mode == -1:
-            raise TypeError(f"{plugin}: unsupported hook arguments {argnames}")
+        try:
+            self.takes = Takes(", ".join(argnames))
+        except ValueError:
+            raise TypeError(f"{plugin}: unsupported hook arguments {argnames}") from None
 
     def call(self, event: Any, ctx: Any) -> Any:
-        mode = self.mode
-        if mode == 3:
+        takes = self.takes
+        if takes is Takes.EVENT_CTX:
             return self.fn(event, ctx)
-        if mode == 1:
+        if takes is Takes.EVENT:
             return self.fn(event)
-        if mode == 0:
+        if takes is Takes.NOTHING:
             return self.fn()
-        if mode == 2:
+        if takes is Takes.CTX:
             return self.fn(ctx)
         return self.fn(ctx, event)
 
@@ -168,6 +169,7 @@ class EventRunner:
         self.errors: deque[HookError] = deque(maxlen=500)
         self._listeners: list[Callable[[HookError], None]] = [on_error] if on_error else []
         self._cache: dict[str, tuple[_Impl, ...]] = {}
+        self._specs: dict[str, EventSpec] = dict(EVENTS)
         self._trace = os.environ.get("PI_TRACE_HOOKS") == "1" if trace is None else trace
         self._refused: set[tuple[str, str]] = set()
         self.guard = HandlerGuard(DEFAULT_HOOK_TIMEOUT)
@@ -192,12 +194,25 @@ class EventRunner:
         pluggy itself (the hooks plugins publish)."""
         self.pm = pm
         self._cache.clear()
+        self._specs = dict(EVENTS)
         if self._trace:
             pm.add_hookcall_monitoring(_trace_before, _trace_after)
 
     def invalidate(self) -> None:
         """Forget cached handler lists (after plugins were registered or removed)."""
         self._cache.clear()
+
+    def spec(self, name: str) -> EventSpec | None:
+        """The spec of event ``name``: one of pi's (``pi_hookspecs.EVENTS``) or a
+        hookspec a plugin published with ``add_hookspecs`` declaring itself an event
+        (``@event_spec``), which the runner dispatches the same way."""
+        spec = self._specs.get(name)
+        if spec is None:
+            caller = getattr(self.pm.hook, name, None)
+            found = contract_of(caller.spec.function) if caller is not None and caller.spec is not None else None
+            if isinstance(found, EventSpec):
+                spec = self._specs[name] = found
+        return spec
 
     def handlers(self, name: str) -> tuple[_Impl, ...]:
         impls = self._cache.get(name)
@@ -225,7 +240,7 @@ class EventRunner:
     def reads_event(self, name: str) -> bool:
         """Whether a handler of ``name`` takes the event (one declared ``(ctx)`` or ``()``
         never sees it: what only the event carries need not be computed)."""
-        return any(impl.mode in (1, 3, 4) for impl in self.handlers(name))
+        return any(impl.takes in _READS_EVENT for impl in self.handlers(name))
 
     def trace(self, message: str) -> None:
         """Print ``pi trace: message`` to stderr when ``PI_TRACE_HOOKS=1``."""
@@ -299,7 +314,8 @@ class EventRunner:
     async def _call(self, impl: _Impl, hook: str, event: Any, ctx: Any) -> Any:
         # The caller (emit / emit_boundary) restores CURRENT_PLUGIN once afterwards.
         CURRENT_PLUGIN.set(impl.plugin)
-        before = _snapshot(event) if hook in IN_PLACE_EVENTS else None
+        spec = self._specs.get(hook)
+        before = _snapshot(event) if spec is not None and spec.in_place else None
         start = time.perf_counter() if self._trace else 0.0
         try:
             result = await self.guard.call(
@@ -325,51 +341,76 @@ class EventRunner:
         return result
 
     async def emit(self, name: str, event: Any, ctx: Any = None) -> Any:
-        """Dispatch ``event`` to the handlers of ``name`` and combine their results."""
+        """Dispatch ``event`` to the handlers of ``name`` and combine their results as
+        its hookspec declares (:attr:`EventSpec.compose <pi_hookspecs.EventSpec>`)."""
         impls = self._cache.get(name)
         if impls is None:
             impls = self.handlers(name)
-        spec = EVENTS[name]
+        spec = self._specs.get(name) or self.spec(name)
+        if spec is None:
+            raise KeyError(f"{name!r} is not an event: no hookspec declares it with @event_spec")
+        rule = spec.rule
+        if rule is Rule.BOUNDARY:
+            return await self.emit_boundary(name, event, None, ctx)
         if not impls:
-            return _unchanged(name, spec.rule, event)
+            compose = spec.compose
+            return compose.finish(compose.start(event), event)
         if ctx is None:
             ctx = self.ctx
         if self._trace:
             print(f"pi trace: {name} -> {[i.plugin for i in impls]}", file=sys.stderr)
-        rule = spec.rule
-        if rule is Rule.NOTIFICATION or rule is Rule.MUTATION:
-            token = CURRENT_PLUGIN.set(None)
-            try:
-                if rule is Rule.NOTIFICATION and not self._trace and len(impls) > 1:
-                    await self._notify(name, impls, event, ctx)
-                    return None
-                for impl in impls:
-                    try:
-                        await self._call(impl, name, event, ctx)
-                    except Exception as exc:
-                        error = self._report_exc(impl, name, exc)
-                        await self._outcome(impl.plugin, name, "failed", error.message, event, ctx)
-            finally:
-                CURRENT_PLUGIN.reset(token)
-            return None
-        composer = _COMPOSERS.get(name) or _RULE_COMPOSERS[rule]
         token = CURRENT_PLUGIN.set(None)
         try:
-            return await composer(self, name, spec.result, impls, event, ctx)
+            if rule is Rule.NOTIFICATION or rule is Rule.MUTATION:
+                # a mutation's handlers see each other's changes: one by one, never batched
+                await self._notify(name, impls, event, ctx, batch=rule is Rule.NOTIFICATION and not self._trace)
+                return None
+            return await self._compose(spec, impls, event, ctx)
         finally:
             CURRENT_PLUGIN.reset(token)
 
-    async def _notify(self, name: str, impls: tuple[_Impl, ...], event: Any, ctx: Any) -> None:
-        """A notification to several handlers: consecutive synchronous handlers run in
-        one worker job (:meth:`HandlerGuard.call_batch`: one thread hop, not one each),
-        coroutine handlers one by one. Failures are reported in handler order."""
+    async def _compose(self, spec: EventSpec, impls: tuple[_Impl, ...], event: Any, ctx: Any) -> Any:
+        """Walk the handlers; the spec's composition applies each result, says whether
+        it ends the walk and what the dispatch returns. A handler that fails (or whose
+        result the composition refuses) is reported; a ``fail_closed`` event then ends
+        with what the composition answers for a failure."""
+        name, compose, expected = spec.name, spec.compose, spec.result
+        assert expected is not None, name  # the rules that compose results declare a result model
+        state = compose.start(event)
+        for impl in impls:
+            try:
+                result = await self._call(impl, name, event, ctx)
+                if result is None:
+                    continue
+                result = self._coerce(impl, name, expected, result)
+                try:
+                    step = compose.apply(state, event, result, impl.plugin)
+                except ValueError as exc:
+                    raise HookReturnError(str(exc)) from exc
+            except Exception as exc:
+                error = self._report_exc(impl, name, exc)
+                await self._outcome(impl.plugin, name, "failed", error.message, event, ctx)
+                if spec.fail_closed:
+                    return compose.refuse(event, impl.plugin, error.message, expected)
+                continue
+            if step.outcome is not None:
+                await self._outcome(impl.plugin, name, step.outcome, step.reason, event, ctx)
+            if step.stop:
+                return step.value
+        return compose.finish(state, event)
+
+    async def _notify(self, name: str, impls: tuple[_Impl, ...], event: Any, ctx: Any, *, batch: bool) -> None:
+        """Handlers whose results are ignored, in order. With ``batch``, consecutive
+        synchronous handlers run in one worker job (:meth:`HandlerGuard.call_batch`: one
+        thread hop, not one each); coroutine handlers run one by one. Failures are
+        reported in handler order."""
         index = 0
         while index < len(impls):
             impl = impls[index]
             run = 1
-            while index + run < len(impls) and not impl.is_async and not impls[index + run].is_async:
+            while batch and index + run < len(impls) and not impl.is_async and not impls[index + run].is_async:
                 run += 1
-            if impl.is_async or run == 1:
+            if run == 1:
                 try:
                     await self._call(impl, name, event, ctx)
                 except Exception as exc:
@@ -389,7 +430,7 @@ class EventRunner:
         """Dispatch a core event by name, as ``ctx.hook.<name>(event)`` does: ``event`` is
         the event's model or a dict of its fields; boundary events go through
         :meth:`emit_boundary`. Returns what :meth:`emit` returns."""
-        spec = EVENTS.get(name)
+        spec = self.spec(name)
         if spec is None:
             raise AttributeError(f"{name!r} is not one of pi's events")
         if isinstance(event, Mapping):
@@ -460,13 +501,6 @@ class EventRunner:
         event.continue_ = cont
         # The entries are the event's drafts or a handler's validated ones: no new data.
         return BoundaryResult.model_construct(entries=entries, continue_=cont)
-
-
-IN_PLACE_EVENTS = frozenset(
-    {"input", "before_agent_start", "tool_call", "tool_result", "bash_spawn", "message_end", "before_provider_headers"}
-)
-"""Events whose handlers may change the event in place: after each handler the event is
-validated again, and an invalid change is undone and reported naming the plugin."""
 
 
 def _bound(impl: _Impl, event: Any, ctx: Any) -> Callable[[], Any]:
@@ -574,306 +608,6 @@ def _put_back(target: Any, name: str, old: Any) -> None:
         setattr(target, name, old)
 
 
-def _unchanged(name: str, rule: Rule, event: Any) -> Any:
-    """The outcome of an event nobody handles."""
-    if rule is Rule.AGGREGATE:
-        return []
-    if name == "input":
-        return InputResult(action="continue", text=event.text, images=list(event.images))
-    if name in ("context", "context_with_system"):
-        return event.messages
-    if name == "message_end":
-        return event.message
-    if name == "before_provider_request":
-        return event.payload
-    if name == "tool_result":
-        return event
-    if rule is Rule.BOUNDARY:
-        return BoundaryResult(entries=list(event.entries), continue_=event.continue_)
-    return None
-
-
-# --------------------------------------------------------------------------- composers
-
-Composer = Callable[[EventRunner, str, Any, tuple[_Impl, ...], Any, Any], Awaitable[Any]]
-_CONTINUE: Any = object()
-
-
-async def _walk(
-    r: EventRunner,
-    name: str,
-    expected: Any,
-    impls: tuple[_Impl, ...],
-    event: Any,
-    ctx: Any,
-    apply: Callable[[_Impl, Any], Any],
-    on_error: Callable[[_Impl, HookError], Any] | None = None,
-) -> Any:
-    """Call the handlers in order. ``apply(impl, result)`` gets each validated non-None
-    result and returns a value to stop with, or ``_CONTINUE``; a handler that raises (or
-    whose result ``apply`` rejects) is reported and ``on_error(impl, error)`` may stop
-    the walk the same way. Returns ``_CONTINUE`` when no handler stopped it."""
-    for impl in impls:
-        try:
-            result = await r._call(impl, name, event, ctx)
-            if result is None:
-                continue
-            result = r._coerce(impl, name, expected, result)
-            outcome = apply(impl, result)
-        except Exception as exc:
-            error = r._report_exc(impl, name, exc)
-            outcome = on_error(impl, error) if on_error is not None else _CONTINUE
-            await r._outcome(impl.plugin, name, "failed", error.message, event, ctx)
-        else:
-            kind = _outcome_kind(name, result, outcome is not _CONTINUE)
-            if kind is not None:
-                await r._outcome(impl.plugin, name, kind, getattr(outcome, "reason", None), event, ctx)
-        if outcome is not _CONTINUE:
-            return outcome
-    return _CONTINUE
-
-
-_TRANSFORMING = frozenset(
-    {"context", "context_with_system", "before_provider_request", "message_end", "tool_result"}
-)
-
-
-def _outcome_kind(name: str, result: Any, stopped: bool) -> str | None:
-    """What a handler's (valid, non-None) result did, for ``hook_outcome``."""
-    rule = EVENTS[name].rule
-    if stopped:
-        if name == "file_access" and result.block:
-            return "blocked"
-        if name in ("input", "user_bash", "file_access"):
-            return "handled"
-        if name == "project_trust":
-            return None
-        return "cancelled" if rule is Rule.CANCELLABLE else "blocked" if rule is Rule.GATE else None
-    if name == "input":
-        return "transformed" if result.action == "transform" else None
-    if name == "before_agent_start":
-        return "transformed" if result.message is not None or result.system_prompt is not None else None
-    return "transformed" if name in _TRANSFORMING or rule is Rule.CANCELLABLE else None
-
-
-async def _compose_input(r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any) -> Any:
-    transformed = False
-
-    def apply(impl: _Impl, result: Any) -> Any:
-        nonlocal transformed
-        if result.action == "handled":
-            return InputResult(action="handled", text=event.text, images=list(event.images))
-        if result.action == "transform":
-            if result.text is not None:
-                event.text = result.text
-            if result.images is not None:
-                event.images = list(result.images)
-            transformed = True
-        return _CONTINUE
-
-    outcome = await _walk(r, name, expected, impls, event, ctx, apply)
-    if outcome is not _CONTINUE:
-        return outcome
-    return InputResult(action="transform" if transformed else "continue", text=event.text, images=list(event.images))
-
-
-def _chained(field: str) -> Composer:
-    async def compose(r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any) -> Any:
-        def apply(impl: _Impl, result: Any) -> Any:
-            setattr(event, field, getattr(result, field))
-            return _CONTINUE
-
-        await _walk(r, name, expected, impls, event, ctx, apply)
-        return getattr(event, field)
-
-    return compose
-
-
-async def _compose_message_end(
-    r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
-) -> Any:
-    def apply(impl: _Impl, result: Any) -> Any:
-        if result.message.role != event.message.role:
-            raise HookReturnError(
-                f"handler replaced a {event.message.role!r} message with a {result.message.role!r} "
-                "message; a replacement must keep the role"
-            )
-        event.message = result.message
-        return _CONTINUE
-
-    await _walk(r, name, expected, impls, event, ctx, apply)
-    return event.message
-
-
-async def _compose_tool_result(
-    r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
-) -> Any:
-    def apply(impl: _Impl, patch: Any) -> Any:
-        given = patch.model_fields_set
-        if "content" in given and patch.content is not None:
-            event.content = list(patch.content)
-            if "structured_content" not in given:
-                event.structured_content = None
-        if "structured_content" in given:
-            event.structured_content = patch.structured_content
-        if "details" in given:
-            event.details = patch.details
-        if "is_error" in given and patch.is_error is not None:
-            event.is_error = patch.is_error
-        if "usage" in given:
-            event.usage = patch.usage
-        return _CONTINUE
-
-    await _walk(r, name, expected, impls, event, ctx, apply)
-    return event
-
-
-async def _compose_tool_call(
-    r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
-) -> Any:
-    def apply(impl: _Impl, result: Any) -> Any:
-        if not result.block:
-            return _CONTINUE
-        if not result.reason:
-            return ToolCallResult(block=True, reason=f"Blocked by plugin {impl.plugin!r}", terminate=result.terminate)
-        return result
-
-    def fail_closed(impl: _Impl, error: HookError) -> Any:
-        return ToolCallResult(
-            block=True, reason=f"Blocked: the tool_call handler of plugin {impl.plugin!r} failed ({error.message})"
-        )
-
-    outcome = await _walk(r, name, expected, impls, event, ctx, apply, fail_closed)
-    return None if outcome is _CONTINUE else outcome
-
-
-async def _compose_user_bash(
-    r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
-) -> Any:
-    def apply(impl: _Impl, result: Any) -> Any:
-        has_ops, has_result = result.operations is not None, result.result is not None
-        if has_ops == has_result:
-            raise HookReturnError("handler must return exactly one of operations or result")
-        if has_ops and not callable(getattr(result.operations, "exec", None)):
-            raise HookReturnError("handler returned operations without an exec() method")
-        return result
-
-    def fail_closed(impl: _Impl, error: HookError) -> Any:
-        return Blocked(impl.plugin, f"the user_bash handler of plugin {impl.plugin!r} failed ({error.message})")
-
-    outcome = await _walk(r, name, expected, impls, event, ctx, apply, fail_closed)
-    return None if outcome is _CONTINUE else outcome
-
-
-async def _compose_bash_spawn(
-    r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
-) -> Any:
-    def apply(impl: _Impl, result: Any) -> Any:
-        if not result.block:
-            return _CONTINUE
-        return Blocked(impl.plugin, result.reason or f"blocked by plugin {impl.plugin!r}")
-
-    def fail_closed(impl: _Impl, error: HookError) -> Any:
-        return Blocked(impl.plugin, f"the bash_spawn handler of plugin {impl.plugin!r} failed ({error.message})")
-
-    outcome = await _walk(r, name, expected, impls, event, ctx, apply, fail_closed)
-    return None if outcome is _CONTINUE else outcome
-
-
-async def _compose_file_access(
-    r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
-) -> Any:
-    def apply(impl: _Impl, result: Any) -> Any:
-        if result.block:
-            return Blocked(impl.plugin, result.reason or f"blocked by plugin {impl.plugin!r}")
-        if event.operation == "read" and result.content is None:
-            if result.handled:
-                raise HookReturnError("a read needs the file's text in content")
-            return _CONTINUE
-        if event.operation == "write" and not result.handled:
-            if result.content is not None:
-                raise HookReturnError("a write is answered with handled=True, not content")
-            return _CONTINUE
-        return result
-
-    def fail_closed(impl: _Impl, error: HookError) -> Any:
-        return Blocked(impl.plugin, f"the file_access handler of plugin {impl.plugin!r} failed ({error.message})")
-
-    outcome = await _walk(r, name, expected, impls, event, ctx, apply, fail_closed)
-    return None if outcome is _CONTINUE else outcome
-
-
-async def _compose_project_trust(
-    r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
-) -> Any:
-    outcome = await _walk(
-        r, name, expected, impls, event, ctx, lambda impl, result: result if result.trusted in ("yes", "no") else _CONTINUE
-    )
-    return None if outcome is _CONTINUE else outcome
-
-
-async def _compose_cancellable(
-    r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
-) -> Any:
-    last = None
-
-    def apply(impl: _Impl, result: Any) -> Any:
-        nonlocal last
-        last = result
-        return result if result.cancel else _CONTINUE
-
-    outcome = await _walk(r, name, expected, impls, event, ctx, apply)
-    return last if outcome is _CONTINUE else outcome
-
-
-async def _compose_aggregate(
-    r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
-) -> Any:
-    results: list[Any] = []
-    chain_prompt = name == "before_agent_start"
-
-    def apply(impl: _Impl, result: Any) -> Any:
-        if chain_prompt and result.system_prompt is not None:
-            event.system_prompt = result.system_prompt
-        results.append(result)
-        return _CONTINUE
-
-    await _walk(r, name, expected, impls, event, ctx, apply)
-    return results
-
-
-async def _compose_boundary(
-    r: EventRunner, name: str, expected: Any, impls: tuple[_Impl, ...], event: Any, ctx: Any
-) -> Any:
-    return await r.emit_boundary(name, event, None, ctx)
-
-
-_COMPOSERS: dict[str, Composer] = {
-    "input": _compose_input,
-    "context": _chained("messages"),
-    "context_with_system": _chained("messages"),
-    "before_provider_request": _chained("payload"),
-    "message_end": _compose_message_end,
-    "tool_result": _compose_tool_result,
-    "tool_call": _compose_tool_call,
-    "user_bash": _compose_user_bash,
-    "bash_spawn": _compose_bash_spawn,
-    "file_access": _compose_file_access,
-    "project_trust": _compose_project_trust,
-}
-_RULE_COMPOSERS: dict[Rule, Composer] = {
-    Rule.CANCELLABLE: _compose_cancellable,
-    Rule.AGGREGATE: _compose_aggregate,
-    Rule.BOUNDARY: _compose_boundary,
-}
-
-# Every non-notification event has a composer: checked at import.
-for _name, _spec in EVENTS.items():
-    if _spec.rule not in (Rule.NOTIFICATION, Rule.MUTATION):
-        assert _name in _COMPOSERS or _spec.rule in _RULE_COMPOSERS, _name
-
-
-
 # --------------------------------------------------------------------------- wrappers, tracing
 
 WRAPPERS_REFUSED = (
@@ -925,11 +659,44 @@ class EventCaller:
         return f"<EventCaller {self.name} ({self.spec.rule.value})>"
 
 
+class HookResults(list[Any]):
+    """What a hook a plugin published returns through ``ctx.hook``: pluggy's list of
+    results, which can also be awaited — ``await ctx.hook.x(...)`` gives the list with
+    every coroutine a handler returned awaited, as ``await ctx.hook.<event>(...)`` gives
+    an event's outcome."""
+
+    def __await__(self) -> Generator[Any, None, list[Any]]:
+        return self._resolved().__await__()
+
+    async def _resolved(self) -> list[Any]:
+        return [await item if inspect.isawaitable(item) else item for item in self]
+
+
+class PublishedHook:
+    """``ctx.hook.<name>`` of a hook a plugin published with ``add_hookspecs``: pluggy's
+    hook caller, called pluggy's way (keyword arguments); the result is a
+    :class:`HookResults`, so ``await`` works on it as on pi's events."""
+
+    __slots__ = ("_caller",)
+
+    def __init__(self, caller: Any) -> None:
+        self._caller = caller
+
+    def __call__(self, **kwargs: Any) -> HookResults:
+        return HookResults(self._caller(**kwargs))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._caller, name)
+
+    def __repr__(self) -> str:
+        return f"<PublishedHook {self._caller.name}>"
+
+
 class PluginHooks:
-    """``ctx.hook``: pi's events through the runner (:class:`EventCaller`); every other
-    hook (those plugins publish with ``add_hookspecs``, the registration hooks) is
-    pluggy's own hook caller of the current plugin manager, called pluggy's way
-    (keyword arguments, a list of results)."""
+    """``ctx.hook``: pi's events — and hooks plugins publish declared with
+    ``@event_spec`` — through the runner (:class:`EventCaller`); every other hook
+    (those plugins publish with plain hookspecs, the registration hooks) through
+    pluggy (:class:`PublishedHook`). Either way the call can be awaited."""
 
     __slots__ = ("_callers", "_runner")
 
@@ -943,11 +710,11 @@ class PluginHooks:
         caller = self._callers.get(name)
         if caller is not None:
             return caller
-        spec = EVENTS.get(name)
+        spec = self._runner.spec(name)
         if spec is not None:
             caller = self._callers[name] = EventCaller(self._runner, spec)
             return caller
-        return getattr(self._runner.pm.hook, name)
+        return PublishedHook(getattr(self._runner.pm.hook, name))
 
     def __dir__(self) -> list[str]:
         return sorted(set(EVENTS) | {n for n in vars(self._runner.pm.hook) if not n.startswith("_")})
@@ -956,4 +723,13 @@ class PluginHooks:
         return f"<PluginHooks {len(EVENTS)} events + pluggy's {self._runner.pm.project_name!r} hooks>"
 
 
-__all__ = ["WRAPPERS_REFUSED", "Blocked", "EventCaller", "EventRunner", "HookError", "PluginHooks"]
+__all__ = [
+    "WRAPPERS_REFUSED",
+    "Blocked",
+    "EventCaller",
+    "EventRunner",
+    "HookError",
+    "HookResults",
+    "PluginHooks",
+    "PublishedHook",
+]
