@@ -20,7 +20,7 @@ from pi_hookspecs import AgentMessage, BashExecutionMessage, BashSpawnEvent
 
 from ..extensions import Blocked, EventRunner
 from ..tools.output import OutputAccumulator
-from ..tools.shell import PreparedSpawn, ShellNotFoundError, resolve_shell, run_in_process_group, run_launched
+from ..tools.shell import PreparedSpawn, ShellNotFoundError, run_command, shell_command
 
 
 async def prepare_bash_spawn(runner: EventRunner, make_event: Callable[[], BashSpawnEvent], ctx: Any = None) -> PreparedSpawn | None:
@@ -55,23 +55,18 @@ class LocalBashOperations:
         timeout: float | None = None,
     ) -> pi_hookspecs.BashResult:
         try:
-            shell = resolve_shell(self.settings.get("shellPath") or None)
+            argv = shell_command(self.settings, command)
         except ShellNotFoundError as exc:
             return pi_hookspecs.BashResult(output=str(exc), exit_code=127)
-        prefix = self.settings.get("shellCommandPrefix")
-        full = f"{prefix}\n{command}" if isinstance(prefix, str) and prefix else command
-        argv, env, pass_fds = [*shell, full], None, []
         spawn = None
         if self.runner is not None:
             spawn = await prepare_bash_spawn(
                 self.runner,
                 lambda: BashSpawnEvent(command=command, argv=argv, cwd=cwd, env=dict(os.environ), source="user"),
             )
-        if spawn is not None:
-            if spawn.blocked is not None:
-                await spawn.finish()
-                return pi_hookspecs.BashResult(output=f"Blocked: {spawn.blocked}", exit_code=None, cancelled=True)
-            argv, env, pass_fds = spawn.event.argv, spawn.event.env, spawn.event.pass_fds
+        if spawn is not None and spawn.blocked is not None:
+            await spawn.finish()
+            return pi_hookspecs.BashResult(output=f"Blocked: {spawn.blocked}", exit_code=None, cancelled=True)
         output = OutputAccumulator(temp_prefix="pi-user-bash")
         # What the user, the session and the model see is plain text (as pi 1.6.0):
         # escape sequences, control characters and carriage returns removed.
@@ -90,12 +85,7 @@ class LocalBashOperations:
             deliver(plain.feed(decoder.decode(chunk)))
 
         try:
-            if spawn is not None and spawn.event.launch is not None:
-                outcome = await run_launched(spawn.event.launch, spawn.event, on_data=data, signal=signal, timeout=timeout)
-            else:
-                outcome = await run_in_process_group(
-                    argv, cwd=cwd, env=env, on_data=data, signal=signal, timeout=timeout, pass_fds=pass_fds
-                )
+            outcome = await run_command(argv, spawn=spawn, cwd=cwd, env=None, on_data=data, signal=signal, timeout=timeout)
         finally:
             deliver(plain.feed(decoder.decode(b"", final=True)) + plain.flush())
             output.finish()

@@ -27,7 +27,7 @@ from ._common import (
     text_result,
 )
 from .output import OutputAccumulator, OutputSnapshot
-from .shell import ProcessOutcome, ShellNotFoundError, resolve_shell, run_in_process_group, run_launched
+from .shell import ProcessOutcome, ShellNotFoundError, run_command, shell_command
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size
 
 UPDATE_INTERVAL = 0.1
@@ -170,26 +170,22 @@ async def run_bash(args: BashArgs, ctx: Any) -> ToolResult:
     timeout = _check_timeout(args.timeout)
     settings = ctx_settings(ctx)
     try:
-        shell = resolve_shell(settings.get("shellPath") or None)
+        argv = shell_command(settings, args.command)
     except ShellNotFoundError as exc:
         raise ToolError(str(exc)) from None
     cwd = ctx_cwd(ctx)
     if not os.path.isdir(cwd):
         raise ToolError(f"Working directory does not exist: {cwd}\nCannot execute bash commands.")
-    prefix = settings.get("shellCommandPrefix")
-    command = f"{prefix}\n{args.command}" if isinstance(prefix, str) and prefix else args.command
-    argv, env, pass_fds = [*shell, command], build_env(ctx), []
+    env = build_env(ctx)
     spawn = await ctx_bash_spawn(
         ctx,
         lambda: BashSpawnEvent(
             command=args.command, argv=argv, cwd=cwd, env=env, source="tool", tool_call_id=ctx_optional(ctx, "tool_call_id")
         ),
     )
-    if spawn is not None:
-        if spawn.blocked is not None:
-            await spawn.finish()
-            raise ToolError(f"Blocked: {spawn.blocked}")
-        argv, env, pass_fds = spawn.event.argv, spawn.event.env, spawn.event.pass_fds
+    if spawn is not None and spawn.blocked is not None:
+        await spawn.finish()
+        raise ToolError(f"Blocked: {spawn.blocked}")
 
     output = OutputAccumulator(temp_prefix="pi-bash")
     progress = _Progress(ctx, output)
@@ -200,14 +196,10 @@ async def run_bash(args: BashArgs, ctx: Any) -> ToolResult:
         progress.data()
 
     try:
-        if spawn is not None and spawn.event.launch is not None:
-            outcome = await run_launched(spawn.event.launch, spawn.event, on_data=on_data, signal=signal, timeout=timeout)
-        else:
-            outcome = await run_in_process_group(
-                argv, cwd=cwd, env=env, on_data=on_data, signal=signal, timeout=timeout, pass_fds=pass_fds
-            )
+        outcome = await run_command(argv, spawn=spawn, cwd=cwd, env=env, on_data=on_data, signal=signal, timeout=timeout)
     except OSError as exc:
-        raise ToolError(f"Could not start {argv[0]}: {exc.strerror or exc}") from None
+        started = spawn.event.argv if spawn is not None else argv
+        raise ToolError(f"Could not start {started[0]}: {exc.strerror or exc}") from None
     finally:
         if spawn is not None:
             await spawn.finish()

@@ -126,6 +126,14 @@ def resolve_shell(shell_path: str | None = None) -> list[str]:
     return [shutil.which("sh") or "/bin/sh", "-c"]
 
 
+def shell_command(settings: Any, command: str) -> list[str]:
+    """The argv that runs ``command`` with the shell of the settings (``shellPath``),
+    after ``shellCommandPrefix`` when one is set; raises :class:`ShellNotFoundError`."""
+    shell = resolve_shell(settings.get("shellPath") or None)
+    prefix = settings.get("shellCommandPrefix")
+    return [*shell, f"{prefix}\n{command}" if isinstance(prefix, str) and prefix else command]
+
+
 @dataclass
 class ProcessOutcome:
     exit_code: int | None
@@ -331,6 +339,30 @@ async def run_launched(
         return ProcessOutcome(None, None, stop.result())
     code = int(task.result())
     return ProcessOutcome(None, -code) if code < 0 else ProcessOutcome(code)
+
+
+async def run_command(
+    argv: list[str],
+    *,
+    spawn: PreparedSpawn | None,
+    cwd: str,
+    env: dict[str, str] | None,
+    on_data: Callable[[bytes], Any],
+    signal: AbortSignal | None = None,
+    timeout: float | None = None,
+) -> ProcessOutcome:
+    """Run a command as its ``bash_spawn`` handlers left it (``spawn``, not blocked):
+    through a handler's ``launch`` when one took it over, else ``spawn.event.argv`` /
+    ``env`` / ``pass_fds`` (or ``argv`` and ``env`` without handlers) in a process group
+    of its own."""
+    if spawn is not None and spawn.event.launch is not None:
+        return await run_launched(spawn.event.launch, spawn.event, on_data=on_data, signal=signal, timeout=timeout)
+    pass_fds: Sequence[int] = ()
+    if spawn is not None:
+        argv, env, pass_fds = spawn.event.argv, spawn.event.env, spawn.event.pass_fds
+    return await run_in_process_group(
+        argv, cwd=cwd, env=env, on_data=on_data, signal=signal, timeout=timeout, pass_fds=pass_fds
+    )
 
 
 async def _drain_after_exit(loop: asyncio.AbstractEventLoop, protocol: _Protocol, stop: asyncio.Future[Any]) -> None:
