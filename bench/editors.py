@@ -1,7 +1,7 @@
 """pluggable-pi-acp (``pi acp``; this file is not bench/acp.py, which would shadow the ``acp`` SDK
 here): how fast an editor gets its handshake, and what one streamed update costs.
 
-Budgets (issue 23): spawn -> ``initialize`` answered <= ``pi --version`` + 100 ms; the
+Budgets: spawn -> ``initialize`` answered <= ``pi --version`` + 100 ms; the
 per-update cost negligible next to the JSON mode's events. Both printed, never asserted.
 
 * handshake: ``pi acp`` started as an editor starts it, the ``initialize`` request

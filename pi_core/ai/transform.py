@@ -6,17 +6,15 @@
 * :func:`current_system_prompt` / :func:`current_tools` replay the transcript's
   :class:`SystemMessage` values into the prompt and the tool loadout in effect.
 * :func:`prepare_context` combines both for a provider.
+
+How tool-call ids are rewritten for a target API is :mod:`pi_core.ai.tool_call_ids`;
+the input-token estimate and ``max_tokens`` fitting are :mod:`pi_core.ai.token_budget`.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import islice
-from operator import attrgetter
 from typing import Any
 
 from pi_hookspecs import (
@@ -37,10 +35,10 @@ from pi_hookspecs import (
     ToolResultMessage,
     TranscriptRules,
     UserMessage,
-    camel_alias,
 )
 
 from ._memo import MISSING, MessageMemo, PrefixReuse
+from .tool_call_ids import DEFAULT_ID_NORMALIZERS, ToolCallIdMap, ToolCallIdNormalizer, sanitize_id
 
 USER_IMAGE_PLACEHOLDER = "(image omitted: model does not support images)"
 TOOL_IMAGE_PLACEHOLDER = "(tool image omitted: model does not support images)"
@@ -49,10 +47,6 @@ NO_RESULT_TEXT = "No result provided"
 COMPACTION_SUMMARY_PREFIX = "The conversation history before this point was compacted into the following summary:"
 BRANCH_SUMMARY_PREFIX = "The following is a summary of a branch that this conversation came back from:"
 
-ToolCallIdNormalizer = Callable[[str, Model, AssistantMessage], str]
-
-_UNSAFE_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
-
 
 # pydantic's models answer ``isinstance`` in Python (about 150 ns a call), which the
 # loops over a long history below pay per message and per block: they look the exact
@@ -60,7 +54,7 @@ _UNSAFE_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 _LLM_CLASSES = (SystemMessage, UserMessage, AssistantMessage, ToolResultMessage)
 LLM_MESSAGE_TYPES: frozenset[type] = frozenset(_LLM_CLASSES)
 _BLOCK_CLASSES = (TextContent, ThinkingContent, ToolCall, ImageContent)
-_BLOCK_EXACT: frozenset[type] = frozenset(_BLOCK_CLASSES)
+BLOCK_TYPES: frozenset[type] = frozenset(_BLOCK_CLASSES)
 
 
 def message_class(message: Any) -> type:
@@ -72,7 +66,7 @@ def message_class(message: Any) -> type:
 def block_class(block: Any) -> type:
     """Which of the text, thinking, tool-call and image block classes ``block`` is
     (its own class when none)."""
-    return _class_among(block, _BLOCK_EXACT, _BLOCK_CLASSES)
+    return _class_among(block, BLOCK_TYPES, _BLOCK_CLASSES)
 
 
 def _class_among(obj: Any, exact: frozenset[type], classes: Iterable[type]) -> type:
@@ -198,113 +192,6 @@ def to_llm_messages(messages: Iterable[Any]) -> list[AnyMessage]:
     return result
 
 
-# --------------------------------------------------------------------------- tool-call ids
-
-
-def sanitize_id(value: str, limit: int) -> str:
-    """``value`` with characters outside ``[a-zA-Z0-9_-]`` replaced by ``_``, cut to ``limit``."""
-    return _UNSAFE_ID_CHARS.sub("_", value)[:limit]
-
-
-def _anthropic_id(call_id: str, model: Model, source: AssistantMessage) -> str:
-    return sanitize_id(call_id, 64)
-
-
-def _completions_id(call_id: str, model: Model, source: AssistantMessage) -> str:
-    if "|" in call_id:
-        return sanitize_id(call_id.split("|", 1)[0], 40)
-    if model.provider == "openai" and len(call_id) > 40:
-        return call_id[:40]
-    return call_id
-
-
-def _responses_id(call_id: str, model: Model, source: AssistantMessage) -> str:
-    return sanitize_id(call_id.split("|", 1)[0], 64)
-
-
-_GEMINI_VERSION = re.compile(r"^gemini(?:-live)?-(\d+)")
-
-
-def _google_id(call_id: str, model: Model, source: AssistantMessage) -> str:
-    # only the models that are sent tool-call ids (Gemini 3+, Claude and gpt-oss on Vertex)
-    version = _GEMINI_VERSION.match(model.id.lower())
-    if model.id.startswith(("claude-", "gpt-oss-")) or (version is not None and int(version.group(1)) >= 3):
-        return sanitize_id(call_id, 64)
-    return call_id
-
-
-def short_hash(text: str) -> str:
-    """pi 1.6.0's short deterministic hash of ``text`` (two 32-bit halves, base 36)."""
-    h1, h2 = 0xDEADBEEF, 0x41C6CE57
-    units = text.encode("utf-16-le")
-    for position in range(0, len(units), 2):
-        unit = units[position] | units[position + 1] << 8
-        h1 = ((h1 ^ unit) * 2654435761) & 0xFFFFFFFF
-        h2 = ((h2 ^ unit) * 1597334677) & 0xFFFFFFFF
-    h1 = (((h1 ^ (h1 >> 16)) * 2246822507) & 0xFFFFFFFF) ^ (((h2 ^ (h2 >> 13)) * 3266489909) & 0xFFFFFFFF)
-    h2 = (((h2 ^ (h2 >> 16)) * 2246822507) & 0xFFFFFFFF) ^ (((h1 ^ (h1 >> 13)) * 3266489909) & 0xFFFFFFFF)
-    return _base36(h2) + _base36(h1)
-
-
-def _base36(value: int) -> str:
-    digits = ""
-    while True:
-        value, digit = divmod(value, 36)
-        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[digit] + digits
-        if not value:
-            return digits
-
-
-_NOT_ALPHANUMERIC = re.compile(r"[^a-zA-Z0-9]")
-
-
-def mistral_tool_call_id(call_id: str) -> str:
-    """The nine alphanumeric characters Mistral accepts as a tool-call id: ``call_id``
-    itself when it already is one, else derived from it by :func:`short_hash`."""
-    normalized = _NOT_ALPHANUMERIC.sub("", call_id)
-    if len(normalized) == 9:
-        return normalized
-    return _NOT_ALPHANUMERIC.sub("", short_hash(normalized or call_id))[:9]
-
-
-def _mistral_id(call_id: str, model: Model, source: AssistantMessage) -> str:
-    return mistral_tool_call_id(call_id)
-
-
-DEFAULT_ID_NORMALIZERS: dict[str, ToolCallIdNormalizer] = {
-    "anthropic-messages": _anthropic_id,
-    "openai-completions": _completions_id,
-    "openai-responses": _responses_id,
-    "google-generative-ai": _google_id,
-    "google-vertex": _google_id,
-    "mistral-conversations": _mistral_id,
-    "azure-openai-responses": _responses_id,
-    "openai-codex-responses": _responses_id,
-}
-"""How each API normalises the tool-call ids of messages recorded with another model."""
-
-
-class _IdMap:
-    """Original tool-call id -> normalised id, keeping normalised ids unique."""
-
-    def __init__(self) -> None:
-        self.mapping: dict[str, str] = {}
-        self.used: set[str] = set()
-
-    def assign(self, original: str, normalized: str) -> str:
-        if original in self.mapping:
-            return self.mapping[original]
-        candidate, counter = normalized, 2
-        while candidate in self.used and candidate != original:
-            suffix = f"_{counter}"
-            candidate = normalized[: max(1, len(normalized) - len(suffix))] + suffix if normalized else suffix
-            counter += 1
-        self.used.add(candidate)
-        if candidate != original:
-            self.mapping[original] = candidate
-        return candidate
-
-
 # --------------------------------------------------------------------------- transform
 
 
@@ -327,7 +214,7 @@ def _is_same_model(message: AssistantMessage, model: Model) -> bool:
 
 
 def _transform_assistant(
-    message: AssistantMessage, model: Model, normalize: ToolCallIdNormalizer | None, ids: _IdMap
+    message: AssistantMessage, model: Model, normalize: ToolCallIdNormalizer | None, ids: ToolCallIdMap
 ) -> AssistantMessage:
     same = _is_same_model(message, model)
     blocks: list[Any] = []
@@ -379,7 +266,7 @@ def _transform_assistant(
 
 
 def _transform_one(
-    message: Any, model: Model, normalize: ToolCallIdNormalizer | None, ids: _IdMap, vision: bool
+    message: Any, model: Model, normalize: ToolCallIdNormalizer | None, ids: ToolCallIdMap, vision: bool
 ) -> Any:
     if getattr(message, "content", ()) is None:
         message = message.model_copy(update={"content": []})
@@ -432,12 +319,12 @@ def _unchanged(message: Any, vision: bool) -> bool:
         return True
     for block in content:
         kind = type(block)
-        if kind is ImageContent or (kind not in _BLOCK_EXACT and isinstance(block, ImageContent)):
+        if kind is ImageContent or (kind not in BLOCK_TYPES and isinstance(block, ImageContent)):
             return False
     return True
 
 
-def _memoised(message: Any, key: Any, model: Model, ids: _IdMap, vision: bool) -> Any:
+def _memoised(message: Any, key: Any, model: Model, ids: ToolCallIdMap, vision: bool) -> Any:
     """:func:`_transform_one` of a message whose form depends on it and ``key`` alone
     (no tool-call id is renamed), computed once per message."""
     found = _TRANSFORMED.get(message, key)
@@ -468,7 +355,7 @@ def transform_messages(
     """
     normalize = normalize_tool_call_id or DEFAULT_ID_NORMALIZERS.get(model.api)
     vision = "image" in model.input
-    ids = _IdMap()
+    ids = ToolCallIdMap()
     # What a message becomes depends on the message and the model alone — except where
     # tool-call ids of another model's messages are renamed: those are redone each time.
     same_key = (model.provider, model.api, model.id, vision)
@@ -523,7 +410,7 @@ def transform_messages(
                 message = _transform_one(original, model, normalize, ids, vision)
             for block in message.content:
                 block_kind = type(block)
-                if block_kind is ToolCall or (block_kind not in _BLOCK_EXACT and block_class(block) is ToolCall):
+                if block_kind is ToolCall or (block_kind not in BLOCK_TYPES and block_class(block) is ToolCall):
                     pending.append(block)
             result.append(message)
         elif kind is UserMessage and type(original.content) is str:  # the most common message, inline
@@ -688,186 +575,6 @@ def _without_system(messages: list[Any], count: int) -> list[Any]:
         before = len(kept) - (0 if isinstance(last, SystemMessage) else 1)
         _KEPT_PREFIX.save(None, messages, kept, (len(messages) - 1, before, None))
     return kept
-
-
-# ------------------------------------------------------------------ max_tokens in the window
-
-CHARS_PER_TOKEN = 3.5
-"""The request-size estimate's characters per token (pi 1.6.0's, in pi-ai)."""
-IMAGE_CHARS = 4800
-CONTEXT_SAFETY_TOKENS = 4096
-CONTEXT_SAFETY_RATIO = 0.15
-"""OpenRouter counts the input with its own tokenizer, up to 12% above the provider's."""
-MIN_OUTPUT_WITH_RATIO_MARGIN = 32768
-
-
-def _tokens(chars: int) -> int:
-    return math.ceil(chars / CHARS_PER_TOKEN)
-
-
-def _content_chars(content: Any) -> int:
-    if isinstance(content, str):
-        return len(content)
-    chars = 0
-    for block in content or ():
-        kind = type(block)
-        if kind not in _BLOCK_EXACT:
-            kind = block_class(block)
-        chars += len(block.text) if kind is TextContent else IMAGE_CHARS
-    return chars
-
-
-def _json_chars(value: Any) -> int:
-    try:
-        return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str))
-    except (TypeError, ValueError):
-        return len("[unserializable]")
-
-
-def estimate_message_tokens(message: Any) -> int:
-    """pi 1.6.0's estimate of one model-ready message: its text (a system message's
-    content and sections, and the JSON of the tools it adds or removes), thinking, tool
-    calls' names and JSON arguments, 4,800 characters an image; 3.5 characters a token.
-    (Compaction's estimate, ``pi_core.compaction.tokens``, counts 4 characters a token
-    over the session's own message types: pi 1.6.0 has the two, for the two purposes.)"""
-    kind = message_class(message)
-    if kind is SystemMessage:
-        parts = [message.content if isinstance(message.content, str) else _text(message.content)]
-        parts += [text for text in (message.sections or {}).values() if text is not None]
-        tokens = _tokens(len("\n\n".join(part for part in parts if part)))
-        for tools in (message.tools_added, message.tools_removed):
-            if tools:
-                tokens += _tokens(_json_chars([_tool_fields(tool) for tool in tools]))
-        return tokens
-    if kind is AssistantMessage:
-        chars = 0
-        for block in message.content or ():
-            block_kind = type(block)
-            if block_kind not in _BLOCK_EXACT:
-                block_kind = block_class(block)
-            if block_kind is TextContent:
-                chars += len(block.text)
-            elif block_kind is ThinkingContent:
-                chars += len(block.thinking)
-            elif block_kind is ToolCall:
-                chars += len(block.name) + _json_chars(block.arguments)
-        return _tokens(chars)
-    return _tokens(_content_chars(getattr(message, "content", None)))
-
-
-def _tool_fields(tool: Any) -> dict[str, Any]:
-    """A tool declaration or reference as its JSON record holds it (camelCase keys, no
-    null values), without building a serializer for an estimate."""
-    fields = {camel_alias(key): value for key, value in vars(tool).items() if value is not None}
-    fields.update(tool.__pydantic_extra__ or {})
-    return fields
-
-
-def _text(content: Sequence[Any]) -> str:
-    return "\n".join(block.text for block in content if isinstance(block, TextContent))
-
-
-def _usage_tokens(message: Any) -> int:
-    usage = message.usage
-    return int(usage.total_tokens or (usage.input + usage.output + usage.cache_read + usage.cache_write))
-
-
-_USAGE_PREFIX = PrefixReuse()
-
-
-def _last_usage(messages: Sequence[Any]) -> tuple[int | None, int]:
-    """``(index, context tokens)`` of the last assistant message whose usage describes
-    the context before it (not aborted, not an error, not zero, and no newer message
-    before it, such as a compaction summary inserted later); ``(None, 0)`` without one.
-    The scan goes on from where the last call left off when the list only grew."""
-    start, _, state = _USAGE_PREFIX.resume(None, messages)
-    count = len(messages)
-    if not count:
-        return None, 0
-    if start:
-        before_last = _usage_scan(messages, start, count - 1, state)
-    else:
-        before_last = _usage_state(messages, count - 1)
-    _latest, index, tokens = _usage_scan(messages, count - 1, count, before_last)
-    _USAGE_PREFIX.save(None, messages, [], (count - 1, 0, before_last))
-    return index, tokens
-
-
-_UsageState = tuple[float, int | None, int]
-"""(the newest timestamp so far, index and tokens of the usage found so far)."""
-
-_NO_USAGE: _UsageState = (-math.inf, None, 0)
-
-
-def _usage_scan(messages: Sequence[Any], start: int, stop: int, state: _UsageState) -> _UsageState:
-    """The state of :func:`_last_usage` after ``messages[start:stop]``, from ``state``."""
-    latest, index, tokens = state
-    for position in range(start, stop):
-        message = messages[position]
-        timestamp = getattr(message, "timestamp", 0) or 0
-        kind = type(message)
-        if (kind if kind in LLM_MESSAGE_TYPES else message_class(message)) is AssistantMessage and timestamp >= latest:
-            if message.stop_reason not in ("aborted", "error"):
-                used = _usage_tokens(message)
-                if used > 0:
-                    index, tokens = position, used
-        if timestamp > latest:
-            latest = timestamp
-    return latest, index, tokens
-
-
-def _usage_state(messages: Sequence[Any], stop: int) -> _UsageState:
-    """:func:`_usage_scan` of ``messages[:stop]`` from nothing, for a long history (a
-    resumed session's first request): the answer is looked for from the end, where it
-    usually is, and the timestamps before it are compared in one C loop."""
-    if stop < 256:
-        return _usage_scan(messages, 0, stop, _NO_USAGE)
-    try:
-        for position in range(stop - 1, -1, -1):
-            message = messages[position]
-            kind = type(message)
-            if (kind if kind in LLM_MESSAGE_TYPES else message_class(message)) is not AssistantMessage:
-                continue
-            if message.stop_reason in ("aborted", "error"):
-                continue
-            used = _usage_tokens(message)
-            if used <= 0:
-                continue
-            before = max(map(_TIMESTAMP, islice(messages, position)), default=-math.inf)
-            if message.timestamp < before:  # a newer message before it: rare, the full scan decides
-                return _usage_scan(messages, 0, stop, _NO_USAGE)
-            latest = max(before, max(map(_TIMESTAMP, islice(messages, position, stop))))
-            return latest, position, used
-        return max(map(_TIMESTAMP, islice(messages, stop))), None, 0
-    except (AttributeError, TypeError):  # a message without a number for a timestamp
-        return _usage_scan(messages, 0, stop, _NO_USAGE)
-
-
-_TIMESTAMP = attrgetter("timestamp")
-
-
-def estimate_context_tokens(messages: Sequence[Any]) -> int:
-    """pi 1.6.0's estimate of a request's input: the context size the last usable
-    assistant usage reports, plus an estimate of the messages after it (of all of them
-    without such a usage)."""
-    index, tokens = _last_usage(messages)
-    trailing = messages[index + 1 :] if index is not None else messages
-    return tokens + sum(estimate_message_tokens(message) for message in trailing)
-
-
-def clamp_max_tokens(model: Model, context: LlmContext, max_tokens: int) -> int:
-    """``max_tokens`` fitted into the model's context window as pi 1.6.0 does: the
-    estimated input plus a margin (15% of it, at least 4,096 tokens) stays free; when
-    that leaves less than 32,768 tokens, only the fixed margin is kept and the output
-    is capped at 32,768. Never below 1."""
-    if model.context_window <= 0:
-        return max(1, max_tokens)
-    estimate = estimate_context_tokens(context.messages)
-    margin = max(CONTEXT_SAFETY_TOKENS, math.ceil(estimate * CONTEXT_SAFETY_RATIO))
-    room = model.context_window - estimate - margin
-    if room < MIN_OUTPUT_WITH_RATIO_MARGIN:
-        room = min(MIN_OUTPUT_WITH_RATIO_MARGIN, model.context_window - estimate - CONTEXT_SAFETY_TOKENS)
-    return min(max_tokens, max(1, room))
 
 
 def supports_mid_conversation_system(model: Model, default: bool = False) -> bool:

@@ -5,6 +5,11 @@ over-counts English prose a little, which errs on the side of compacting early. 
 image counts as 4,800 characters (1,200 tokens). When the context ends with (or after)
 an assistant response that reported real usage, that usage is the base and only the
 messages after it are estimated.
+
+These are compaction's estimates, over the session's own message types. The size of a
+request's input, from which a provider's ``max_tokens`` is fitted into the window, is
+estimated apart, at 3.5 characters a token over model-ready messages
+(:func:`pi_core.ai.token_budget.estimate_request_input_tokens`): pi 1.6.0 has the two.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from ._json import js_json
 from .settings import CompactionSettingsLike
 
 CHARS_PER_TOKEN = 4
+"""Compaction's characters per token (pi 1.6.0's, in its coding agent)."""
 IMAGE_CHARS = 4800
 """An image block is estimated as this many characters (1,200 tokens)."""
 

@@ -22,11 +22,11 @@ __getattr__, __dir__ = lazy_exports(
             "parse_command_args substitute_args"
         ),
         ".settings": (
-            "DEFAULT_TOOLS CompactionSettings RetrySettings Settings SettingsError load_settings "
-            "merge_settings read_settings_file removed_tools resolve_default_tools "
-            "session_dir_setting"
+            "CompactionSettings RetrySettings Settings SettingsError load_settings "
+            "merge_settings read_settings_file session_dir_setting"
         ),
         ".skills": "SkillsResult expand_skill_command format_skills_for_prompt load_skills",
+        ".tool_selection": "DEFAULT_TOOLS removed_tools resolve_default_tools",
         ".system_files": "SystemPromptFiles load_system_prompt_files",
         ".system_prompt": (
             "apply_system_prompt_patch build_system_prompt build_system_prompt_sections "
@@ -93,7 +93,6 @@ if TYPE_CHECKING:
         substitute_args,
     )
     from .settings import (
-        DEFAULT_TOOLS,
         CompactionSettings,
         RetrySettings,
         Settings,
@@ -101,8 +100,6 @@ if TYPE_CHECKING:
         load_settings,
         merge_settings,
         read_settings_file,
-        removed_tools,
-        resolve_default_tools,
         session_dir_setting,
     )
     from .skills import SkillsResult, expand_skill_command, format_skills_for_prompt, load_skills
@@ -114,6 +111,7 @@ if TYPE_CHECKING:
         diff_system_prompt_sections,
         render_system_prompt,
     )
+    from .tool_selection import DEFAULT_TOOLS, removed_tools, resolve_default_tools
     from .trust import (
         TrustAnswer,
         TrustDecision,

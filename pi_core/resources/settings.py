@@ -26,7 +26,7 @@ import fnmatch
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
@@ -40,8 +40,6 @@ from ._trust_file import peek_saved_trust
 
 RESOURCE_LIST_KEYS = frozenset({"extensions", "skills", "prompts", "themes", "packages"})
 USER_ONLY_KEYS = frozenset({"defaultProjectTrust", "requiredExtensions", "httpProxy", "selfUpdateCommand", "cacheWarming"})
-
-DEFAULT_TOOLS: tuple[str, ...] = ("read", "bash", "edit", "write")
 
 ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
 QueueMode = Literal["all", "one-at-a-time"]
@@ -544,6 +542,25 @@ class Settings:
     def enable_skill_commands(self) -> bool:
         return self._typed(("enableSkillCommands",), _bool, True)
 
+    def default_tools_lists(self) -> list[list[str]]:
+        """The ``defaultTools`` lists in the order they apply: the user's, then the
+        trusted project's (blank entries dropped). Combining them is
+        :mod:`.tool_selection`'s job."""
+        layers: list[tuple[dict[str, Any], Path | None]] = [(self.user, self.user_path)]
+        if self.project_trusted:
+            layers.append((self.project, self.project_path))
+        lists: list[list[str]] = []
+        for data, path in layers:
+            raw = data.get("defaultTools")
+            if raw is None:
+                continue
+            if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+                raise SettingsError(
+                    path or Path("settings.json"), f"defaultTools must be a list of tool names, found {json.dumps(raw)}"
+                )
+            lists.append([entry.strip() for entry in raw if entry.strip()])
+        return lists
+
     # ------------------------------------------------------------------ resources
 
     def resource_entries(self, kind: ResourceKind) -> list[ResourceEntries]:
@@ -606,7 +623,7 @@ class Settings:
             lambda: self.auto_resize_images,
             lambda: self.session_dir,
             lambda: self.enable_skill_commands,
-            lambda: resolve_default_tools(self),
+            self.default_tools_lists,
             *[(lambda k=kind: self.resource_entries(k)) for kind in ("extensions", "skills", "prompts", "themes")],
         ]
         errors: list[SettingsError] = []
@@ -760,91 +777,7 @@ def trusted_before_start(
     return bool(default_project_trust == "always")
 
 
-# --------------------------------------------------------------------------- default tools
-
-
-def _is_modifier(entry: str) -> bool:
-    return entry.startswith(("+", "-")) and len(entry) > 1
-
-
-def apply_tool_selection(base: Iterable[str], entries: Sequence[str]) -> list[str]:
-    """One ``defaultTools`` / ``--tools`` list applied to the selection ``base``.
-
-    A list of only ``+name`` / ``-name`` entries changes ``base``; otherwise the plain
-    names form the selection and the ``+name`` / ``-name`` entries then apply in order.
-    An empty list selects nothing.
-    """
-    cleaned = [entry.strip() for entry in entries if entry.strip()]
-    if cleaned and all(_is_modifier(entry) for entry in cleaned):
-        selection = list(dict.fromkeys(base))
-    else:
-        selection = list(dict.fromkeys(entry for entry in cleaned if not _is_modifier(entry)))
-    for entry in cleaned:
-        if not _is_modifier(entry):
-            continue
-        name = entry[1:]
-        if entry[0] == "+":
-            if name not in selection:
-                selection.append(name)
-        elif name in selection:
-            selection.remove(name)
-    return selection
-
-
-def resolve_default_tools(settings: Settings | None, cli_tools: Sequence[str] | None = None) -> list[str]:
-    """The tools enabled at startup: ``read, bash, edit, write``, then the user's
-    ``defaultTools``, then the (trusted) project's, then ``--tools`` (``cli_tools``).
-
-    Plain names replace the inherited selection, a list of only ``+name`` / ``-name``
-    entries modifies it. On the command line plain names and ``+``/``-`` entries
-    cannot be mixed (``ValueError``). ``cli_tools=[]`` (``--no-tools``) selects nothing.
-    Entries are returned as written (``*`` patterns included) for the tool registry to
-    match.
-    """
-    selection = list(DEFAULT_TOOLS)
-    for entries in _tool_selection_layers(settings, cli_tools):
-        selection = apply_tool_selection(selection, entries)
-    return selection
-
-
-def removed_tools(settings: Settings | None, cli_tools: Sequence[str] | None = None) -> list[str]:
-    """The names (or ``*`` patterns) of every ``-name`` entry of ``defaultTools`` and
-    ``--tools``: tools the user turned off explicitly (unless a later ``+name`` or plain
-    name selected them again; the tool registry checks the final selection)."""
-    return [
-        entry[1:]
-        for entries in _tool_selection_layers(settings, cli_tools)
-        for entry in entries
-        if entry.startswith("-") and len(entry) > 1
-    ]
-
-
-def _tool_selection_layers(settings: Settings | None, cli_tools: Sequence[str] | None) -> Iterator[list[str]]:
-    """The tool selection lists in the order they apply: the user's ``defaultTools``,
-    the trusted project's, then ``--tools``."""
-    if settings is not None:
-        layers: list[tuple[dict[str, Any], Path | None]] = [(settings.user, settings.user_path)]
-        if settings.project_trusted:
-            layers.append((settings.project, settings.project_path))
-        for data, path in layers:
-            raw = data.get("defaultTools")
-            if raw is None:
-                continue
-            if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
-                raise SettingsError(
-                    path or Path("settings.json"), f"defaultTools must be a list of tool names, found {json.dumps(raw)}"
-                )
-            yield [entry.strip() for entry in raw if entry.strip()]
-    if cli_tools is not None:
-        cleaned = [entry.strip() for entry in cli_tools if entry.strip()]
-        modifiers = [entry for entry in cleaned if _is_modifier(entry)]
-        if modifiers and len(modifiers) != len(cleaned):
-            raise ValueError("--tools: plain tool names and +name/-name entries cannot be mixed")
-        yield cleaned
-
-
 __all__ = [
-    "DEFAULT_TOOLS",
     "MAX_SETTINGS_FILE_BYTES",
     "PROJECT_TRUST_DEFAULTS",
     "QUEUE_MODES",
@@ -864,13 +797,11 @@ __all__ = [
     "SettingsScope",
     "ThinkingLevel",
     "apply_http_proxy",
-    "apply_tool_selection",
     "load_settings",
     "merge_settings",
     "migrate_settings",
     "read_settings_file",
     "read_settings_for_update",
-    "resolve_default_tools",
     "session_dir_setting",
     "trusted_before_start",
     "unknown_key_errors",

@@ -166,10 +166,10 @@ KEYS: tuple[SettingKey, ...] = (
     # ---- model and thinking
     SettingKey("defaultProvider", "run", _str, "a string", ("pi_core/runtime/model_control.py",), "default_provider"),
     SettingKey("defaultModel", "run", _str, "a string", ("pi_core/runtime/model_control.py",), "default_model"),
-    SettingKey("defaultThinkingLevel", "run", _one_of(*THINKING_LEVELS), _words(*THINKING_LEVELS), (_SESSION,),
+    SettingKey("defaultThinkingLevel", "run", _one_of(*THINKING_LEVELS), _words(*THINKING_LEVELS), ("pi_core/runtime/model_control.py",),
                "default_thinking_level"),
     SettingKey("modelThinkingLevels", "run", _thinking_levels_map,
-               "an object mapping provider/modelId to a thinking level", (_SESSION,), "model_thinking_level("),
+               "an object mapping provider/modelId to a thinking level", ("pi_core/runtime/model_control.py",), "model_thinking_level("),
     SettingKey("thinkingBudgets", "run", _thinking_budgets,
                "an object with non-negative integers for minimal, low, medium and high",
                ("pi_core/runtime/agent_hooks.py",), "thinking_budgets"),

@@ -127,6 +127,13 @@ class EventBridge:
     def projection(self) -> list[AgentMessage]:
         return list(self.sm.build_session_context().messages)
 
+    def omit(self, message: AgentMessage) -> None:
+        """Leave a failed attempt out of the model's context (it stays in the file)."""
+        entry_id = self.entry_id_of(message)
+        if entry_id is not None:
+            self.sm.append_context_edit(entry_id, None)
+        self._sync()
+
     # ------------------------------------------------------------------ boundaries
 
     def hold_custom(self, message: CustomMessage) -> None:

@@ -1,6 +1,6 @@
-"""The session's model and thinking level: the initial choice, the check before a run,
-and changes (stored in the session file, announced through ``model_select`` /
-``thinking_level_select``)."""
+"""The session's model and thinking level: the initial choice (recorded when the
+session starts), the check before a run, and changes (stored in the session file,
+announced through ``model_select`` / ``thinking_level_select``)."""
 
 from __future__ import annotations
 
@@ -44,6 +44,8 @@ class ModelControl:
         self.models = models
         self._emit = emit
         self._api_key = api_key
+        self._has_history = False
+        self._selection_recorded = False
 
     def initial(self, model: Model | None, context: SessionContext, settings: Settings) -> Model | None:
         """The model to start with: the one asked for, else the session's, else the
@@ -61,6 +63,38 @@ class ModelControl:
             except Exception as exc:
                 self._emit(NoticeEvent(level="warning", message=f"settings defaultModel {settings.default_model!r}: {exc}"))
         return self.models.default_model()
+
+    def initial_thinking_level(self, level: str | None, context: SessionContext, settings: Settings) -> str:
+        """The thinking level to start with, as pi 1.6.0 picks it (call after
+        :meth:`initial` set the model): the level asked for; else a resumed session's
+        own (its last thinking_level_change, or the default for a file without one);
+        else the model's modelThinkingLevels entry; else defaultThinkingLevel. Clamped
+        to what the model supports (off without a model)."""
+        self._has_history = any(m.role != "system" for m in context.messages)
+        if level is None and self._has_history:
+            level = context.thinking_level if context.thinking_level_set else settings.default_thinking_level
+        model_ref = self.state.model.ref if self.state.model is not None else None
+        if level is None:
+            level = settings.model_thinking_level(model_ref) or settings.default_thinking_level
+        return self.clamp(level) if self.state.model is not None else "off"
+
+    def record_selection(self) -> None:
+        """Write the model and thinking level a session starts with, as pi 1.6.0 does: a
+        new session opens with ``model_change`` and ``thinking_level_change`` entries
+        (so resuming restores both); a file without a thinking level gets one."""
+        if self._selection_recorded:
+            return
+        self._selection_recorded = True
+        if self._has_history:
+            if not self.sm.build_session_context().thinking_level_set:
+                self.sm.append_thinking_level_change(self.state.thinking_level)
+            return
+        if any(e.type in ("model_change", "thinking_level_change") for e in self.sm.get_branch()):
+            return  # already recorded (a session reloaded before its first prompt)
+        model = self.state.model
+        if model is not None:
+            self.sm.append_model_change(model.provider, model.id)
+        self.sm.append_thinking_level_change(self.state.thinking_level)
 
     def clamp(self, level: str) -> str:
         """``level`` as the current model supports it (unchanged without a model)."""

@@ -8,12 +8,20 @@ the plugin runtime of one session, and turns a prompt into finished, persisted w
     -> system patch + user message -> runs (retry, overflow recovery, queued work)
     -> agent_before_settle -> agent_settled
 
-The prompt pipeline lives here; each other concern is a collaborator given only what
-it needs (see ``docs/architecture.md``, "One prompt through the pipeline"):
+The input side of the pipeline (commands, ``input``, expansion, queueing) lives
+here; each other concern is a collaborator given only what it needs (see
+``docs/architecture.md``, "One prompt through the pipeline"):
 
+* :class:`~.runs.RunLoop` - one run, from the model check to ``agent_settled``,
+  and the run state (busy, abort);
+* :class:`~.queues.MessageQueues` - steering, follow-ups, held bash results and
+  plugin messages waiting for a run;
 * :class:`~.tool_binding.ToolBinding` - tools and system prompt as the model sees them;
 * :mod:`.agent_hooks` - ``context``, provider and tool-call hooks on the agent loop;
 * :class:`~.bridge.EventBridge` - agent events to plugins, listeners and the file;
+* :class:`~.model_control.ModelControl` - the model and thinking level;
+* :class:`~.warming.SessionWarming` - prompt-cache warming of the session's requests;
+* :mod:`.lifecycle` - ``session_start``, ``resources_discover``, ``session_shutdown``;
 * :class:`~.retry.AutoRetry`, :class:`~.compactor.Compactor`,
   :class:`~.navigation.TreeNavigator`, :class:`~.nested.NestedCalls`,
   :class:`~.bash.UserBash`.
@@ -24,13 +32,12 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, cast, get_args
+from typing import Any, Literal
 
 import pi_hookspecs
 from pi_hookspecs import (
     AbortController,
     AgentMessage,
-    AgentSettledEvent,
     AssistantMessage,
     BashExecutionMessage,
     CompactionEntry,
@@ -38,18 +45,12 @@ from pi_hookspecs import (
     ImageContent,
     InputEvent,
     LlmContext,
-    MessageEndEvent,
-    MessageStartEvent,
     Model,
-    ResourcesDiscoverEvent,
-    SessionShutdownEvent,
-    SessionStartEvent,
     StreamOptions,
     SystemPromptOptions,
     TextContent,
     ToolDefinition,
     ToolResult,
-    Usage,
     UserMessage,
 )
 
@@ -64,26 +65,24 @@ from ..session import SessionManager, current_system_message
 from .agent_hooks import ContextHooks, ProviderHooks, ToolHooks
 from .bash import UserBash
 from .bridge import EventBridge
-from .cache_warmer import CacheWarmer
 from .compactor import CompactionReason, Compactor, complete_summary
 from .context_host import SessionContextHost
 from .errors import NoModelError, SessionBusyError
-from .events import EntryAppendedEvent, ExtensionErrorEvent, NoticeEvent, QueueUpdateEvent
+from .events import ExtensionErrorEvent, NoticeEvent
+from .lifecycle import announce_shutdown, announce_start
 from .loadout import Loadout
 from .model_control import ModelControl
-from .navigation import TreeNavigator, message_text
+from .navigation import TreeNavigator
 from .nested import NestedCalls, NestedLedger
+from .queues import MessageQueues
 from .retry import AutoRetry, retry_summary
+from .runs import RunLoop
 from .services import SessionServices
 from .tool_binding import ToolBinding, tool_selection
 from .tool_registry import ToolRegistry
+from .warming import SessionWarming
 
 PromptOutcome = Literal["handled", "queued", "started"]
-
-_START_REASONS = frozenset(get_args(SessionStartEvent.model_fields["reason"].annotation))
-_SHUTDOWN_REASONS = frozenset(get_args(SessionShutdownEvent.model_fields["reason"].annotation))
-"""The reasons of ``session_start`` / ``session_shutdown`` (their events are constructed
-for these; anything else is validated, which names it)."""
 
 
 class AgentSession:
@@ -103,19 +102,6 @@ class AgentSession:
         self.runner = services.plugins.runner
         self.models: ModelRegistry = services.models
         self._listeners: list[Callable[[Any], Any]] = []
-        self._busy = False
-        self._settled = asyncio.Event()
-        self._settled.set()
-        self._abort_requested = False
-        self._pre_runs: list[AbortController] = []
-        """The abort controllers of prompts whose run has not started yet (``input``,
-        compaction, ``before_agent_start``) or is between agent runs: :meth:`abort`
-        aborts them, and handlers see the newest as ``ctx.signal`` while no agent run
-        is active (:attr:`run_signal`)."""
-        self._pending_bash: list[AgentMessage] = []
-        self._pending_next_turn: list[AgentMessage] = []
-        self._queued_steer: list[str] = []
-        self._queued_follow_up: list[str] = []
         self.nested = NestedLedger()
         """Records and usage of nested tool calls, per top-level call (``nestedCalls``)."""
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -135,39 +121,27 @@ class AgentSession:
         settings = services.resources.settings
         context = self.sm.build_session_context()
         base_stream = stream_fn or self.models.stream
+        self._warming = SessionWarming(
+            base_stream,
+            self.sm,
+            self.runner,
+            state=lambda: self.agent.state,
+            settings=lambda: self.settings,
+            emit=self._emit,
+        )
+        self.cache_warmer = self._warming.warmer
+        """Prompt-cache warming of the session's requests (the ``cacheWarming`` setting)."""
         self.agent = Agent(
             messages=list(context.messages),
-            stream_fn=self._warming_stream(base_stream),
+            stream_fn=self._warming.wrap(base_stream),
             steering_mode=settings.steering_mode,
             follow_up_mode=settings.follow_up_mode,
         )
-        self.cache_warmer = CacheWarmer(
-            stream=base_stream,
-            branch=lambda: list(self.sm.get_branch()),
-            record=self._record_cache_warm,
-            mode=lambda: self.settings.cache_warming,
-            decide=self._cache_warming_decision,
-        )
-        """Prompt-cache warming of the session's requests (the ``cacheWarming`` setting)."""
         self._model_control = ModelControl(
             self.agent.state, self.sm, self.runner, models=self.models, emit=self._emit, api_key=lambda: self.api_key_override
         )
         self.agent.state.model = self._model_control.initial(model, context, settings)
-        # As pi 1.6.0: the level asked for; else a resumed session's own (its last
-        # thinking_level_change, or the default for an older file without one); else
-        # the model's modelThinkingLevels entry; else defaultThinkingLevel (medium).
-        # Clamped to what the model supports (off without a model).
-        self._has_history = any(m.role != "system" for m in context.messages)
-        self._selection_recorded = False
-        level = thinking_level
-        if level is None and self._has_history:
-            level = context.thinking_level if context.thinking_level_set else settings.default_thinking_level
-        model_ref = self.agent.state.model.ref if self.agent.state.model is not None else None
-        if level is None:
-            level = settings.model_thinking_level(model_ref) or settings.default_thinking_level
-        self.agent.state.thinking_level = (
-            self.clamp_thinking_level(level) if self.agent.state.model is not None else "off"
-        )
+        self.agent.state.thinking_level = self._model_control.initial_thinking_level(thinking_level, context, settings)
         self.tools = ToolRegistry(tool_selection(services.options, settings))
         self._tool_binding = ToolBinding(
             self.tools, registry=self.plugins.registry, sdk_tools=services.options.sdk_tools, state=self.agent.state
@@ -193,7 +167,7 @@ class AgentSession:
             enabled=lambda: self.auto_retry_enabled,
             context_window=lambda: self.model.context_window if self.model else None,
             emit=self._emit,
-            omit=self._omit,
+            omit=lambda message: self._bridge.omit(message),
         )
         self._compactor = Compactor(
             sm,
@@ -209,7 +183,7 @@ class AgentSession:
         self._navigator = TreeNavigator(
             sm,
             runner,
-            is_busy=lambda: self._busy,
+            is_busy=lambda: self._runs.busy,
             check_model=self._model_control.check,
             thinking_level=lambda: self.thinking_level,
             reserve_tokens=lambda: self.settings.branch_summary_settings().reserve_tokens,
@@ -223,12 +197,36 @@ class AgentSession:
             emit=self._emit,
             take_nested=self.nested.take,
             will_retry=lambda: self._retry.will_retry(self.last_assistant()),
-            on_user_message=self._dequeue_display,
+            on_user_message=lambda message: self._queues.dequeue_display(message),
             sync=self._sync_state_from_session,
             pending=lambda: (
                 [*self.agent.queued_steering, *self.agent.queued_follow_up],
-                list(self._pending_next_turn),
+                list(self._queues.next_turn),
             ),
+        )
+        self._queues = MessageQueues(
+            agent,
+            emit=self._emit,
+            sync=self._sync_state_from_session,
+            persist=self._bridge.persist,
+            hold=self._bridge.hold_custom,
+            is_busy=lambda: self._runs.busy,
+            start_run=lambda message: self._runs.run(message, custom=message),
+        )
+        self._runs = RunLoop(
+            agent,
+            runner,
+            bridge=self._bridge,
+            compactor=self._compactor,
+            loadout=self._loadout,
+            retry=self._retry,
+            queues=self._queues,
+            emit=self._emit,
+            check_model=self._model_control.check,
+            projection=self._projection,
+            last_assistant=self.last_assistant,
+            on_settled=self._on_settled,
+            on_agent_settled=self.cache_warmer.on_agent_settled,
         )
         self._user_bash = UserBash(
             runner, cwd=self.cwd, shell_settings=lambda: self.settings.merged, record=self.record_bash
@@ -276,7 +274,7 @@ class AgentSession:
     @property
     def is_busy(self) -> bool:
         """A prompt operation is running (including retries, compaction, queued work)."""
-        return self._busy
+        return self._runs.busy
 
     @property
     def session_file(self) -> str | None:
@@ -380,53 +378,7 @@ class AgentSession:
     def _make_tool_context(self, call: Any, tool: ToolDefinition, signal: Any, on_update: Any) -> ToolContextImpl:
         return self.context_host.tool_context(call.id, signal, on_update, owner=self.tools.owner(tool.name))
 
-    # ================================================================== prompt-cache warming
-
-    def _warming_stream(self, stream: Callable[..., Any]) -> Callable[..., Any]:
-        """``stream`` that also starts warming the cache entry of each session request
-        (summaries, marked ``summary`` in their options, do not replace it)."""
-
-        def session_stream(model: Model, context: LlmContext, options: StreamOptions | None = None) -> Any:
-            options = options or StreamOptions()
-            if options.extra.pop("summary", False) is not True and options.session_id == self.sm.get_session_id():
-                state = self.agent.state
-                sent = list(state.messages)
-
-                def is_current() -> bool:
-                    current = state.model
-                    messages = state.messages
-                    return (
-                        current is not None and current.provider == model.provider and current.id == model.id
-                        and len(sent) <= len(messages) and all(a is b for a, b in zip(sent, messages, strict=False))
-                    )
-
-                self.cache_warmer.start(model, context, options, is_current)
-            return stream(model, context, options)
-
-        return session_stream
-
-    def _record_cache_warm(self, provider: str, model: str, usage: Usage, note: str | None) -> None:
-        entry_id = self.sm.append_usage("cache_warm", provider, model, usage, note)
-        entry = self.sm.get_entry(entry_id)
-        if entry is not None:
-            self._emit(EntryAppendedEvent(entry=entry.to_json()))
-
-    async def _cache_warming_decision(self, decision: Any) -> str:
-        """pi's decision, unless a ``cache_warming_decision`` handler returns an action
-        (the last one that does decides)."""
-        action: str = decision.action
-        if not self.runner.has_handlers("cache_warming_decision"):
-            return action
-        event = pi_hookspecs.CacheWarmingDecisionEvent(
-            warm_cost=decision.warm_cost,
-            miss_cost=decision.miss_cost,
-            continuation_probability=decision.continuation_probability,
-            action=decision.action,
-        )
-        for result in await self.runner.emit("cache_warming_decision", event) or []:
-            if result is not None and result.action is not None:
-                action = result.action
-        return action
+    # ================================================================== summaries
 
     async def _summarise(
         self, model: Model, context: LlmContext, options: StreamOptions, *, source: dict[str, Any] | None = None
@@ -472,12 +424,12 @@ class AgentSession:
         images = list(images)
         # An abort from here on (Esc, Ctrl+C, SIGINT/SIGTERM, RPC ``abort``) ends this
         # prompt: a handler still running is cut off (ctx.signal fires) and no run starts.
-        pre_run = None if self._busy else self._begin_pre_run()
+        pre_run = None if self._runs.busy else self._runs.begin_pre_run()
         try:
             return await self._prompt(text, images, source, streaming_behavior, expand, on_started, pre_run)
         finally:
             if pre_run is not None:
-                self._end_pre_run(pre_run)
+                self._runs.end_pre_run(pre_run)
 
     async def _prompt(
         self,
@@ -507,33 +459,21 @@ class AgentSession:
         else:
             message = UserMessage(content=[TextContent(text=text), *images])
             images = [block for block in message.content[1:] if isinstance(block, ImageContent)]
-        if self._busy:
+        if self._runs.busy:
             if streaming_behavior == "steer":
-                self._queued_steer.append(text)
-                self.agent.steer(message)
+                self._queues.steer(text, message)
             elif streaming_behavior == "follow_up":
-                self._queued_follow_up.append(text)
-                self.agent.follow_up(message)
+                self._queues.follow_up(text, message)
             else:
                 raise SessionBusyError(
                     "pi is busy with a run: send the message as steering or as a follow-up"
                 )
-            self._emit_queue()
             return "queued"
         if on_started is not None:
-            self._check_model()
+            self._model_control.check()
             on_started()
-        await self._run_prompt(message, prompt_text=text, images=images, pre_run=pre_run)
+        await self._runs.run(message, prompt_text=text, images=images, pre_run=pre_run)
         return "started"
-
-    def _begin_pre_run(self) -> AbortController:
-        controller = AbortController()
-        self._pre_runs.append(controller)
-        return controller
-
-    def _end_pre_run(self, controller: AbortController) -> None:
-        if controller in self._pre_runs:
-            self._pre_runs.remove(controller)
 
     @property
     def run_signal(self) -> Any:
@@ -541,10 +481,7 @@ class AgentSession:
         active; before a prompt's run starts (``input``, compaction,
         ``before_agent_start``) and between its agent runs, the prompt's own, which
         :meth:`abort` fires too; ``None`` when nothing runs."""
-        signal = self.agent.signal
-        if signal is None and self._pre_runs:
-            return self._pre_runs[-1].signal
-        return signal
+        return self._runs.signal
 
     def expand_text(self, text: str) -> str:
         """``/skill:name args`` and ``/template args`` expansion."""
@@ -565,122 +502,6 @@ class AgentSession:
 
     async def follow_up(self, text: str) -> PromptOutcome:
         return await self.prompt(text, streaming_behavior="follow_up")
-
-    def _check_model(self) -> Model:
-        return self._model_control.check()
-
-    async def _run_prompt(
-        self,
-        message: AgentMessage,
-        *,
-        prompt_text: str | None = None,
-        images: Sequence[ImageContent] = (),
-        custom: CustomMessage | None = None,
-        pre_run: AbortController | None = None,
-    ) -> None:
-        """One run. ``pre_run``: the prompt's abort controller (:meth:`prompt` made it
-        before the ``input`` hook); an abort through it, before or during the steps
-        ahead of the first request, ends the run without asking the model."""
-        self._check_model()
-        self._busy = True
-        self._settled.clear()
-        own = pre_run is None
-        if pre_run is None:
-            pre_run = self._begin_pre_run()
-        # an abort that arrived before this prompt (no run to stop) is forgotten; one
-        # that arrived while this prompt's input hook ran is not
-        self._abort_requested = pre_run.signal.aborted
-        aborted = False
-        try:
-            self._flush_pending()
-            if not self._abort_requested:
-                await self._compactor.maybe_compact()
-            extra: list[AgentMessage] = []
-            if not self._abort_requested:
-                extra = await self._loadout.before_agent_start(prompt_text, images, custom)
-            if not self._abort_requested:  # aborted before the first request: no run at all
-                patch = self._loadout.patch(self._projection())
-                messages: list[AgentMessage] = [patch] if patch is not None else []
-                messages.append(message)
-                messages += self._pending_next_turn
-                self._pending_next_turn = []
-                messages += extra
-                self._retry.begin()
-                await self.agent.prompt(messages)
-                aborted = await self._after_runs()
-        finally:
-            self._loadout.end_run()
-            self._flush_pending()
-            try:
-                await self._settle(aborted or self._abort_requested)
-            finally:
-                if own:
-                    self._end_pre_run(pre_run)
-
-    async def _settle(self, aborted: bool) -> None:
-        self._busy = False
-        self._bridge.flush_custom()  # what a plugin sent without a turn of its own, not yet stored
-        self.cache_warmer.on_agent_settled()
-        event = AgentSettledEvent.model_construct(aborted=aborted)
-        if self.runner.has_handlers("agent_settled"):
-            await self.runner.emit("agent_settled", event)
-        self._emit(event)
-        self._settled.set()
-        if self._shutdown_requested and self.on_shutdown is not None:
-            result = self.on_shutdown()
-            if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
-                await result
-
-    async def _after_runs(self) -> bool:
-        """Retries, overflow recovery, threshold compaction, queued work and the
-        ``agent_before_settle`` boundary. Returns whether the run ended aborted."""
-        while True:
-            last = self.last_assistant()
-            if self._abort_requested or (last is not None and last.stop_reason == "aborted"):
-                return True
-            if last is not None and last.stop_reason == "error":
-                if await self._retry.prepare(last):
-                    await self.agent.continue_()
-                    continue
-                if self._retry.take_overflow_recovery(last):
-                    self._omit(last)
-                    if await self.compact(reason="overflow", will_retry=True, raise_errors=False):
-                        await self.agent.continue_()
-                        continue
-                    return False
-            elif last is not None:
-                self._retry.succeeded()
-                await self._compactor.maybe_compact()
-            if self.agent.has_queued_messages():
-                await self.agent.continue_()
-                continue
-            outcome: Literal["completed", "error"] = (
-                "error" if last is not None and last.stop_reason == "error" else "completed"
-            )
-            if await self._bridge.before_settle(outcome) and not self._abort_requested:
-                messages = self.agent.state.messages
-                if messages and messages[-1].role != "assistant":
-                    await self.agent.continue_()
-                    continue
-            return False
-
-    def _omit(self, message: AssistantMessage) -> None:
-        """Leave a failed attempt out of the model's context (it stays in the file)."""
-        entry_id = self._bridge.entry_id_of(message)
-        if entry_id is not None:
-            self.sm.append_context_edit(entry_id, None)
-        self._sync_state_from_session()
-
-    def _dequeue_display(self, message: UserMessage) -> None:
-        text = message_text(message.content)
-        for queue in (self._queued_steer, self._queued_follow_up):
-            if text in queue:
-                queue.remove(text)
-                self._emit_queue()
-                return
-
-    def _emit_queue(self) -> None:
-        self._emit(QueueUpdateEvent(steering=list(self._queued_steer), follow_up=list(self._queued_follow_up)))
 
     # ================================================================== compaction & tree
 
@@ -718,49 +539,18 @@ class AgentSession:
             label=label,
         )
 
-    # ================================================================== pending messages
-
-    def _flush_pending(self) -> None:
-        for message in self._pending_bash:
-            self._bridge.persist(message)
-        self._pending_bash = []
-        self._sync_state_from_session()
+    # ================================================================== waiting messages
 
     def record_bash(self, message: AgentMessage) -> None:
         """Store a user ``!cmd`` result now, or after the run when one is active (a bash
         message between a tool call and its result would break the transcript)."""
-        if self._busy:
-            self._pending_bash.append(message)
-        else:
-            self._bridge.persist(message)
-            self._sync_state_from_session()
+        self._queues.record_bash(message)
 
     async def send_custom_message(
         self, message: CustomMessage, *, deliver_as: str = "follow_up", trigger_turn: bool | None = None
     ) -> None:
-        """A plugin message for the context, as pi 1.6.0 delivers it: ``next_turn`` waits
-        for the next prompt; during a run it is steering or a follow-up, unless
-        ``trigger_turn`` is ``False`` (then it is stored at the next turn end, without a
-        turn of its own); when idle it is stored, starting a run when ``trigger_turn``."""
-        if deliver_as == "next_turn":
-            self._pending_next_turn.append(message)
-            return
-        if self._busy:
-            if trigger_turn is False:
-                self._bridge.hold_custom(message)
-            elif deliver_as == "steer":
-                self.agent.steer(message)
-            else:
-                self.agent.follow_up(message)
-            return
-        if trigger_turn:
-            await self._run_prompt(message, custom=message)
-            return
-        self._bridge.persist(message)
-        self._sync_state_from_session()
-        # as pi 1.6.0: the stored message is announced to clients (RPC, json, terminal)
-        self._emit(MessageStartEvent.model_construct(message=message))
-        self._emit(MessageEndEvent.model_construct(message=message))
+        """A plugin message for the context (see :meth:`MessageQueues.send_custom_message`)."""
+        await self._queues.send_custom_message(message, deliver_as=deliver_as, trigger_turn=trigger_turn)
 
     # ================================================================== commands
 
@@ -801,18 +591,14 @@ class AgentSession:
 
     def abort(self) -> None:
         """Stop the active run (and a retry backoff)."""
-        self._abort_requested = True
-        for controller in list(self._pre_runs):
-            controller.abort("aborted")
-        self.agent.abort()
-        self._retry.cancel()
+        self._runs.abort()
 
     async def abort_and_wait(self) -> None:
         self.abort()
         await self.wait_for_idle()
 
     async def wait_for_idle(self) -> None:
-        await self._settled.wait()
+        await self._runs.settled.wait()
 
     def abort_retry(self) -> None:
         """Cancel a pending automatic retry (its backoff) without aborting anything else."""
@@ -820,11 +606,7 @@ class AgentSession:
 
     def clear_queue(self) -> tuple[list[str], list[str]]:
         """Drop the queued steering and follow-up messages; returns their texts."""
-        steering, follow_up = list(self._queued_steer), list(self._queued_follow_up)
-        self.agent.clear_queues()
-        self._queued_steer, self._queued_follow_up = [], []
-        self._emit_queue()
-        return steering, follow_up
+        return self._queues.clear()
 
     @property
     def shutdown_requested(self) -> bool:
@@ -835,59 +617,26 @@ class AgentSession:
         """``ctx.shutdown()``: ``on_shutdown`` runs now when the session is idle, else
         once the current run settles."""
         self._shutdown_requested = True
-        if not self._busy and self.on_shutdown is not None:
+        if not self._runs.busy and self.on_shutdown is not None:
             result = self.on_shutdown()
             if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
                 self.spawn(result)
 
     async def start(self, reason: str = "startup", previous_session_file: str | None = None) -> None:
         """``session_start`` then ``resources_discover``; call once the host is bound."""
-        self._record_selection()
-        if self.runner.has_handlers("session_start"):
-            if reason in _START_REASONS:  # the host's own reasons: constructed
-                start = SessionStartEvent.model_construct(
-                    reason=cast(Any, reason), previous_session_file=previous_session_file
-                )
-            else:  # validation names the unknown reason
-                start = SessionStartEvent(reason=reason, previous_session_file=previous_session_file)
-            await self.runner.emit("session_start", start)
-        if self.runner.has_handlers("resources_discover"):
-            results = await self.runner.emit(
-                "resources_discover",
-                ResourcesDiscoverEvent(cwd=self.cwd, reason="reload" if reason == "reload" else "startup"),
-            )
-            skills = [p for r in results for p in r.skill_paths]
-            prompts = [p for r in results for p in r.prompt_paths]
-            for diagnostic in self.services.resources.extend(skill_paths=skills, prompt_paths=prompts):
-                self._notice("warning", str(diagnostic))
+        self._model_control.record_selection()
+        for problem in await announce_start(self.runner, self.services.resources, self.cwd, reason, previous_session_file):
+            self._notice("warning", problem)
 
-    def _record_selection(self) -> None:
-        """Write the model and thinking level a session starts with, as pi 1.6.0 does: a
-        new session opens with ``model_change`` and ``thinking_level_change`` entries
-        (so resuming restores both); an older file without a thinking level gets one."""
-        if self._selection_recorded:
-            return
-        self._selection_recorded = True
-        if self._has_history:
-            if not self.sm.build_session_context().thinking_level_set:
-                self.sm.append_thinking_level_change(self.agent.state.thinking_level)
-            return
-        if any(e.type in ("model_change", "thinking_level_change") for e in self.sm.get_branch()):
-            return  # already recorded (a session reloaded before its first prompt)
-        model = self.agent.state.model
-        if model is not None:
-            self.sm.append_model_change(model.provider, model.id)
-        self.sm.append_thinking_level_change(self.agent.state.thinking_level)
+    async def _on_settled(self) -> None:
+        """A run settled: a shutdown a plugin requested during it runs now."""
+        if self._shutdown_requested and self.on_shutdown is not None:
+            result = self.on_shutdown()
+            if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
+                await result
 
     async def shutdown(self, reason: str = "quit", target_session_file: str | None = None) -> None:
-        if self.runner.has_handlers("session_shutdown"):
-            if reason in _SHUTDOWN_REASONS:
-                shutdown = SessionShutdownEvent.model_construct(
-                    reason=cast(Any, reason), target_session_file=target_session_file
-                )
-            else:
-                shutdown = SessionShutdownEvent(reason=reason, target_session_file=target_session_file)
-            await self.runner.emit("session_shutdown", shutdown)
+        await announce_shutdown(self.runner, reason, target_session_file)
 
     def dispose(self, reason: str = "the session was disposed") -> None:
         if self._disposed:

@@ -15,7 +15,8 @@ from pi_hookspecs import ToolDefinition
 
 from ..agent import AgentState
 from ..extensions import Registry
-from ..resources.settings import Settings, removed_tools, resolve_default_tools
+from ..resources.settings import Settings
+from ..resources.tool_selection import removed_tools, resolve_default_tools
 from .services import ServiceOptions
 from .tool_registry import ToolRegistry, ToolSelection
 

@@ -11,7 +11,7 @@ import pytest
 from wire_server import Canned, WireServer, collect, json_error, sse, use_server
 
 from pi_core.ai import classify_error, is_retryable_error, stream
-from pi_core.ai.transform import mistral_tool_call_id
+from pi_core.ai.tool_call_ids import mistral_tool_call_id
 from pi_hookspecs import (
     AbortController,
     AssistantMessage,

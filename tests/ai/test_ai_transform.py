@@ -237,13 +237,13 @@ def _answer(total: int, timestamp: int, stop: str = "stop") -> AssistantMessage:
 
 
 def test_max_tokens_are_fitted_into_the_window_as_pi_1_6_0_does() -> None:
-    from pi_core.ai.transform import clamp_max_tokens, estimate_context_tokens
+    from pi_core.ai.token_budget import clamp_max_tokens, estimate_request_input_tokens
 
     def clamp(window: int, messages: list[Any], max_tokens: int = 16384) -> int:
         return clamp_max_tokens(_window_model(window), LlmContext(messages=messages), max_tokens)
 
     prose = [UserMessage(content="a" * 35_000, timestamp=1)]  # 10,000 tokens at 3.5 characters a token
-    assert estimate_context_tokens(prose) == 10_000
+    assert estimate_request_input_tokens(prose) == 10_000
     assert clamp(128_000, prose) == 16_384  # room enough: what was asked
     assert clamp(32_000, [UserMessage(content="a" * 70_000, timestamp=1)]) == 32_000 - 20_000 - 4_096
     # a large input: a 15% margin would leave under 32,768 tokens, so the fixed margin
@@ -253,24 +253,24 @@ def test_max_tokens_are_fitted_into_the_window_as_pi_1_6_0_does() -> None:
     assert clamp(10, big) == 1
     # the last usable usage is the base; only what follows is estimated
     history = [UserMessage(content="q", timestamp=1), _answer(50_000, 2), UserMessage(content="abc", timestamp=3)]
-    assert estimate_context_tokens(history) == 50_001
-    assert estimate_context_tokens([*history, _answer(60_000, 4, stop="error")]) == 50_001 + 1  # "ok"
+    assert estimate_request_input_tokens(history) == 50_001
+    assert estimate_request_input_tokens([*history, _answer(60_000, 4, stop="error")]) == 50_001 + 1  # "ok"
     # an answer older than a message before it (a summary inserted later) does not count
     summary_first = [UserMessage(content="summary", timestamp=10), _answer(50_000, 5), UserMessage(content="x", timestamp=11)]
-    assert estimate_context_tokens(summary_first) == 2 + 1 + 1
+    assert estimate_request_input_tokens(summary_first) == 2 + 1 + 1
 
 
 def test_the_usage_scan_goes_on_where_the_last_request_ended() -> None:
-    from pi_core.ai.transform import estimate_context_tokens
+    from pi_core.ai.token_budget import estimate_request_input_tokens
 
     messages: list[Any] = [UserMessage(content="q", timestamp=1), _answer(1_000, 2)]
     for turn in range(3, 40):
         messages.append(UserMessage(content="q" * 7, timestamp=turn))
-        assert estimate_context_tokens(messages) == 1_000 + 2 * (turn - 2)
+        assert estimate_request_input_tokens(messages) == 1_000 + 2 * (turn - 2)
         fresh = list(messages)  # a different list with the same messages: same answer
-        assert estimate_context_tokens(fresh) == 1_000 + 2 * (turn - 2)
+        assert estimate_request_input_tokens(fresh) == 1_000 + 2 * (turn - 2)
     messages[0] = UserMessage(content="changed", timestamp=1)  # an earlier message replaced
-    assert estimate_context_tokens(messages) == 1_000 + 2 * 37
+    assert estimate_request_input_tokens(messages) == 1_000 + 2 * 37
 
 
 def test_a_long_history_finds_the_usage_the_forward_scan_finds() -> None:
@@ -279,7 +279,7 @@ def test_a_long_history_finds_the_usage_the_forward_scan_finds() -> None:
     pi 1.6.0's forward scan."""
     import random
 
-    from pi_core.ai.transform import _NO_USAGE, _usage_scan, _usage_state
+    from pi_core.ai.token_budget import _NO_USAGE, _usage_scan, _usage_state
 
     rng = random.Random(3)
     for _ in range(60):

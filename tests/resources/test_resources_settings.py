@@ -14,9 +14,9 @@ from pi_core.resources.settings import (
     Settings,
     SettingsError,
     load_settings,
-    resolve_default_tools,
     session_dir_setting,
 )
+from pi_core.resources.tool_selection import resolve_default_tools
 
 
 def write_json(path: Path, data: object) -> Path:

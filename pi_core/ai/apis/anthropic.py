@@ -24,9 +24,9 @@ from .._memo import MISSING, MessageMemo, PrefixReuse
 from ..errors import ProviderError
 from ..message_stream import MessageBuilder
 from ..models import MIN_ANSWER_TOKENS, budget_with_max_tokens, clamp_thinking_level, provider_thinking_value
+from ..token_budget import clamp_max_tokens
 from ..transform import (
     LLM_MESSAGE_TYPES,
-    clamp_max_tokens,
     message_class,
     prepare_context,
     supports_mid_conversation_system,
@@ -262,7 +262,7 @@ def build_request(model: Model, context: LlmContext, options: StreamOptions) -> 
     """``(payload, beta features)`` of a Messages request."""
     cache = cache_control(model, options)
     prepared = prepare_context(model, context, mid_conversation_system=supports_mid_conversation_system(model))
-    # as pi 1.6.0: the output fitted into the context window (pi_core.ai.transform.clamp_max_tokens)
+    # as pi 1.6.0: the output fitted into the context window (pi_core.ai.token_budget.clamp_max_tokens)
     base_max_tokens = clamp_max_tokens(model, context, options.max_tokens or model.max_tokens)
     payload: dict[str, Any] = {
         "model": model.id,

@@ -45,7 +45,8 @@ from .._memo import MISSING, MessageMemo, PrefixReuse
 from ..errors import ProviderError
 from ..message_stream import MessageBuilder
 from ..models import clamp_thinking_level
-from ..transform import clamp_max_tokens, prepare_context
+from ..token_budget import clamp_max_tokens
+from ..transform import prepare_context
 from . import _common
 
 # --------------------------------------------------------------------------- model traits

@@ -34,13 +34,9 @@ from .._memo import MISSING, MessageMemo, PrefixReuse
 from ..errors import ProviderError
 from ..message_stream import MessageBuilder
 from ..models import clamp_thinking_level
-from ..transform import (
-    clamp_max_tokens,
-    mistral_tool_call_id,
-    prepare_context,
-    supports_mid_conversation_system,
-    system_update_text,
-)
+from ..token_budget import clamp_max_tokens
+from ..tool_call_ids import mistral_tool_call_id
+from ..transform import prepare_context, supports_mid_conversation_system, system_update_text
 from . import _common
 
 DEFAULT_BASE_URL = "https://api.mistral.ai"

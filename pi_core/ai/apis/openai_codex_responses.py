@@ -33,7 +33,8 @@ from pi_hookspecs import LlmContext, Model, StreamOptions
 from ..errors import ProviderError
 from ..message_stream import MessageBuilder
 from ..models import clamp_thinking_level, provider_thinking_value
-from ..transform import clamp_max_tokens, prepare_context, supports_mid_conversation_system
+from ..token_budget import clamp_max_tokens
+from ..transform import prepare_context, supports_mid_conversation_system
 from . import _common
 from .openai_responses import MIN_OUTPUT_TOKENS, ResponsesDecoder, convert_input, convert_tools
 

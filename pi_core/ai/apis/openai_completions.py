@@ -29,9 +29,9 @@ from .._memo import MISSING, MessageMemo, PrefixReuse
 from ..errors import ProviderError
 from ..message_stream import MessageBuilder
 from ..models import clamp_thinking_level, provider_thinking_value, thinking_budget
+from ..token_budget import clamp_max_tokens
 from ..transform import (
     LLM_MESSAGE_TYPES,
-    clamp_max_tokens,
     message_class,
     prepare_context,
     supports_mid_conversation_system,

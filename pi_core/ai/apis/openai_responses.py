@@ -31,7 +31,8 @@ from .._memo import MISSING, MessageMemo, PrefixReuse
 from ..errors import ProviderError
 from ..message_stream import MessageBuilder
 from ..models import clamp_thinking_level, provider_thinking_value
-from ..transform import clamp_max_tokens, prepare_context, supports_mid_conversation_system, system_update_text
+from ..token_budget import clamp_max_tokens
+from ..transform import prepare_context, supports_mid_conversation_system, system_update_text
 from . import _common
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"

@@ -12,8 +12,12 @@ Modules:
 * :mod:`.commands` — the built-in slash commands and their table;
 * :mod:`.sessions_ui` — the session picker and the session commands (export, share …);
 * :mod:`.settings_ui` — ``/settings`` and ``/scoped-models``;
-* :mod:`.keys` — the key bindings and ``keybindings.json``;
+* :mod:`.keys` — the keymap: actions, their keys and ``keybindings.json``;
+* :mod:`.bindings` — what the keys of the input line do, the plugins' shortcuts;
 * :mod:`.theme` — colour themes in pi 1.6.0's JSON format;
 * :mod:`.system` — the clipboard and the external editor;
-* :mod:`.app` — the input loop, key handlers, runs and user shell commands.
+* :mod:`.input_line` — the input line, the draft, pasted images, the external editor;
+* :mod:`.jobs` — the background job (a run, a shell command …), in-line commands;
+* :mod:`.startup` — the session to open and the startup header;
+* :mod:`.app` — the input loop: dispatching messages, commands and user shell commands.
 """

@@ -1,4 +1,4 @@
-"""Faults an ACP client runs into (issue 31), each driven through a real client
+"""Faults an ACP client runs into, each driven through a real client
 connection (the ``acp`` SDK's client side) against ``pi acp`` in a subprocess:
 
 * ``session/load`` of a session that was created but never prompted (pi has written no

@@ -2,11 +2,12 @@
 
 ``import mcp`` costs about half a second: the package's ``__init__`` (and that of
 ``mcp.client``) imports the SDK's server side too (uvicorn, starlette, the server
-framework: ≈0.15 s, measured 2026-12), which a client never uses. pluggable-pi-mcp imports the
+framework: ≈0.15 s), which a client never uses. pluggable-pi-mcp imports the
 client modules it uses without running those two ``__init__`` files
 (:func:`_defer_package_inits`); the first name read from either package itself runs
-its ``__init__`` then, so ``import mcp; mcp.ClientSession`` works as ever, for any code
-in the process. Should the SDK's layout ever refuse that, the SDK is imported whole.
+its ``__init__`` then, so ``import mcp; mcp.ClientSession`` works as after a plain
+import, for any code in the process. Should the SDK's layout ever refuse that, the SDK
+is imported whole.
 
 :func:`prefetch` starts that import in a background thread as soon as pluggable-pi-mcp knows a
 server is configured; the connections await :func:`ready` only where they need the SDK

@@ -1,5 +1,5 @@
 """An adversarial probe suite for pluggable-pi-sandbox: the catalogue, the driver that
-runs it through a real pi session, and the report (issue 30, item 7).
+runs it through a real pi session, and the report.
 
 Every probe is one ``bash`` tool call of a scripted model in a real pi session with the
 sandbox plugin, exactly as a model's command runs: a small shell command (``python3
@@ -1954,7 +1954,7 @@ def run_cell(args: argparse.Namespace) -> dict[str, Any]:
             return {**info, "skip": f"{args.backend} is not available to uid {os.getuid()}: {exc}"}
         # What this backend cannot keep here makes pi refuse every command until the user
         # accepts it; the cell accepts it as that user would, and expects those probes
-        # not contained (older versions of the plugin have no such list).
+        # not contained (a plugin without ``weaker_guarantees`` gets no such list).
         weaker = getattr(sys.modules["pi_sandbox.sandbox"], "weaker_guarantees", None)
         if callable(weaker):
             lab.accepted = dict(weaker(chosen_backend))

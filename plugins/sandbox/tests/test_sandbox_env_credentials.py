@@ -1,5 +1,5 @@
 """The environment filter removes credentials carried in URLs, whatever the variable's
-name (issue 30, item 6): ``DATABASE_URL=postgres://user:pw@db/x`` and the like."""
+name: ``DATABASE_URL=postgres://user:pw@db/x`` and the like."""
 
 from __future__ import annotations
 

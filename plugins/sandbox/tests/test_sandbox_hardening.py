@@ -1,6 +1,6 @@
-"""Attacks of an independent break-out attempt (issue 30), each kept as a test: a
-sandboxed command run through the model's bash tool, pi as the user the suite runs as
-(root in CI containers), on both Linux backends.
+"""Break-out attacks on the sandbox, one test each: a sandboxed command run through the
+model's bash tool, pi as the user the suite runs as (root in CI containers), on both
+Linux backends.
 
 * kernel interfaces and capabilities: nothing of the host's kernel is writable, no
   capability is left, ``no_new_privs`` is set;

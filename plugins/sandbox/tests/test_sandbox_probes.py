@@ -1,4 +1,4 @@
-"""The adversarial probe suite (issue 30, item 7): every probe of ``sandbox_probes``
+"""The adversarial probe suite: every probe of ``sandbox_probes``
 through the model's ``bash`` tool in a real pi session, for both Linux backends, with
 pi running as root and as a normal user.
 

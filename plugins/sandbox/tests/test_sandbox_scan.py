@@ -1,10 +1,10 @@
 """Recognising refusals in a command's output costs linear time, is bounded, and runs
-off the event loop (issue 30, item 5).
+off the event loop.
 
-The regexes of the first version ran over whole lines: one line of 40,000 characters
-took seconds to scan (quadratic), while pi's loop waited. Timings here are CPU time of
-the scanning thread (robust on a loaded machine): 1 MB must take well under the
-ceiling, which the old scan missed by orders of magnitude.
+Regexes run over whole lines are quadratic: one line of 40,000 characters takes seconds
+to scan that way, while pi's loop waits. Timings here are CPU time of the scanning
+thread (robust on a loaded machine): 1 MB must take well under the ceiling, which such a
+per-line regex scan (:func:`_reference`) misses by orders of magnitude.
 """
 
 from __future__ import annotations
@@ -146,11 +146,12 @@ def test_a_set_stop_ends_the_scan(plan: Plan, tmp_path: Path) -> None:
     assert find(f"{tmp_path}/home/outside: Read-only file system\n" * 1000, plan, stop=stop) == []
 
 
-# --------------------------------------------------------------------------- same findings as before
+# --------------------------------------------------------------------------- same findings as the reference scan
 
 
 def _reference(output: str, plan: Plan) -> list[tuple[str, str, str, str]]:
-    """The first version of ``find`` (quadratic on long lines, fine on short ones)."""
+    """A per-line regex scan for the same refusals: quadratic on long lines, simple enough
+    to trust on short ones, so ``find`` must agree with it there."""
     errors = "Read-only file system|Permission denied|Operation not permitted"
     path_first = re.compile(rf"['\"‘`]?(?P<path>[^\s:'\"‘’`]+)['\"’`]?: (?P<error>{errors})")
     error_first = re.compile(rf"(?P<error>{errors}): ['\"](?P<path>/[^'\"]+)['\"]")
@@ -190,7 +191,7 @@ def _reference(output: str, plan: Plan) -> list[tuple[str, str, str, str]]:
 
 
 @pytest.mark.parametrize("network", ["off", "proxy", "on"])
-def test_short_outputs_give_what_the_first_version_gave(plan: Plan, tmp_path: Path, network: Literal["off", "proxy", "on"]) -> None:
+def test_short_outputs_give_what_the_reference_scan_gives(plan: Plan, tmp_path: Path, network: Literal["off", "proxy", "on"]) -> None:
     plan.network = network
     home, project = f"{tmp_path}/home", plan.cwd
     paths = [f"{home}/x", f"{home}/.ssh/id", f"{project}/.pi/s", f"{project}/a", "/etc/passwd", "rel/a", "~/.ssh/k", "/",
@@ -240,7 +241,7 @@ def test_a_1mb_line_of_output_is_reported_promptly(pi: PiHarness, machine: Machi
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(violations, "find", recording)
         result = pi.prompt("write outside").tool_results[0]
-    assert time.monotonic() - started < 5  # 0.05 s; the first version took 15 s here
+    assert time.monotonic() - started < 5  # 0.05 s; a per-line regex scan takes 15 s here
     assert result.is_error and f"writing {machine.home / 'outside'} (outside the writable folders)" in result.text
     assert scans and threading.get_ident() not in scans  # scanned in a worker thread, not on pi's loop
 
