@@ -2,7 +2,7 @@
 """Set up and run pi's development tasks with nothing but python3 (>= 3.11) and pip.
 
     python3 tasks.py demo     # set up .venv, then an offline pi session (no API key needed)
-    python3 tasks.py test     # set up .venv, then ruff, mypy and the whole test suite
+    python3 tasks.py test     # set up .venv, then ruff (lint and format), mypy and the whole test suite
     python3 tasks.py test -k EXPR | PATH...   # set up .venv, then only pytest with these arguments
     python3 tasks.py bench    # set up .venv, then every benchmark
     python3 tasks.py release [--strict]   # build every wheel and sdist into dist/ and check them
@@ -123,8 +123,9 @@ def test(*pytest_args: str) -> None:
         say(f"pytest {' '.join(pytest_args)}")
         run(*uv, "run", "--no-sync", "pytest", *pytest_args, env=env)
         return
-    say("ruff check")
+    say("ruff check and ruff format --check")
     run(*uv, "run", "--no-sync", "ruff", "check", ".", env=env)
+    run(*uv, "run", "--no-sync", "ruff", "format", "--check", ".", env=env)
     say("mypy --strict on the plugin contract, the core and the plugins")
     run(*uv, "run", "--no-sync", "mypy", "hookspecs/pi_hookspecs", *CORE_PACKAGES, *PLUGIN_PACKAGES, *TOOLS, env=env)
     # One pytest worker per core; a test file's tests stay in one worker (their
@@ -192,8 +193,7 @@ def build(uv: list[str], out: Path = DIST, *, wheels_only: bool = False) -> None
     run(*uv, "build", "--all-packages", *kinds, "--python", sys.executable, "--out-dir", str(out), env=uv_env())
     for example in EXAMPLES:
         say(f"uv build {example} {' '.join(kinds)} -o {_shown(out / 'examples')}".replace("  ", " "))
-        run(*uv, "build", example, *kinds, "--python", sys.executable, "--out-dir", str(out / "examples"),
-            env=uv_env())
+        run(*uv, "build", example, *kinds, "--python", sys.executable, "--out-dir", str(out / "examples"), env=uv_env())
 
 
 def _shown(path: Path) -> str:
@@ -264,10 +264,22 @@ def tool_install(uv: list[str], dist: Path, *, everything: bool = False) -> Path
     core, plugins = wheels_for(dist, extra)
     with_args = [arg for wheel in plugins for arg in ("--with", str(wheel))]
     requirement = f"pluggable-pi[{extra}] @ {core.as_uri()}"
-    say(f"uv tool install --force --compile-bytecode '{requirement}' " + " ".join(
-        f"--with {_shown(w)}" for w in plugins))
-    run(*uv, "tool", "install", "--force", "--compile-bytecode", "--python", sys.executable, requirement, *with_args,
-        env=uv_env())
+    say(
+        f"uv tool install --force --compile-bytecode '{requirement}' "
+        + " ".join(f"--with {_shown(w)}" for w in plugins)
+    )
+    run(
+        *uv,
+        "tool",
+        "install",
+        "--force",
+        "--compile-bytecode",
+        "--python",
+        sys.executable,
+        requirement,
+        *with_args,
+        env=uv_env(),
+    )
     found = subprocess.run([*uv, "tool", "dir", "--bin"], capture_output=True, text=True, env=uv_env())
     if found.returncode != 0 or not found.stdout.strip():
         sys.exit(f"uv tool dir --bin failed: {found.stderr.strip()}")
@@ -289,7 +301,7 @@ def install(*args: str) -> None:
 
 TASKS = {"setup": setup, "demo": demo, "test": test, "bench": bench, "release": release, "install": install}
 TASK_OPTIONS = {"release": {"--strict"}, "install": {"--all"}}
-USAGE = f"""usage: python3 tasks.py {{{'|'.join(TASKS)}}}
+USAGE = f"""usage: python3 tasks.py {{{"|".join(TASKS)}}}
        python3 tasks.py test [PYTEST ARGS...]   e.g. test -k install, test tests/cli/test_cli_packages.py -x
        python3 tasks.py release [--strict]      --strict: warnings (no project URLs) fail too, for a real publish
        python3 tasks.py install [--all]         --all: every plugin, not only the standard ones"""

@@ -36,7 +36,10 @@ WARM = 30
 
 APIS = {
     "anthropic-messages": ("", lambda: anthropic_stream(anthropic_message([{"type": "text", "text": "Hello there."}]))),
-    "openai-responses": ("/v1", lambda: responses_stream(responses_events([{"type": "message", "text": "Hello there."}]))),
+    "openai-responses": (
+        "/v1",
+        lambda: responses_stream(responses_events([{"type": "message", "text": "Hello there."}])),
+    ),
     "openai-completions": ("/v1", lambda: chat_chunks([{"content": "Hello "}, {"content": "there."}])),
 }
 

@@ -67,7 +67,13 @@ CONTEXT_WINDOW = 4_000_000  # far above the 20,000-entry session: neither progra
 NOT_INSTALLED = 'pi 1.6.0 not installed: export PI_TS="$(../shared/tools/install-pi-ts)"'
 
 
-SECTIONS = {"startup": "_startup", "print": "_print_cases", "mcp": "_mcp_case", "resume": "_resume_case", "loop": "_loop_case"}
+SECTIONS = {
+    "startup": "_startup",
+    "print": "_print_cases",
+    "mcp": "_mcp_case",
+    "resume": "_resume_case",
+    "loop": "_loop_case",
+}
 """The cases of this bench, by the names ``PI_BENCH_CASES`` takes."""
 
 

@@ -40,7 +40,7 @@ def echo(text: str) -> str:
 server.run()
 '''
 
-WORKER = r'''
+WORKER = r"""
 import asyncio, json, statistics, sys, time
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
@@ -107,7 +107,7 @@ async def main():
 
 
 asyncio.run(main())
-'''
+"""
 
 
 def measure(rounds: int = ROUNDS, warmup: int = WARMUP) -> dict[str, float]:

@@ -68,8 +68,11 @@ async def measure() -> tuple[list[float], str]:
 
         script = FauxScript(fallback=respond, keep_contexts=False)
         runtime = await create_agent_session(
-            cwd=tmp, model=faux_model(script), plugins=[make_plugin(i) for i in range(5)],
-            custom_tools=[noop], installed_plugins=False,
+            cwd=tmp,
+            model=faux_model(script),
+            plugins=[make_plugin(i) for i in range(5)],
+            custom_tools=[noop],
+            installed_plugins=False,
         )
 
         def on_event(event: Any) -> None:

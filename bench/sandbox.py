@@ -42,8 +42,12 @@ async def _session(root: Path, name: str, sandbox: dict[str, Any] | None) -> Any
         (agent / "settings.json").write_text(json.dumps({"sandbox": sandbox}))
     os.environ["PI_CODING_AGENT_DIR"] = str(agent)  # the plugin reads its policy when the session starts
     runtime = await create_agent_session(
-        cwd=root / "project", model=faux_model(FauxScript([])), plugins=[SandboxPlugin] if sandbox else [],
-        installed_plugins=False, in_memory=True, agent_dir=agent,
+        cwd=root / "project",
+        model=faux_model(FauxScript([])),
+        plugins=[SandboxPlugin] if sandbox else [],
+        installed_plugins=False,
+        in_memory=True,
+        agent_dir=agent,
     )
     for _ in range(WARMUP):
         message = await runtime.session.execute_bash("true")
@@ -87,7 +91,9 @@ async def _measure() -> dict[str, list[float]]:
 def report() -> list[str]:
     times = asyncio.run(_measure())
     base = statistics.median(times["unconfined"])
-    lines = [f"pluggable-pi-sandbox: one bash call (`true`), median of {CALLS}; budget <= {BUDGET_MS:g} ms above unconfined"]
+    lines = [
+        f"pluggable-pi-sandbox: one bash call (`true`), median of {CALLS}; budget <= {BUDGET_MS:g} ms above unconfined"
+    ]
     lines.append(f"  {'unconfined':<26} {base:6.1f} ms")
     for name, samples in times.items():
         if name == "unconfined" or not samples:

@@ -21,19 +21,25 @@ QUERIES = 1_000
 ADDS = 500
 ROUNDS = 3
 
-VERBS = ("create get list update delete search close merge assign archive restore export import sync "
-         "upload download share move copy rename approve reject publish schedule cancel start stop "
-         "summarize validate").split()
-NOUNS = ("issue pull_request commit branch repository file folder ticket comment label milestone user team "
-         "project board card invoice payment customer order product shipment refund subscription plan "
-         "report dashboard chart metric alert incident deployment build pipeline job artifact release tag "
-         "webhook secret token key certificate domain record zone bucket object volume snapshot backup "
-         "database table query index cluster node pod service namespace message channel thread reaction "
-         "meeting calendar event reminder task note document page space wiki contact lead deal campaign "
-         "email template segment survey response form field attachment image video playlist track album").split()
-WORDS = ("the a of for in with new existing one all by from to its their given selected current recent "
-         "open closed pending active archived public private shared remote local full partial summary "
-         "details status owner name id url date time range filter sort page limit cursor").split()
+VERBS = (
+    "create get list update delete search close merge assign archive restore export import sync "
+    "upload download share move copy rename approve reject publish schedule cancel start stop "
+    "summarize validate"
+).split()
+NOUNS = (
+    "issue pull_request commit branch repository file folder ticket comment label milestone user team "
+    "project board card invoice payment customer order product shipment refund subscription plan "
+    "report dashboard chart metric alert incident deployment build pipeline job artifact release tag "
+    "webhook secret token key certificate domain record zone bucket object volume snapshot backup "
+    "database table query index cluster node pod service namespace message channel thread reaction "
+    "meeting calendar event reminder task note document page space wiki contact lead deal campaign "
+    "email template segment survey response form field attachment image video playlist track album"
+).split()
+WORDS = (
+    "the a of for in with new existing one all by from to its their given selected current recent "
+    "open closed pending active archived public private shared remote local full partial summary "
+    "details status owner name id url date time range filter sort page limit cursor"
+).split()
 
 
 def _words(rng: random.Random, lo: int, hi: int) -> list[str]:
@@ -46,8 +52,11 @@ def synthetic_tools(count: int, seed: int = 1, prefix: str = "") -> list[ToolDef
     description (about 50 terms per tool, like a typical MCP server's tools)."""
     rng = random.Random(seed)
     namespaces = [
-        ToolNamespace(name=f"mcp__svc{i}", aliases=[f"svc{i}"],
-                      description=f"Service {i}: " + " ".join(rng.sample(NOUNS, 6)).replace("_", " "))
+        ToolNamespace(
+            name=f"mcp__svc{i}",
+            aliases=[f"svc{i}"],
+            description=f"Service {i}: " + " ".join(rng.sample(NOUNS, 6)).replace("_", " "),
+        )
         for i in range(SERVERS)
     ]
     tools = []
@@ -60,14 +69,16 @@ def synthetic_tools(count: int, seed: int = 1, prefix: str = "") -> list[ToolDef
             field = rng.choice(NOUNS) + "_" + rng.choice(("id", "name", "filter", "limit", "status"))
             text = " ".join([*_words(rng, 1, 4), rng.choice(NOUNS).replace("_", " "), *_words(rng, 0, 3)])
             properties[field] = {"type": "string", "description": text.capitalize()}
-        tools.append(ToolDefinition(
-            name=f"{namespace.name}__{prefix}{verb}_{noun}_{i}",
-            description=" ".join(words) + ".",
-            parameters={"type": "object", "properties": properties},
-            execute=lambda args, ctx: None,
-            exposure="deferred",
-            namespace=namespace,
-        ))
+        tools.append(
+            ToolDefinition(
+                name=f"{namespace.name}__{prefix}{verb}_{noun}_{i}",
+                description=" ".join(words) + ".",
+                parameters={"type": "object", "properties": properties},
+                execute=lambda args, ctx: None,
+                exposure="deferred",
+                namespace=namespace,
+            )
+        )
     return tools
 
 

@@ -105,8 +105,15 @@ def members(source: str | None = None) -> list[Member]:
                     and isinstance(following.value.value, str)
                 ):
                     doc = inspect.cleandoc(following.value.value)
-                out.append(Member(node.name, item.target.id, "attribute",
-                                  f"{prefix}.{item.target.id}: {ast.unparse(item.annotation)}", doc))
+                out.append(
+                    Member(
+                        node.name,
+                        item.target.id,
+                        "attribute",
+                        f"{prefix}.{item.target.id}: {ast.unparse(item.annotation)}",
+                        doc,
+                    )
+                )
     return out
 
 

@@ -145,8 +145,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="docs/_hookdocs.py",
         description="Regenerate docs/hooks.md (from the hookspecs) and docs/context.md (from the ctx protocols).",
     )
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 and name the stale files when one is out of date")
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 and name the stale files when one is out of date"
+    )
     args = parser.parse_args(argv)
     pages = {TARGET: render(), _contextdocs.TARGET: _contextdocs.render()}
     stale = [path for path, text in pages.items() if (path.read_text() if path.exists() else "") != text]

@@ -29,8 +29,10 @@ class Audit:
         print(f"[audit plugin] tool call #{self.calls}: {event.tool_name} {args} -> {verdict}", file=sys.stderr)
         log = Path(ctx.cwd) / ".pi-audit.jsonl"
         with log.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"time": time.time(), "tool": event.tool_name, "input": event.input,
-                                 "verdict": verdict}) + "\n")
+            fh.write(
+                json.dumps({"time": time.time(), "tool": event.tool_name, "input": event.input, "verdict": verdict})
+                + "\n"
+            )
         if blocked:
             return {"block": True, "reason": "the audit plugin does not allow rm -rf"}
         return None

@@ -336,4 +336,3 @@ def _from_real_module(path: str, name: str) -> Any:
 
 PYDANTIC_GROUP = "pydantic"
 """The entry-point group of pydantic plugins (see :func:`settle_pydantic_plugins`)."""
-

@@ -53,7 +53,12 @@ def _fixed_lines() -> tuple[str, ...]:
         names = sorted(entry.name for entry in os.scandir(package) if entry.name.endswith(".py"))
     except OSError:
         names = []
-    versions = [f"format {_FORMAT}", sys.version, f"pydantic {pydantic.VERSION}", f"pydantic-core {pydantic_core.__version__}"]
+    versions = [
+        f"format {_FORMAT}",
+        sys.version,
+        f"pydantic {pydantic.VERSION}",
+        f"pydantic-core {pydantic_core.__version__}",
+    ]
     return (*versions, *(_stat_line(os.path.join(package, name)) for name in names))
 
 
@@ -199,4 +204,3 @@ def _serializer(cls: Any) -> Any:
         return SchemaSerializer(cached_schema(source, generate, name=f"json-{cls.__qualname__}"))
     except Exception:  # a cached schema this pydantic-core refuses: the class's own serializer
         return cls.__pydantic_serializer__
-

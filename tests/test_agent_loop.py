@@ -101,11 +101,21 @@ async def test_a_plain_answer_emits_the_documented_event_sequence() -> None:
     agent, events = make_agent(Script("Hello there"))
     new = await agent.prompt("hi")
     assert kinds(events) == [
-        "agent_start", "turn_start", "message_start:user", "message_end:user",
-        "message_start:assistant", "message_end:assistant", "turn_end", "agent_end",
+        "agent_start",
+        "turn_start",
+        "message_start:user",
+        "message_end:user",
+        "message_start:assistant",
+        "message_end:assistant",
+        "turn_end",
+        "agent_end",
     ]
     assert [e.assistant_message_event.type for e in events if e.type == "message_update"] == [
-        "text_start", "text_delta", "text_delta", "text_end"]
+        "text_start",
+        "text_delta",
+        "text_delta",
+        "text_end",
+    ]
     assert new[-1].text() == "Hello there" and agent.state.messages == new
     assert not agent.state.is_streaming and agent.state.stream_message is None
 
@@ -115,10 +125,22 @@ async def test_tool_round_trip() -> None:
     agent, events = make_agent(script, echo)
     await agent.prompt("go")
     assert kinds(events) == [
-        "agent_start", "turn_start", "message_start:user", "message_end:user",
-        "message_start:assistant", "message_end:assistant", "tool_execution_start", "tool_execution_end",
-        "message_start:toolResult", "message_end:toolResult", "turn_end",
-        "turn_start", "message_start:assistant", "message_end:assistant", "turn_end", "agent_end",
+        "agent_start",
+        "turn_start",
+        "message_start:user",
+        "message_end:user",
+        "message_start:assistant",
+        "message_end:assistant",
+        "tool_execution_start",
+        "tool_execution_end",
+        "message_start:toolResult",
+        "message_end:toolResult",
+        "turn_end",
+        "turn_start",
+        "message_start:assistant",
+        "message_end:assistant",
+        "turn_end",
+        "agent_end",
     ]
     assert agent.state.messages[-1].text() == "saw echo: x"
     assert [t.name for t in script.requests[0].tools] == ["echo"]
@@ -168,8 +190,11 @@ async def test_a_sequential_tool_makes_the_whole_batch_sequential() -> None:
     agent, events = make_agent(Script([("a", {}), ("b", {}), ("a", {})], "done"), a, b)
     await agent.prompt("go")
     assert not overlap
-    order = [e.type for e in events if e.type.startswith("tool_execution") or
-             (e.type == "message_end" and e.message.role == "toolResult")]
+    order = [
+        e.type
+        for e in events
+        if e.type.startswith("tool_execution") or (e.type == "message_end" and e.message.role == "toolResult")
+    ]
     assert order == ["tool_execution_start", "tool_execution_end", "message_end"] * 3
 
 
@@ -268,12 +293,18 @@ async def test_json_schema_tools_are_validated_with_loose_coercion() -> None:
     raw = h.ToolDefinition(
         name="count",
         description="Count things.",
-        parameters={"type": "object", "properties": {"n": {"type": "integer"}, "tags": {"type": "array",
-                    "items": {"type": "string"}}, "note": {"type": "string"}}, "required": ["n"]},
+        parameters={
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "note": {"type": "string"},
+            },
+            "required": ["n"],
+        },
         execute=lambda args, ctx: seen.append(args) or "ok",
     )
-    agent, _ = make_agent(Script([("count", {"n": "3", "tags": "one", "note": None}), ("count", {"n": "x"})], "."),
-                          raw)
+    agent, _ = make_agent(Script([("count", {"n": "3", "tags": "one", "note": None}), ("count", {"n": "x"})], "."), raw)
     await agent.prompt("go")
     assert seen == [{"n": 3, "tags": ["one"]}]
     error = [m for m in agent.state.messages if m.role == "toolResult"][1]
@@ -325,8 +356,11 @@ async def test_length_truncated_tool_calls_are_not_executed() -> None:
 
 
 async def test_terminating_results_end_the_run_without_another_request() -> None:
-    final = h.tool(lambda answer: h.ToolResult(content=[h.TextContent(text=answer)], terminate=True),
-                   name="final_answer", description="Submit the final answer.")
+    final = h.tool(
+        lambda answer: h.ToolResult(content=[h.TextContent(text=answer)], terminate=True),
+        name="final_answer",
+        description="Submit the final answer.",
+    )
     script = Script([("final_answer", {"answer": "42"})], "never requested")
     agent, _ = make_agent(script, final)
     await agent.prompt("go")

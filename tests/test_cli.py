@@ -33,9 +33,12 @@ def test_extensions_list_json_shows_third_party_and_broken_plugins(site_dir: Pat
     install_good(site_dir)
     install_broken(site_dir)
     make_distribution(
-        site_dir, dist="pi-test-cmd", version="2.0", module="pi_test_cmd",
+        site_dir,
+        dist="pi-test-cmd",
+        version="2.0",
+        module="pi_test_cmd",
         code="from pi_hookspecs import hookimpl\nclass P:\n    @hookimpl\n    def register_commands(self, register):\n"
-             "        register('hello', lambda args, ctx: None, description='Say hello')\n",
+        "        register('hello', lambda args, ctx: None, description='Say hello')\n",
         entry_points={"cmd": "pi_test_cmd:P"},
     )
     env = {"PYTHONPATH": os.pathsep.join([str(site_dir), os.environ.get("PYTHONPATH", "")])}
@@ -52,7 +55,11 @@ def test_extensions_list_json_shows_third_party_and_broken_plugins(site_dir: Pat
     assert broken["status"] == "error" and "No module named 'pi_test_this_module_does_not_exist'" in broken["error"]
     # pi's own providers are a built-in plugin like its tools, listed with what they register
     providers = plugins["pi-providers"]
-    assert (providers["source"], providers["status"], providers["hooks"]) == ("builtin", "loaded", ["register_providers"])
+    assert (providers["source"], providers["status"], providers["hooks"]) == (
+        "builtin",
+        "loaded",
+        ["register_providers"],
+    )
     assert {"anthropic", "openai"} <= set(providers["providers"]) and "openai-completions" in providers["apis"]
 
 

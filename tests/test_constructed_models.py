@@ -126,8 +126,17 @@ def test_stream_events_and_message_are_as_validated(kind: str) -> None:
     events = _stream_events(kind)
     kinds = {type(e) for e in events}
     if kind == "done":
-        assert {StartEvent, ThinkingStartEvent, TextStartEvent, TextDeltaEvent, TextEndEvent,
-                ToolCallStartEvent, ToolCallDeltaEvent, ToolCallEndEvent, DoneEvent} <= kinds
+        assert {
+            StartEvent,
+            ThinkingStartEvent,
+            TextStartEvent,
+            TextDeltaEvent,
+            TextEndEvent,
+            ToolCallStartEvent,
+            ToolCallDeltaEvent,
+            ToolCallEndEvent,
+            DoneEvent,
+        } <= kinds
         final = events[-1].message
         assert final.stop_reason == "toolUse" and final.usage.cost.total > 0
     else:
@@ -184,8 +193,16 @@ def test_definitions_are_as_validated(name: str, definition: BaseModel) -> None:
 
 def test_every_kind_of_definition_is_checked() -> None:
     names = {type(d).__name__ for _, d in _definitions()}
-    assert {"ToolDefinition", "ToolDeclaration", "ToolAnnotations", "ApiDefinition", "LoginMethod",
-            "FlagDefinition", "CommandDefinition", "CliCommandDefinition"} <= names
+    assert {
+        "ToolDefinition",
+        "ToolDeclaration",
+        "ToolAnnotations",
+        "ApiDefinition",
+        "LoginMethod",
+        "FlagDefinition",
+        "CommandDefinition",
+        "CliCommandDefinition",
+    } <= names
 
 
 # ----------------------------------------------------------------------------- a session
@@ -269,11 +286,28 @@ def test_a_run_emits_and_records_models_as_validated(pi: Any) -> None:
     checked += [e.system_prompt_options for e in recorder.seen if isinstance(e, BeforeAgentStartEvent)]
     checked += [m for m in session.messages if isinstance(m, SystemMessage)]
     kinds = {type(m) for m in checked if isinstance(m, BaseModel)}
-    assert {BeforeAgentStartEvent, SystemPromptOptions, ToolCallEvent, ToolResultEvent, AgentSettledEvent,
-            ToolExecutionStartEvent, ToolExecutionEndEvent, UserMessage, AssistantMessage,
-            ToolResultMessage, SystemMessage, BoundaryResult} <= kinds
-    assert {"session_start", "session_shutdown", "before_provider_headers", "before_provider_request",
-            "after_provider_response", "provider_stream_event"} <= {e.type for e in recorder.seen}
+    assert {
+        BeforeAgentStartEvent,
+        SystemPromptOptions,
+        ToolCallEvent,
+        ToolResultEvent,
+        AgentSettledEvent,
+        ToolExecutionStartEvent,
+        ToolExecutionEndEvent,
+        UserMessage,
+        AssistantMessage,
+        ToolResultMessage,
+        SystemMessage,
+        BoundaryResult,
+    } <= kinds
+    assert {
+        "session_start",
+        "session_shutdown",
+        "before_provider_headers",
+        "before_provider_request",
+        "after_provider_response",
+        "provider_stream_event",
+    } <= {e.type for e in recorder.seen}
     for model in checked:
         if isinstance(model, BaseModel):
             assert_as_validated(model)

@@ -41,7 +41,8 @@ def test_the_generator_sees_every_member_of_every_protocol() -> None:
     for name in contextdocs.CLASSES:
         assert {m.name for m in MEMBERS if m.cls == name} == declared(name), name
     assert set(contextdocs.CLASSES) == {
-        n for n, v in vars(contract).items()
+        n
+        for n, v in vars(contract).items()
         if isinstance(v, type) and getattr(v, "_is_protocol", False) and v.__module__ == contract.__name__
     }
 
@@ -75,13 +76,22 @@ def test_the_generator_s_help_and_check_write_nothing(tmp_path: Path) -> None:
     pages = [REPO / "docs" / "hooks.md", REPO / "docs" / "context.md"]
     before = [(p.stat().st_mtime_ns, p.read_text()) for p in pages]
     for args in (["--help"], ["-h"], ["--check"]):
-        run = subprocess.run([sys.executable, str(REPO / "docs" / "_hookdocs.py"), *args],
-                             capture_output=True, text=True, timeout=120)
+        run = subprocess.run(
+            [sys.executable, str(REPO / "docs" / "_hookdocs.py"), *args], capture_output=True, text=True, timeout=120
+        )
         assert run.returncode == 0, run.stdout + run.stderr
-    assert "usage: docs/_hookdocs.py" in subprocess.run(
-        [sys.executable, str(REPO / "docs" / "_hookdocs.py"), "--help"], capture_output=True, text=True).stdout
+    assert (
+        "usage: docs/_hookdocs.py"
+        in subprocess.run(
+            [sys.executable, str(REPO / "docs" / "_hookdocs.py"), "--help"], capture_output=True, text=True
+        ).stdout
+    )
     assert [(p.stat().st_mtime_ns, p.read_text()) for p in pages] == before
-    wrong = subprocess.run([sys.executable, str(REPO / "docs" / "_hookdocs.py"), "--frobnicate"],
-                           capture_output=True, text=True, timeout=120)
+    wrong = subprocess.run(
+        [sys.executable, str(REPO / "docs" / "_hookdocs.py"), "--frobnicate"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert wrong.returncode == 2 and "unrecognized arguments: --frobnicate" in wrong.stderr
     assert [(p.stat().st_mtime_ns, p.read_text()) for p in pages] == before

@@ -27,28 +27,66 @@ def test_pi_hookspecs_imports_on_its_own_without_pi_core() -> None:
 
 def test_models_accept_snake_and_camel_case_and_write_camel_case() -> None:
     a = h.ToolResultMessage(tool_call_id="c1", tool_name="bash", is_error=True)
-    b = h.ToolResultMessage.model_validate({"toolCallId": "c1", "toolName": "bash", "isError": True, "timestamp": a.timestamp})
+    b = h.ToolResultMessage.model_validate(
+        {"toolCallId": "c1", "toolName": "bash", "isError": True, "timestamp": a.timestamp}
+    )
     assert a == b
-    assert a.to_json() == {"role": "toolResult", "toolCallId": "c1", "toolName": "bash", "content": [],
-                           "isError": True, "timestamp": a.timestamp}
+    assert a.to_json() == {
+        "role": "toolResult",
+        "toolCallId": "c1",
+        "toolName": "bash",
+        "content": [],
+        "isError": True,
+        "timestamp": a.timestamp,
+    }
     assert h.Usage(cache_write_1h=5).to_json()["cacheWrite1h"] == 5
 
 
 def test_session_lines_round_trip_unchanged_including_unknown_fields_and_types() -> None:
     lines = [
-        {"type": "message", "id": "a1b2c3d4", "parentId": None, "timestamp": "2024-12-03T14:00:00.000Z",
-         "message": {"role": "assistant", "content": [{"type": "text", "text": "Hi!"},
-                                                      {"type": "toolCall", "id": "call_1", "name": "bash",
-                                                       "arguments": {"command": "ls"}}],
-                     "api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5",
-                     "usage": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 3,
-                               "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
-                     "stopReason": "toolUse", "timestamp": 1733234402000, "futureField": {"x": 1}}},
-        {"type": "context_edit", "id": "g6h7i8j9", "parentId": "f6g7h8i9", "timestamp": "t", "targetId": "c3",
-         "replacement": None},
+        {
+            "type": "message",
+            "id": "a1b2c3d4",
+            "parentId": None,
+            "timestamp": "2024-12-03T14:00:00.000Z",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Hi!"},
+                    {"type": "toolCall", "id": "call_1", "name": "bash", "arguments": {"command": "ls"}},
+                ],
+                "api": "anthropic-messages",
+                "provider": "anthropic",
+                "model": "claude-sonnet-4-5",
+                "usage": {
+                    "input": 1,
+                    "output": 2,
+                    "cacheRead": 0,
+                    "cacheWrite": 0,
+                    "totalTokens": 3,
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+                },
+                "stopReason": "toolUse",
+                "timestamp": 1733234402000,
+                "futureField": {"x": 1},
+            },
+        },
+        {
+            "type": "context_edit",
+            "id": "g6h7i8j9",
+            "parentId": "f6g7h8i9",
+            "timestamp": "t",
+            "targetId": "c3",
+            "replacement": None,
+        },
         {"type": "brand_new_entry", "id": "z", "parentId": "y", "timestamp": "t", "payload": [1, 2]},
-        {"type": "message", "id": "q", "parentId": "z", "timestamp": "t",
-         "message": {"role": "customRole", "anything": True, "timestamp": 5}},
+        {
+            "type": "message",
+            "id": "q",
+            "parentId": "z",
+            "timestamp": "t",
+            "message": {"role": "customRole", "anything": True, "timestamp": 5},
+        },
         {"type": "branch_summary", "id": "b", "parentId": "a", "timestamp": "t", "fromId": "f", "summary": "s"},
     ]
     adapter = TypeAdapter(h.SessionEntry)
@@ -61,20 +99,31 @@ def test_session_lines_round_trip_unchanged_including_unknown_fields_and_types()
 def test_message_union_discriminates_by_role() -> None:
     adapter = TypeAdapter(h.AgentMessage)
     kinds = {
-        "system": h.SystemMessage, "user": h.UserMessage, "assistant": h.AssistantMessage,
-        "toolResult": h.ToolResultMessage, "bashExecution": h.BashExecutionMessage, "custom": h.CustomMessage,
-        "branchSummary": h.BranchSummaryMessage, "compactionSummary": h.CompactionSummaryMessage,
+        "system": h.SystemMessage,
+        "user": h.UserMessage,
+        "assistant": h.AssistantMessage,
+        "toolResult": h.ToolResultMessage,
+        "bashExecution": h.BashExecutionMessage,
+        "custom": h.CustomMessage,
+        "branchSummary": h.BranchSummaryMessage,
+        "compactionSummary": h.CompactionSummaryMessage,
     }
-    required = {"toolResult": {"toolCallId": "1", "toolName": "t"}, "bashExecution": {"command": "ls"},
-                "custom": {"customType": "x", "content": "c"}, "branchSummary": {"summary": "s"},
-                "compactionSummary": {"summary": "s"}, "user": {"content": "u"}}
+    required = {
+        "toolResult": {"toolCallId": "1", "toolName": "t"},
+        "bashExecution": {"command": "ls"},
+        "custom": {"customType": "x", "content": "c"},
+        "branchSummary": {"summary": "s"},
+        "compactionSummary": {"summary": "s"},
+        "user": {"content": "u"},
+    }
     for role, cls in kinds.items():
         assert type(adapter.validate_python({"role": role, **required.get(role, {})})) is cls
 
 
 def test_content_blocks_may_be_dicts() -> None:
-    result = h.ToolResult.model_validate({"content": [{"type": "text", "text": "a"},
-                                                      {"type": "image", "data": "AA==", "mimeType": "image/png"}]})
+    result = h.ToolResult.model_validate(
+        {"content": [{"type": "text", "text": "a"}, {"type": "image", "data": "AA==", "mimeType": "image/png"}]}
+    )
     assert isinstance(result.content[1], h.ImageContent) and result.content[1].mime_type == "image/png"
 
 
@@ -131,7 +180,9 @@ def test_tool_decorator_builds_schema_validation_and_description() -> None:
     with pytest.raises(ValidationError) as info:
         weather.validate_arguments({"days": "soon"})
     assert h.format_validation_error(info.value).splitlines() == [
-        "- city: missing", "- days: Input should be a valid integer, unable to parse string as an integer"]
+        "- city: missing",
+        "- days: Input should be a valid integer, unable to parse string as an integer",
+    ]
     result = asyncio.run(weather.run({"city": "Oslo", "days": 2}, "the-context"))
     assert result.structured_content == {"city": "Oslo", "celsius": 22.0}
     assert json.loads(result.text_content()) == {"city": "Oslo", "celsius": 22.0}
@@ -215,7 +266,13 @@ def test_a_hookspec_is_typed_with_the_contracts_own_models() -> None:
     assert hints == {"event": h.ToolCallEvent, "ctx": h.ExtensionContext, "return": h.ToolCallResult | None}
     spec = h.EVENTS["tool_call"]
     assert (spec.name, spec.event, spec.result, spec.rule, spec.fail_closed, spec.group, spec.in_place) == (
-        "tool_call", h.ToolCallEvent, h.ToolCallResult, h.Rule.GATE, True, "Tools", True
+        "tool_call",
+        h.ToolCallEvent,
+        h.ToolCallResult,
+        h.Rule.GATE,
+        True,
+        "Tools",
+        True,
     )
     assert isinstance(spec.compose, BlockingGate) and spec.compose.fails_closed
     assert typing.get_type_hints(specs.register_tools) == {"register": h.RegisterTool, "return": type(None)}
@@ -229,7 +286,9 @@ def test_a_hookspec_is_typed_with_the_contracts_own_models() -> None:
         assert spec.event.model_fields["type"].default == name
     # an occasional event's hookspec names it in quotes: its models are made on first use
     assert hookspec_hints(specs.session_tree) == {
-        "event": h.SessionTreeEvent, "ctx": h.ExtensionContext, "return": type(None)
+        "event": h.SessionTreeEvent,
+        "ctx": h.ExtensionContext,
+        "return": type(None),
     }
 
 
@@ -260,24 +319,31 @@ def test_the_hookspec_decorators_refuse_a_signature_that_contradicts_the_contrac
             event_spec(rule, group="Tests")(function)
 
     def tool_call(event: h.InputEvent, ctx: h.ExtensionContext) -> h.ToolCallResult | None: ...
+
     check(r"InputEvent.type is not 'tool_call'", h.Rule.GATE, tool_call)
 
     def agent_start(event: h.AgentStartEvent, ctx: h.ExtensionContext) -> h.ToolCallResult | None: ...
+
     check("a notification hook is declared -> None", h.Rule.NOTIFICATION, agent_start)
 
     def input(event: h.InputEvent, ctx: h.ExtensionContext) -> None: ...
+
     check("a chained hook is declared -> Model | None", h.Rule.CHAINED, input)
 
     def context(event: h.ContextEvent) -> None: ...
+
     check(r"takes \(event, ctx\)", h.Rule.CHAINED, context)
 
     def turn_start(event: Any, ctx: h.ExtensionContext) -> None: ...
+
     check("must be annotated with an Event model", h.Rule.NOTIFICATION, turn_start)
 
     def message_end(event: h.MessageEndEvent, ctx: h.ExtensionContext) -> h.MessageEndResult: ...
+
     check("return annotation must be", h.Rule.CHAINED, message_end)
 
     def register_things(register: Any, other: Any) -> None: ...
+
     with pytest.raises(TypeError, match="one annotated callback argument"):
         registration_spec()(register_things)
 
@@ -285,6 +351,9 @@ def test_the_hookspec_decorators_refuse_a_signature_that_contradicts_the_contrac
 def test_the_occasional_module_defines_exactly_the_occasional_names() -> None:
     from pi_hookspecs import _occasional
 
-    defined = {name for name, value in vars(_occasional).items()
-               if isinstance(value, type) and value.__module__ == _occasional.__name__}
+    defined = {
+        name
+        for name, value in vars(_occasional).items()
+        if isinstance(value, type) and value.__module__ == _occasional.__name__
+    }
     assert defined == set(h.events.OCCASIONAL)

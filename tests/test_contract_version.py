@@ -58,8 +58,14 @@ def install(site: Path, *, dist: str, version: str, module: str, code: str, requ
 
 
 def install_contract_2(site: Path) -> None:
-    install(site, dist="pluggable-pi-foo", version="2.1.0", module="pi_test_foo", code=CONTRACT_2_PLUGIN,
-            requires=["pluggable-pi-hookspecs<3,>=2", "pydantic>=2.7"])
+    install(
+        site,
+        dist="pluggable-pi-foo",
+        version="2.1.0",
+        module="pi_test_foo",
+        code=CONTRACT_2_PLUGIN,
+        requires=["pluggable-pi-hookspecs<3,>=2", "pydantic>=2.7"],
+    )
 
 
 def expected_message() -> str:
@@ -73,8 +79,14 @@ def expected_message() -> str:
 
 async def test_a_plugin_for_contract_2_is_one_error_naming_both_versions_and_is_not_imported(site_dir: Path) -> None:
     install_contract_2(site_dir)
-    install(site_dir, dist="pi-test-bar", version="1.4.0", module="pi_test_bar", code=PLUGIN,
-            requires=["pluggable-pi-hookspecs<2,>=1.0"])
+    install(
+        site_dir,
+        dist="pi-test-bar",
+        version="1.4.0",
+        module="pi_test_bar",
+        code=PLUGIN,
+        requires=["pluggable-pi-hookspecs<2,>=1.0"],
+    )
     host = await load_host(entry_points=["foo", "bar"])
     foo = next(r for r in host.records if r.name == "foo")
     assert (foo.status, foo.error) == ("error", expected_message())
@@ -87,14 +99,29 @@ async def test_a_plugin_for_contract_2_is_one_error_naming_both_versions_and_is_
 async def test_what_the_contract_check_ignores(site_dir: Path) -> None:
     """A requirement of the plugin's extras, one for another platform, a plugin without
     any requirement on the contract: all load."""
-    install(site_dir, dist="pi-test-extra", version="1.0", module="pi_test_extra", code=PLUGIN,
-            requires=['pluggable-pi-hookspecs>=7; extra == "future"', "pluggable-pi-hookspecs>=1.0"])
-    install(site_dir, dist="pi-test-elsewhere", version="1.0", module="pi_test_elsewhere", code=PLUGIN,
-            requires=['pluggable-pi-hookspecs>=7; sys_platform == "no-such-platform"'])
+    install(
+        site_dir,
+        dist="pi-test-extra",
+        version="1.0",
+        module="pi_test_extra",
+        code=PLUGIN,
+        requires=['pluggable-pi-hookspecs>=7; extra == "future"', "pluggable-pi-hookspecs>=1.0"],
+    )
+    install(
+        site_dir,
+        dist="pi-test-elsewhere",
+        version="1.0",
+        module="pi_test_elsewhere",
+        code=PLUGIN,
+        requires=['pluggable-pi-hookspecs>=7; sys_platform == "no-such-platform"'],
+    )
     install(site_dir, dist="pi-test-free", version="1.0", module="pi_test_free", code=PLUGIN, requires=[])
     host = await load_host(entry_points=["extra", "elsewhere", "free"])
-    assert [(r.name, r.status) for r in host.records] == [("elsewhere", "loaded"), ("extra", "loaded"),
-                                                          ("free", "loaded")]
+    assert [(r.name, r.status) for r in host.records] == [
+        ("elsewhere", "loaded"),
+        ("extra", "loaded"),
+        ("free", "loaded"),
+    ]
     assert host.diagnostics == []
 
 
@@ -118,17 +145,21 @@ async def test_e_name_of_an_installed_plugin_is_checked_too(site_dir: Path) -> N
 
 
 def pi(*args: str, site: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
-           "PI_EXTENSIONS": "foo"}
-    return subprocess.run([sys.executable, "-m", "pi_core", *args], capture_output=True, text=True, env=env,
-                          cwd=cwd, timeout=120)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+        "PI_EXTENSIONS": "foo",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "pi_core", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120
+    )
 
 
 def test_pi_extensions_list_and_the_start_of_pi_p_show_the_one_error(site_dir: Path, tmp_path: Path) -> None:
     install_contract_2(site_dir)
     listed = pi("extensions", "list", site=site_dir, cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
-    block = listed.stdout[listed.stdout.index("foo  [entry point]"):].splitlines()
+    block = listed.stdout[listed.stdout.index("foo  [entry point]") :].splitlines()
     assert block[:3] == ["foo  [entry point]  error", "    from: pluggable-pi-foo 2.1.0", f"    {expected_message()}"]
     assert "AttributeError" not in listed.stdout + listed.stderr
     run = pi("-p", "--model", "faux/offline-demo", "hi", site=site_dir, cwd=tmp_path)
@@ -159,9 +190,29 @@ def test_the_installed_plugins_pass_the_check() -> None:
 
 
 SPECIFIERS = [
-    ">=1.0,<2", "<2,>=1.0", ">=1.0,<1.1", ">=2,<3", "<3,>=2.0", "==1.0", "==1.0.0", "!=1.0", ">1.0", ">1", "<=1.0",
-    "<1.0.1", ">=1.0.0.0", "~=1.0", "~=1.1", "==1.*", "==2.*", ">=1.0rc1", "<1.0.1rc1", ">=1.0.post1", "===1.0.0",
-    ">=1.0, <2", " >= 1.0 , < 2 ",
+    ">=1.0,<2",
+    "<2,>=1.0",
+    ">=1.0,<1.1",
+    ">=2,<3",
+    "<3,>=2.0",
+    "==1.0",
+    "==1.0.0",
+    "!=1.0",
+    ">1.0",
+    ">1",
+    "<=1.0",
+    "<1.0.1",
+    ">=1.0.0.0",
+    "~=1.0",
+    "~=1.1",
+    "==1.*",
+    "==2.*",
+    ">=1.0rc1",
+    "<1.0.1rc1",
+    ">=1.0.post1",
+    "===1.0.0",
+    ">=1.0, <2",
+    " >= 1.0 , < 2 ",
 ]
 VERSIONS = ["1.0.0", "1.0", "1", "1.0.1", "1.1.0", "2.0.0", "0.9", "1.0.0rc1", "2.0.0rc1", "1.0.0.post1", "1.0.0+local"]
 

@@ -49,15 +49,23 @@ class Plugin:
 
 def install_good(site: Path) -> None:
     make_distribution(
-        site, dist="pi-test-good", version="1.2.3", module="pi_test_good", code=GOOD_PLUGIN,
+        site,
+        dist="pi-test-good",
+        version="1.2.3",
+        module="pi_test_good",
+        code=GOOD_PLUGIN,
         entry_points={"good": "pi_test_good:Plugin"},
     )
 
 
 def install_broken(site: Path) -> None:
     make_distribution(
-        site, dist="pi-test-broken", version="0.0.1", module="pi_test_broken",
-        code="import pi_test_this_module_does_not_exist\n", entry_points={"broken": "pi_test_broken"},
+        site,
+        dist="pi-test-broken",
+        version="0.0.1",
+        module="pi_test_broken",
+        code="import pi_test_this_module_does_not_exist\n",
+        entry_points={"broken": "pi_test_broken"},
     )
 
 
@@ -86,7 +94,10 @@ async def test_entry_point_plugin_from_an_installed_distribution(site_dir: Path)
 async def test_a_class_is_instantiated_per_runtime_and_a_module_is_registered_as_is(site_dir: Path) -> None:
     install_good(site_dir)
     make_distribution(
-        site_dir, dist="pi-test-mod", version="1", module="pi_test_mod",
+        site_dir,
+        dist="pi-test-mod",
+        version="1",
+        module="pi_test_mod",
         code="from pi_hookspecs import hookimpl\n@hookimpl\ndef agent_start():\n    pass\n",
         entry_points={"mod": "pi_test_mod"},
     )
@@ -100,7 +111,10 @@ async def test_a_class_is_instantiated_per_runtime_and_a_module_is_registered_as
 
 async def test_entry_point_to_something_that_is_not_a_plugin(site_dir: Path) -> None:
     make_distribution(
-        site_dir, dist="pi-test-func", version="1", module="pi_test_func",
+        site_dir,
+        dist="pi-test-func",
+        version="1",
+        module="pi_test_func",
         code="def setup():\n    pass\n\nclass Empty:\n    pass\n",
         entry_points={"func": "pi_test_func:setup", "empty": "pi_test_func:Empty", "mod": "pi_test_func"},
     )
@@ -112,7 +126,10 @@ async def test_entry_point_to_something_that_is_not_a_plugin(site_dir: Path) -> 
 
 async def test_bad_hook_signature_is_a_diagnostic_and_others_still_load(site_dir: Path) -> None:
     make_distribution(
-        site_dir, dist="pi-test-sig", version="1", module="pi_test_sig",
+        site_dir,
+        dist="pi-test-sig",
+        version="1",
+        module="pi_test_sig",
         code="from pi_hookspecs import hookimpl\nclass P:\n    @hookimpl\n    def tool_call(self, event, ctx, extra):\n        pass\n",
         entry_points={"sig": "pi_test_sig:P"},
     )
@@ -144,7 +161,10 @@ async def test_user_files_packages_and_typescript_files(agent_dir: Path) -> None
     ext = agent_dir / "extensions"
     write(ext / "greeter.py", "from pi_hookspecs import hookimpl\n@hookimpl\ndef session_start(event):\n    pass\n")
     write(ext / "pkg" / "__init__.py", "from .impl import Plugin\n")
-    write(ext / "pkg" / "impl.py", "from pi_hookspecs import hookimpl\nclass Plugin:\n    @hookimpl\n    def agent_end(self):\n        pass\n")
+    write(
+        ext / "pkg" / "impl.py",
+        "from pi_hookspecs import hookimpl\nclass Plugin:\n    @hookimpl\n    def agent_end(self):\n        pass\n",
+    )
     write(ext / "legacy.ts", "export default function () {}\n")
     write(ext / "tsdir" / "index.ts", "export default function () {}\n")
     write(ext / "_private.py", "raise SystemExit('never imported')\n")
@@ -158,12 +178,17 @@ async def test_user_files_packages_and_typescript_files(agent_dir: Path) -> None
 
 
 async def test_settings_extensions_paths_and_modules(agent_dir: Path, tmp_path: Path, site_dir: Path) -> None:
-    write(agent_dir / "mine" / "policy.py", "from pi_hookspecs import hookimpl\n@hookimpl\ndef tool_call(event):\n    return None\n")
-    write(site_dir / "pi_test_settings_mod.py",
-          "from pi_hookspecs import hookimpl\nclass Audit:\n    @hookimpl\n    def tool_result(self, event):\n        return None\n")
-    (agent_dir / "settings.json").write_text(json.dumps(
-        {"extensions": ["mine/policy.py", "pi_test_settings_mod:Audit", "missing/nope.py", "x.ts"]}
-    ))
+    write(
+        agent_dir / "mine" / "policy.py",
+        "from pi_hookspecs import hookimpl\n@hookimpl\ndef tool_call(event):\n    return None\n",
+    )
+    write(
+        site_dir / "pi_test_settings_mod.py",
+        "from pi_hookspecs import hookimpl\nclass Audit:\n    @hookimpl\n    def tool_result(self, event):\n        return None\n",
+    )
+    (agent_dir / "settings.json").write_text(
+        json.dumps({"extensions": ["mine/policy.py", "pi_test_settings_mod:Audit", "missing/nope.py", "x.ts"]})
+    )
     host = await load_host()
     assert [(r.name, r.kind, r.status) for r in host.records] == [
         ("policy", "settings", "loaded"),
@@ -191,8 +216,9 @@ def checked_hash_bytecode(source: Path) -> bool:
 
 
 @pytest.mark.parametrize("kind", ["user", "cli"])
-async def test_file_plugins_reload_fresh(agent_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                         kind: str) -> None:
+async def test_file_plugins_reload_fresh(
+    agent_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
     monkeypatch.setattr(sys, "dont_write_bytecode", False)  # bytecode written, as users have it
     code = "from pi_hookspecs import hookimpl\nVERSION = 1\n@hookimpl\ndef agent_start():\n    pass\n"
     if kind == "user":
@@ -221,8 +247,10 @@ async def test_file_plugins_reload_fresh(agent_dir: Path, tmp_path: Path, monkey
 async def test_package_plugins_reload_their_modules_fresh(agent_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     package = agent_dir / "extensions" / "pack"
-    write(package / "__init__.py",
-          "from pi_hookspecs import hookimpl\nfrom .parts.helpers import VERSION\n@hookimpl\ndef agent_start():\n    pass\n")
+    write(
+        package / "__init__.py",
+        "from pi_hookspecs import hookimpl\nfrom .parts.helpers import VERSION\n@hookimpl\ndef agent_start():\n    pass\n",
+    )
     write(package / "parts" / "__init__.py", "")
     helpers = write(package / "parts" / "helpers.py", "VERSION = 1\n")
     first = await load_host()
@@ -243,8 +271,10 @@ async def test_module_with_several_classes_needs_pi_plugin(agent_dir: Path) -> N
     body = "from pi_hookspecs import hookimpl\nclass A:\n    @hookimpl\n    def agent_start(self): pass\nclass B:\n    @hookimpl\n    def agent_end(self): pass\n"
     write(agent_dir / "extensions" / "two.py", body)
     write(agent_dir / "extensions" / "chosen.py", body + "__pi_plugin__ = B\n")
-    write(agent_dir / "extensions" / "ctor.py",
-          "from pi_hookspecs import hookimpl\nclass P:\n    def __init__(self):\n        raise RuntimeError('no config')\n    @hookimpl\n    def agent_start(self): pass\n")
+    write(
+        agent_dir / "extensions" / "ctor.py",
+        "from pi_hookspecs import hookimpl\nclass P:\n    def __init__(self):\n        raise RuntimeError('no config')\n    @hookimpl\n    def agent_start(self): pass\n",
+    )
     host = await load_host()
     assert "several plugin classes (A, B)" in record(host, "two").error
     assert record(host, "chosen").hooks == ["agent_end"]
@@ -256,9 +286,11 @@ async def test_module_with_several_classes_needs_pi_plugin(agent_dir: Path) -> N
 
 def project_plugin(project: Path) -> Path:
     marker = project / "imported.txt"
-    write(project / ".pi" / "extensions" / "proj.py",
-          f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n"
-          "from pi_hookspecs import hookimpl\n@hookimpl\ndef agent_start():\n    pass\n")
+    write(
+        project / ".pi" / "extensions" / "proj.py",
+        f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n"
+        "from pi_hookspecs import hookimpl\n@hookimpl\ndef agent_start():\n    pass\n",
+    )
     return marker
 
 
@@ -286,8 +318,10 @@ async def test_project_trust_hook_decides_then_project_plugins_load(project: Pat
 
 
 async def test_project_plugins_do_not_take_part_in_the_trust_decision(project: Path) -> None:
-    write(project / ".pi" / "extensions" / "self_trust.py",
-          "from pi_hookspecs import hookimpl\n@hookimpl\ndef project_trust(event):\n    return {'trusted': 'yes'}\n")
+    write(
+        project / ".pi" / "extensions" / "self_trust.py",
+        "from pi_hookspecs import hookimpl\n@hookimpl\ndef project_trust(event):\n    return {'trusted': 'yes'}\n",
+    )
     host = await load_host(cwd=str(project))
     assert not host.project_trusted and record(host, "self_trust").status == "skipped"
 
@@ -319,12 +353,21 @@ async def test_load_order_of_all_sources(agent_dir: Path, project: Path, site_di
         def agent_start(self) -> None: ...
 
     host = await load_host(
-        Sdk, builtins=[("core", Builtin)], entry_points=TEST_EPS, cwd=str(project),
-        cli_extensions=["./cli_plugin.py"], project_trusted=True,
+        Sdk,
+        builtins=[("core", Builtin)],
+        entry_points=TEST_EPS,
+        cwd=str(project),
+        cli_extensions=["./cli_plugin.py"],
+        project_trusted=True,
     )
     assert [(r.name, r.kind) for r in host.records] == [
-        ("core", "builtin"), ("good", "entrypoint"), ("user_plugin", "user"), ("configured", "settings"),
-        ("project_plugin", "project"), ("cli_plugin", "cli"), ("Sdk", "sdk"),
+        ("core", "builtin"),
+        ("good", "entrypoint"),
+        ("user_plugin", "user"),
+        ("configured", "settings"),
+        ("project_plugin", "project"),
+        ("cli_plugin", "cli"),
+        ("Sdk", "sdk"),
     ]
     order = [i.plugin for i in host.runner.handlers("agent_start")]
     assert order == ["Sdk", "cli_plugin", "project_plugin", "configured", "user_plugin", "core"]
@@ -339,7 +382,9 @@ async def test_cli_extension_by_path_module_and_entry_point_name(site_dir: Path,
     write(site_dir / "pi_test_climod.py", "from pi_hookspecs import hookimpl\n@hookimpl\ndef agent_end():\n    pass\n")
     host = await load_host(cwd=str(project), cli_extensions=["./local.py", "pi_test_climod", "good", "./gone.py"])
     assert [(r.name, r.kind, r.status) for r in host.records] == [
-        ("local", "cli", "loaded"), ("pi_test_climod", "cli", "loaded"), ("good", "cli", "loaded"),
+        ("local", "cli", "loaded"),
+        ("pi_test_climod", "cli", "loaded"),
+        ("good", "cli", "loaded"),
     ]
     assert record(host, "good").source.distribution == "pi-test-good"
     assert any("cannot load './gone.py'" in d.message for d in host.diagnostics)
@@ -351,7 +396,9 @@ async def test_pi_extensions_env_filters_installed_plugins(
 ) -> None:
     install_good(site_dir)
     install_broken(site_dir)
-    write(agent_dir / "extensions" / "other.py", "from pi_hookspecs import hookimpl\n@hookimpl\ndef agent_start(): pass\n")
+    write(
+        agent_dir / "extensions" / "other.py", "from pi_hookspecs import hookimpl\n@hookimpl\ndef agent_start(): pass\n"
+    )
 
     class Builtin:
         @hookimpl
@@ -390,7 +437,9 @@ async def test_strict_mode_raises_load_errors(site_dir: Path, monkeypatch: pytes
 
 async def test_same_name_from_two_sources_is_registered_under_a_qualified_name(site_dir: Path, agent_dir: Path) -> None:
     install_good(site_dir)
-    write(agent_dir / "extensions" / "good.py", "from pi_hookspecs import hookimpl\n@hookimpl\ndef agent_start(): pass\n")
+    write(
+        agent_dir / "extensions" / "good.py", "from pi_hookspecs import hookimpl\n@hookimpl\ndef agent_start(): pass\n"
+    )
     host = await load_host(entry_points=TEST_EPS)
     assert [(r.name, r.status) for r in host.records] == [("good", "loaded"), ("good@user", "loaded")]
     assert any("registered as 'good@user'" in d.message for d in host.diagnostics)
@@ -405,8 +454,9 @@ async def test_plugin_tool_replaces_builtin_tool_but_plugins_conflict() -> None:
 
         return type(label, (), {"register_tools": hookimpl(lambda self, register: register(read_tool))})
 
-    host = await load_host(provider("Second", "two"), provider("Third", "three"),
-                           builtins=[("core", provider("Core", "builtin"))])
+    host = await load_host(
+        provider("Second", "two"), provider("Third", "three"), builtins=[("core", provider("Core", "builtin"))]
+    )
     reg = host.registry.tools["read"]
     assert reg.plugin == "Second" and reg.shadows is not None and reg.shadows.plugin == "core"
     assert any(d.plugin == "Third" and "already registered by plugin 'Second'" in d.message for d in host.diagnostics)
@@ -431,8 +481,10 @@ async def test_registration_hook_that_raises_is_a_diagnostic() -> None:
 
     host = await load_host(Half)
     assert "one" in host.registry.commands
-    assert any(d.plugin == "Half" and "register_commands failed: RuntimeError: config missing" in d.message
-               for d in host.diagnostics)
+    assert any(
+        d.plugin == "Half" and "register_commands failed: RuntimeError: config missing" in d.message
+        for d in host.diagnostics
+    )
 
 
 async def test_phase_one_only_then_phase_two(project: Path) -> None:
@@ -484,7 +536,9 @@ def test_the_command_line_collects_plugin_flags_and_subcommands_through_the_host
     from pi_core.cli.main import plugin_flag_definitions
     from pi_core.cli.plugin_commands import load_cli_commands
 
-    write(agent_dir / "extensions" / "cli_plugin.py", """
+    write(
+        agent_dir / "extensions" / "cli_plugin.py",
+        """
         from pi_hookspecs import hookimpl
 
         @hookimpl
@@ -495,7 +549,8 @@ def test_the_command_line_collects_plugin_flags_and_subcommands_through_the_host
         @hookimpl
         def register_cli_commands(register):
             register("tour-cli", lambda args: 0, help="A subcommand")
-    """)
+    """,
+    )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PI_EXTENSIONS", "cli_plugin")
     pre = types.SimpleNamespace(extension=[], no_extensions=False)
@@ -513,16 +568,22 @@ def test_a_plugin_subcommand_declared_in_pi_cli_commands_starts_without_loading_
     from pi_core.cli import cli_main as main
     from pi_core.cli import plugin_commands
 
-    write(site_dir / "pi_test_fastcmd.py", """
+    write(
+        site_dir / "pi_test_fastcmd.py",
+        """
         import sys
 
         def main(args):
             print("fast", args)
             return 3
-    """)
+    """,
+    )
     info = site_dir / "pi_test_fastcmd-1.0.dist-info"
     write(info / "METADATA", "Metadata-Version: 2.1\nName: pi-test-fastcmd\nVersion: 1.0\n")
-    write(info / "entry_points.txt", "[pi.cli_commands]\nfastcmd = pi_test_fastcmd:main\nbroken = pi_test_fastcmd:missing\n")
+    write(
+        info / "entry_points.txt",
+        "[pi.cli_commands]\nfastcmd = pi_test_fastcmd:main\nbroken = pi_test_fastcmd:missing\n",
+    )
     write(info / "RECORD", "")
     loaded: list[str] = []
     registered = {"broken": types.SimpleNamespace(name="broken", main=lambda args: 5)}

@@ -40,8 +40,21 @@ EXAMPLE_PLUGINS = {"pluggable-pi-hello", "pluggable-pi-shell-guard", "pluggable-
 third-party package in an example: a plugin author's, not this workspace's."""
 
 THIRD_PARTY = {
-    "cookiecutter", "pytest", "pytest-asyncio", "uv", "pipx", "twine", "build", "mcp", "ruff", "mypy",
-    "acme-pi-policy", "tools-mcp", "google-auth", "botocore", "opentelemetry-sdk",
+    "cookiecutter",
+    "pytest",
+    "pytest-asyncio",
+    "uv",
+    "pipx",
+    "twine",
+    "build",
+    "mcp",
+    "ruff",
+    "mypy",
+    "acme-pi-policy",
+    "tools-mcp",
+    "google-auth",
+    "botocore",
+    "opentelemetry-sdk",
 }
 """Requirements of install commands in the docs that are not the workspace's."""
 
@@ -49,8 +62,23 @@ INSTALL = re.compile(
     r"\b(?:pip3?\s+install|uv\s+pip\s+install|uv\s+tool\s+install|pipx\s+install|pipx\s+inject\s+\S+"
     r"|pi\s+install|uvx\s+--from|--with)\s+(?P<args>[^`#\n)]*)"
 )
-OPTIONS_WITH_VALUE = {"--find-links", "-f", "--index-url", "-i", "--extra-index-url", "--python", "-p", "--pip-args",
-                      "--target", "--prefix", "--spec", "-c", "--constraint", "-r", "--requirement"}
+OPTIONS_WITH_VALUE = {
+    "--find-links",
+    "-f",
+    "--index-url",
+    "-i",
+    "--extra-index-url",
+    "--python",
+    "-p",
+    "--pip-args",
+    "--target",
+    "--prefix",
+    "--spec",
+    "-c",
+    "--constraint",
+    "-r",
+    "--requirement",
+}
 
 
 def workspace_versions() -> dict[str, str]:
@@ -151,7 +179,7 @@ def test_every_pluggable_pi_name_is_a_distribution_of_the_workspace() -> None:
         for path in text_files()
         for number, line in lines_of(path)
         for match in FAMILY.finditer(line)
-        if canonicalize_name(match.group(0)) not in allowed and not line[match.end():].startswith("*")
+        if canonicalize_name(match.group(0)) not in allowed and not line[match.end() :].startswith("*")
     ]
     assert hits == [], f"not built by this workspace ({', '.join(sorted(built))}):\n" + "\n".join(hits)
 

@@ -41,7 +41,9 @@ def _dist(site: Path, name: str, version: str, body: str, *, metadata_name: str 
     (info / "entry_points.txt").write_text(body)
 
 
-def test_first_distribution_on_the_path_wins_and_groups_are_separate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_first_distribution_on_the_path_wins_and_groups_are_separate(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     first, second = tmp_path / "a", tmp_path / "b"
     _dist(first, "pi-thing", "2.0", "# comment\n[pi.extensions]\nthing = thing_mod:Plugin [extra]\n\n[other]\nx = y\n")
     _dist(second, "pi_thing", "1.0", "[pi.extensions]\nold = old_mod\n")

@@ -119,8 +119,14 @@ async def test_hook_register_providers() -> None:
     class Providers:
         @hookimpl
         def register_providers(self, register: Any) -> None:
-            register({"name": "local", "baseUrl": "http://127.0.0.1:1/v1", "api": "openai-completions",
-                      "models": [{"id": "tiny", "contextWindow": 4096}]})
+            register(
+                {
+                    "name": "local",
+                    "baseUrl": "http://127.0.0.1:1/v1",
+                    "api": "openai-completions",
+                    "models": [{"id": "tiny", "contextWindow": 4096}],
+                }
+            )
             register(h.ProviderDefinition(name="scripted", models=[h.Model(id="echo")], stream=stream))
             register(h.ApiDefinition(name="echo-api", stream="json:dumps"))
             register(42)
@@ -257,7 +263,9 @@ async def test_hook_resources_discover() -> None:
 
 
 async def test_hook_session_start() -> None:
-    seen = await check_notification("session_start", h.SessionStartEvent(reason="resume", previous_session_file="/a.jsonl"))
+    seen = await check_notification(
+        "session_start", h.SessionStartEvent(reason="resume", previous_session_file="/a.jsonl")
+    )
     assert seen[0][1].previous_session_file == "/a.jsonl"
 
 
@@ -333,7 +341,12 @@ async def test_hook_register_tool_renderers() -> None:
 
 async def test_hook_ui_prompt_start() -> None:
     seen = await check_notification("ui_prompt_start", h.UiPromptStartEvent(kind="confirm", title="Allow?"))
-    assert seen[0][1].to_json() == {"type": "ui_prompt_start", "reason": "ui_prompt", "kind": "confirm", "title": "Allow?"}
+    assert seen[0][1].to_json() == {
+        "type": "ui_prompt_start",
+        "reason": "ui_prompt",
+        "kind": "confirm",
+        "title": "Allow?",
+    }
 
 
 async def test_hook_ui_prompt_end() -> None:
@@ -377,8 +390,13 @@ async def test_hook_session_before_compact() -> None:
         @hookimpl
         def session_before_compact(self, event: Any) -> Any:
             prep = event.preparation
-            return {"compaction": {"summary": "short", "firstKeptEntryId": prep.first_kept_entry_id,
-                                   "tokensBefore": prep.tokens_before}}
+            return {
+                "compaction": {
+                    "summary": "short",
+                    "firstKeptEntryId": prep.first_kept_entry_id,
+                    "tokensBefore": prep.tokens_before,
+                }
+            }
 
     class LaterNoCancel:
         @hookimpl(trylast=True)
@@ -416,7 +434,9 @@ async def test_hook_session_before_tree() -> None:
             return {"summary": {"summary": "explored A"}, "label": "checkpoint"}
 
     host = await load_host(Summary)
-    out = await host.runner.emit("session_before_tree", h.SessionBeforeTreeEvent(preparation=h.TreePreparation(target_id="t")))
+    out = await host.runner.emit(
+        "session_before_tree", h.SessionBeforeTreeEvent(preparation=h.TreePreparation(target_id="t"))
+    )
     assert out.summary.summary == "explored A" and out.label == "checkpoint"
 
 
@@ -460,8 +480,13 @@ async def test_hook_agent_before_settle() -> None:
     class Reminder:
         @hookimpl
         def agent_before_settle(self, event: Any) -> Any:
-            return {"entries": [*event.entries, {"type": "custom_message", "customType": "review",
-                                                 "content": "Review the diff."}], "continue": True}
+            return {
+                "entries": [
+                    *event.entries,
+                    {"type": "custom_message", "customType": "review", "content": "Review the diff."},
+                ],
+                "continue": True,
+            }
 
     class Observer:
         @hookimpl(trylast=True)
@@ -476,7 +501,8 @@ async def test_hook_agent_before_settle() -> None:
     host = await load_host(Observer, Reminder, Broken)
     event = h.AgentBeforeSettleEvent()
     outcome = await host.runner.emit_boundary(
-        "agent_before_settle", event,
+        "agent_before_settle",
+        event,
         build_context=lambda entries: h.BoundaryContext(context_messages=[h.UserMessage(content="x")] * len(entries)),
     )
     assert [e.custom_type for e in outcome.entries] == ["review"] and outcome.continue_ is True
@@ -500,9 +526,13 @@ async def test_hook_turn_end() -> None:
         def turn_end(self, event: Any) -> Any:
             if event.outcome != "completed" or event.tool_results:
                 return None
-            return {"entries": [*event.entries,
-                                {"type": "context_edit", "targetId": event.message_entry_id, "replacement": None}],
-                    "continue": True}
+            return {
+                "entries": [
+                    *event.entries,
+                    {"type": "context_edit", "targetId": event.message_entry_id, "replacement": None},
+                ],
+                "continue": True,
+            }
 
     class KeepGoing:
         @hookimpl
@@ -526,7 +556,9 @@ async def test_hook_message_start() -> None:
 async def test_hook_message_update() -> None:
     partial = assistant("he")
     delta = h.TextDeltaEvent(content_index=0, delta="he", partial=partial)
-    seen = await check_notification("message_update", h.MessageUpdateEvent(message=partial, assistant_message_event=delta))
+    seen = await check_notification(
+        "message_update", h.MessageUpdateEvent(message=partial, assistant_message_event=delta)
+    )
     assert seen[0][1].assistant_message_event.delta == "he"
 
 
@@ -597,8 +629,9 @@ async def test_hook_tool_call() -> None:
     event = h.ToolCallEvent(tool_name="bash", tool_call_id="1", input={"command": "ls"})
     assert await host.runner.emit("tool_call", event) is None
     assert event.input["command"] == "set -e\nls"
-    blocked = await host.runner.emit("tool_call", h.ToolCallEvent(tool_name="bash", tool_call_id="2",
-                                                                  input={"command": "rm -rf /"}))
+    blocked = await host.runner.emit(
+        "tool_call", h.ToolCallEvent(tool_name="bash", tool_call_id="2", input={"command": "rm -rf /"})
+    )
     assert blocked.block and blocked.reason == "dangerous"
     # A raising handler fails closed: the call is blocked and the reason names the plugin.
     host = await load_host(Crashes)
@@ -620,8 +653,12 @@ async def test_hook_tool_result() -> None:
             return h.ToolResultPatch(is_error=True)
 
     host = await load_host(Redact, MarkError)
-    event = h.ToolResultEvent(tool_name="bash", tool_call_id="1", content=[h.TextContent(text="key=s3cr3t")],
-                              structured_content={"key": "s3cr3t"})
+    event = h.ToolResultEvent(
+        tool_name="bash",
+        tool_call_id="1",
+        content=[h.TextContent(text="key=s3cr3t")],
+        structured_content={"key": "s3cr3t"},
+    )
     out = await host.runner.emit("tool_result", event)
     assert out.content[0].text == "key=***" and out.details == {"redacted": True} and out.is_error
     assert out.structured_content is None  # replaced content drops the stale structured content
@@ -649,7 +686,11 @@ async def test_hook_context_with_system() -> None:
             return {"messages": [m for m in event.messages if m.role != "custom"]}
 
     host = await load_host(Drop)
-    messages = [h.SystemMessage(content="sys"), h.CustomMessage(custom_type="x", content="c"), h.UserMessage(content="u")]
+    messages = [
+        h.SystemMessage(content="sys"),
+        h.CustomMessage(custom_type="x", content="c"),
+        h.UserMessage(content="u"),
+    ]
     out = await host.runner.emit("context_with_system", h.ContextWithSystemEvent(messages=messages))
     assert [m.role for m in out] == ["system", "user"]
 
@@ -697,7 +738,9 @@ async def test_hook_after_provider_response() -> None:
 
 
 async def test_hook_provider_stream_event() -> None:
-    await check_notification("provider_stream_event", h.ProviderStreamEvent(provider="anthropic", data={"type": "ping"}))
+    await check_notification(
+        "provider_stream_event", h.ProviderStreamEvent(provider="anthropic", data={"type": "ping"})
+    )
 
 
 async def test_hook_model_select() -> None:
@@ -774,10 +817,14 @@ async def test_hook_bash_spawn(tmp_path: Any) -> None:
     event = h.BashSpawnEvent(command="ls", argv=["sh", "-c", "ls"], cwd="/", env={})
     assert await host.runner.emit("bash_spawn", event) is None
     assert event.argv == ["sh", "-c", "echo wrapped $WRAPPED_BY; ls"] and event.env == {"WRAPPED_BY": "Wrap"}
-    blocked = await host.runner.emit("bash_spawn", h.BashSpawnEvent(command="forbidden", argv=["sh", "-c", "x"], cwd="/", env={}))
+    blocked = await host.runner.emit(
+        "bash_spawn", h.BashSpawnEvent(command="forbidden", argv=["sh", "-c", "x"], cwd="/", env={})
+    )
     assert isinstance(blocked, Blocked) and blocked.plugin == "Gate" and blocked.reason == "gate: not here"
     # A raising handler fails closed: the command does not start.
-    failed = await host.runner.emit("bash_spawn", h.BashSpawnEvent(command="crash", argv=["sh", "-c", "x"], cwd="/", env={}))
+    failed = await host.runner.emit(
+        "bash_spawn", h.BashSpawnEvent(command="crash", argv=["sh", "-c", "x"], cwd="/", env={})
+    )
     assert isinstance(failed, Blocked) and failed.plugin == "Broken" and "no launcher" in failed.reason
 
     # In a session: the bash tool and the user's !command start what the handlers left.
@@ -787,8 +834,12 @@ async def test_hook_bash_spawn(tmp_path: Any) -> None:
     pi = PiHarness(agent, project)
     try:
         pi.use(Wrap, Gate, Broken)
-        pi.script(call("bash", command="echo tool"), call("bash", command="echo forbidden"),
-                  call("bash", command="crash"), "done")
+        pi.script(
+            call("bash", command="echo tool"),
+            call("bash", command="echo forbidden"),
+            call("bash", command="crash"),
+            "done",
+        )
         run = await pi.aprompt("go")
         ok, gated, crashed = run.tool_results
         assert ok.text.rstrip() == "wrapped Wrap\ntool"
@@ -844,8 +895,13 @@ async def test_bash_spawn_launch_runs_the_command_elsewhere(tmp_path: Any) -> No
     pi = PiHarness(agent, project)
     try:
         pi.use(Wrap, Terminal)
-        pi.script(call("bash", command="echo hi"), call("bash", command="fail"), call("bash", command="kill"),
-                  call("bash", command="hang", timeout=0.2), "done")
+        pi.script(
+            call("bash", command="echo hi"),
+            call("bash", command="fail"),
+            call("bash", command="kill"),
+            call("bash", command="hang", timeout=0.2),
+            "done",
+        )
         run = await pi.aprompt("go")
         ok, failed, killed, hung = run.tool_results
         assert ok.text == "remote ran echo hi\n" and not ok.is_error
@@ -889,11 +945,17 @@ async def test_hook_file_access(tmp_path: Any) -> None:
             return None
 
     host = await load_host(Editor, Broken)
-    outcome = await host.runner.emit("file_access", h.FileAccessEvent(operation="read", path="/x/broken.txt", tool_name="read"))
+    outcome = await host.runner.emit(
+        "file_access", h.FileAccessEvent(operation="read", path="/x/broken.txt", tool_name="read")
+    )
     assert isinstance(outcome, Blocked) and outcome.plugin == "Broken" and "editor gone" in outcome.reason
-    outcome = await host.runner.emit("file_access", h.FileAccessEvent(operation="write", path="/x/invalid.txt", content="y", tool_name="write"))
+    outcome = await host.runner.emit(
+        "file_access", h.FileAccessEvent(operation="write", path="/x/invalid.txt", content="y", tool_name="write")
+    )
     assert isinstance(outcome, Blocked) and "handled=True" in outcome.reason
-    outcome = await host.runner.emit("file_access", h.FileAccessEvent(operation="read", path="/x/none.txt", tool_name="read"))
+    outcome = await host.runner.emit(
+        "file_access", h.FileAccessEvent(operation="read", path="/x/none.txt", tool_name="read")
+    )
     assert outcome is None  # nobody took it: pi reads the local file
 
     agent, project = tmp_path / "agent", tmp_path / "project"
@@ -965,19 +1027,26 @@ async def test_hook_file_access_block() -> None:
         event = h.FileAccessEvent(operation=operation, path="/x/secret.txt", content="y", tool_name=operation)
         outcome = await host.runner.emit("file_access", event)
         assert outcome == Blocked("Gate", "policy: not this file")
-    outcome = await host.runner.emit("file_access", h.FileAccessEvent(operation="read", path="/x/bare.txt", tool_name="read"))
+    outcome = await host.runner.emit(
+        "file_access", h.FileAccessEvent(operation="read", path="/x/bare.txt", tool_name="read")
+    )
     assert outcome == Blocked("Gate", "blocked by plugin 'Gate'")
     assert served == []
-    outcome = await host.runner.emit("file_access", h.FileAccessEvent(operation="read", path="/x/ok.txt", tool_name="read"))
+    outcome = await host.runner.emit(
+        "file_access", h.FileAccessEvent(operation="read", path="/x/ok.txt", tool_name="read")
+    )
     assert isinstance(outcome, h.FileAccessResult) and outcome.content == "buffer" and not outcome.block
-    assert outcomes[:3] == [("Gate", "blocked", "policy: not this file")] * 2 + [("Gate", "blocked", "blocked by plugin 'Gate'")]
+    assert outcomes[:3] == [("Gate", "blocked", "policy: not this file")] * 2 + [
+        ("Gate", "blocked", "blocked by plugin 'Gate'")
+    ]
     assert outcomes[3] == ("Editor", "handled", None)
 
 
 async def test_hook_input() -> None:
     def suffix(n: int) -> type:
-        return type(f"P{n}", (), {"input": hookimpl(lambda self, event: {"action": "transform",
-                                                                         "text": f"{event.text}[{n}]"})})
+        return type(
+            f"P{n}", (), {"input": hookimpl(lambda self, event: {"action": "transform", "text": f"{event.text}[{n}]"})}
+        )
 
     class Raises:
         @hookimpl
@@ -1043,7 +1112,10 @@ async def test_hook_hook_outcome() -> None:
 
     host = await load_host(Audit, Gate, Crashes, Redact, Cancel, Handle, NoCurl)
     runner = host.runner
-    assert await runner.emit("tool_call", h.ToolCallEvent(tool_name="bash", tool_call_id="c1", input={"command": "ls"})) is None
+    assert (
+        await runner.emit("tool_call", h.ToolCallEvent(tool_name="bash", tool_call_id="c1", input={"command": "ls"}))
+        is None
+    )
     await runner.emit("tool_call", h.ToolCallEvent(tool_name="bash", tool_call_id="c2", input={"command": "rm x"}))
     await runner.emit("turn_start", h.TurnStartEvent())
     await runner.emit("tool_result", h.ToolResultEvent(tool_name="bash", tool_call_id="c3"))  # None: not reported
@@ -1051,8 +1123,10 @@ async def test_hook_hook_outcome() -> None:
     await runner.emit("session_before_switch", h.SessionBeforeSwitchEvent(reason="new"))
     await runner.emit("input", h.InputEvent(text="hello"))  # "continue": not reported
     await runner.emit("input", h.InputEvent(text="/x"))
-    await runner.emit("bash_spawn", h.BashSpawnEvent(command="curl x", argv=["sh", "-c", "curl x"], cwd="/", env={},
-                                                     tool_call_id="c6"))
+    await runner.emit(
+        "bash_spawn",
+        h.BashSpawnEvent(command="curl x", argv=["sh", "-c", "curl x"], cwd="/", env={}, tool_call_id="c6"),
+    )
     assert seen[1][3] is not None and seen[1][3].startswith("handler raised ValueError: oops")
     assert seen == [
         ("tool_call", "Gate", "blocked", "no rm", "c2"),

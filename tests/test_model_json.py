@@ -30,15 +30,26 @@ from pi_hookspecs import (
 
 def _samples() -> list[Any]:
     message = AssistantMessage(
-        content=[ThinkingContent(thinking="hm", thinking_signature="s"), TextContent(text="hi"), ToolCall(id="c", name="bash", arguments={"command": "ls"})],
-        api="x", provider="p", model="m", usage=Usage(input=3, cache_write_1h=None), stop_reason="toolUse", timestamp=5,
+        content=[
+            ThinkingContent(thinking="hm", thinking_signature="s"),
+            TextContent(text="hi"),
+            ToolCall(id="c", name="bash", arguments={"command": "ls"}),
+        ],
+        api="x",
+        provider="p",
+        model="m",
+        usage=Usage(input=3, cache_write_1h=None),
+        stop_reason="toolUse",
+        timestamp=5,
     )
     return [
         message,
         UserMessage(content=[TextContent(text="q")], timestamp=1),
         MessageEntry(id="a", parent_id=None, timestamp="t", message=message),
         ModelChangeEntry(id="b", parent_id="a", timestamp="t", provider="p", model_id="m", custom_extra=1),
-        ToolExecutionEndEvent(tool_call_id="c", tool_name="bash", result=ToolResult.text("ok", details={"x": None}), is_error=False),
+        ToolExecutionEndEvent(
+            tool_call_id="c", tool_name="bash", result=ToolResult.text("ok", details={"x": None}), is_error=False
+        ),
         SessionTreeEvent(new_leaf_id="a", old_leaf_id=None),
         NoticeEvent(level="warning", message="m"),
     ]
@@ -70,7 +81,9 @@ def test_a_later_run_does_not_generate_the_schemas(tmp_path: Any) -> None:
     env = {**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path / "pycache")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     runs = [
-        subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.splitlines()
+        subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        ).stdout.splitlines()
         for _ in range(2)
     ]
     assert runs[0][0] == runs[1][0] == "{'role': 'user', 'content': [{'type': 'text', 'text': 'q'}], 'timestamp': 1}"

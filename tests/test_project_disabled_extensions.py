@@ -12,8 +12,14 @@ PLUGIN = "from pi_hookspecs import hookimpl\n\n@hookimpl\ndef agent_start():\n  
 
 
 def setup(site: Path, agent_dir: Path, project: Path, *, disabled: list[str], required: tuple[str, ...] = ()) -> None:
-    make_distribution(site, dist="pi-test-ours", version="1.0", module="pi_test_ours", code=PLUGIN,
-                      entry_points={"ours": "pi_test_ours"})
+    make_distribution(
+        site,
+        dist="pi-test-ours",
+        version="1.0",
+        module="pi_test_ours",
+        code=PLUGIN,
+        entry_points={"ours": "pi_test_ours"},
+    )
     write(agent_dir / "extensions" / "mine.py", PLUGIN)
     write(project / ".pi" / "extensions" / "theirs.py", PLUGIN)
     write(project / ".pi" / "settings.json", json.dumps({"disabledExtensions": disabled}))
@@ -27,14 +33,27 @@ async def test_the_project_disables_its_own_plugins_and_is_told_about_the_others
     setup(site_dir, agent_dir, project, disabled=["ours", "mine", "theirs", "nowhere"])
     host = await load_host(cwd=str(project), entry_points=["ours"], project_trusted=True)
     assert {r.name: r.status for r in host.records if r.name in ("ours", "mine", "theirs")} == {
-        "ours": "loaded", "mine": "loaded", "theirs": "disabled"}
+        "ours": "loaded",
+        "mine": "loaded",
+        "theirs": "disabled",
+    }
     warnings = [d for d in host.diagnostics if "disabledExtensions" in d.message]
     settings = str(project / ".pi" / "settings.json")
     assert [(d.level, d.plugin, d.path, d.message) for d in warnings] == [
-        ("warning", "ours", settings, "disabledExtensions of the project ignored for 'ours': a project switches off "
-         "only its own plugins, and 'ours' is installed"),
-        ("warning", "mine", settings, "disabledExtensions of the project ignored for 'mine': a project switches off "
-         "only its own plugins, and 'mine' is a user extension"),
+        (
+            "warning",
+            "ours",
+            settings,
+            "disabledExtensions of the project ignored for 'ours': a project switches off "
+            "only its own plugins, and 'ours' is installed",
+        ),
+        (
+            "warning",
+            "mine",
+            settings,
+            "disabledExtensions of the project ignored for 'mine': a project switches off "
+            "only its own plugins, and 'mine' is a user extension",
+        ),
     ]
     assert "\n" not in warnings[0].format()
 
@@ -45,7 +64,9 @@ async def test_a_required_project_plugin_stays_and_the_warning_says_why(
     setup(site_dir, agent_dir, project, disabled=["theirs", "ours"], required=["theirs", "ours"])
     host = await load_host(cwd=str(project), entry_points=["ours"], project_trusted=True)
     assert {r.name: r.status for r in host.records if r.name in ("ours", "theirs")} == {
-        "ours": "loaded", "theirs": "loaded"}
+        "ours": "loaded",
+        "theirs": "loaded",
+    }
     messages = sorted(d.message for d in host.diagnostics if "disabledExtensions" in d.message)
     assert messages == [
         "disabledExtensions of the project ignored for 'ours': the user settings require it (requiredExtensions)",

@@ -175,8 +175,9 @@ async def test_tool_result_patches_merge_field_by_field() -> None:
             return {"isError": True}
 
     host = await load_host(A, B)
-    out = await host.runner.emit("tool_result", h.ToolResultEvent(tool_name="t", tool_call_id="1",
-                                                                   content=[h.TextContent(text="orig")]))
+    out = await host.runner.emit(
+        "tool_result", h.ToolResultEvent(tool_name="t", tool_call_id="1", content=[h.TextContent(text="orig")])
+    )
     assert out.content[0].text == "from A" and out.details == {"by": "A"} and out.is_error is True
 
 
@@ -192,8 +193,9 @@ async def test_tool_result_raising_handler_keeps_the_result_so_far() -> None:
             raise RuntimeError("decorator crashed")
 
     host = await load_host(Good, Bad)
-    out = await host.runner.emit("tool_result", h.ToolResultEvent(tool_name="t", tool_call_id="1",
-                                                                   content=[h.TextContent(text="orig")]))
+    out = await host.runner.emit(
+        "tool_result", h.ToolResultEvent(tool_name="t", tool_call_id="1", content=[h.TextContent(text="orig")])
+    )
     assert out.details == {"ok": 1} and out.content[0].text == "orig" and not out.is_error
     assert host.runner.errors[0].plugin == "Bad"
 

@@ -87,8 +87,9 @@ async def test_an_abort_ends_the_wait_for_a_blocked_handler() -> None:
 
     asyncio.get_running_loop().call_later(0.2, controller.abort)
     started = time.monotonic()
-    result = await host.runner.emit("tool_call", h.ToolCallEvent(tool_call_id="1", tool_name="bash", input={}),
-                                    WithSignal())
+    result = await host.runner.emit(
+        "tool_call", h.ToolCallEvent(tool_call_id="1", tool_name="bash", input={}), WithSignal()
+    )
     assert time.monotonic() - started < 1.5
     assert result.block and "aborted" in result.reason
     assert [e.plugin for e in errors] == ["Blocks"]

@@ -11,12 +11,20 @@ from pi_core.resources.settings import SettingsError, load_settings, merge_setti
 
 
 def test_project_over_user_one_level_merge_and_combined_resource_lists() -> None:
-    user = {"defaultModel": "a", "retry": {"enabled": True, "maxRetries": 3}, "extensions": ["u.py"],
-            "defaultProjectTrust": "always"}
+    user = {
+        "defaultModel": "a",
+        "retry": {"enabled": True, "maxRetries": 3},
+        "extensions": ["u.py"],
+        "defaultProjectTrust": "always",
+    }
     project = {"defaultModel": "b", "retry": {"maxRetries": 5}, "extensions": ["p.py"], "defaultProjectTrust": "never"}
     merged = merge_settings(user, project)
-    assert merged == {"defaultModel": "b", "retry": {"enabled": True, "maxRetries": 5},
-                      "extensions": ["u.py", "p.py"], "defaultProjectTrust": "always"}
+    assert merged == {
+        "defaultModel": "b",
+        "retry": {"enabled": True, "maxRetries": 5},
+        "extensions": ["u.py", "p.py"],
+        "defaultProjectTrust": "always",
+    }
 
 
 def test_project_settings_only_when_trusted(tmp_path: Path) -> None:

@@ -266,12 +266,15 @@ def check_metadata(built: Built, project: Project | None, license_text: bytes | 
     # the licence
     expression = meta.get("License-Expression")
     if not expression:
-        problem("License-Expression", "missing (project.license = \"MIT\")")
+        problem("License-Expression", 'missing (project.license = "MIT")')
     classifiers = _values(meta, "Classifier")
     licence_classifiers = [c for c in classifiers if c.startswith("License ::")]
     if expression and licence_classifiers:
-        problem("Classifier", f"{licence_classifiers[0]!r} next to License-Expression: PEP 639 deprecates "
-                              "licence classifiers and package indexes refuse both")
+        problem(
+            "Classifier",
+            f"{licence_classifiers[0]!r} next to License-Expression: PEP 639 deprecates "
+            "licence classifiers and package indexes refuse both",
+        )
     license_files = _values(meta, "License-File")
     if not license_files:
         problem("License-File", "missing: the licence text is not in the distribution (project.license-files)")
@@ -284,12 +287,16 @@ def check_metadata(built: Built, project: Project | None, license_text: bytes | 
             problem("License-File", f"{name} differs from the repository's LICENSE")
 
     # classifiers
-    for prefix, what in (("Development Status :: ", "the development status"),
-                         ("Operating System :: ", "the operating systems"),
-                         ("Intended Audience :: ", "the audience")):
+    for prefix, what in (
+        ("Development Status :: ", "the development status"),
+        ("Operating System :: ", "the operating systems"),
+        ("Intended Audience :: ", "the audience"),
+    ):
         if not any(c.startswith(prefix) for c in classifiers):
             problem("Classifier", f"none gives {what} ({prefix.strip(' :')} :: ...)")
-    listed = [c.rsplit(" :: ", 1)[1] for c in classifiers if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)]
+    listed = [
+        c.rsplit(" :: ", 1)[1] for c in classifiers if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    ]
     requires_python = str(meta.get("Requires-Python") or "")
     if not listed:
         problem("Classifier", "no Python version (Programming Language :: Python :: 3.x)")
@@ -299,8 +306,9 @@ def check_metadata(built: Built, project: Project | None, license_text: bytes | 
             if version not in allowed:
                 problem("Classifier", f"Python {version} is listed but Requires-Python is {requires_python}")
         if allowed and allowed[0] not in listed:
-            problem("Classifier", f"Python {allowed[0]} (the oldest Requires-Python {requires_python} allows) "
-                                  "is not listed")
+            problem(
+                "Classifier", f"Python {allowed[0]} (the oldest Requires-Python {requires_python} allows) is not listed"
+            )
     typed_classifier = "Typing :: Typed" in classifiers
     if project is not None:
         if project.typed and not typed_classifier:
@@ -317,13 +325,17 @@ def check_metadata(built: Built, project: Project | None, license_text: bytes | 
 
     # project URLs: the project has no public home yet
     if not _values(meta, "Project-URL") and not meta.get("Home-page"):
-        problem("Project-URL", "none: a published distribution should link its home, source and issues "
-                               "(project.urls)", "warning")
+        problem(
+            "Project-URL",
+            "none: a published distribution should link its home, source and issues (project.urls)",
+            "warning",
+        )
     return out
 
 
-def check_pins(requirer: str, requirements: Iterable[str], projects: dict[str, Project], where: str,
-               field: str = "Requires-Dist") -> list[Problem]:
+def check_pins(
+    requirer: str, requirements: Iterable[str], projects: dict[str, Project], where: str, field: str = "Requires-Dist"
+) -> list[Problem]:
     """Every requirement on a distribution of the workspace carries the semver pin."""
     out = []
     for text in requirements:
@@ -339,8 +351,11 @@ def check_pins(requirer: str, requirements: Iterable[str], projects: dict[str, P
         want = expected_pin(canonicalize_name(requirer), required, target.version)
         if requirement.specifier != want:
             got = str(requirement.specifier) or "no version"
-            out.append(Problem(where, field, f"{requirement.name}: {got}; want {want} "
-                                             f"({requirement.name} is {target.version})"))
+            out.append(
+                Problem(
+                    where, field, f"{requirement.name}: {got}; want {want} ({requirement.name} is {target.version})"
+                )
+            )
     return out
 
 
@@ -356,11 +371,15 @@ def check_versions(built: Sequence[Built], projects: dict[str, Project]) -> list
             out.append(Problem(where, "Version", f"{item.version}, but the file name says {named}"))
         project = projects.get(item.name)
         if project is not None and project.version is not None and item.version != project.version:
-            out.append(Problem(where, "Version", f"{item.version}, but {project.folder.name}'s __version__ "
-                                                 f"is {project.version} (rebuild)"))
+            out.append(
+                Problem(
+                    where,
+                    "Version",
+                    f"{item.version}, but {project.folder.name}'s __version__ is {project.version} (rebuild)",
+                )
+            )
         if release is not None and item.version and item.version != release:
-            out.append(Problem(where, "Version", f"{item.version}, but {CORE} is {release}: one release, "
-                                                 "one version"))
+            out.append(Problem(where, "Version", f"{item.version}, but {CORE} is {release}: one release, one version"))
     return out
 
 
@@ -414,8 +433,9 @@ def _twine(paths: Sequence[Path]) -> list[Problem]:
     return out
 
 
-def check(folders: Sequence[Path], *, strict: bool = False, root: Path = ROOT, run_twine: bool = True,
-          complete: bool = True) -> list[Problem]:
+def check(
+    folders: Sequence[Path], *, strict: bool = False, root: Path = ROOT, run_twine: bool = True, complete: bool = True
+) -> list[Problem]:
     """Every problem of the distributions in ``folders``; with ``strict`` warnings are
     errors; ``complete``: every member of the workspace has a wheel and an sdist there."""
     projects = workspace_projects(root)
@@ -436,8 +456,9 @@ def check(folders: Sequence[Path], *, strict: bool = False, root: Path = ROOT, r
     for item in built:
         project = projects.get(item.name)
         if project is None:
-            problems.append(Problem(item.path.name, "Name", f"{item.metadata.get('Name')!r} is not a project "
-                                                            "of this repository"))
+            problems.append(
+                Problem(item.path.name, "Name", f"{item.metadata.get('Name')!r} is not a project of this repository")
+            )
         problems += check_metadata(item, project, license_text)
         problems += check_pins(item.name, _values(item.metadata, "Requires-Dist"), projects, item.path.name)
     problems += check_versions(built, projects)
@@ -485,8 +506,13 @@ def check_sources(root: Path = ROOT) -> list[Problem]:
         if project.version is None:
             problems.append(Problem(where, "version", "no __version__ found ([tool.hatch.version] path)"))
         elif len(versions) > 1:
-            problems.append(Problem(where, "version", f"{project.version}; the projects have "
-                                                      f"{', '.join(sorted(str(v) for v in versions))}"))
+            problems.append(
+                Problem(
+                    where,
+                    "version",
+                    f"{project.version}; the projects have {', '.join(sorted(str(v) for v in versions))}",
+                )
+            )
     return problems
 
 

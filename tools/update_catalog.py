@@ -49,8 +49,22 @@ FACTORED = ("input", "reasoning", "inputLimits", "compat", "promptCache", "think
 ``modelDefaults`` (a model with another value keeps its own, ``null`` for none)."""
 
 MODEL_FIELDS = (
-    "id", "name", "api", "baseUrl", "reasoning", "thinkingLevelMap", "input", "inputLimits", "promptCache", "cost",
-    "contextWindow", "maxTokens", "samplingParams", "samplingParamsByThinkingLevel", "headers", "compat",
+    "id",
+    "name",
+    "api",
+    "baseUrl",
+    "reasoning",
+    "thinkingLevelMap",
+    "input",
+    "inputLimits",
+    "promptCache",
+    "cost",
+    "contextWindow",
+    "maxTokens",
+    "samplingParams",
+    "samplingParamsByThinkingLevel",
+    "headers",
+    "compat",
 )
 """The fields of a ``models.json`` model that are copied (``provider`` and ``type`` are
 implied by the file; fields pi's ``models.json`` does not know, such as a gateway's

@@ -317,4 +317,3 @@ class Aggregate(Composition):
     def describe(self) -> str:
         chained = f"; each `{self.chains}` also replaces the event's" if self.chains else ""
         return f"the caller gets every result, in call order{chained}"
-

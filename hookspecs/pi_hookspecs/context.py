@@ -46,16 +46,12 @@ class UIContext(Protocol):
         (seconds) passes unanswered: ``False``."""
         ...
 
-    async def select(
-        self, title: str, options: Sequence[str], *, timeout: float | None = None
-    ) -> str | None:
+    async def select(self, title: str, options: Sequence[str], *, timeout: float | None = None) -> str | None:
         """Let the user pick one of ``options``; the chosen string, or ``None`` when
         dismissed, timed out or without a UI."""
         ...
 
-    async def input(
-        self, title: str, placeholder: str = "", *, timeout: float | None = None
-    ) -> str | None:
+    async def input(self, title: str, placeholder: str = "", *, timeout: float | None = None) -> str | None:
         """Ask for one line of text (``placeholder`` shown while it is empty); ``None``
         when dismissed, timed out or without a UI."""
         ...
@@ -115,35 +111,45 @@ class SessionView(Protocol):
     def get_cwd(self) -> str:
         """The session's working directory."""
         ...
+
     def get_session_id(self) -> str:
         """The session's id (the header's ``id``)."""
         ...
+
     def get_session_file(self) -> str | None:
         """The session's JSONL file, ``None`` for an in-memory session (``--no-session``)."""
         ...
+
     def get_session_dir(self) -> str | None:
         """The folder holding the session file, ``None`` for an in-memory session."""
         ...
+
     def get_session_name(self) -> str | None:
         """The name given with ``/name`` or ``ctx.set_session_name``; ``None`` when unnamed."""
         ...
+
     def get_header(self) -> SessionHeader | None:
         """The session file's first line (id, cwd, timestamp, parent session)."""
         ...
+
     def get_entries(self) -> list[SessionEntry]:
         """Every entry of the session, all branches, in file order."""
         ...
+
     def get_entry(self, entry_id: str) -> SessionEntry | None:
         """The entry with this id, or ``None``."""
         ...
+
     def get_branch(self, from_id: str | None = None) -> list[SessionEntry]:
         """The entries from the root to ``from_id`` (default: the current leaf): the
         conversation as the model sees it, before compaction."""
         ...
+
     def get_leaf_id(self) -> str | None:
         """The id of the current leaf entry (where the next entry attaches); ``None``
         in an empty session."""
         ...
+
     def get_label(self, entry_id: str) -> str | None:
         """The label set on an entry (``/tree``'s bookmarks, ``ctx.set_label``), or ``None``."""
         ...
@@ -169,35 +175,43 @@ class ExtensionContext(Protocol):
     def cwd(self) -> str:
         """The working directory of the session (absolute)."""
         ...
+
     @property
     def mode(self) -> Mode:
         """How pi runs: ``tui``, ``rpc``, ``json``, ``print``, ``sdk`` or ``acp``."""
         ...
+
     @property
     def has_ui(self) -> bool:
         """Whether dialogs reach a user (``tui``, ``rpc`` and ``acp`` with a client).
         Check it before asking; without a UI dialogs answer their default at once."""
         ...
+
     @property
     def ui(self) -> UIContext:
         """Dialogs and notifications (:class:`UIContext`)."""
         ...
+
     @property
     def session_manager(self) -> SessionView:
         """The session, read-only (:class:`SessionView`)."""
         ...
+
     @property
     def model(self) -> Model | None:
         """The current model, ``None`` before one is chosen."""
         ...
+
     @property
     def thinking_level(self) -> str:
         """The current thinking level (``off`` … ``max``)."""
         ...
+
     @property
     def signal(self) -> AbortSignal | None:
         """The abort signal of the current run, ``None`` while idle."""
         ...
+
     @property
     def hook(self) -> Any:
         """The hooks of this runtime. pi's events go through pi's runner, with their
@@ -213,31 +227,39 @@ class ExtensionContext(Protocol):
         """Whether the project is trusted: its ``.pi/settings.json``, plugins and
         resources are in use."""
         ...
+
     def is_idle(self) -> bool:
         """Whether no run is active (no model request or tool is in progress)."""
         ...
+
     def has_pending_messages(self) -> bool:
         """Whether steering or follow-up messages are queued for the active run."""
         ...
+
     def abort(self) -> None:
         """Stop the active run (and a retry backoff), like Escape in the terminal."""
         ...
+
     def shutdown(self) -> None:
         """Ask pi to end: once the current run settles the session is disposed and
         the process exits (``session_shutdown`` handlers run)."""
         ...
+
     def get_settings(self, scope: Literal["effective", "user", "project"] = "effective") -> dict[str, Any]:
         """A copy of the settings: ``effective`` (user and trusted project merged),
         ``user`` (``~/.pi/agent/settings.json`` alone — what an organisation policy reads,
         since a trusted project can override the merged view) or ``project`` (the
         trusted project's ``.pi/settings.json``; ``{}`` when the project is not trusted)."""
         ...
+
     def get_flag(self, name: str) -> Any:
         """The value of a flag registered through ``register_flags``."""
         ...
+
     def get_context_usage(self) -> ContextUsage | None:
         """How full the context is (:class:`ContextUsage`), ``None`` without a model."""
         ...
+
     def get_system_prompt(self) -> str:
         """The system prompt of the next request, after ``before_agent_start`` handlers."""
         ...
@@ -256,9 +278,7 @@ class ExtensionContext(Protocol):
         its own); when idle it is stored, and ``trigger_turn=True`` starts a run."""
         ...
 
-    async def send_user_message(
-        self, content: str | list[UserContent], *, deliver_as: DeliverAs | None = None
-    ) -> None:
+    async def send_user_message(self, content: str | list[UserContent], *, deliver_as: DeliverAs | None = None) -> None:
         """Send a user message as if typed: when idle it starts a run; during a run
         ``deliver_as`` must say how to queue it (``steer`` or ``follow_up``), otherwise
         it raises ``SessionBusyError``."""
@@ -271,21 +291,27 @@ class ExtensionContext(Protocol):
     def set_session_name(self, name: str | None) -> None:
         """Name the session (``/name``); ``None`` clears it. Written to the session file."""
         ...
+
     def get_session_name(self) -> str | None:
         """The session's name, ``None`` when unnamed."""
         ...
+
     def set_label(self, entry_id: str, label: str | None) -> None:
         """Label an entry (a bookmark shown by ``/tree``); ``None`` removes it."""
         ...
+
     def get_active_tools(self) -> list[str]:
         """Names of the tools declared to the model in the next request."""
         ...
+
     def get_all_tools(self) -> list[ToolDefinition]:
         """Every registered tool (active, inactive and hidden) as definitions."""
         ...
+
     def set_active_tools(self, names: Sequence[str]) -> None:
         """Declare exactly these tools from the next model request on."""
         ...
+
     def is_tool_deselected(self, name: str) -> bool:
         """Whether the user's tool selection turned ``name`` off (``--no-tools``,
         ``--exclude-tools``, a ``--tools`` allowlist without it, or a ``-name`` entry in
@@ -293,6 +319,7 @@ class ExtensionContext(Protocol):
         leave such tools off; explicit user actions may still activate them (except
         excluded tools, which never activate)."""
         ...
+
     def register_tool(self, definition: ToolDefinition) -> None:
         """Register (or re-register) a tool at run time; it is declared from the next
         model request of the current run. A plugin may replace (or withdraw, with
@@ -300,16 +327,20 @@ class ExtensionContext(Protocol):
         raises ``ValueError``. The owner is the plugin whose hook handler, command or
         tool is running (tasks a handler starts inherit it)."""
         ...
+
     def get_commands(self) -> list[CommandDefinition]:
         """The slash commands plugins registered."""
         ...
+
     async def set_model(self, model: Model) -> bool:
         """Switch to ``model`` for the next request; ``False`` (and no switch) when it
         has no credentials. The thinking level is clamped to what it supports."""
         ...
+
     def set_thinking_level(self, level: str) -> None:
         """Set the thinking level (clamped to what the model supports)."""
         ...
+
     def compact(
         self,
         custom_instructions: str | None = None,
@@ -331,11 +362,13 @@ class ToolContext(ExtensionContext, Protocol):
     def tool_call_id(self) -> str:
         """The id of this tool call (as in the model's tool call and the result)."""
         ...
+
     @property
     def parent_tool_call_id(self) -> str | None:
         """The id of the calling tool's call when this tool runs through another
         tool's :meth:`execute_tool`; ``None`` for a call of the model."""
         ...
+
     @property
     def tools(self) -> list[str]:
         """Names of the tools this tool may call with :meth:`execute_tool`."""
@@ -367,6 +400,7 @@ class CommandContext(ExtensionContext, Protocol):
     async def wait_for_idle(self) -> None:
         """Wait until the active run (if any) and its queued messages are done."""
         ...
+
     async def new_session(
         self,
         *,
@@ -379,6 +413,7 @@ class CommandContext(ExtensionContext, Protocol):
         ``with_session`` runs with the new session's command context. Returns
         ``{"cancelled": bool}``."""
         ...
+
     async def fork(
         self,
         entry_id: str,
@@ -391,6 +426,7 @@ class CommandContext(ExtensionContext, Protocol):
         Returns ``{"cancelled": bool, "editor_text": ...}`` (a user message's text when
         forking before it)."""
         ...
+
     async def navigate_tree(
         self,
         target_id: str,
@@ -405,6 +441,7 @@ class CommandContext(ExtensionContext, Protocol):
         ``replace_instructions``) and labelling the target. Returns ``{"cancelled":
         bool, "editor_text": ...}``: a user message target gives its text to edit."""
         ...
+
     async def switch_session(
         self,
         session_path: str,
@@ -414,10 +451,12 @@ class CommandContext(ExtensionContext, Protocol):
         """Continue the session in ``session_path`` (``/resume``);
         ``session_before_switch`` handlers may cancel. Returns ``{"cancelled": bool}``."""
         ...
+
     async def reload(self) -> None:
         """Rebuild plugins, tools, resources and the system prompt (``/reload``),
         keeping the conversation. Every context of the old runtime goes stale."""
         ...
+
     def get_system_prompt_options(self) -> Any:
         """What the system prompt is built from (the options ``before_agent_start``
         sees): tools, skills, context files, appended prompts."""
@@ -432,14 +471,17 @@ class ProjectTrustContext(Protocol):
     def cwd(self) -> str:
         """The working directory whose project is being decided."""
         ...
+
     @property
     def mode(self) -> Mode:
         """How pi runs (see :data:`Mode`)."""
         ...
+
     @property
     def has_ui(self) -> bool:
         """Whether a user can be asked (``ctx.ui.confirm``)."""
         ...
+
     @property
     def ui(self) -> UIContext:
         """Dialogs and notifications (:class:`UIContext`)."""

@@ -68,12 +68,7 @@ class Model(PiModel):
         return f"{self.provider}/{self.id}"
 
     def same_model(self, other: "Model | None") -> bool:
-        return (
-            other is not None
-            and self.provider == other.provider
-            and self.api == other.api
-            and self.id == other.id
-        )
+        return other is not None and self.provider == other.provider and self.api == other.api and self.id == other.id
 
 
 class LlmContext(PiModel):

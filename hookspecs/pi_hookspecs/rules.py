@@ -146,7 +146,16 @@ class EventSpec:
         return self._get()[1]
 
     def _key(self) -> tuple[Any, ...]:
-        return (self.name, self.event, self.result, self.rule, self.fail_closed, self.group, self.compose, self.in_place)
+        return (
+            self.name,
+            self.event,
+            self.result,
+            self.rule,
+            self.fail_closed,
+            self.group,
+            self.compose,
+            self.in_place,
+        )
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, EventSpec) and self._key() == other._key()
@@ -308,4 +317,3 @@ def registration_spec(*, group: str = "Registration") -> Callable[[F], F]:
         return hookspec(function)
 
     return mark
-

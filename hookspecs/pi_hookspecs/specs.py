@@ -326,7 +326,8 @@ def _check_user_bash_answer(event: Any, result: Any) -> None:
     Rule.GATE,
     group="Startup and resources",
     compose=DecidingGate(
-        lambda event, result: result.trusted in ("yes", "no"), outcome=None,
+        lambda event, result: result.trusted in ("yes", "no"),
+        outcome=None,
         summary="the first `yes` or `no` decides",
     ),
 )
@@ -761,8 +762,13 @@ def tool_call(event: ToolCallEvent, ctx: ExtensionContext) -> ToolCallResult | N
     Rule.CHAINED,
     group="Tools",
     compose=Patched(
-        "content", "structured_content", "details", "is_error", "usage",
-        nullable=("structured_content", "details", "usage"), clears={"content": "structured_content"},
+        "content",
+        "structured_content",
+        "details",
+        "is_error",
+        "usage",
+        nullable=("structured_content", "details", "usage"),
+        clears={"content": "structured_content"},
     ),
     in_place=True,
 )
@@ -823,8 +829,12 @@ def bash_spawn(event: BashSpawnEvent, ctx: ExtensionContext) -> BashSpawnResult 
     Rule.GATE,
     group="Tools",
     fail_closed=True,
-    compose=DecidingGate(_file_answered, check=_check_file_answer, blocks=True,
-                         summary="the first block, or the first handler that does the access, decides"),
+    compose=DecidingGate(
+        _file_answered,
+        check=_check_file_answer,
+        blocks=True,
+        summary="the first block, or the first handler that does the access, decides",
+    ),
 )
 def file_access(event: FileAccessEvent, ctx: ExtensionContext) -> FileAccessResult | None:
     """A built-in file tool is about to read or write a file's text: serve it elsewhere.
@@ -986,8 +996,11 @@ def cache_warming_decision(
     Rule.GATE,
     group="User input",
     fail_closed=True,
-    compose=DecidingGate(lambda event, result: True, check=_check_user_bash_answer,
-                         summary="the first handler that answers runs the command"),
+    compose=DecidingGate(
+        lambda event, result: True,
+        check=_check_user_bash_answer,
+        summary="the first handler that answers runs the command",
+    ),
 )
 def user_bash(event: "UserBashEvent", ctx: ExtensionContext) -> "UserBashResult | None":
     """The user ran ``!command`` (or ``!!command``, ``event.exclude_from_context``).

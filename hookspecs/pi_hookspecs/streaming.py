@@ -290,7 +290,9 @@ class MessageBuilder:
         if signature is not None:
             block.thinking_signature = signature
         if self._open.pop(index, None) is not None:
-            self._emit(ThinkingEndEvent.model_construct(content_index=index, content=block.thinking, partial=self.message))
+            self._emit(
+                ThinkingEndEvent.model_construct(content_index=index, content=block.thinking, partial=self.message)
+            )
 
     # ------------------------------------------------------------------ tool calls
 
@@ -304,7 +306,11 @@ class MessageBuilder:
         index = len(self.message.content) - 1
         self._open[index] = "toolCall"
         self._json[index] = ""
-        self._emit(ToolCallStartEvent.model_construct(content_index=index, id=block.id, tool_name=block.name, partial=self.message))
+        self._emit(
+            ToolCallStartEvent.model_construct(
+                content_index=index, id=block.id, tool_name=block.name, partial=self.message
+            )
+        )
         return index
 
     def tool_call(self, index: int) -> ToolCall:

@@ -48,9 +48,7 @@ AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 CONFIG_DIR_NAME = ".pi"
 
 MANAGED_SETTINGS = (
-    Path("/Library/Application Support/pi/settings.json")
-    if sys.platform == "darwin"
-    else Path("/etc/pi/settings.json")
+    Path("/Library/Application Support/pi/settings.json") if sys.platform == "darwin" else Path("/etc/pi/settings.json")
 )
 """The settings an administrator installs for every user of the machine. Plugins that
 enforce something (a sandbox, a policy) let its key win over the user's."""

@@ -172,9 +172,7 @@ class ToolDefinition(PiModel):
     @classmethod
     def _check_name(cls, name: str) -> str:
         if not TOOL_NAME_RE.match(name):
-            raise ValueError(
-                f"tool name {name!r} must be 1-128 characters of letters, digits, '_' or '-'"
-            )
+            raise ValueError(f"tool name {name!r} must be 1-128 characters of letters, digits, '_' or '-'")
         return name
 
     def declaration(self) -> ToolDeclaration:
@@ -205,11 +203,7 @@ class ToolDefinition(PiModel):
 
 def _strip_titles(schema: Any) -> Any:
     if isinstance(schema, dict):
-        return {
-            k: _strip_titles(v)
-            for k, v in schema.items()
-            if not (k == "title" and isinstance(v, str))
-        }
+        return {k: _strip_titles(v) for k, v in schema.items() if not (k == "title" and isinstance(v, str))}
     if isinstance(schema, list):
         return [_strip_titles(v) for v in schema]
     return schema

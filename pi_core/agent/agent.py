@@ -270,9 +270,7 @@ class Agent:
         answer). The last message must not be an assistant message — unless messages
         are queued, which then start the run."""
         if self.state.messages and self.state.messages[-1].role == "assistant":
-            queued = self._take(self._steering, self.steering_mode) or self._take(
-                self._follow_up, self.follow_up_mode
-            )
+            queued = self._take(self._steering, self.steering_mode) or self._take(self._follow_up, self.follow_up_mode)
             if queued:
                 return await self._run(queued)
             raise ValueError("Cannot continue from message role: assistant")
@@ -512,7 +510,9 @@ class _Run:
     async def _fail_truncated(self, tool_calls: list[ToolCall]) -> list[ToolResultMessage]:
         results = []
         for call in tool_calls:
-            await self.emit(ToolExecutionStartEvent.model_construct(tool_call_id=call.id, tool_name=call.name, args=call.arguments))
+            await self.emit(
+                ToolExecutionStartEvent.model_construct(tool_call_id=call.id, tool_name=call.name, args=call.arguments)
+            )
             outcome = ToolOutcome(
                 _failed(
                     f'Tool call "{call.name}" was not executed: the response hit the output token limit, so its '
@@ -542,7 +542,9 @@ class _Run:
         running: list[tuple[ToolCall, Any]] = []
         skip_rest = False
         for call in tool_calls:
-            await self.emit(ToolExecutionStartEvent.model_construct(tool_call_id=call.id, tool_name=call.name, args=call.arguments))
+            await self.emit(
+                ToolExecutionStartEvent.model_construct(tool_call_id=call.id, tool_name=call.name, args=call.arguments)
+            )
             outcome: Any
             if skip_rest:
                 outcome = ToolOutcome(_failed(SKIPPED_FOR_STEERING), True)
@@ -624,7 +626,10 @@ class _Run:
         def on_update(partial: ToolResult) -> None:
             if accepting:
                 event = ToolExecutionUpdateEvent.model_construct(
-                    tool_call_id=call.id, tool_name=call.name, args=call.arguments, partial_result=ToolResult.coerce(partial)
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    args=call.arguments,
+                    partial_result=ToolResult.coerce(partial),
                 )
                 updates.append(asyncio.ensure_future(self.emit(event)))
 

@@ -128,4 +128,6 @@ class SimpleToolContext:
 
 MakeToolContext = Callable[[ToolCall, ToolDefinition, AbortSignal, Callable[[ToolResult], Any]], Any]
 StreamFunction = Callable[[Model, Any, StreamOptions], Any]
-TransformContext = Callable[[list[AgentMessage], AbortSignal | None], Awaitable[list[AgentMessage]] | list[AgentMessage]]
+TransformContext = Callable[
+    [list[AgentMessage], AbortSignal | None], Awaitable[list[AgentMessage]] | list[AgentMessage]
+]

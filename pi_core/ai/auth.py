@@ -103,9 +103,7 @@ class CommandError(Exception):
 def run_command(command: str) -> str:
     """Run ``command`` in a shell; its stripped standard output."""
     try:
-        done = subprocess.run(
-            command, shell=True, capture_output=True, text=True, timeout=COMMAND_TIMEOUT, check=False
-        )
+        done = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=COMMAND_TIMEOUT, check=False)
     except subprocess.TimeoutExpired as error:
         raise CommandError(f"command `{command}` timed out after {COMMAND_TIMEOUT:g}s") from error
     if done.returncode != 0:

@@ -60,8 +60,12 @@ def provider_definitions() -> list[ProviderDefinition]:
         info = catalog.provider_info(name) or {}
         definitions.append(
             ProviderDefinition.model_construct(
-                name=name, display_name=info.get("name"), base_url=info.get("baseUrl"), api=info.get("api"),
-                headers=dict(info["headers"]) if info.get("headers") else None, catalogue=name,
+                name=name,
+                display_name=info.get("name"),
+                base_url=info.get("baseUrl"),
+                api=info.get("api"),
+                headers=dict(info["headers"]) if info.get("headers") else None,
+                catalogue=name,
             )
         )
     return definitions

@@ -46,7 +46,9 @@ class CostOverride(_Config):
 class _ModelFields(_Config):
     name: str | None = None
     reasoning: bool | None = None
-    thinking_level_map: dict[Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"], str | None] | None = None
+    thinking_level_map: dict[Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"], str | None] | None = (
+        None
+    )
     input: list[Literal["text", "image"]] | None = None
     input_limits: dict[str, Any] | None = None
     prompt_cache: dict[str, Any] | None = None
@@ -163,7 +165,7 @@ def parse_models_json(text: str, path: Path) -> ModelsFile:
             f"{path}: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
         ) from None
     if not isinstance(data, dict):
-        raise ModelsConfigError(f"{path}: expected a JSON object with \"providers\", got {type(data).__name__}")
+        raise ModelsConfigError(f'{path}: expected a JSON object with "providers", got {type(data).__name__}')
     try:
         return _validate(data)
     except ValidationError as error:
@@ -184,7 +186,7 @@ def parse_models_json_lenient(text: str, path: Path) -> tuple[ModelsFile, list[s
             f"{path}: invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
         ) from None
     if not isinstance(data, dict):
-        raise ModelsConfigError(f"{path}: expected a JSON object with \"providers\", got {type(data).__name__}")
+        raise ModelsConfigError(f'{path}: expected a JSON object with "providers", got {type(data).__name__}')
     problems: list[str] = []
     for _ in range(1000):  # each pass removes one broken part
         try:

@@ -66,9 +66,7 @@ class Credentials:
         self.auth = auth
         self._provider = provider
         self._sources: dict[str, tuple[str, CredentialSource]] = {}
-        self._logins: dict[str, tuple[str, LoginMethod]] = {
-            name: ("builtin", method) for name, method in login_methods
-        }
+        self._logins: dict[str, tuple[str, LoginMethod]] = {name: ("builtin", method) for name, method in login_methods}
 
     # ------------------------------------------------------------------ registration
 

@@ -200,7 +200,9 @@ async def stream_faux(model: Model, context: LlmContext, options: StreamOptions,
     """The ``faux`` API: stream the next scripted answer of ``model``'s script."""
     script = faux_script_for(model)
     if script is None:
-        raise ProviderError(f"No faux script is registered for {model.provider}/{model.id}; create it with faux_model().")
+        raise ProviderError(
+            f"No faux script is registered for {model.provider}/{model.id}; create it with faux_model()."
+        )
     response = await script.next_response(context)
     out.start()
     produced = 0
@@ -274,7 +276,9 @@ def _demo_answer(context: LlmContext) -> FauxResponse:
             detail = lines[0] if lines else "no output"
             return FauxResponse(text=f"The `ls` command failed: {detail}\n\n{DEMO_NOTE}")
         if not lines:
-            return FauxResponse(text=f"The `ls` command ran and printed nothing: the directory looks empty.\n\n{DEMO_NOTE}")
+            return FauxResponse(
+                text=f"The `ls` command ran and printed nothing: the directory looks empty.\n\n{DEMO_NOTE}"
+            )
         shown = ", ".join(lines[:8]) + (", …" if len(lines) > 8 else "")
         plural = "entry" if len(lines) == 1 else "entries"
         return FauxResponse(text=f"The `ls` command listed {len(lines)} {plural}: {shown}.\n\n{DEMO_NOTE}")
@@ -317,4 +321,3 @@ def register_offline_demo() -> dict[str, Any]:
         "context_window": 128_000,
         "max_tokens": 16_384,
     }
-

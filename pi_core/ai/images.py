@@ -66,7 +66,11 @@ def fit_image(data: str, mime_type: str) -> FittedImage | None:
     if target_h > MAX_HEIGHT:
         target_w, target_h = max(1, round(target_w * MAX_HEIGHT / target_h)), MAX_HEIGHT
     while True:
-        resized = image.resize((target_w, target_h), Image.Resampling.LANCZOS) if (target_w, target_h) != image.size else image
+        resized = (
+            image.resize((target_w, target_h), Image.Resampling.LANCZOS)
+            if (target_w, target_h) != image.size
+            else image
+        )
         png = _encode(resized, "PNG")
         jpeg = [_encode(resized, "JPEG", quality) for quality in JPEG_QUALITIES]
         preferred = [jpeg[0], png] if len(jpeg[0][0]) < len(png[0]) else [png, jpeg[0]]

@@ -204,7 +204,9 @@ class AssistantMessageStream:
     def _settle(self) -> None:
         # A task cancelled before its first step never ran its handlers: end it here.
         if not self._builder.finished:
-            self._builder.fail(ABORTED_MESSAGE if self._aborting else "The request was cancelled", aborted=self._aborting)
+            self._builder.fail(
+                ABORTED_MESSAGE if self._aborting else "The request was cancelled", aborted=self._aborting
+            )
 
     async def aclose(self) -> None:
         """Cancel the request if it is still running (the message ends ``aborted``)."""
@@ -214,4 +216,3 @@ class AssistantMessageStream:
             task.cancel()
             await asyncio.wait({task})
             self._settle()
-

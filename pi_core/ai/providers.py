@@ -50,9 +50,14 @@ class ProviderState:
 
 
 _CAMEL = {
-    "baseUrl": "base_url", "contextWindow": "context_window", "maxTokens": "max_tokens",
-    "thinkingLevelMap": "thinking_level_map", "inputLimits": "input_limits", "promptCache": "prompt_cache",
-    "samplingParams": "sampling_params", "samplingParamsByThinkingLevel": "sampling_params_by_thinking_level",
+    "baseUrl": "base_url",
+    "contextWindow": "context_window",
+    "maxTokens": "max_tokens",
+    "thinkingLevelMap": "thinking_level_map",
+    "inputLimits": "input_limits",
+    "promptCache": "prompt_cache",
+    "samplingParams": "sampling_params",
+    "samplingParamsByThinkingLevel": "sampling_params_by_thinking_level",
 }
 _CAMEL_COST = {"cacheRead": "cache_read", "cacheWrite": "cache_write", "inputTokensAbove": "input_tokens_above"}
 
@@ -187,7 +192,7 @@ def apply_models_file(providers: dict[str, ProviderState], file: ModelsFile, pat
             missing_api = not config.api and any(not m.api for m in config.models or [])
             if not config.base_url or missing_api or (not config.api and not config.models):
                 problems.append(
-                    f"{path}: providers.{name}: a new provider needs \"baseUrl\" and \"api\" "
+                    f'{path}: providers.{name}: a new provider needs "baseUrl" and "api" '
                     "(on the provider or on each of its models); provider skipped"
                 )
                 continue

@@ -148,7 +148,9 @@ class ModelRegistry:
         table. ``models.json`` still applies on top.
         """
         provider = plugin_provider(definition, source)
-        self._plugin_providers = [p for p in self._plugin_providers if not (p.name == provider.name and p.source == source)]
+        self._plugin_providers = [
+            p for p in self._plugin_providers if not (p.name == provider.name and p.source == source)
+        ]
         self._plugin_providers.append(provider)
         self._rebuild()
 
@@ -219,8 +221,12 @@ class ModelRegistry:
         providers: dict[str, ProviderState] = {}
         for definition in self._builtin_providers:
             provider = ProviderState(
-                name=definition.name, source="builtin", display_name=definition.display_name,
-                base_url=definition.base_url, api=definition.api, headers=dict(definition.headers or {}),
+                name=definition.name,
+                source="builtin",
+                display_name=definition.display_name,
+                base_url=definition.base_url,
+                api=definition.api,
+                headers=dict(definition.headers or {}),
             )
             if definition.catalogue:
                 use_catalogue(provider, definition.catalogue)
@@ -231,7 +237,11 @@ class ModelRegistry:
         if self._offline_demo:
             demo = register_offline_demo()
             providers["faux"] = ProviderState(
-                name="faux", source="builtin", display_name="Offline", api="faux", needs_auth=False,
+                name="faux",
+                source="builtin",
+                display_name="Offline",
+                api="faux",
+                needs_auth=False,
                 models={demo["id"]: demo},
             )
             named_only.add(("faux", demo["id"]))
@@ -474,7 +484,9 @@ class ModelRegistry:
             self._plugin_apis[name] = (source, target, rules)
         return target, rules
 
-    async def complete(self, model: Model, context: LlmContext, options: StreamOptions | None = None) -> AssistantMessage:
+    async def complete(
+        self, model: Model, context: LlmContext, options: StreamOptions | None = None
+    ) -> AssistantMessage:
         return await self.stream(model, context, options).result()
 
     async def oauth_credentials(

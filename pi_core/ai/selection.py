@@ -302,9 +302,7 @@ def sort_refs(refs: Iterable[str]) -> list[str]:
     return sorted(refs, key=collation_key)
 
 
-def resolve_scope(
-    patterns: Iterable[str], models: Sequence[M]
-) -> tuple[list[tuple[M, str | None]], list[str]]:
+def resolve_scope(patterns: Iterable[str], models: Sequence[M]) -> tuple[list[tuple[M, str | None]], list[str]]:
     """pi 1.6.0's ``resolveModelScopeFromModels`` (``--models``, ``enabledModels``):
     every model of ``models`` the patterns select (exact ids, fuzzy matches,
     case-insensitive globs, ``:<thinking>`` suffixes) and the warnings. Every model is

@@ -271,8 +271,10 @@ def _transform_one(
     if getattr(message, "content", ()) is None:
         message = message.model_copy(update={"content": []})
     if isinstance(message, UserMessage):
-        if not vision and isinstance(message.content, list) and any(
-            isinstance(b, ImageContent) for b in message.content
+        if (
+            not vision
+            and isinstance(message.content, list)
+            and any(isinstance(b, ImageContent) for b in message.content)
         ):
             message = message.model_copy(update={"content": _replace_images(message.content, USER_IMAGE_PLACEHOLDER)})
     elif isinstance(message, ToolResultMessage):
@@ -422,7 +424,9 @@ def transform_messages(
             if ids.mapping:
                 message = _transform_one(original, model, normalize, ids, vision)
             else:
-                message = original if _unchanged(original, vision) else _memoised(original, same_key, model, ids, vision)
+                message = (
+                    original if _unchanged(original, vision) else _memoised(original, same_key, model, ids, vision)
+                )
             call_id = message.tool_call_id
             if call_id in answered or not any(call.id == call_id for call in pending):
                 continue
@@ -568,7 +572,8 @@ def _without_system(messages: list[Any], count: int) -> list[Any]:
         kept.extend(
             m
             for m in (messages[start:] if start else messages)
-            if (kind := type(m)) is not SystemMessage and (kind in LLM_MESSAGE_TYPES or not isinstance(m, SystemMessage))
+            if (kind := type(m)) is not SystemMessage
+            and (kind in LLM_MESSAGE_TYPES or not isinstance(m, SystemMessage))
         )
     if messages:
         last = messages[-1]

@@ -24,8 +24,12 @@ from .. import __version__
 #: shell completion (completion.py) and the check for a mistyped command (typos.py).
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("extensions", "list [--json]", "plugins: source, version, hooks, tools, commands, errors"),
-    ("install", "SPEC [-l] [-U]", "install a plugin package into pi's environment (and record it):\n"
-                                  "a name[==version], a git+URL, a folder; -e PATH: editable"),
+    (
+        "install",
+        "SPEC [-l] [-U]",
+        "install a plugin package into pi's environment (and record it):\n"
+        "a name[==version], a git+URL, a folder; -e PATH: editable",
+    ),
     ("remove", "SPEC [-l]", "uninstall it, by name or source (alias: pi uninstall)"),
     ("uninstall", "SPEC [-l]", ""),
     ("update", "[SPEC]", "upgrade recorded packages, showing their versions"),
@@ -35,8 +39,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("auth", "COMMAND", "provider credentials: login, logout, status, check,\nprint-api-key, print-bearer-token"),
     ("config", "[-l]", "choose which plugins, skills and prompt templates load"),
     ("help", "[COMMAND]", "this help, or a command's (as pi COMMAND --help)"),
-    ("completion", "bash|zsh|fish", "print the shell code that completes pi's commands and options\n"
-                                    "(pi help completion: where to put it)"),
+    (
+        "completion",
+        "bash|zsh|fish",
+        "print the shell code that completes pi's commands and options\n(pi help completion: where to put it)",
+    ),
 )
 #: the commands of the typer app (app.py)
 SUBCOMMANDS = ("extensions", "models", "sessions", "auth", "config")

@@ -48,6 +48,7 @@ def _auth_help(context: typer.Context) -> None:
         print(context.get_help())
         raise typer.Exit(0)
 
+
 DEFAULT_BEARER_MIN_EXPIRY_MS = 30 * 60_000
 _DURATION = re.compile(r"^(\d+)(ms|s|m|h)$", re.IGNORECASE)
 
@@ -138,7 +139,9 @@ def _describe_expiry(expires: int) -> str:
 
 @auth_app.command("login")
 def login_command(
-    provider: str = typer.Argument(..., help="The provider to sign in to (e.g. anthropic, openai-codex, github-copilot)."),
+    provider: str = typer.Argument(
+        ..., help="The provider to sign in to (e.g. anthropic, openai-codex, github-copilot)."
+    ),
     api_key: bool = typer.Option(False, "--api-key", help="Save an API key instead of signing in with an account."),
     no_browser: bool = typer.Option(
         False, "--no-browser", help="Do not open a browser; use another sign-in method (a device code, a pasted code)."
@@ -150,7 +153,9 @@ def login_command(
     registry = load_registry()
     if not known_provider(registry, provider):
         logins = ", ".join(sorted(registry.login_methods()))
-        fail(f'unknown provider "{provider}": account sign-in exists for {logins}; see pi --list-models for API-key providers')
+        fail(
+            f'unknown provider "{provider}": account sign-in exists for {logins}; see pi --list-models for API-key providers'
+        )
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         fail(f"`pi auth login {provider}` needs an interactive terminal (or set the provider's API key variable)")
     problem = registry.auth.check()
@@ -242,7 +247,9 @@ def _run_api_key_login(registry: ModelRegistry, provider: str, name: str) -> int
 
 
 @auth_app.command("logout")
-def logout_command(provider: str = typer.Argument(..., help="The provider whose stored credentials to remove.")) -> None:
+def logout_command(
+    provider: str = typer.Argument(..., help="The provider whose stored credentials to remove."),
+) -> None:
     """Remove the stored credentials; environment variables and models.json stay."""
     registry = load_registry()
     problem = registry.auth.check()

@@ -91,11 +91,15 @@ def _session_manager(args: argparse.Namespace, cwd: str) -> SessionManager:
     if args.no_session:
         return SessionManager.in_memory(cwd, session_id=args.session_id)
     if args.fork:
-        source = args.fork if Path(args.fork).is_file() else SessionManager.find(args.fork, cwd=cwd, session_dir=session_dir)
+        source = (
+            args.fork if Path(args.fork).is_file() else SessionManager.find(args.fork, cwd=cwd, session_dir=session_dir)
+        )
         return SessionManager.fork_from(source, cwd, session_dir=session_dir)
     if args.session:
-        path = args.session if Path(args.session).is_file() else SessionManager.find(
-            args.session, cwd=cwd, session_dir=session_dir
+        path = (
+            args.session
+            if Path(args.session).is_file()
+            else SessionManager.find(args.session, cwd=cwd, session_dir=session_dir)
         )
         # interactive mode's "Continue here" for a session whose folder is gone
         return SessionManager.open(path, session_dir=session_dir, cwd=getattr(args, "session_cwd", None))
@@ -155,7 +159,11 @@ def _start_in_scope(session: Any, args: argparse.Namespace) -> str | None:
 
 
 def service_options(
-    args: argparse.Namespace, *, mode: str, ui: Any = None, ask_user_trust: Callable[[str], Awaitable[Any]] | None = None
+    args: argparse.Namespace,
+    *,
+    mode: str,
+    ui: Any = None,
+    ask_user_trust: Callable[[str], Awaitable[Any]] | None = None,
 ) -> ServiceOptions:
     return ServiceOptions(
         mode=mode,
@@ -215,8 +223,10 @@ async def _open_runtime(
         os.environ["PI_OFFLINE"] = "1"
     if args.thinking and args.thinking not in THINKING_LEVELS:
         # As pi 1.6.0: a warning, and the level the session would have had anyway.
-        print(f'pi: warning: invalid thinking level "{args.thinking}" ignored (valid: {", ".join(THINKING_LEVELS)})',
-              file=sys.stderr)
+        print(
+            f'pi: warning: invalid thinking level "{args.thinking}" ignored (valid: {", ".join(THINKING_LEVELS)})',
+            file=sys.stderr,
+        )
         args.thinking = None
     cwd = str(Path(cwd or os.getcwd()).resolve())
     args.session_dir = resolved_session_dir(args, cwd)
@@ -243,7 +253,11 @@ async def _open_runtime(
 
     try:
         runtime = await SessionRuntime.create(
-            manager.get_cwd(), options, session_manager=manager, session_dir=args.session_dir, start=False,
+            manager.get_cwd(),
+            options,
+            session_manager=manager,
+            session_dir=args.session_dir,
+            start=False,
             model=resolve_model if args.model else None,
         )
     except RequiredExtensionError as exc:  # named plugins and the fix; never a traceback

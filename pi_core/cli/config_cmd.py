@@ -36,8 +36,13 @@ Kind = Literal["plugin", "skill", "prompt"]
 _SETTING: dict[Kind, ResourceKind] = {"skill": "skills", "prompt": "prompts"}
 _TITLES = {"plugin": "Plugins", "skill": "Skills", "prompt": "Prompt templates"}
 SOURCE_LABELS = {
-    "builtin": "built-in", "entrypoint": "installed", "user": "user file", "settings": "settings",
-    "project": "project file", "cli": "-e", "sdk": "sdk",
+    "builtin": "built-in",
+    "entrypoint": "installed",
+    "user": "user file",
+    "settings": "settings",
+    "project": "project file",
+    "cli": "-e",
+    "sdk": "sdk",
 }
 
 
@@ -92,7 +97,9 @@ def collect(cwd: str, scope: Scope, trusted: bool) -> list[Item]:
             continue
         seen.add(name)
         where = source.path or source.origin or ""
-        detail = SOURCE_LABELS.get(source.kind, source.kind) + (f"  {where}" if where and source.kind != "builtin" else "")
+        detail = SOURCE_LABELS.get(source.kind, source.kind) + (
+            f"  {where}" if where and source.kind != "builtin" else ""
+        )
         items.append(Item("plugin", name, detail, name, name not in disabled))
 
     settings = load_settings(cwd, project_trusted=trusted)
@@ -180,7 +187,9 @@ def render(items: list[Item], scope: Scope, path: Path) -> str:
 
 def config_command(
     local: bool = typer.Option(False, "--local", "-l", help="Edit the project's .pi/settings.json."),
-    approve: bool = typer.Option(False, "--approve", "-a", help="Trust the project's files for this command (with -l)."),
+    approve: bool = typer.Option(
+        False, "--approve", "-a", help="Trust the project's files for this command (with -l)."
+    ),
     no_approve: bool = typer.Option(False, "--no-approve", "-na", help="Ignore the project's files for this command."),
 ) -> None:
     """Choose which plugins, skills and prompt templates load (Space toggles, Tab
@@ -218,8 +227,11 @@ class ConfigUI:
 
     def _fragments(self) -> StyleAndTextTuples:
         path = settings_file(self.cwd, self.scope)
-        out: StyleAndTextTuples = [("bold", f"Resources · {'project' if self.scope == 'project' else 'user'} settings "),
-                                      ("fg:ansibrightblack", str(path)), ("", "\n")]
+        out: StyleAndTextTuples = [
+            ("bold", f"Resources · {'project' if self.scope == 'project' else 'user'} settings "),
+            ("fg:ansibrightblack", str(path)),
+            ("", "\n"),
+        ]
         kind = None
         for index, item in enumerate(self.items):
             if item.kind != kind:
@@ -227,8 +239,11 @@ class ConfigUI:
                 out += [("bold", _TITLES[kind]), ("", "\n")]
             marker = "❯ " if index == self.cursor else "  "
             style = "reverse" if index == self.cursor else ""
-            out += [(style, f"{marker}[{'x' if item.enabled else ' '}] {item.name}"),
-                    ("fg:ansibrightblack", f"  {item.detail}"), ("", "\n")]
+            out += [
+                (style, f"{marker}[{'x' if item.enabled else ' '}] {item.name}"),
+                ("fg:ansibrightblack", f"  {item.detail}"),
+                ("", "\n"),
+            ]
         if not self.items:
             out += [("", "  nothing found"), ("", "\n")]
         if self.message:

@@ -65,14 +65,18 @@ def _render(data: dict[str, Any]) -> str:
         described = plugin.get("commandDescriptions") or {}
         for key in ("hooks", "tools", "commands", "flags", "providers", "apis"):
             if plugin.get(key):
-                names = plugin[key] if key != "commands" else [
-                    f"{name} ({described[name]})" if described.get(name) else name for name in plugin[key]
-                ]
+                names = (
+                    plugin[key]
+                    if key != "commands"
+                    else [f"{name} ({described[name]})" if described.get(name) else name for name in plugin[key]]
+                )
                 lines.append(f"    {key}: {', '.join(names)}")
         if plugin.get("error"):
             lines.append(f"    {plugin['error']}")
     unattached = [
-        d for d in data["diagnostics"] if not any(d.get("plugin") == p["name"] and p.get("error") == d["message"] for p in data["plugins"])
+        d
+        for d in data["diagnostics"]
+        if not any(d.get("plugin") == p["name"] and p.get("error") == d["message"] for p in data["plugins"])
     ]
     if unattached:
         lines.append("")
@@ -87,9 +91,13 @@ def _render(data: dict[str, Any]) -> str:
 @extensions_app.command("list")
 def list_command(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
-    extension: list[str] = typer.Option([], "--extension", "-e", help="Also load this plugin (path, module or entry point name)."),
+    extension: list[str] = typer.Option(
+        [], "--extension", "-e", help="Also load this plugin (path, module or entry point name)."
+    ),
     no_extensions: bool = typer.Option(False, "--no-extensions", "-ne", help="Load only built-in and -e plugins."),
-    approve: bool | None = typer.Option(None, "--approve/--no-approve", help="Trust (or not) the project's own plugins for this run."),
+    approve: bool | None = typer.Option(
+        None, "--approve/--no-approve", help="Trust (or not) the project's own plugins for this run."
+    ),
 ) -> None:
     """List every plugin: source, version or path, hooks, tools, commands and load errors."""
     data = collect(cwd=os.getcwd(), extensions=extension, no_extensions=no_extensions, approve=approve)

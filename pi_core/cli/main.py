@@ -29,9 +29,7 @@ def plugin_flag_definitions(
     """The flags plugins register (``register_flags``): loads the plugins that are not
     the project's own, without starting a session. Given ``cli_commands`` (``pi
     --help``), the same load fills it with their subcommands (name: first line of help)."""
-    host = PluginHost(
-        LoadOptions(cwd=os.getcwd(), cli_extensions=list(pre.extension), no_extensions=pre.no_extensions)
-    )
+    host = PluginHost(LoadOptions(cwd=os.getcwd(), cli_extensions=list(pre.extension), no_extensions=pre.no_extensions))
     host.load_phase_one()
     hooks = ("register_flags",) if cli_commands is None else ("register_flags", "register_cli_commands")
     for hook in hooks:
@@ -81,7 +79,9 @@ def run(argv: list[str]) -> int:
 
         return run_rpc(args)
     if args.resume:
-        print("pi: --resume needs an interactive terminal; open a session with --session PATH|ID or -c", file=sys.stderr)
+        print(
+            "pi: --resume needs an interactive terminal; open a session with --session PATH|ID or -c", file=sys.stderr
+        )
         return 1
     stdin_text = None
     if not sys.stdin.isatty():

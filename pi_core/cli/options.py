@@ -50,8 +50,10 @@ def epilog(plugin_commands: Mapping[str, str] | None = None) -> str:
     for name, usage, description in COMMANDS:
         if description:
             lines += _rows(f"pi {name} {usage}".rstrip(), description)
-    lines += _rows("pi --export SESSION.jsonl [OUT.html]", "the session as one self-contained HTML page\n"
-                                                             "(default: pi-session-<name>.html here), then exit")
+    lines += _rows(
+        "pi --export SESSION.jsonl [OUT.html]",
+        "the session as one self-contained HTML page\n(default: pi-session-<name>.html here), then exit",
+    )
     if plugin_commands:
         lines += ["", "plugin commands:"]
         for name, help_text in plugin_commands.items():
@@ -133,8 +135,14 @@ def build_parser(
     prompts.add_argument("--system-prompt", help="replace the system prompt (text or file)")
     prompts.add_argument("--append-system-prompt", action="append", default=[], help="append text or a file")
     prompts.add_argument("-a", "--approve", dest="approve", action="store_const", const=True, help="trust the project")
-    prompts.add_argument("-na", "--no-approve", dest="approve", action="store_const", const=False,
-                         help="ignore trust-gated project files")
+    prompts.add_argument(
+        "-na",
+        "--no-approve",
+        dest="approve",
+        action="store_const",
+        const=False,
+        help="ignore trust-gated project files",
+    )
     prompts.add_argument("--offline", action="store_true", help="no automatic network activity (PI_OFFLINE=1)")
     prompts.add_argument("--verbose", action="store_true", help="show startup details and diagnostics")
 

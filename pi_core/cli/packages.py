@@ -312,14 +312,21 @@ def _refresh() -> None:
 @packages_app.command("install")
 def install_command(
     specs: list[str] = typer.Argument(
-        None, metavar="[SPEC]...", help="What pip would take: a PyPI requirement (pi-foo, 'pi-foo==1.2'), a git or archive URL "
-        "(git+https://host/repo.git@v1), a local project folder or a wheel."),
+        None,
+        metavar="[SPEC]...",
+        help="What pip would take: a PyPI requirement (pi-foo, 'pi-foo==1.2'), a git or archive URL "
+        "(git+https://host/repo.git@v1), a local project folder or a wheel.",
+    ),
     local: bool = typer.Option(False, "--local", "-l", help="Record in the project's .pi/settings.json."),
     upgrade: bool = typer.Option(False, "--upgrade", "-U", help="Upgrade when already installed."),
     editable: list[str] = typer.Option(
-        [], "--editable", "-e", metavar="PATH",
+        [],
+        "--editable",
+        "-e",
+        metavar="PATH",
         help="Install a local project folder in editable mode: edits to its code apply to the next pi session "
-        "without reinstalling (repeatable)."),
+        "without reinstalling (repeatable).",
+    ),
 ) -> None:
     """Install plugin packages into the environment pi runs in and record them.
 
@@ -338,8 +345,11 @@ def install_command(
     data = _read(path)
     for folder in editable:
         if "://" in folder or folder.startswith("git+"):
-            _fail("install", f"-e {folder}: -e takes a local project folder; install a URL without it: "
-                  f"pi install {shlex.quote(folder)}")
+            _fail(
+                "install",
+                f"-e {folder}: -e takes a local project folder; install a URL without it: "
+                f"pi install {shlex.quote(folder)}",
+            )
     for spec in wanted:
         if spec.path is not None and not spec.path.exists():
             _fail("install", f"{spec.path}: no such file or folder")
@@ -367,21 +377,26 @@ def install_command(
         known = next((e.distribution for e in entries if e.source == spec.record), None)
         name = _distribution(spec, changed, known)
         # one record per distribution: a reinstall from another source replaces the old one
-        entries = [e for e in entries
-                   if e.source != spec.record and not (name and e.distribution and normalize(e.distribution)
-                                                       == normalize(name))]
+        entries = [
+            e
+            for e in entries
+            if e.source != spec.record
+            and not (name and e.distribution and normalize(e.distribution) == normalize(name))
+        ]
         entries.append(Recorded(spec.record, name))
         exts = extensions_of(name) if name else []
         version = after.get(normalize(name)) if name else None
         if name and exts:
             typer.echo(f"{spec.record}: installed {name} {version or ''}; extensions: {', '.join(exts)}")
         elif name and version is None:
-            typer.echo(f"warning: {spec.record}: the installer reported success but {name} is not installed",
-                       err=True)
+            typer.echo(f"warning: {spec.record}: the installer reported success but {name} is not installed", err=True)
             status = 1
         else:
-            typer.echo(f"warning: {spec.record}: {name or 'the package'} provides no pi.extensions entry point "
-                       "(nothing for pi to load)", err=True)
+            typer.echo(
+                f"warning: {spec.record}: {name or 'the package'} provides no pi.extensions entry point "
+                "(nothing for pi to load)",
+                err=True,
+            )
     data["packages"] = [e.to_json() for e in entries]
     _write(path, data)
     typer.echo(f"Recorded in {path}")
@@ -396,8 +411,9 @@ def _report_load_errors(distributions: set[str]) -> int:
 
     host = PluginHost(LoadOptions(cwd=os.getcwd()))
     asyncio.run(host.load(project_trusted=False))
-    errors = [r for r in host.records if r.status == "error"
-              and normalize(r.source.distribution or "") in distributions]
+    errors = [
+        r for r in host.records if r.status == "error" and normalize(r.source.distribution or "") in distributions
+    ]
     for record in errors:
         typer.echo(f"error: plugin {record.name!r} fails to load: {record.error}", err=True)
     return 1 if errors else 0
@@ -422,8 +438,13 @@ def remove_command(
     status = 0
     for raw in specs:
         spec = parse_spec(raw)
-        match = [e for e in entries if raw in (e.source, e.distribution) or e.source in (spec.record, f"-e {spec.text}")
-                 or (e.distribution and normalize(e.distribution) == normalize(raw))]
+        match = [
+            e
+            for e in entries
+            if raw in (e.source, e.distribution)
+            or e.source in (spec.record, f"-e {spec.text}")
+            or (e.distribution and normalize(e.distribution) == normalize(raw))
+        ]
         name = next((e.distribution for e in match if e.distribution), None) or spec.name
         if name is None and (spec.path is not None or "://" in spec.text):
             name = _installed_from(spec)
@@ -431,12 +452,18 @@ def remove_command(
             typer.echo(f"pi remove: {raw!r} is not recorded in {path} and names no distribution", err=True)
             status = 1
             continue
-        entries = [e for e in entries
-                   if e not in match and not (e.distribution and normalize(e.distribution) == normalize(name))]
+        entries = [
+            e
+            for e in entries
+            if e not in match and not (e.distribution and normalize(e.distribution) == normalize(name))
+        ]
         if normalize(name) in have and not match and not extensions_of(name):
             # not recorded and not a plugin: pi's own dependencies (pydantic, …) live here too
-            typer.echo(f"pi remove: {name} is not a plugin package (no pi.extensions entry point) and not "
-                       f"recorded in {path}; pi removes only plugin packages", err=True)
+            typer.echo(
+                f"pi remove: {name} is not a plugin package (no pi.extensions entry point) and not "
+                f"recorded in {path}; pi removes only plugin packages",
+                err=True,
+            )
             status = 1
         elif normalize(name) in have:
             names.append(name)
@@ -470,8 +497,11 @@ def update_command(
     entries = recorded(_read(path))
     chosen = [e for e in entries if not specs or e.source in specs or e.distribution in specs]
     if not chosen:
-        typer.echo(f"Nothing to update: no packages recorded in {path}" if not specs
-                   else f"pi update: not recorded in {path}: {', '.join(specs)}")
+        typer.echo(
+            f"Nothing to update: no packages recorded in {path}"
+            if not specs
+            else f"pi update: not recorded in {path}: {', '.join(specs)}"
+        )
         raise typer.Exit(0 if not specs else 1)
     try:
         installer = find_installer()
@@ -556,19 +586,36 @@ def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
         for entry in recorded(data):
             distribution = entry.distribution or _distribution(parse_spec(entry.source), set(), None)
             version = have.get(normalize(distribution)) if distribution else None
-            rows.append({"scope": scope, "source": entry.source, "distribution": distribution,
-                         "version": version, "installed": version is not None,
-                         "extensions": extensions_of(distribution) if distribution and version else []})
+            rows.append(
+                {
+                    "scope": scope,
+                    "source": entry.source,
+                    "distribution": distribution,
+                    "version": version,
+                    "installed": version is not None,
+                    "extensions": extensions_of(distribution) if distribution and version else [],
+                }
+            )
     seen = {normalize(r["distribution"]) for r in rows if r["distribution"]}
     for key, (name, version) in sorted(_plugin_distributions().items()):
         if key not in seen:
-            rows.append({"scope": "environment", "source": None, "distribution": name, "version": version,
-                         "installed": True, "extensions": extensions_of(name)})
+            rows.append(
+                {
+                    "scope": "environment",
+                    "source": None,
+                    "distribution": name,
+                    "version": version,
+                    "installed": True,
+                    "extensions": extensions_of(name),
+                }
+            )
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         raise typer.Exit(0)
-    for scope, title in (("user", f"Recorded in {paths['user']} (this agent folder)"),
-                         ("project", f"Recorded in {paths['project']} (this project)")):
+    for scope, title in (
+        ("user", f"Recorded in {paths['user']} (this agent folder)"),
+        ("project", f"Recorded in {paths['project']} (this project)"),
+    ):
         chosen = [r for r in rows if r["scope"] == scope]
         if not chosen:
             continue
@@ -582,12 +629,16 @@ def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
             name = f"{row['distribution']} " if row["distribution"] and row["distribution"] != row["source"] else ""
             typer.echo(f"  {row['source']}  {name}{state}{exts}")
     if not any(r["scope"] != "environment" for r in rows):
-        typer.echo(f"No packages recorded in {paths['user']} or {paths['project']}. "
-                   "Install one with: pi install NAME|PATH|git+URL")
+        typer.echo(
+            f"No packages recorded in {paths['user']} or {paths['project']}. "
+            "Install one with: pi install NAME|PATH|git+URL"
+        )
     extra = [r for r in rows if r["scope"] == "environment"]
     if extra:
-        typer.echo(f"Installed in pi's environment ({sys.executable}) without a record here "
-                   "(pip, uv or another agent folder put them there; pi loads them all the same):")
+        typer.echo(
+            f"Installed in pi's environment ({sys.executable}) without a record here "
+            "(pip, uv or another agent folder put them there; pi loads them all the same):"
+        )
         for row in extra:
             typer.echo(f"  {row['distribution']} {row['version']}  extensions: {', '.join(row['extensions'])}")
     raise typer.Exit(0)

@@ -32,7 +32,10 @@ def command_help(registered: Mapping[str, Any]) -> dict[str, str]:
     """Every plugin subcommand with the first line of its help: those ``registered``
     (name: definition, as :func:`load_cli_commands` returns them) in registration order,
     then those only declared in :data:`FAST_GROUP` (no help)."""
-    found = {name: (getattr(definition, "help", "") or "").strip().partition("\n")[0] for name, definition in registered.items()}
+    found = {
+        name: (getattr(definition, "help", "") or "").strip().partition("\n")[0]
+        for name, definition in registered.items()
+    }
     for name in fast_command_names():
         found.setdefault(name, "")
     return found
@@ -59,7 +62,10 @@ def fast_cli_command(name: str) -> Any:
         try:
             main = entry.load()
         except Exception as exc:
-            print(f"pi: entry point {entry.value!r} ({FAST_GROUP}) failed to load: {type(exc).__name__}: {exc}", file=sys.stderr)
+            print(
+                f"pi: entry point {entry.value!r} ({FAST_GROUP}) failed to load: {type(exc).__name__}: {exc}",
+                file=sys.stderr,
+            )
             return None
         from types import SimpleNamespace
 

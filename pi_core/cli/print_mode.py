@@ -147,9 +147,7 @@ def file_event_record(event: SessionFileEvent) -> dict[str, Any]:
     ``error`` when the session can no longer be written (pi stops), ``warning`` when it
     was written anew elsewhere; ``sessionFile`` names the file, ``recoveredFile`` where
     the session continues."""
-    record: dict[str, Any] = model_json(
-        NoticeEvent(level="error" if event.fatal else "warning", message=event.message)
-    )
+    record: dict[str, Any] = model_json(NoticeEvent(level="error" if event.fatal else "warning", message=event.message))
     record["sessionFile"] = event.path
     if event.recovered_path is not None:
         record["recoveredFile"] = event.recovered_path

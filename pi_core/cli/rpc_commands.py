@@ -593,7 +593,11 @@ def _session_stats(session: AgentSession) -> dict[str, Any]:
     )
     usage = session.context_host.action_get_context_usage()
     if usage is not None and usage.context_window:
-        stats["contextUsage"] = {"tokens": usage.tokens, "contextWindow": usage.context_window, "percent": usage.percent}
+        stats["contextUsage"] = {
+            "tokens": usage.tokens,
+            "contextWindow": usage.context_window,
+            "percent": usage.percent,
+        }
     return stats
 
 
@@ -640,7 +644,10 @@ def _commands(session: AgentSession) -> list[dict[str, Any]]:
                 "name": f"skill:{skill.name}",
                 "description": skill.description,
                 "source": "skill",
-                "sourceInfo": {**_source_info(skill.file_path, skill.source, cwd, agent_dir), "baseDir": skill.base_dir},
+                "sourceInfo": {
+                    **_source_info(skill.file_path, skill.source, cwd, agent_dir),
+                    "baseDir": skill.base_dir,
+                },
             }
         )
     return out

@@ -53,7 +53,9 @@ def distance(a: str, b: str) -> int:
 def _swapped(word: str, name: str) -> bool:
     """``word`` is ``name`` with one pair of neighbouring letters swapped."""
     diff = [i for i, (x, y) in enumerate(zip(word, name, strict=True)) if x != y]
-    return len(diff) == 2 and diff[1] == diff[0] + 1 and word[diff[0]] == name[diff[1]] and word[diff[1]] == name[diff[0]]
+    return (
+        len(diff) == 2 and diff[1] == diff[0] + 1 and word[diff[0]] == name[diff[1]] and word[diff[1]] == name[diff[0]]
+    )
 
 
 def looks_like(word: str, name: str) -> bool:

@@ -107,6 +107,7 @@ class _GuardedUI:
         if not callable(value):
             return value
         if name in _DIALOGS:
+
             def dialog(*args: Any, **kwargs: Any) -> Any:
                 result = value(*args, **kwargs)
                 return waiting_for_user(result) if inspect.isawaitable(result) else result

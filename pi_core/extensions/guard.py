@@ -457,7 +457,9 @@ class HandlerGuard:
                     future.cancel()
                     await asyncio.wait({future}, timeout=0.1)
                 if stopping:
-                    raise HandlerTimeout("handler did not finish before pi stopped (on a signal); pi went on without it")
+                    raise HandlerTimeout(
+                        "handler did not finish before pi stopped (on a signal); pi went on without it"
+                    )
                 raise HandlerTimeout(
                     f"handler did not finish within {timeout:g} s (setting hookTimeout); pi went on without it"
                 )

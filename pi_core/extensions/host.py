@@ -131,9 +131,7 @@ class PluginHost:
         env = self.options.env if self.options.env is not None else os.environ
         self.strict = env.get("PI_EXTENSIONS_STRICT") == "1"
         allow = env.get("PI_EXTENSIONS")
-        self.allowed: set[str] | None = (
-            None if allow is None else {n.strip() for n in allow.split(",") if n.strip()}
-        )
+        self.allowed: set[str] | None = None if allow is None else {n.strip() for n in allow.split(",") if n.strip()}
         self.agent_dir = self.options.agent_dir or default_agent_dir()
         self.cwd = str(Path(self.options.cwd).resolve())
         self.records: list[PluginRecord] = []
@@ -247,7 +245,13 @@ class PluginHost:
             self.options.cli_extensions, "cli", Path(self.cwd), diagnostics, entry_points=self._ep_index
         ) + [object_source(obj, "sdk") for obj in self.options.sdk_plugins]
         for diagnostic in diagnostics:
-            self._diag(diagnostic.level, diagnostic.message, plugin=diagnostic.plugin, source=diagnostic.source, path=diagnostic.path)
+            self._diag(
+                diagnostic.level,
+                diagnostic.message,
+                plugin=diagnostic.plugin,
+                source=diagnostic.source,
+                path=diagnostic.path,
+            )
         return sources + self._late_sources
 
     def project_sources(self, diagnostics: list[Diagnostic] | None = None) -> list[PluginSource]:
@@ -373,7 +377,13 @@ class PluginHost:
             self.runner.timeout = hook_timeout_setting(self.settings.merged)
         project = self.project_sources(diagnostics)
         for diagnostic in diagnostics:
-            self._diag(diagnostic.level, diagnostic.message, plugin=diagnostic.plugin, source=diagnostic.source, path=diagnostic.path)
+            self._diag(
+                diagnostic.level,
+                diagnostic.message,
+                plugin=diagnostic.plugin,
+                source=diagnostic.source,
+                path=diagnostic.path,
+            )
         if project_trusted:
             project_records = [self._load_source(s) for s in project]
         else:
@@ -454,9 +464,7 @@ class PluginHost:
                 self._diag("error", record.error or "", plugin=record.name, source=record.kind, path=record.source.path)
                 continue
             taken.add(name)
-            record.hooks = sorted(
-                {caller.name for caller in pm.get_hookcallers(record.plugin) or []}
-            )
+            record.hooks = sorted({caller.name for caller in pm.get_hookcallers(record.plugin) or []})
 
     @staticmethod
     def _wrapped_core_hooks(pm: pluggy.PluginManager, plugin: object) -> list[str]:
@@ -537,7 +545,9 @@ class PluginHost:
             "register_cli_commands": lambda name, main=None, **kw: registry.register_cli_command(
                 name, main, plugin, kind, **kw
             ),
-            "register_shortcuts": lambda key, handler=None, **kw: registry.register_shortcut(key, handler, plugin, kind, **kw),
+            "register_shortcuts": lambda key, handler=None, **kw: registry.register_shortcut(
+                key, handler, plugin, kind, **kw
+            ),
             "register_message_renderers": lambda custom_type, render: registry.register_renderer(
                 "message", custom_type, render, plugin, kind
             ),

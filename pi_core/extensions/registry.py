@@ -35,8 +35,17 @@ from .diagnostics import Diagnostic
 
 T = TypeVar("T")
 Kind = Literal[
-    "tool", "command", "flag", "provider", "api", "login method", "cli command", "credential source", "shortcut",
-    "message renderer", "entry renderer",
+    "tool",
+    "command",
+    "flag",
+    "provider",
+    "api",
+    "login method",
+    "cli command",
+    "credential source",
+    "shortcut",
+    "message renderer",
+    "entry renderer",
 ]
 
 
@@ -120,7 +129,9 @@ class Registry:
 
     # ------------------------------------------------------------------ adding
 
-    def _add(self, kind: Kind, table: dict[str, Registered[Any]], name: str, value: Any, plugin: str, source: str) -> bool:
+    def _add(
+        self, kind: Kind, table: dict[str, Registered[Any]], name: str, value: Any, plugin: str, source: str
+    ) -> bool:
         existing = table.get(name)
         entry: Registered[Any] = Registered(value, plugin, source)
         if existing is None or existing.plugin == plugin:
@@ -209,12 +220,21 @@ class Registry:
             raise RegistrationError(f"{kind} renderer of {custom_type!r} must be callable")
         definition = RendererDefinition(kind=kind, custom_type=custom_type, render=render)
         table = self.message_renderers if kind == "message" else self.entry_renderers
-        self._add("message renderer" if kind == "message" else "entry renderer", table, custom_type, definition, plugin, source)
+        self._add(
+            "message renderer" if kind == "message" else "entry renderer",
+            table,
+            custom_type,
+            definition,
+            plugin,
+            source,
+        )
         return definition
 
     def register_tool_renderer(self, resolve: Any, plugin: str, source: str) -> ToolRendererDefinition:
         if not callable(resolve):
-            raise RegistrationError(f"tool renderer must be a callable resolve(tool_name, next), got {type(resolve).__name__}")
+            raise RegistrationError(
+                f"tool renderer must be a callable resolve(tool_name, next), got {type(resolve).__name__}"
+            )
         definition = ToolRendererDefinition(resolve=resolve)
         self.tool_renderers.append(Registered(definition, plugin, source))
         return definition

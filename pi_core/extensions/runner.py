@@ -274,8 +274,11 @@ class EventRunner:
         if isinstance(exc, HandlerExit):
             original = exc.original
             return self.report(
-                impl.plugin, hook, f"handler raised {describe_exception(original, location=False)} (a plugin cannot end pi)",
-                exc, exception_location(original),
+                impl.plugin,
+                hook,
+                f"handler raised {describe_exception(original, location=False)} (a plugin cannot end pi)",
+                exc,
+                exception_location(original),
             )
         return self.report(
             impl.plugin, hook, f"handler raised {describe_exception(exc, location=False)}", exc, exception_location(exc)
@@ -289,8 +292,13 @@ class EventRunner:
         tool_call_id = getattr(event, "tool_call_id", None)
         await self.emit(
             "hook_outcome",
-            HookOutcomeEvent(hook=hook, plugin=plugin, outcome=outcome, message=message,
-                             tool_call_id=tool_call_id if isinstance(tool_call_id, str) else None),
+            HookOutcomeEvent(
+                hook=hook,
+                plugin=plugin,
+                outcome=outcome,
+                message=message,
+                tool_call_id=tool_call_id if isinstance(tool_call_id, str) else None,
+            ),
             ctx,
         )
 

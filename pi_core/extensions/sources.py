@@ -324,8 +324,7 @@ def directory_sources(directory: Path, kind: SourceKind, diagnostics: list[Diagn
         elif entry.is_dir() and (entry / "__init__.py").is_file():
             sources.append(_file_source(entry, kind))
         elif (entry.is_file() and entry.suffix in FOREIGN_SUFFIXES) or (
-            entry.is_dir()
-            and any((entry / f).exists() for f in ("index.ts", "index.js", "package.json"))
+            entry.is_dir() and any((entry / f).exists() for f in ("index.ts", "index.js", "package.json"))
         ):
             diagnostics.append(
                 Diagnostic(
@@ -341,12 +340,7 @@ def directory_sources(directory: Path, kind: SourceKind, diagnostics: list[Diagn
 
 
 def _looks_like_path(spec: str) -> bool:
-    return (
-        spec.startswith((".", "/", "~"))
-        or os.sep in spec
-        or spec.endswith(".py")
-        or spec.endswith(FOREIGN_SUFFIXES)
-    )
+    return spec.startswith((".", "/", "~")) or os.sep in spec or spec.endswith(".py") or spec.endswith(FOREIGN_SUFFIXES)
 
 
 def spec_sources(
@@ -458,8 +452,14 @@ def ignored_project_disables(
         elif source.kind == "project" or source.settings_scope == "project":
             continue  # cannot happen: the project's own plugins are disabled by it
         else:
-            what = {"entrypoint": "installed", "user": "a user extension", "settings": "listed in user settings",
-                    "builtin": "built in", "cli": "asked for with -e", "sdk": "passed in by the program"}
+            what = {
+                "entrypoint": "installed",
+                "user": "a user extension",
+                "settings": "listed in user settings",
+                "builtin": "built in",
+                "cli": "asked for with -e",
+                "sdk": "passed in by the program",
+            }
             why = f"a project switches off only its own plugins, and {name!r} is {what.get(source.kind, source.kind)}"
         out.append(
             Diagnostic(

@@ -103,7 +103,9 @@ def markdown_candidates(
         elif path.is_file() and path.name.endswith(".md"):
             found.append(Candidate(path, source, entries))
         elif path.exists():
-            diagnostics.append(ResourceDiagnostic("warning", f"{label} path is not a Markdown file", str(path), kind=kind))
+            diagnostics.append(
+                ResourceDiagnostic("warning", f"{label} path is not a Markdown file", str(path), kind=kind)
+            )
         elif warn_missing:
             diagnostics.append(ResourceDiagnostic("warning", f"{label} path does not exist", str(path), kind=kind))
     return found

@@ -58,7 +58,11 @@ class FileTooLargeError(OSError):
     """A file over a size limit; ``strerror`` says its size and the limit."""
 
     def __init__(self, path: str | os.PathLike[str], size: int, limit: int, what: str = "file") -> None:
-        super().__init__(errno.EFBIG, f"the {what} is {format_bytes(size)}, larger than the {format_bytes(limit)} limit; it was not read", os.fspath(path))
+        super().__init__(
+            errno.EFBIG,
+            f"the {what} is {format_bytes(size)}, larger than the {format_bytes(limit)} limit; it was not read",
+            os.fspath(path),
+        )
         self.size = size
         self.limit = limit
 

@@ -64,7 +64,9 @@ def load_context_file(directory: Path, diagnostics: list[ResourceDiagnostic] | N
         except OSError as exc:
             if diagnostics is not None:
                 diagnostics.append(
-                    ResourceDiagnostic("warning", f"cannot read context file: {exc.strerror or exc}", str(path), kind="context")
+                    ResourceDiagnostic(
+                        "warning", f"cannot read context file: {exc.strerror or exc}", str(path), kind="context"
+                    )
                 )
     return None
 
@@ -143,4 +145,10 @@ def load_context_files(
     return result
 
 
-__all__ = ["CONTEXT_FILE_NAMES", "MAX_CONTEXT_FILE_BYTES", "ContextFilesResult", "load_context_file", "load_context_files"]
+__all__ = [
+    "CONTEXT_FILE_NAMES",
+    "MAX_CONTEXT_FILE_BYTES",
+    "ContextFilesResult",
+    "load_context_file",
+    "load_context_files",
+]

@@ -169,7 +169,9 @@ def load_prompt_template(path: Path, source: str = "path") -> tuple[PromptTempla
         frontmatter, body = parse_frontmatter(read_text(path))
     except (OSError, FrontmatterError) as exc:
         message = f"cannot read prompt template: {exc.strerror or exc}" if isinstance(exc, OSError) else str(exc)
-        diagnostics.append(ResourceDiagnostic("error", f"{message}; the template is not loaded", str(path), kind="prompt"))
+        diagnostics.append(
+            ResourceDiagnostic("error", f"{message}; the template is not loaded", str(path), kind="prompt")
+        )
         return None, diagnostics
     description = frontmatter.get("description")
     if not isinstance(description, str) or not description.strip():
@@ -197,7 +199,12 @@ def template_files(directory: Path) -> list[Path]:
 
 
 def _candidates(
-    paths: Iterable[Path], source: str, entries: ResourceEntries | None, diagnostics: list[ResourceDiagnostic], *, warn_missing: bool = True
+    paths: Iterable[Path],
+    source: str,
+    entries: ResourceEntries | None,
+    diagnostics: list[ResourceDiagnostic],
+    *,
+    warn_missing: bool = True,
 ) -> list[Candidate]:
     return markdown_candidates(
         paths,
@@ -232,10 +239,14 @@ def load_prompt_templates(
         if scope.trusted:
             if project_entries is not None:
                 candidates += _candidates(project_entries.paths, "project", project_entries, result.diagnostics)
-            candidates += _candidates([project_dir(scope.cwd) / "prompts"], "project", project_entries, result.diagnostics, warn_missing=False)
+            candidates += _candidates(
+                [project_dir(scope.cwd) / "prompts"], "project", project_entries, result.diagnostics, warn_missing=False
+            )
         if user_entries is not None:
             candidates += _candidates(user_entries.paths, "user", user_entries, result.diagnostics)
-        candidates += _candidates([absolute_path(scope.agent_dir) / "prompts"], "user", user_entries, result.diagnostics, warn_missing=False)
+        candidates += _candidates(
+            [absolute_path(scope.agent_dir) / "prompts"], "user", user_entries, result.diagnostics, warn_missing=False
+        )
     for source, paths in scope.given_paths(cli_paths, extension_paths):
         candidates += _candidates(paths, source, None, result.diagnostics)
     result.templates += load_first_by_name(

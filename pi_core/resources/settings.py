@@ -39,7 +39,9 @@ from ._files import resolve_entry
 from ._trust_file import peek_saved_trust
 
 RESOURCE_LIST_KEYS = frozenset({"extensions", "skills", "prompts", "themes", "packages"})
-USER_ONLY_KEYS = frozenset({"defaultProjectTrust", "requiredExtensions", "httpProxy", "selfUpdateCommand", "cacheWarming"})
+USER_ONLY_KEYS = frozenset(
+    {"defaultProjectTrust", "requiredExtensions", "httpProxy", "selfUpdateCommand", "cacheWarming"}
+)
 
 ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
 QueueMode = Literal["all", "one-at-a-time"]
@@ -125,7 +127,11 @@ def migrate_settings(data: dict[str, Any]) -> dict[str, Any]:
         else:
             del data["skills"]
     retry = data.get("retry")
-    if isinstance(retry, dict) and isinstance(retry.get("maxDelayMs"), int | float) and not isinstance(retry["maxDelayMs"], bool):
+    if (
+        isinstance(retry, dict)
+        and isinstance(retry.get("maxDelayMs"), int | float)
+        and not isinstance(retry["maxDelayMs"], bool)
+    ):
         max_delay = retry.pop("maxDelayMs")
         raw_provider = retry.get("provider")
         provider: dict[str, Any] = raw_provider if isinstance(raw_provider, dict) else {}
@@ -338,7 +344,9 @@ class Settings:
                 return node, path
         return None, None
 
-    def _typed(self, keys: Sequence[str], check: Callable[[Any], _T | None], default: _T, expected: str | None = None) -> _T:
+    def _typed(
+        self, keys: Sequence[str], check: Callable[[Any], _T | None], default: _T, expected: str | None = None
+    ) -> _T:
         value, path = self.lookup(*keys)
         if value is None:
             return default
@@ -374,16 +382,24 @@ class Settings:
         """``modelThinkingLevels[model]`` (``"provider/modelId"``), else ``None``."""
         if model is None:
             return None
-        levels = self._typed(("modelThinkingLevels",), lambda v: v if isinstance(v, dict) else None, cast(dict[str, Any], {}),
-                             "an object")
+        levels = self._typed(
+            ("modelThinkingLevels",),
+            lambda v: v if isinstance(v, dict) else None,
+            cast(dict[str, Any], {}),
+            "an object",
+        )
         level = levels.get(model)
         return cast(ThinkingLevel, level) if isinstance(level, str) and level in THINKING_LEVELS else None
 
     @property
     def thinking_budgets(self) -> dict[str, int] | None:
         """``thinkingBudgets``: token budgets by thinking level (``None``: built-in)."""
-        value = self._typed(("thinkingBudgets",), lambda v: v if isinstance(v, dict) else None, cast(dict[str, Any] | None, None),
-                            "an object")
+        value = self._typed(
+            ("thinkingBudgets",),
+            lambda v: v if isinstance(v, dict) else None,
+            cast(dict[str, Any] | None, None),
+            "an object",
+        )
         if not value:
             return None
         return {key: int(v) for key, v in value.items() if key in ("minimal", "low", "medium", "high") and _is_int(v)}
@@ -397,8 +413,9 @@ class Settings:
     def cache_warming(self) -> Literal["off", "streaming", "idle"]:
         """``cacheWarming`` of the user settings (a project cannot set it): keep the prompt
         cache warm during runs (``streaming``) and also between them (``idle``, default)."""
-        value = self._typed(("cacheWarming",), _one_of(("off", "streaming", "idle")), "idle",
-                            '"off", "streaming" or "idle"')
+        value = self._typed(
+            ("cacheWarming",), _one_of(("off", "streaming", "idle")), "idle", '"off", "streaming" or "idle"'
+        )
         return cast(Literal["off", "streaming", "idle"], value)
 
     @property
@@ -414,17 +431,23 @@ class Settings:
 
     @property
     def steering_mode(self) -> QueueMode:
-        return cast(QueueMode, self._typed(("steeringMode",), _one_of(QUEUE_MODES), "one-at-a-time", '"all" or "one-at-a-time"'))
+        return cast(
+            QueueMode, self._typed(("steeringMode",), _one_of(QUEUE_MODES), "one-at-a-time", '"all" or "one-at-a-time"')
+        )
 
     @property
     def follow_up_mode(self) -> QueueMode:
-        return cast(QueueMode, self._typed(("followUpMode",), _one_of(QUEUE_MODES), "one-at-a-time", '"all" or "one-at-a-time"'))
+        return cast(
+            QueueMode, self._typed(("followUpMode",), _one_of(QUEUE_MODES), "one-at-a-time", '"all" or "one-at-a-time"')
+        )
 
     @property
     def default_project_trust(self) -> DefaultProjectTrust:
         """``ask`` / ``always`` / ``never``; read from the user settings only."""
         expected = '"ask", "always" or "never"'
-        return cast(DefaultProjectTrust, self._typed(("defaultProjectTrust",), _one_of(PROJECT_TRUST_DEFAULTS), "ask", expected))
+        return cast(
+            DefaultProjectTrust, self._typed(("defaultProjectTrust",), _one_of(PROJECT_TRUST_DEFAULTS), "ask", expected)
+        )
 
     # ------------------------------------------------------------------ compaction and retries
 
@@ -465,7 +488,9 @@ class Settings:
             if entry is None:
                 continue
             if not isinstance(entry, dict):
-                raise SettingsError(path or Path("settings.json"), f'compaction.modelOverrides["{model}"] must be an object')
+                raise SettingsError(
+                    path or Path("settings.json"), f'compaction.modelOverrides["{model}"] must be an object'
+                )
             if key in entry:
                 return entry[key], path
         return _MISSING, None
@@ -569,7 +594,9 @@ class Settings:
         from the agent directory respectively."""
         result: list[ResourceEntries] = []
         if self.project_trusted and self.project_path is not None:
-            result.append(_resource_entries("project", self.project_path.parent, self.project.get(kind), self.project_path))
+            result.append(
+                _resource_entries("project", self.project_path.parent, self.project.get(kind), self.project_path)
+            )
         if self.user_path is not None:
             result.append(_resource_entries("user", self.user_path.parent, self.user.get(kind), self.user_path))
         return result
@@ -578,7 +605,9 @@ class Settings:
         for data, path in ((self.user, self.user_path), (self.project, self.project_path)):
             raw = data.get(kind)
             if raw is not None and not isinstance(raw, list):
-                raise SettingsError(path or Path("settings.json"), f"{kind} must be a list of paths, found {json.dumps(raw)}")
+                raise SettingsError(
+                    path or Path("settings.json"), f"{kind} must be a list of paths, found {json.dumps(raw)}"
+                )
         merged = self.merged.get(kind)
         return [item for item in merged if isinstance(item, str)] if isinstance(merged, list) else []
 
@@ -682,9 +711,7 @@ def load_settings(
     adir = agent_dir if agent_dir is not None else default_agent_dir()
     user_path = adir / "settings.json"
     project_path = project_dir(cwd) / "settings.json"
-    settings = Settings(
-        user_path=user_path, project_path=project_path, project_trusted=project_trusted, cwd=Path(cwd)
-    )
+    settings = Settings(user_path=user_path, project_path=project_path, project_trusted=project_trusted, cwd=Path(cwd))
     settings.user = _load_file(user_path, settings)
     if project_trusted:
         settings.project = _load_file(project_path, settings, project=True)
@@ -730,9 +757,7 @@ def _is_blank(path: Path) -> bool:
         return False
 
 
-def session_dir_setting(
-    cwd: str | Path, *, agent_dir: Path | None = None, approve: bool | None = None
-) -> Path | None:
+def session_dir_setting(cwd: str | Path, *, agent_dir: Path | None = None, approve: bool | None = None) -> Path | None:
     """``sessionDir`` as pi reads it *before* the session starts (to find the session).
 
     Unlike pi 1.6.0, the project file counts only when the project is already trusted

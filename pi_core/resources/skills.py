@@ -137,7 +137,9 @@ def discover_skill_files(root: Path, mode: DiscoveryMode = "pi") -> list[Path]:
                 continue
             if not is_file or not entry.name.endswith(".md"):
                 continue
-            if ((mode == "pi" and at_root) or (mode == "agents" and not at_root)) and not rules.ignores(path, is_dir=False):
+            if ((mode == "pi" and at_root) or (mode == "agents" and not at_root)) and not rules.ignores(
+                path, is_dir=False
+            ):
                 found.append(path)
 
     root = absolute_path(root)
@@ -218,7 +220,9 @@ def _explicit_candidates(
     )
 
 
-def _auto_candidates(dirs: Iterable[tuple[Path, DiscoveryMode]], source: str, entries: ResourceEntries | None) -> list[Candidate]:
+def _auto_candidates(
+    dirs: Iterable[tuple[Path, DiscoveryMode]], source: str, entries: ResourceEntries | None
+) -> list[Candidate]:
     return [Candidate(p, source, entries) for d, mode in dirs for p in discover_skill_files(d, mode)]
 
 
@@ -258,7 +262,9 @@ def load_skills(
         project_entries, user_entries = settings_entries(scope.settings, "skills", scope.trusted, result.diagnostics)
         if scope.trusted:
             if project_entries is not None:
-                candidates += _explicit_candidates(project_entries.paths, "project", project_entries, result.diagnostics)
+                candidates += _explicit_candidates(
+                    project_entries.paths, "project", project_entries, result.diagnostics
+                )
             project_dirs: list[tuple[Path, DiscoveryMode]] = [(project_dir(scope.cwd) / "skills", "pi")]
             project_dirs += [(d, "agents") for d in project_agents_skill_dirs(scope.cwd, home=user_home)]
             candidates += _auto_candidates(project_dirs, "project", project_entries)
@@ -293,7 +299,11 @@ def read_skill_body(skill: Skill) -> str:
 
 def escape_xml(text: str) -> str:
     return (
-        text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;").replace("'", "&apos;")
+        text.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+        .replace("'", "&apos;")
     )
 
 

@@ -60,7 +60,9 @@ def discover_system_file(
     return None
 
 
-def resolve_prompt_input(value: str, cwd: str | os.PathLike[str], diagnostics: list[ResourceDiagnostic] | None = None) -> tuple[str, str]:
+def resolve_prompt_input(
+    value: str, cwd: str | os.PathLike[str], diagnostics: list[ResourceDiagnostic] | None = None
+) -> tuple[str, str]:
     """``(text, source)`` of a ``--system-prompt`` / ``--append-system-prompt`` value: the
     content of the file it names when one exists (relative to ``cwd``), else the value
     itself (``source`` is then ``"command line"``)."""
@@ -72,7 +74,12 @@ def resolve_prompt_input(value: str, cwd: str | os.PathLike[str], diagnostics: l
             except OSError as exc:
                 if diagnostics is not None:
                     diagnostics.append(
-                        ResourceDiagnostic("warning", f"cannot read: {exc.strerror or exc}; used as text", str(path), kind="system-prompt")
+                        ResourceDiagnostic(
+                            "warning",
+                            f"cannot read: {exc.strerror or exc}; used as text",
+                            str(path),
+                            kind="system-prompt",
+                        )
                     )
     except (OSError, ValueError):
         pass
@@ -83,7 +90,9 @@ def _read(path: Path, diagnostics: list[ResourceDiagnostic]) -> str | None:
     try:
         return read_text(path)
     except OSError as exc:
-        diagnostics.append(ResourceDiagnostic("warning", f"cannot read: {exc.strerror or exc}", str(path), kind="system-prompt"))
+        diagnostics.append(
+            ResourceDiagnostic("warning", f"cannot read: {exc.strerror or exc}", str(path), kind="system-prompt")
+        )
         return None
 
 

@@ -62,7 +62,9 @@ def _tools_section(declared: Sequence[str], snippets: Mapping[str, str]) -> str:
     return f"{listing}\n\n{TOOLS_FOOTER}"
 
 
-def _rules_section(declared: Sequence[str], tool_guidelines: Mapping[str, Sequence[str]], prompt_guidelines: Sequence[str]) -> str:
+def _rules_section(
+    declared: Sequence[str], tool_guidelines: Mapping[str, Sequence[str]], prompt_guidelines: Sequence[str]
+) -> str:
     rules: list[str] = []
     seen: set[str] = set()
 

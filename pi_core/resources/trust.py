@@ -119,7 +119,9 @@ class TrustStore:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise TrustStoreError(self.path, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+            raise TrustStoreError(
+                self.path, f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+            ) from exc
         if not isinstance(data, dict):
             raise TrustStoreError(self.path, "expected a JSON object mapping directories to true/false")
         for key, value in data.items():
@@ -231,7 +233,9 @@ AskUser = Callable[[str], Awaitable[TrustAnswer | None]]
 OnDiagnostic = Callable[[ResourceDiagnostic], None]
 
 
-def _report(on_diagnostic: OnDiagnostic | None, level: Literal["warning", "error"], message: str, path: Path | str | None) -> None:
+def _report(
+    on_diagnostic: OnDiagnostic | None, level: Literal["warning", "error"], message: str, path: Path | str | None
+) -> None:
     if on_diagnostic is not None:
         on_diagnostic(ResourceDiagnostic(level, message, str(path) if path is not None else None, kind="trust"))
 
@@ -241,10 +245,15 @@ def _configured_default(agent_dir: Path, on_diagnostic: OnDiagnostic | None) -> 
     try:
         value = read_settings_file(path).get("defaultProjectTrust", "ask")
     except SettingsError as exc:
-        _report(on_diagnostic, "error", f"{exc}; defaultProjectTrust taken as \"ask\"", None)
+        _report(on_diagnostic, "error", f'{exc}; defaultProjectTrust taken as "ask"', None)
         return "ask"
     if value not in PROJECT_TRUST_DEFAULTS:
-        _report(on_diagnostic, "warning", f'defaultProjectTrust must be "ask", "always" or "never", found {json.dumps(value)}; taken as "ask"', path)
+        _report(
+            on_diagnostic,
+            "warning",
+            f'defaultProjectTrust must be "ask", "always" or "never", found {json.dumps(value)}; taken as "ask"',
+            path,
+        )
         return "ask"
     return str(value)
 

@@ -81,10 +81,14 @@ class ContextHooks:
                 head = self._current_head(messages)
                 messages = [head, *result] if head is not None else list(result)
         if runner.has_handlers("context_with_system"):
-            event2 = ContextWithSystemEvent.model_construct(type="context_with_system", messages=[clone(m) for m in messages])
+            event2 = ContextWithSystemEvent.model_construct(
+                type="context_with_system", messages=[clone(m) for m in messages]
+            )
             messages = await runner.emit("context_with_system", event2)
             if not messages or not isinstance(messages[0], SystemMessage):
-                runner.report("context_with_system", "context_with_system", "a handler dropped the leading system message")
+                runner.report(
+                    "context_with_system", "context_with_system", "a handler dropped the leading system message"
+                )
         forced_prompt = self._forced_prompt()
         if forced_prompt is not None:
             head = current_system_message(messages)
@@ -138,7 +142,9 @@ def clone(obj: Any) -> Any:
         object.__setattr__(new, "__dict__", {k: clone(v) for k, v in obj.__dict__.items()})
         object.__setattr__(new, "__pydantic_fields_set__", set(obj.__pydantic_fields_set__))
         extra = obj.__pydantic_extra__
-        object.__setattr__(new, "__pydantic_extra__", None if extra is None else {k: clone(v) for k, v in extra.items()})
+        object.__setattr__(
+            new, "__pydantic_extra__", None if extra is None else {k: clone(v) for k, v in extra.items()}
+        )
         object.__setattr__(new, "__pydantic_private__", obj.__pydantic_private__)
         return new
     kind = type(obj)
@@ -155,7 +161,9 @@ def block_images(message: AgentMessage) -> AgentMessage:
     if not isinstance(content, list) or not any(isinstance(b, ImageContent) for b in content):
         return message
     copy_ = message.model_copy()
-    copy_.content = [TextContent(text="Image reading is disabled.") if isinstance(b, ImageContent) else b for b in content]  # type: ignore[union-attr]
+    copy_.content = [
+        TextContent(text="Image reading is disabled.") if isinstance(b, ImageContent) else b for b in content
+    ]  # type: ignore[union-attr]
     return copy_
 
 
@@ -302,7 +310,9 @@ class ToolHooks:
     async def before_tool_call(self, call: BeforeToolCall) -> Any:
         if not self.runner.has_handlers("tool_call"):
             return None
-        event = ToolCallEvent.model_construct(tool_name=call.tool_call.name, tool_call_id=call.tool_call.id, input=call.args)
+        event = ToolCallEvent.model_construct(
+            tool_name=call.tool_call.name, tool_call_id=call.tool_call.id, input=call.args
+        )
         result = await self.runner.emit("tool_call", event)
         if event.input is not call.args:
             call.args.clear()

@@ -23,7 +23,9 @@ from ..tools.output import OutputAccumulator
 from ..tools.shell import PreparedSpawn, ShellNotFoundError, run_command, shell_command
 
 
-async def prepare_bash_spawn(runner: EventRunner, make_event: Callable[[], BashSpawnEvent], ctx: Any = None) -> PreparedSpawn | None:
+async def prepare_bash_spawn(
+    runner: EventRunner, make_event: Callable[[], BashSpawnEvent], ctx: Any = None
+) -> PreparedSpawn | None:
     """Ask the ``bash_spawn`` handlers how a command starts (``None`` when there are
     none: start it as it is). A failing handler blocks it (fail closed)."""
     if not runner.has_handlers("bash_spawn"):
@@ -85,7 +87,9 @@ class LocalBashOperations:
             deliver(plain.feed(decoder.decode(chunk)))
 
         try:
-            outcome = await run_command(argv, spawn=spawn, cwd=cwd, env=None, on_data=data, signal=signal, timeout=timeout)
+            outcome = await run_command(
+                argv, spawn=spawn, cwd=cwd, env=None, on_data=data, signal=signal, timeout=timeout
+            )
         finally:
             deliver(plain.feed(decoder.decode(b"", final=True)) + plain.flush())
             output.finish()
@@ -138,7 +142,8 @@ class UserBash:
         result: pi_hookspecs.BashResult | None = None
         if runner.has_handlers("user_bash"):
             outcome = await runner.emit(
-                "user_bash", pi_hookspecs.UserBashEvent(command=command, exclude_from_context=exclude_from_context, cwd=self.cwd)
+                "user_bash",
+                pi_hookspecs.UserBashEvent(command=command, exclude_from_context=exclude_from_context, cwd=self.cwd),
             )
             if isinstance(outcome, Blocked):
                 result = pi_hookspecs.BashResult(output=f"Blocked: {outcome.reason}", exit_code=None, cancelled=True)

@@ -202,7 +202,9 @@ class EventBridge:
     def _may_continue(self, boundary: str, requested: bool) -> bool:
         """A continuation is honoured only when the context (entries appended) can run."""
         if requested and not self.preview([], boundary).can_continue:
-            self.runner.report("<boundary>", boundary, f"{boundary} requested continuation without runnable model context")
+            self.runner.report(
+                "<boundary>", boundary, f"{boundary} requested continuation without runnable model context"
+            )
             return False
         return requested
 

@@ -98,7 +98,9 @@ def _price(model: Model, **tokens: int) -> float:
 def evaluate(model: Model, prompt_tokens: int, phase: Phase) -> Decision:
     """Whether refreshing the entry of a ``prompt_tokens``-token request pays in ``phase``."""
     hit = _price(model, cache_read=prompt_tokens)
-    miss = _price(model, cache_write=prompt_tokens) if model.cost.cache_write > 0 else _price(model, input=prompt_tokens)
+    miss = (
+        _price(model, cache_write=prompt_tokens) if model.cost.cache_write > 0 else _price(model, input=prompt_tokens)
+    )
     warm_cost = _price(model, cache_read=prompt_tokens, output=1)
     miss_cost = max(0.0, miss - hit)
     probability = IDLE_CONTINUATION_PROBABILITY if phase == "idle" else 1.0
@@ -189,9 +191,13 @@ class CacheWarmer:
             out = {"state": "scheduled", "nextWarmInMs": max(0, int((run.next_warm_at - time.monotonic()) * 1000))}
         if self.last_decision is not None:
             d = self.last_decision
-            out["decision"] = {"action": d.action, "warmCost": d.warm_cost, "missCost": d.miss_cost,
-                               "continuationProbability": d.continuation_probability,
-                               "expectedSavings": d.expected_savings}
+            out["decision"] = {
+                "action": d.action,
+                "warmCost": d.warm_cost,
+                "missCost": d.miss_cost,
+                "continuationProbability": d.continuation_probability,
+                "expectedSavings": d.expected_savings,
+            }
         return out
 
     def _safe_mode(self) -> Mode:
@@ -214,8 +220,11 @@ class CacheWarmer:
             return
         lifetime = prompt_cache_lifetime_ms(model, options)
         if lifetime is None:
-            self._stop("prompt caching is off for the request" if options.extra.get("cache_retention") == "none"
-                       else "the model declares no cache lifetime")
+            self._stop(
+                "prompt caching is off for the request"
+                if options.extra.get("cache_retention") == "none"
+                else "the model declares no cache lifetime"
+            )
             return
         delay = warm_delay_ms(lifetime)
         if delay is None:
@@ -225,8 +234,9 @@ class CacheWarmer:
             asyncio.get_running_loop()
         except RuntimeError:
             return
-        self._run = _Run(model=model, context=context, options=options, is_current=is_current,
-                         lifetime_ms=lifetime, delay_ms=delay)
+        self._run = _Run(
+            model=model, context=context, options=options, is_current=is_current, lifetime_ms=lifetime, delay_ms=delay
+        )
         self._schedule(self._run)
 
     def on_agent_settled(self) -> None:
@@ -282,9 +292,13 @@ class CacheWarmer:
             return False
         mode = self._safe_mode()
         reason = (
-            "cache warming disabled" if mode == "off"
-            else "the agent run settled" if mode == "streaming" and run.phase == "idle"
-            else None if run.is_current() else "the conversation moved on"
+            "cache warming disabled"
+            if mode == "off"
+            else "the agent run settled"
+            if mode == "streaming" and run.phase == "idle"
+            else None
+            if run.is_current()
+            else "the conversation moved on"
         )
         if reason is not None:
             self._stop(reason)
@@ -307,13 +321,17 @@ class CacheWarmer:
             return
         override = action != decision.action
         if action == "stop":
-            self._stop("stopped by a plugin" if override else "expected savings below the threshold"
-                       if decision.economics_available else "cache economics unavailable")
+            self._stop(
+                "stopped by a plugin"
+                if override
+                else "expected savings below the threshold"
+                if decision.economics_available
+                else "cache economics unavailable"
+            )
             return
         run.extension_override = override
         options = run.options.model_copy(
-            update={"max_tokens": 1, "signal": run.controller.signal,
-                    "extra": {**run.options.extra, "max_retries": 0}}
+            update={"max_tokens": 1, "signal": run.controller.signal, "extra": {**run.options.extra, "max_retries": 0}}
         )
         with contextlib.suppress(Exception):  # best effort: never disturbs the session
             stream = self._stream(run.model, run.context, options)
@@ -321,8 +339,12 @@ class CacheWarmer:
                 stream = await stream
             message = await stream.result()
             if self._run is run and message.stop_reason not in ("error", "aborted"):
-                self._record(message.provider, message.response_model or message.model, message.usage,
-                             "extension override" if override else None)
+                self._record(
+                    message.provider,
+                    message.response_model or message.model,
+                    message.usage,
+                    "extension override" if override else None,
+                )
         if self._run is run:
             self._schedule(run)
 

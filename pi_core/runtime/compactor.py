@@ -174,23 +174,31 @@ class Compactor:
             return None
         entry = cast(CompactionEntry, self.sm.get_entry(entry_id))
         self._on_compacted()
-        estimated_after = estimate_context_tokens(list(self.sm.build_session_context().messages), use_usage=False).tokens
+        estimated_after = estimate_context_tokens(
+            list(self.sm.build_session_context().messages), use_usage=False
+        ).tokens
         if self.runner.has_handlers("session_compact"):
             await self.runner.emit(
                 "session_compact",
-                pi_hookspecs.SessionCompactEvent(compaction_entry=entry, from_extension=from_extension, reason=reason, will_retry=will_retry),
+                pi_hookspecs.SessionCompactEvent(
+                    compaction_entry=entry, from_extension=from_extension, reason=reason, will_retry=will_retry
+                ),
             )
         self._emit(
             CompactionEndEvent(
                 reason=reason,
-                result={key: value for key, value in {
-                    "summary": entry.summary,
-                    "firstKeptEntryId": entry.first_kept_entry_id,
-                    "tokensBefore": entry.tokens_before,
-                    "estimatedTokensAfter": estimated_after,
-                    "usage": entry.usage.to_json() if entry.usage is not None else None,
-                    "details": entry.details,
-                }.items() if value is not None},
+                result={
+                    key: value
+                    for key, value in {
+                        "summary": entry.summary,
+                        "firstKeptEntryId": entry.first_kept_entry_id,
+                        "tokensBefore": entry.tokens_before,
+                        "estimatedTokensAfter": estimated_after,
+                        "usage": entry.usage.to_json() if entry.usage is not None else None,
+                        "details": entry.details,
+                    }.items()
+                    if value is not None
+                },
                 will_retry=will_retry,
             )
         )
@@ -203,7 +211,11 @@ class Compactor:
             await self.runner.emit(
                 "session_compact_failed",
                 pi_hookspecs.SessionCompactFailedEvent(
-                    reason=reason, error_message=message, aborted=aborted, will_retry=will_retry, from_extension=from_extension
+                    reason=reason,
+                    error_message=message,
+                    aborted=aborted,
+                    will_retry=will_retry,
+                    from_extension=from_extension,
                 ),
             )
         self._emit(CompactionEndEvent(reason=reason, aborted=aborted, will_retry=will_retry, error_message=message))

@@ -146,7 +146,13 @@ class SessionContextHost(ContextHost):
         return CommandContextImpl(self, self.session.plugins.liveness)
 
     def tool_context(
-        self, tool_call_id: str, signal: Any, on_update: Any, *, owner: str | None, parent_tool_call_id: str | None = None
+        self,
+        tool_call_id: str,
+        signal: Any,
+        on_update: Any,
+        *,
+        owner: str | None,
+        parent_tool_call_id: str | None = None,
     ) -> ToolContextImpl:
         """The ``ctx`` of one tool call (``parent_tool_call_id``: a nested call)."""
         return ToolContextImpl(
@@ -187,12 +193,13 @@ class SessionContextHost(ContextHost):
                 p.source_entry.id
                 for p in projection.entries
                 if any(
-                    isinstance(m, AssistantMessage) and m.stop_reason not in ("aborted", "error")
+                    isinstance(m, AssistantMessage)
+                    and m.stop_reason not in ("aborted", "error")
                     and m.usage.input + m.usage.output + m.usage.cache_read + m.usage.cache_write > 0
                     for m in p.messages
                 )
             }
-            if not any(e.id in answered for e in branch[compacted + 1:]):
+            if not any(e.id in answered for e in branch[compacted + 1 :]):
                 return ContextUsageInfo(None, model.context_window)
         tokens = estimate_context_tokens(list(projection.messages)).tokens
         return ContextUsageInfo(tokens, model.context_window)
@@ -239,7 +246,9 @@ class SessionContextHost(ContextHost):
         if not self.session.register_tool(checked, plugin=owner):
             existing = self.session.tools.entries.get(checked.name)
             holder = f"plugin {existing.plugin!r}" if existing is not None and existing.plugin else "another owner"
-            raise ValueError(f"tool {checked.name!r} is already registered by {holder}; a plugin may replace only its own tools")
+            raise ValueError(
+                f"tool {checked.name!r} is already registered by {holder}; a plugin may replace only its own tools"
+            )
 
     def action_is_tool_deselected(self, name: str) -> bool:
         return self.session.tools.selection.deselected(name)
@@ -253,7 +262,9 @@ class SessionContextHost(ContextHost):
     def action_set_thinking_level(self, level: str) -> None:
         self.session.spawn(self.session.set_thinking_level(level))
 
-    def action_compact(self, custom_instructions: str | None = None, *, on_complete: Any = None, on_error: Any = None) -> None:
+    def action_compact(
+        self, custom_instructions: str | None = None, *, on_complete: Any = None, on_error: Any = None
+    ) -> None:
         async def run() -> None:
             try:
                 entry = await self.session.compact(custom_instructions)

@@ -143,7 +143,9 @@ class SessionRuntime:
         manager = SessionManager.create(old.cwd, session_dir=self.session_dir, parent_session=parent_session)
         if setup is not None:
             await maybe_await(setup(manager))
-        await self._replace(manager, reason="new", model=old.model, thinking_level=old.thinking_level, with_session=with_session)
+        await self._replace(
+            manager, reason="new", model=old.model, thinking_level=old.thinking_level, with_session=with_session
+        )
         return {"cancelled": False}
 
     async def switch_session(
@@ -171,11 +173,15 @@ class SessionRuntime:
         session at ``session_path`` (of any folder; the original stays unchanged)."""
         old = self.session
         path = str(Path(session_path).expanduser().resolve())
-        if await self._cancelled("session_before_fork", pi_hookspecs.SessionBeforeForkEvent(entry_id="", position="at")):
+        if await self._cancelled(
+            "session_before_fork", pi_hookspecs.SessionBeforeForkEvent(entry_id="", position="at")
+        ):
             return {"cancelled": True}
         await old.abort_and_wait() if old.is_busy else None
         manager = SessionManager.fork_from(path, old.cwd, session_dir=old.sm.get_session_dir() or self.session_dir)
-        await self._replace(manager, reason="fork", model=old.model, thinking_level=old.thinking_level, with_session=with_session)
+        await self._replace(
+            manager, reason="fork", model=old.model, thinking_level=old.thinking_level, with_session=with_session
+        )
         return {"cancelled": False}
 
     async def import_session(self, source: str, *, cwd: str | None = None) -> dict[str, Any]:
@@ -219,7 +225,9 @@ class SessionRuntime:
         if position == "before" and isinstance(message, UserMessage):
             editor_text = message_text(message.content)
         manager = old.sm.fork(entry_id, position, session_dir=self.session_dir)
-        await self._replace(manager, reason="fork", model=old.model, thinking_level=old.thinking_level, with_session=with_session)
+        await self._replace(
+            manager, reason="fork", model=old.model, thinking_level=old.thinking_level, with_session=with_session
+        )
         return {"cancelled": False, "editor_text": editor_text}
 
     async def reload(self) -> AgentSession:

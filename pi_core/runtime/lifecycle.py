@@ -23,7 +23,9 @@ async def announce_start(
     point to join ``resources``. Returns one message per resource that could not be used."""
     if runner.has_handlers("session_start"):
         if reason in _START_REASONS:  # the host's own reasons: constructed
-            start = SessionStartEvent.model_construct(reason=cast(Any, reason), previous_session_file=previous_session_file)
+            start = SessionStartEvent.model_construct(
+                reason=cast(Any, reason), previous_session_file=previous_session_file
+            )
         else:  # validation names the unknown reason
             start = SessionStartEvent(reason=reason, previous_session_file=previous_session_file)
         await runner.emit("session_start", start)

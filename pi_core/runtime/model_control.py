@@ -61,7 +61,9 @@ class ModelControl:
             try:
                 return self.models.resolve(settings.default_model, provider=settings.default_provider).model
             except Exception as exc:
-                self._emit(NoticeEvent(level="warning", message=f"settings defaultModel {settings.default_model!r}: {exc}"))
+                self._emit(
+                    NoticeEvent(level="warning", message=f"settings defaultModel {settings.default_model!r}: {exc}")
+                )
         return self.models.default_model()
 
     def initial_thinking_level(self, level: str | None, context: SessionContext, settings: Settings) -> str:
@@ -132,7 +134,9 @@ class ModelControl:
         if self.runner.has_handlers("model_select"):
             from pi_hookspecs import ModelSelectEvent  # an occasional event: made on first use
 
-            await self.runner.emit("model_select", ModelSelectEvent(model=model, previous_model=previous, source=source))
+            await self.runner.emit(
+                "model_select", ModelSelectEvent(model=model, previous_model=previous, source=source)
+            )
         return True
 
     async def set_thinking_level(self, level: str) -> str:
@@ -146,7 +150,9 @@ class ModelControl:
         if self.runner.has_handlers("thinking_level_select"):
             from pi_hookspecs import ThinkingLevelSelectEvent
 
-            await self.runner.emit("thinking_level_select", ThinkingLevelSelectEvent(level=level, previous_level=previous))
+            await self.runner.emit(
+                "thinking_level_select", ThinkingLevelSelectEvent(level=level, previous_level=previous)
+            )
         return level
 
 

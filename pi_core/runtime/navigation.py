@@ -95,7 +95,8 @@ class TreeNavigator:
         from_extension = False
         if self.runner.has_handlers("session_before_tree"):
             outcome = await self.runner.emit(
-                "session_before_tree", pi_hookspecs.SessionBeforeTreeEvent(preparation=preparation, signal=AbortController().signal)
+                "session_before_tree",
+                pi_hookspecs.SessionBeforeTreeEvent(preparation=preparation, signal=AbortController().signal),
             )
             if outcome is not None and outcome.cancel:
                 return {"cancelled": True}

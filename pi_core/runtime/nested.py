@@ -174,17 +174,25 @@ class NestedCalls:
         call_id = ledger.next_id(parent_tool_call_id)
         args = dict(args or {})
         record = ledger.start(call_id, parent_tool_call_id, name, args)
-        await emit(ToolExecutionStartEvent(tool_call_id=call_id, tool_name=name, args=args, parent_tool_call_id=parent_tool_call_id))
+        await emit(
+            ToolExecutionStartEvent(
+                tool_call_id=call_id, tool_name=name, args=args, parent_tool_call_id=parent_tool_call_id
+            )
+        )
         duration: float | None = None
         tool = self.tools.get(name)
         if tool is None or name not in self.tools.callable_names():
-            result = ToolResult.error(f"Tool {name} is not available to other tools" if tool else f"Tool {name} not found")
+            result = ToolResult.error(
+                f"Tool {name} is not available to other tools" if tool else f"Tool {name} not found"
+            )
         else:
             try:
                 args = validate_tool_arguments(tool, ToolCall(id=call_id, name=name, arguments=args))
                 blocked = None
                 if runner.has_handlers("tool_call"):
-                    event = ToolCallEvent(tool_name=name, tool_call_id=call_id, input=args, parent_tool_call_id=parent_tool_call_id)
+                    event = ToolCallEvent(
+                        tool_name=name, tool_call_id=call_id, input=args, parent_tool_call_id=parent_tool_call_id
+                    )
                     blocked = await runner.emit("tool_call", event)
                     args = event.input
                 if blocked is not None and blocked.block:
@@ -195,14 +203,19 @@ class NestedCalls:
                     def update(partial: ToolResult) -> None:
                         if on_update is not None:
                             on_update(partial)
-                        updates.append(asyncio.ensure_future(
-                            emit(
-                                ToolExecutionUpdateEvent(
-                                    tool_call_id=call_id, tool_name=name, args=args, partial_result=partial,
-                                    parent_tool_call_id=parent_tool_call_id,
+                        updates.append(
+                            asyncio.ensure_future(
+                                emit(
+                                    ToolExecutionUpdateEvent(
+                                        tool_call_id=call_id,
+                                        tool_name=name,
+                                        args=args,
+                                        partial_result=partial,
+                                        parent_tool_call_id=parent_tool_call_id,
+                                    )
                                 )
                             )
-                        ))
+                        )
 
                     ctx = self._tool_context(
                         call_id, signal, update, owner=self.tools.owner(name), parent_tool_call_id=parent_tool_call_id
@@ -222,8 +235,13 @@ class NestedCalls:
                         result = result.model_copy(update={"usage": usage})
                     if runner.has_handlers("tool_result"):
                         result = await tool_result_hook(
-                            runner, tool_name=name, tool_call_id=call_id, args=args, result=result,
-                            is_error=result.is_error, parent_tool_call_id=parent_tool_call_id,
+                            runner,
+                            tool_name=name,
+                            tool_call_id=call_id,
+                            args=args,
+                            result=result,
+                            is_error=result.is_error,
+                            parent_tool_call_id=parent_tool_call_id,
                         )
             except ToolArgumentsError as exc:
                 result = ToolResult.error(str(exc))
@@ -231,7 +249,11 @@ class NestedCalls:
         ledger.add_usage(parent_tool_call_id, result.usage)
         await emit(
             ToolExecutionEndEvent(
-                tool_call_id=call_id, tool_name=name, result=result, is_error=result.is_error, duration_ms=duration,
+                tool_call_id=call_id,
+                tool_name=name,
+                result=result,
+                is_error=result.is_error,
+                duration_ms=duration,
                 parent_tool_call_id=parent_tool_call_id,
             )
         )

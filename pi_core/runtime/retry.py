@@ -93,8 +93,11 @@ async def retry_summary(
         retried = True
         delay = planned
         error = (response.error_message or "Unknown error") + note
-        emit(SummarizationRetryScheduledEvent(attempt=attempt, max_attempts=max_attempts, delay_ms=delay,
-                                              error_message=error))
+        emit(
+            SummarizationRetryScheduledEvent(
+                attempt=attempt, max_attempts=max_attempts, delay_ms=delay, error_message=error
+            )
+        )
         if signal is not None:
             waiter = asyncio.ensure_future(signal.wait())
             done, _ = await asyncio.wait([waiter], timeout=delay / 1000)

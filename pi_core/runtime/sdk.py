@@ -1,11 +1,11 @@
 """The Python SDK: the same runtime the ``pi`` command uses, for embedding programs.
 
-    from pi_core import create_agent_session
+from pi_core import create_agent_session
 
-    runtime = await create_agent_session(cwd=".", model="anthropic/claude-sonnet-4-5")
-    await runtime.session.prompt("What files are here?")
-    print(runtime.session.get_last_assistant_text())
-    await runtime.dispose()
+runtime = await create_agent_session(cwd=".", model="anthropic/claude-sonnet-4-5")
+await runtime.session.prompt("What files are here?")
+print(runtime.session.get_last_assistant_text())
+await runtime.dispose()
 """
 
 from __future__ import annotations

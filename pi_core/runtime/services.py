@@ -140,7 +140,9 @@ async def create_services(cwd: str | os.PathLike[str], options: ServiceOptions |
     plugins.context_host.use_settings(resources.settings)
     # pi's own providers are a plugin of the host: the registry takes them from there
     models = options.model_registry or ModelRegistry(models_path=adir / "models.json", builtins=False)
-    diagnostics += [f"error: {problem}" for problem in models.use_registrations(plugins.registry.provider_registrations())]
+    diagnostics += [
+        f"error: {problem}" for problem in models.use_registrations(plugins.registry.provider_registrations())
+    ]
     diagnostics += [f"error: {e}" for e in models.errors]
     if models.auth.warning and not models.auth.error:  # one line per file: a broken one is reported as such
         diagnostics.append(f"warning: {models.auth.warning}")

@@ -138,7 +138,12 @@ class AgentSession:
             follow_up_mode=settings.follow_up_mode,
         )
         self._model_control = ModelControl(
-            self.agent.state, self.sm, self.runner, models=self.models, emit=self._emit, api_key=lambda: self.api_key_override
+            self.agent.state,
+            self.sm,
+            self.runner,
+            models=self.models,
+            emit=self._emit,
+            api_key=lambda: self.api_key_override,
         )
         self.agent.state.model = self._model_control.initial(model, context, settings)
         self.agent.state.thinking_level = self._model_control.initial_thinking_level(thinking_level, context, settings)
@@ -465,9 +470,7 @@ class AgentSession:
             elif streaming_behavior == "follow_up":
                 self._queues.follow_up(text, message)
             else:
-                raise SessionBusyError(
-                    "pi is busy with a run: send the message as steering or as a follow-up"
-                )
+                raise SessionBusyError("pi is busy with a run: send the message as steering or as a follow-up")
             return "queued"
         if on_started is not None:
             self._model_control.check()
@@ -565,7 +568,9 @@ class AgentSession:
             if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
                 await result
         except Exception as exc:
-            self.runner.report(registered.plugin, f"command /{name}", f"handler raised {type(exc).__name__}: {exc}", exc)
+            self.runner.report(
+                registered.plugin, f"command /{name}", f"handler raised {type(exc).__name__}: {exc}", exc
+            )
         finally:
             CURRENT_PLUGIN.reset(token)
 
@@ -625,7 +630,9 @@ class AgentSession:
     async def start(self, reason: str = "startup", previous_session_file: str | None = None) -> None:
         """``session_start`` then ``resources_discover``; call once the host is bound."""
         self._model_control.record_selection()
-        for problem in await announce_start(self.runner, self.services.resources, self.cwd, reason, previous_session_file):
+        for problem in await announce_start(
+            self.runner, self.services.resources, self.cwd, reason, previous_session_file
+        ):
             self._notice("warning", problem)
 
     async def _on_settled(self) -> None:
@@ -653,7 +660,9 @@ class AgentSession:
     async def execute_bash(
         self, command: str, *, exclude_from_context: bool = False, on_data: Any = None, signal: Any = None
     ) -> BashExecutionMessage:
-        return await self._user_bash.run(command, exclude_from_context=exclude_from_context, on_data=on_data, signal=signal)
+        return await self._user_bash.run(
+            command, exclude_from_context=exclude_from_context, on_data=on_data, signal=signal
+        )
 
     async def execute_tool(
         self,

@@ -251,7 +251,9 @@ class ToolRegistry:
                     descriptions.update(result.descriptions)
                     hidden.update(result.hidden_declarations)
                 except Exception as exc:  # a broken orchestrator must not break every request
-                    self.errors.append(f"prepare_loadout of tool {definition.name!r} failed: {type(exc).__name__}: {exc}")
+                    self.errors.append(
+                        f"prepare_loadout of tool {definition.name!r} failed: {type(exc).__name__}: {exc}"
+                    )
         self._hidden_declarations = hidden
         self._descriptions = descriptions
         self._loadout_version = self.version

@@ -65,8 +65,11 @@ class SessionWarming:
                     current = state.model
                     messages = state.messages
                     return (
-                        current is not None and current.provider == model.provider and current.id == model.id
-                        and len(sent) <= len(messages) and all(a is b for a, b in zip(sent, messages, strict=False))
+                        current is not None
+                        and current.provider == model.provider
+                        and current.id == model.id
+                        and len(sent) <= len(messages)
+                        and all(a is b for a, b in zip(sent, messages, strict=False))
                     )
 
                 self.warmer.start(model, context, options, is_current)

@@ -430,7 +430,9 @@ class SessionManager:
         entry_id, parent_id, timestamp = self._next()
         typed = type(provider) is str and type(model_id) is str
         make = ModelChangeEntry.model_construct if typed else ModelChangeEntry
-        return self._append(make(id=entry_id, parent_id=parent_id, timestamp=timestamp, provider=provider, model_id=model_id))
+        return self._append(
+            make(id=entry_id, parent_id=parent_id, timestamp=timestamp, provider=provider, model_id=model_id)
+        )
 
     def append_usage(
         self,

@@ -202,7 +202,9 @@ class SessionWriter:
         except OSError as exc:
             raise SessionWriteError(self.path, exc) from exc
 
-    def write(self, raw: dict[str, Any], *, start_file: bool, header: dict[str, Any], earlier: Iterable[Record]) -> None:
+    def write(
+        self, raw: dict[str, Any], *, start_file: bool, header: dict[str, Any], earlier: Iterable[Record]
+    ) -> None:
         """Persist one new entry (before it is committed to memory: a failed write leaves
         both unchanged). Without a file yet, ``start_file`` creates it with ``header``,
         the ``earlier`` entries and this one."""

@@ -146,7 +146,9 @@ class EntryTree:
         if not self._raw_loaded:  # every entry has its model (lines validated as read)
             return
         # (a record without its model holds its raw object)
-        pending = [record for record in records if record.raw is not None and record.model is None and record.type in kinds]
+        pending = [
+            record for record in records if record.raw is not None and record.model is None and record.type in kinds
+        ]
         # a chunk at a time: the raw objects of one chunk are freed before the next is
         # validated, so the models reuse their memory (fewer pages to fault in)
         for start in range(0, len(pending), CHUNK):

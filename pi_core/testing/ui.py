@@ -134,10 +134,14 @@ class RecordingUI:
         self.calls.append(UICall("set_title", {"title": title}))
 
     def set_header(self, lines: str | Sequence[str] | None) -> None:
-        self.calls.append(UICall("set_header", {"lines": lines if lines is None or isinstance(lines, str) else list(lines)}))
+        self.calls.append(
+            UICall("set_header", {"lines": lines if lines is None or isinstance(lines, str) else list(lines)})
+        )
 
     def set_footer(self, lines: str | Sequence[str] | None) -> None:
-        self.calls.append(UICall("set_footer", {"lines": lines if lines is None or isinstance(lines, str) else list(lines)}))
+        self.calls.append(
+            UICall("set_footer", {"lines": lines if lines is None or isinstance(lines, str) else list(lines)})
+        )
 
     def set_working_message(self, message: str | None = None) -> None:
         self.calls.append(UICall("set_working_message", {"message": message}))

@@ -53,7 +53,7 @@ class AnsiStream:
             start = max(0, len(text) - _MAX_PENDING)
             match = _UNFINISHED.search(text, start)
             if match is not None:
-                self._pending = text[match.start():]
+                self._pending = text[match.start() :]
                 text = text[: match.start()]
         return sanitize_output(text)
 

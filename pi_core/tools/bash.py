@@ -180,7 +180,12 @@ async def run_bash(args: BashArgs, ctx: Any) -> ToolResult:
     spawn = await ctx_bash_spawn(
         ctx,
         lambda: BashSpawnEvent(
-            command=args.command, argv=argv, cwd=cwd, env=env, source="tool", tool_call_id=ctx_optional(ctx, "tool_call_id")
+            command=args.command,
+            argv=argv,
+            cwd=cwd,
+            env=env,
+            source="tool",
+            tool_call_id=ctx_optional(ctx, "tool_call_id"),
         ),
     )
     if spawn is not None and spawn.blocked is not None:
@@ -196,7 +201,9 @@ async def run_bash(args: BashArgs, ctx: Any) -> ToolResult:
         progress.data()
 
     try:
-        outcome = await run_command(argv, spawn=spawn, cwd=cwd, env=env, on_data=on_data, signal=signal, timeout=timeout)
+        outcome = await run_command(
+            argv, spawn=spawn, cwd=cwd, env=env, on_data=on_data, signal=signal, timeout=timeout
+        )
     except OSError as exc:
         started = spawn.event.argv if spawn is not None else argv
         raise ToolError(f"Could not start {started[0]}: {exc.strerror or exc}") from None

@@ -175,9 +175,7 @@ def apply_edits(content: str, edits: list[Replacement], path: str) -> str:
         index, length, _ = _find(base, edit.old_text)
         if index == -1:
             header = (
-                f"Could not find the exact text in {path}."
-                if total == 1
-                else f"Could not find edits[{i}] in {path}."
+                f"Could not find the exact text in {path}." if total == 1 else f"Could not find edits[{i}] in {path}."
             )
             raise EditError(
                 f"{header} The old text must match exactly, including all whitespace and newlines.\n"

@@ -124,4 +124,3 @@ async def _drain(stream: asyncio.StreamReader, timeout: float = 2.0) -> None:
 
     with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(read_all(), timeout)
-

@@ -29,7 +29,9 @@ DEFAULT_LIMIT = 1000
 
 
 class FindArgs(ToolArgs):
-    pattern: str = Field(description="Glob pattern of the files to find, e.g. '*.py', '**/*.json' or 'src/**/*.test.ts'")
+    pattern: str = Field(
+        description="Glob pattern of the files to find, e.g. '*.py', '**/*.json' or 'src/**/*.test.ts'"
+    )
     path: str | None = Field(default=None, description="Directory to search in (default: the working directory)")
     limit: int | None = Field(default=None, ge=1, description=f"Largest number of results (default: {DEFAULT_LIMIT})")
 
@@ -186,7 +188,9 @@ def create_find_tool(*, use_fd: bool | None = None) -> ToolDefinition:
         args_model=FindArgs,
         run=run,
         prompt_snippet="Find files by glob pattern (honours .gitignore)",
-        prompt_guidelines=["Use find to locate files by name or glob pattern instead of running find or ls -R through bash."],
+        prompt_guidelines=[
+            "Use find to locate files by name or glob pattern instead of running find or ls -R through bash."
+        ],
         annotations=read_only_annotations("Find files"),
         default_active=False,
     )

@@ -35,11 +35,17 @@ DEFAULT_LIMIT = 100
 class GrepArgs(ToolArgs):
     pattern: str = Field(description="Regular expression (or literal text with literal=true) to search for")
     path: str | None = Field(default=None, description="Directory or file to search (default: the working directory)")
-    glob: str | None = Field(default=None, description="Only search files matching this glob, e.g. '*.py' or '**/*.test.ts'")
+    glob: str | None = Field(
+        default=None, description="Only search files matching this glob, e.g. '*.py' or '**/*.test.ts'"
+    )
     ignoreCase: bool | None = Field(default=None, description="Match case-insensitively (default: false)")
-    literal: bool | None = Field(default=None, description="Treat the pattern as literal text, not a regex (default: false)")
+    literal: bool | None = Field(
+        default=None, description="Treat the pattern as literal text, not a regex (default: false)"
+    )
     context: int | None = Field(default=None, description="Lines to show before and after each match (default: 0)")
-    limit: int | None = Field(default=None, ge=1, description=f"Largest number of matches to return (default: {DEFAULT_LIMIT})")
+    limit: int | None = Field(
+        default=None, ge=1, description=f"Largest number of matches to return (default: {DEFAULT_LIMIT})"
+    )
 
 
 DESCRIPTION = (
@@ -103,7 +109,11 @@ async def _rg_matches(
         path, number = _json_text(data.get("path")), data.get("line_number")
         if path is None or not isinstance(number, int):
             return True
-        if path_glob and is_dir and not _glob_allows(path_glob, os.path.relpath(path, search_path).replace(os.sep, "/")):
+        if (
+            path_glob
+            and is_dir
+            and not _glob_allows(path_glob, os.path.relpath(path, search_path).replace(os.sep, "/"))
+        ):
             return True
         matches.append(_Match(path, number, _json_text(data.get("lines"))))
         return len(matches) <= limit

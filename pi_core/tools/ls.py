@@ -31,7 +31,9 @@ DEFAULT_LIMIT = 500
 
 class LsArgs(ToolArgs):
     path: str | None = Field(default=None, description="Directory to list (default: the working directory)")
-    limit: int | None = Field(default=None, ge=1, description=f"Largest number of entries to return (default: {DEFAULT_LIMIT})")
+    limit: int | None = Field(
+        default=None, ge=1, description=f"Largest number of entries to return (default: {DEFAULT_LIMIT})"
+    )
 
 
 DESCRIPTION = (

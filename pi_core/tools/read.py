@@ -347,9 +347,7 @@ def _read_window(path: str, args: ReadArgs, stop: threading.Event) -> ToolResult
     if partial:  # only the start of the window was read: report the whole window's size
         truncation.total_bytes = finish - begin
         truncation.total_lines = (end - start) - (1 if last_byte == b"\n" else 0)
-    return _window_result(
-        args, truncation, start=start, end=end, total=total, first_line_bytes=first_line_end - begin
-    )
+    return _window_result(args, truncation, start=start, end=end, total=total, first_line_bytes=first_line_end - begin)
 
 
 async def run_read(args: ReadArgs, ctx: Any) -> ToolResult:

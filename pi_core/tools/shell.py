@@ -158,9 +158,7 @@ class PreparedSpawn:
         await call_exit_callbacks(callbacks, self.report)
 
 
-async def call_exit_callbacks(
-    callbacks: Sequence[Any], report: Callable[[str, str], Any] | None = None
-) -> None:
+async def call_exit_callbacks(callbacks: Sequence[Any], report: Callable[[str, str], Any] | None = None) -> None:
     """Call the ``on_exit`` callbacks a ``bash_spawn`` handler left on its event, each
     once (awaited when it returns an awaitable). A failing callback is reported as
     ``report(plugin, message)`` (the plugin guessed from its module), or on stderr."""

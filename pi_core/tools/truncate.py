@@ -89,8 +89,16 @@ def truncate_head(
         return _untruncated(content, total_lines, total_bytes, max_lines, max_bytes)
     if byte_len(lines[0]) > max_bytes:
         return TruncationResult(
-            "", True, "bytes", total_lines, total_bytes, 0, 0,
-            first_line_exceeds_limit=True, max_lines=max_lines, max_bytes=max_bytes,
+            "",
+            True,
+            "bytes",
+            total_lines,
+            total_bytes,
+            0,
+            0,
+            first_line_exceeds_limit=True,
+            max_lines=max_lines,
+            max_bytes=max_bytes,
         )
     kept: list[str] = []
     used = 0
@@ -104,8 +112,15 @@ def truncate_head(
         used += size
     text = "\n".join(kept)
     return TruncationResult(
-        text, True, truncated_by, total_lines, total_bytes, len(kept), byte_len(text),
-        max_lines=max_lines, max_bytes=max_bytes,
+        text,
+        True,
+        truncated_by,
+        total_lines,
+        total_bytes,
+        len(kept),
+        byte_len(text),
+        max_lines=max_lines,
+        max_bytes=max_bytes,
     )
 
 
@@ -149,8 +164,16 @@ def truncate_tail(
     kept.reverse()
     text = "\n".join(kept)
     return TruncationResult(
-        text, True, truncated_by, total_lines, total_bytes, len(kept), byte_len(text),
-        last_line_partial=partial, max_lines=max_lines, max_bytes=max_bytes,
+        text,
+        True,
+        truncated_by,
+        total_lines,
+        total_bytes,
+        len(kept),
+        byte_len(text),
+        last_line_partial=partial,
+        max_lines=max_lines,
+        max_bytes=max_bytes,
     )
 
 

@@ -36,8 +36,11 @@ def gemini_text(text: str, *, finish: str = "STOP", usage: dict[str, Any] | None
     """A plain text answer in pieces of eight characters, then the finish."""
     pieces = [text[i : i + 8] for i in range(0, len(text), 8)] or [""]
     chunks = [chunk([{"text": piece}]) for piece in pieces]
-    chunks.append(chunk([], finish=finish, usage=usage or {"promptTokenCount": 10, "candidatesTokenCount": 5,
-                                                           "totalTokenCount": 15}))
+    chunks.append(
+        chunk(
+            [], finish=finish, usage=usage or {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
+        )
+    )
     return gemini_stream(chunks)
 
 
@@ -46,7 +49,12 @@ def gemini_call(name: str, args: dict[str, Any], *, call_id: str | None = None) 
     call: dict[str, Any] = {"name": name, "args": args}
     if call_id:
         call["id"] = call_id
-    return gemini_stream([
-        chunk([{"functionCall": call}], finish="STOP",
-              usage={"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}),
-    ])
+    return gemini_stream(
+        [
+            chunk(
+                [{"functionCall": call}],
+                finish="STOP",
+                usage={"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+            ),
+        ]
+    )

@@ -115,16 +115,24 @@ class OAuthServer:
         refresh = "rt-" + secrets.token_hex(6)
         self.refresh_tokens.add(refresh)
         if self.access_prefix == "jwt":
-            access = fake_jwt({"https://api.openai.com/auth": {"chatgpt_account_id": self.account_id},
-                               "n": secrets.token_hex(4)})
+            access = fake_jwt(
+                {"https://api.openai.com/auth": {"chatgpt_account_id": self.account_id}, "n": secrets.token_hex(4)}
+            )
         else:
             access = self.access_prefix + secrets.token_hex(6)
-        return {"access_token": access, "refresh_token": refresh, "expires_in": self.expires_in,
-                "token_type": "bearer", **extra}
+        return {
+            "access_token": access,
+            "refresh_token": refresh,
+            "expires_in": self.expires_in,
+            "token_type": "bearer",
+            **extra,
+        }
 
     # ------------------------------------------------------------------ handlers
 
-    def _send(self, handler: BaseHTTPRequestHandler, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+    def _send(
+        self, handler: BaseHTTPRequestHandler, status: int, body: Any, headers: dict[str, str] | None = None
+    ) -> None:
         data = json.dumps(body).encode() if body is not None else b""
         handler.send_response(status)
         handler.send_header("Content-Type", "application/json")
@@ -143,8 +151,13 @@ class OAuthServer:
                 self._send(handler, 400, {"error": "invalid_request", "error_description": "PKCE S256 required"})
                 return
             code = "code-" + secrets.token_hex(6)
-            self.grants[code] = Grant(query["client_id"], query["redirect_uri"], query["code_challenge"],
-                                      query.get("state"), query.get("scope"))
+            self.grants[code] = Grant(
+                query["client_id"],
+                query["redirect_uri"],
+                query["code_challenge"],
+                query.get("state"),
+                query.get("scope"),
+            )
             location = query["redirect_uri"] + "?" + urlencode({"code": code, "state": query.get("state", "")})
             self._send(handler, 302, None, {"Location": location})
         elif parts.path == "/copilot_internal/v2/token":
@@ -162,12 +175,22 @@ class OAuthServer:
             copilot = f"tid=t{self.copilot_exchanges};exp=1;proxy-ep={self.copilot_proxy};st=dotcom"
             self._send(handler, 200, {"token": copilot, "expires_at": int(time.time()) + self.expires_in})
         elif parts.path == "/models":
-            self._send(handler, 200, {"data": [
-                {"id": "gpt-4.1", "model_picker_enabled": True, "policy": {"state": "enabled"}},
-                {"id": "claude-sonnet-4", "model_picker_enabled": True, "policy": {"state": "enabled"}},
-                {"id": "o-disabled", "model_picker_enabled": True, "policy": {"state": "disabled"}},
-                {"id": "no-tools", "model_picker_enabled": True, "capabilities": {"supports": {"tool_calls": False}}},
-            ]})
+            self._send(
+                handler,
+                200,
+                {
+                    "data": [
+                        {"id": "gpt-4.1", "model_picker_enabled": True, "policy": {"state": "enabled"}},
+                        {"id": "claude-sonnet-4", "model_picker_enabled": True, "policy": {"state": "enabled"}},
+                        {"id": "o-disabled", "model_picker_enabled": True, "policy": {"state": "disabled"}},
+                        {
+                            "id": "no-tools",
+                            "model_picker_enabled": True,
+                            "capabilities": {"supports": {"tool_calls": False}},
+                        },
+                    ]
+                },
+            )
         else:
             self._send(handler, 404, {"error": "not_found"})
 
@@ -185,19 +208,31 @@ class OAuthServer:
                 return
             verifier = secrets.token_urlsafe(32)
             code = "devcode-" + secrets.token_hex(4)
-            self.grants[code] = Grant("app_EMoamEEZ73f0CkXaXp7hrann", self.url + "/deviceauth/callback",
-                                      s256(verifier), None, None)
+            self.grants[code] = Grant(
+                "app_EMoamEEZ73f0CkXaXp7hrann", self.url + "/deviceauth/callback", s256(verifier), None, None
+            )
             self._send(handler, 200, {"authorization_code": code, "code_verifier": verifier})
         elif path == "/login/device/code":
             if body.get("scope") != "read:user":
                 self._send(handler, 400, {"error": "bad scope"})
                 return
-            self._send(handler, 200, {"device_code": "dc-1", "user_code": "WXYZ-9876",
-                                      "verification_uri": "https://github.com/login/device",
-                                      "interval": 0, "expires_in": 900})
+            self._send(
+                handler,
+                200,
+                {
+                    "device_code": "dc-1",
+                    "user_code": "WXYZ-9876",
+                    "verification_uri": "https://github.com/login/device",
+                    "interval": 0,
+                    "expires_in": 900,
+                },
+            )
         elif path == "/login/oauth/access_token":
             self.device_polls += 1
-            if body.get("grant_type") != "urn:ietf:params:oauth:grant-type:device_code" or body.get("device_code") != "dc-1":
+            if (
+                body.get("grant_type") != "urn:ietf:params:oauth:grant-type:device_code"
+                or body.get("device_code") != "dc-1"
+            ):
                 self._send(handler, 200, {"error": "bad_verification_code"})
             elif not self.device_approved.is_set():
                 self._send(handler, 200, {"error": "authorization_pending"})

@@ -37,10 +37,10 @@ BASH = ToolDeclaration(
 )
 READ = ToolDeclaration(name="read", description="Read a file", parameters={"type": "object", "properties": {}})
 
+
 @pytest.fixture
 def wire() -> Iterator[WireServer]:
     yield from use_server()
-
 
 
 def model_for(server: WireServer, **fields: object) -> Model:
@@ -75,8 +75,12 @@ async def test_text_stream_usage_and_cost(wire: WireServer) -> None:
         anthropic_stream(
             anthropic_message(
                 [{"type": "text", "text": "Hello there, friend."}],
-                usage={"input_tokens": 1000, "output_tokens": 200, "cache_read_input_tokens": 500,
-                       "cache_creation_input_tokens": 100},
+                usage={
+                    "input_tokens": 1000,
+                    "output_tokens": 200,
+                    "cache_read_input_tokens": 500,
+                    "cache_creation_input_tokens": 100,
+                },
             )
         )
     )
@@ -173,7 +177,10 @@ async def test_replays_signatures_images_and_tool_results(wire: WireServer) -> N
     wire.enqueue(anthropic_stream(anthropic_message([{"type": "text", "text": "done"}])))
     model = model_for(wire)
     previous = AssistantMessage(
-        api="anthropic-messages", provider="anthropic", model="claude-test", stop_reason="toolUse",
+        api="anthropic-messages",
+        provider="anthropic",
+        model="claude-test",
+        stop_reason="toolUse",
         content=[
             ThinkingContent(thinking="plan", thinking_signature="sig-1"),
             ThinkingContent(thinking="[Reasoning redacted]", thinking_signature="enc==", redacted=True),
@@ -188,8 +195,10 @@ async def test_replays_signatures_images_and_tool_results(wire: WireServer) -> N
     ]
     await stream(model, context(*messages, tools=[BASH]), OPTIONS).result()
     sent = wire.requests[0].body["messages"]
-    assert sent[0]["content"][1] == {"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                                                  "data": "aGVsbG8="}}
+    assert sent[0]["content"][1] == {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "aGVsbG8="},
+    }
     assert sent[1] == {
         "role": "assistant",
         "content": [
@@ -208,13 +217,24 @@ async def test_replays_signatures_images_and_tool_results(wire: WireServer) -> N
 @pytest.mark.parametrize(
     ("status", "body", "kind"),
     [
-        (429, {"type": "error", "error": {"type": "rate_limit_error", "message": "Number of requests exceeded"}},
-         "retryable"),
+        (
+            429,
+            {"type": "error", "error": {"type": "rate_limit_error", "message": "Number of requests exceeded"}},
+            "retryable",
+        ),
         (529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, "retryable"),
         (500, {"type": "error", "error": {"type": "api_error", "message": "Internal server error"}}, "retryable"),
-        (400, {"type": "error", "error": {"type": "invalid_request_error",
-                                          "message": "prompt is too long: 213462 tokens > 200000 maximum"}},
-         "context_overflow"),
+        (
+            400,
+            {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": "prompt is too long: 213462 tokens > 200000 maximum",
+                },
+            },
+            "context_overflow",
+        ),
         (401, {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}, "auth"),
     ],
 )
@@ -377,11 +397,27 @@ def test_max_tokens_and_the_thinking_budget_fit_the_window_as_pi_1_6_0s() -> Non
     from pi_core.ai.apis.anthropic import build_request
     from pi_hookspecs import AssistantMessage, LlmContext, Model, StreamOptions, TextContent, Usage, UserMessage
 
-    model = Model(id="c", provider="p", api="anthropic-messages", name="C", context_window=32_000, max_tokens=8_000,
-                  reasoning=True)
-    answered = AssistantMessage(content=[TextContent(text="ok")], api="anthropic-messages", provider="p", model="c",
-                                usage=Usage(total_tokens=20_000), stop_reason="stop", timestamp=2)
-    context = LlmContext(messages=[UserMessage(content="q", timestamp=1), answered, UserMessage(content="more", timestamp=3)])
+    model = Model(
+        id="c",
+        provider="p",
+        api="anthropic-messages",
+        name="C",
+        context_window=32_000,
+        max_tokens=8_000,
+        reasoning=True,
+    )
+    answered = AssistantMessage(
+        content=[TextContent(text="ok")],
+        api="anthropic-messages",
+        provider="p",
+        model="c",
+        usage=Usage(total_tokens=20_000),
+        stop_reason="stop",
+        timestamp=2,
+    )
+    context = LlmContext(
+        messages=[UserMessage(content="q", timestamp=1), answered, UserMessage(content="more", timestamp=3)]
+    )
     roomy = LlmContext(messages=[UserMessage(content="q", timestamp=1)])
 
     plain, _ = build_request(model, roomy, StreamOptions(thinking_level="off"))

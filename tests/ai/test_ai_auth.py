@@ -132,7 +132,9 @@ def test_symlinked_auth_json_stays_a_symlink(tmp_path: Path) -> None:
 
 
 def test_byte_order_mark_is_accepted(agent_dir: Path) -> None:
-    (agent_dir / "auth.json").write_text("\ufeff" + '{"openai": {"type": "api_key", "key": "sk-bom"}}', encoding="utf-8")
+    (agent_dir / "auth.json").write_text(
+        "\ufeff" + '{"openai": {"type": "api_key", "key": "sk-bom"}}', encoding="utf-8"
+    )
     assert AuthStore().api_key("openai") == "sk-bom"
 
 
@@ -205,8 +207,9 @@ def test_concurrent_writers_lose_nothing(agent_dir: Path) -> None:
 
 
 def _anthropic_models(agent_dir: Path, url: str) -> None:
-    (agent_dir / "models.json").write_text(json.dumps({"providers": {"anthropic": {
-        "baseUrl": url, "models": [{"id": "claude-test"}]}}}))
+    (agent_dir / "models.json").write_text(
+        json.dumps({"providers": {"anthropic": {"baseUrl": url, "models": [{"id": "claude-test"}]}}})
+    )
 
 
 @pytest.mark.parametrize(

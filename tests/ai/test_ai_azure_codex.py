@@ -37,9 +37,13 @@ PARALLEL = [
     {"type": "function_call", "call_id": "call_1", "name": "bash", "json": ['{"command"', ': "ls"}']},
     {"type": "function_call", "call_id": "call_2", "name": "bash", "json": ['{"command": "pwd"}']},
 ]
-CACHED_USAGE = {"input_tokens": 1000, "output_tokens": 100, "total_tokens": 1100,
-                "input_tokens_details": {"cached_tokens": 400, "cache_write_tokens": 100},
-                "output_tokens_details": {"reasoning_tokens": 60}}
+CACHED_USAGE = {
+    "input_tokens": 1000,
+    "output_tokens": 100,
+    "total_tokens": 1100,
+    "input_tokens_details": {"cached_tokens": 400, "cache_write_tokens": 100},
+    "output_tokens_details": {"reasoning_tokens": 60},
+}
 
 
 @pytest.fixture
@@ -49,14 +53,21 @@ def wire() -> Iterator[WireServer]:
 
 @pytest.fixture(autouse=True)
 def no_azure_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("AZURE_OPENAI_BASE_URL", "AZURE_OPENAI_RESOURCE_NAME", "AZURE_OPENAI_API_VERSION",
-                 "AZURE_OPENAI_DEPLOYMENT_NAME_MAP", "AZURE_OPENAI_API_KEY", "PI_CACHE_RETENTION"):
+    for name in (
+        "AZURE_OPENAI_BASE_URL",
+        "AZURE_OPENAI_RESOURCE_NAME",
+        "AZURE_OPENAI_API_VERSION",
+        "AZURE_OPENAI_DEPLOYMENT_NAME_MAP",
+        "AZURE_OPENAI_API_KEY",
+        "PI_CACHE_RETENTION",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
 def ctx(*messages: object, tools: list[ToolDeclaration] | None = None) -> LlmContext:
-    return LlmContext(system_prompt="You are pi.", messages=list(messages or [UserMessage(content="hi")]),
-                      tools=tools or [])
+    return LlmContext(
+        system_prompt="You are pi.", messages=list(messages or [UserMessage(content="hi")]), tools=tools or []
+    )
 
 
 def assert_parallel_answer(message: AssistantMessage) -> None:
@@ -76,9 +87,13 @@ def assert_parallel_answer(message: AssistantMessage) -> None:
 
 def azure_model(server: WireServer | None = None, **fields: object) -> Model:
     values: dict[str, object] = {
-        "id": "gpt-test", "provider": "azure", "api": "azure-openai-responses",
-        "base_url": f"{server.url}/openai/v1" if server else "", "reasoning": True,
-        "cost": ModelCost(input=2, output=8, cache_read=0.5, cache_write=2), "max_tokens": 64_000,
+        "id": "gpt-test",
+        "provider": "azure",
+        "api": "azure-openai-responses",
+        "base_url": f"{server.url}/openai/v1" if server else "",
+        "reasoning": True,
+        "cost": ModelCost(input=2, output=8, cache_read=0.5, cache_write=2),
+        "max_tokens": 64_000,
     }
     values.update(fields)
     return Model(**values)  # type: ignore[arg-type]
@@ -130,12 +145,19 @@ def test_azure_base_url_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AZURE_OPENAI_RESOURCE_NAME", "contoso")
     assert azure.request_url(model, options) == "https://contoso.openai.azure.com/openai/v1/responses?api-version=v1"
     assert azure.normalize_base_url("https://contoso.cognitiveservices.azure.com/") == (
-        "https://contoso.cognitiveservices.azure.com/openai/v1")
+        "https://contoso.cognitiveservices.azure.com/openai/v1"
+    )
     assert azure.normalize_base_url("https://contoso.openai.azure.com/openai/v1/responses") == (
-        "https://contoso.openai.azure.com/openai/v1")
+        "https://contoso.openai.azure.com/openai/v1"
+    )
     assert azure.normalize_base_url("https://proxy.example/azure/") == "https://proxy.example/azure"
-    explicit = StreamOptions(extra={"azure_base_url": "https://x.ai.azure.com", "azure_api_version": "preview",
-                                    "azure_deployment_name": "dep"})
+    explicit = StreamOptions(
+        extra={
+            "azure_base_url": "https://x.ai.azure.com",
+            "azure_api_version": "preview",
+            "azure_deployment_name": "dep",
+        }
+    )
     assert azure.request_url(model, explicit) == "https://x.ai.azure.com/openai/v1/responses?api-version=preview"
     assert azure.deployment_name(model, explicit) == "dep"
 
@@ -150,15 +172,26 @@ async def test_azure_missing_endpoint_and_key_are_one_line_errors(wire: WireServ
 
 
 async def test_azure_http_error_with_retry_after(wire: WireServer) -> None:
-    wire.enqueue(json_error(429, {"error": {"code": "429", "message": "Requests to the Responses API have exceeded "
-                                            "the rate limit of your current tier."}}, headers={"retry-after": "0"}))
+    wire.enqueue(
+        json_error(
+            429,
+            {
+                "error": {
+                    "code": "429",
+                    "message": "Requests to the Responses API have exceeded the rate limit of your current tier.",
+                }
+            },
+            headers={"retry-after": "0"},
+        )
+    )
     wire.enqueue(responses_stream(responses_events([{"type": "message", "text": "second try"}])))
     options = AZURE_OPTIONS.model_copy(update={"extra": {"max_retries": 1}})
     message = await stream(azure_model(wire), ctx(), options).result()
     assert message.text() == "second try" and len(wire.requests) == 2
 
-    wire.enqueue(json_error(429, {"error": {"code": "RateLimit", "message": "Rate limit reached"}},
-                            headers={"retry-after": "7"}))
+    wire.enqueue(
+        json_error(429, {"error": {"code": "RateLimit", "message": "Rate limit reached"}}, headers={"retry-after": "7"})
+    )
     seen: list[tuple[int, dict[str, str]]] = []
     options = AZURE_OPTIONS.model_copy(update={"on_response": lambda status, headers: seen.append((status, headers))})
     message = await stream(azure_model(wire), ctx(), options).result()
@@ -193,16 +226,24 @@ def jwt(claims: dict[str, object]) -> str:
     return f"{part({'alg': 'RS256', 'typ': 'JWT'})}.{part(claims)}.signature"
 
 
-TOKEN = jwt({"https://api.openai.com/auth": {"chatgpt_account_id": "acct-1234", "chatgpt_plan_type": "plus"},
-             "exp": 4_102_444_800})
+TOKEN = jwt(
+    {
+        "https://api.openai.com/auth": {"chatgpt_account_id": "acct-1234", "chatgpt_plan_type": "plus"},
+        "exp": 4_102_444_800,
+    }
+)
 CODEX_OPTIONS = StreamOptions(api_key=TOKEN, session_id="session-1")
 
 
 def codex_model(server: WireServer, **fields: object) -> Model:
     values: dict[str, object] = {
-        "id": "gpt-codex-test", "provider": "openai-codex", "api": "openai-codex-responses",
-        "base_url": f"{server.url}/backend-api", "reasoning": True,
-        "cost": ModelCost(input=2, output=8, cache_read=0.5, cache_write=2), "max_tokens": 64_000,
+        "id": "gpt-codex-test",
+        "provider": "openai-codex",
+        "api": "openai-codex-responses",
+        "base_url": f"{server.url}/backend-api",
+        "reasoning": True,
+        "cost": ModelCost(input=2, output=8, cache_read=0.5, cache_write=2),
+        "max_tokens": 64_000,
         "thinking_level_map": {"minimal": "low"},
     }
     values.update(fields)
@@ -240,13 +281,25 @@ async def test_codex_request_headers_and_body(wire: WireServer) -> None:
     assert body["reasoning"] == {"effort": "low", "summary": "auto"}
     assert body["text"] == {"verbosity": "low"} and body["tool_choice"] == "auto"
     assert body["parallel_tool_calls"] is True and body["prompt_cache_key"] == "session-1"
-    assert body["tools"] == [{"type": "function", "name": "bash", "description": "Run a command",
-                              "parameters": {"type": "object", "properties": {}}, "strict": None}]
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "name": "bash",
+            "description": "Run a command",
+            "parameters": {"type": "object", "properties": {}},
+            "strict": None,
+        }
+    ]
 
 
 async def test_codex_thinking_off_retention_none_and_incomplete(wire: WireServer) -> None:
-    wire.enqueue(responses_stream(codex_events([{"type": "message", "text": "trunc"}], status="incomplete",
-                                               incomplete_reason="max_output_tokens")))
+    wire.enqueue(
+        responses_stream(
+            codex_events(
+                [{"type": "message", "text": "trunc"}], status="incomplete", incomplete_reason="max_output_tokens"
+            )
+        )
+    )
     options = CODEX_OPTIONS.model_copy(update={"extra": {"cache_retention": "none"}})
     message = await stream(codex_model(wire), ctx(), options).result()
     assert message.stop_reason == "length"
@@ -279,8 +332,19 @@ async def test_codex_token_without_account_id(wire: WireServer) -> None:
 
 async def test_codex_usage_limit_and_retry_after(wire: WireServer) -> None:
     resets = int(time.time()) + 600
-    wire.enqueue(json_error(429, {"error": {"type": "usage_limit_reached", "message": "The usage limit has been "
-                                            "reached", "plan_type": "PLUS", "resets_at": resets}}))
+    wire.enqueue(
+        json_error(
+            429,
+            {
+                "error": {
+                    "type": "usage_limit_reached",
+                    "message": "The usage limit has been reached",
+                    "plan_type": "PLUS",
+                    "resets_at": resets,
+                }
+            },
+        )
+    )
     message = await stream(codex_model(wire), ctx(), CODEX_OPTIONS).result()
     assert message.stop_reason == "error"
     assert (message.error_message or "").startswith("You have hit your ChatGPT usage limit (plus plan). Try again in ~")
@@ -299,14 +363,23 @@ async def test_codex_usage_limit_and_retry_after(wire: WireServer) -> None:
 
 async def test_codex_error_events_mid_stream(wire: WireServer) -> None:
     events = codex_events([{"type": "message", "text": "partial"}])[:4]
-    wire.enqueue(responses_stream([*events, {"type": "error", "error": {"code": "server_error",
-                                                                       "message": "stream broke"}}]))
+    wire.enqueue(
+        responses_stream([*events, {"type": "error", "error": {"code": "server_error", "message": "stream broke"}}])
+    )
     message = await stream(codex_model(wire), ctx(), CODEX_OPTIONS).result()
     assert message.stop_reason == "error" and message.error_message == "Codex error: stream broke"
     assert message.text() == "partial"
 
-    failed = {"type": "response.failed", "response": {"status": "failed", "error": {
-        "code": "context_length_exceeded", "message": "Your input exceeds the context window of this model."}}}
+    failed = {
+        "type": "response.failed",
+        "response": {
+            "status": "failed",
+            "error": {
+                "code": "context_length_exceeded",
+                "message": "Your input exceeds the context window of this model.",
+            },
+        },
+    }
     wire.enqueue(responses_stream([*events[:1], failed]))
     message = await stream(codex_model(wire), ctx(), CODEX_OPTIONS).result()
     assert classify_error(message) == "context_overflow"

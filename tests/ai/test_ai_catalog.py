@@ -26,8 +26,15 @@ REPO = Path(__file__).resolve().parents[2]
 ALL_KEY_VARS = {name for names in ENV_API_KEYS.values() for name in names} | set(BEARER_ENV.values())
 
 PI_1_6_0_APIS = {
-    "anthropic-messages", "openai-completions", "openai-responses", "google-generative-ai", "google-vertex",
-    "mistral-conversations", "azure-openai-responses", "openai-codex-responses", "bedrock-converse-stream",
+    "anthropic-messages",
+    "openai-completions",
+    "openai-responses",
+    "google-generative-ai",
+    "google-vertex",
+    "mistral-conversations",
+    "azure-openai-responses",
+    "openai-codex-responses",
+    "bedrock-converse-stream",
 }
 """The wire APIs of issue 15 (pi 1.6.0's chat APIs)."""
 
@@ -51,13 +58,31 @@ def all_models() -> list[tuple[str, dict]]:  # type: ignore[type-arg]
 def test_every_provider_and_model_of_pi_1_6_0() -> None:
     providers = catalog.provider_ids()
     assert len(providers) >= 40
-    assert {"anthropic", "openai", "google", "google-vertex", "amazon-bedrock", "azure", "mistral", "groq", "xai",
-            "openrouter", "deepseek", "cerebras", "cloudflare-workers-ai", "github-copilot", "openai-codex"} <= set(providers)
+    assert {
+        "anthropic",
+        "openai",
+        "google",
+        "google-vertex",
+        "amazon-bedrock",
+        "azure",
+        "mistral",
+        "groq",
+        "xai",
+        "openrouter",
+        "deepseek",
+        "cerebras",
+        "cloudflare-workers-ai",
+        "github-copilot",
+        "openai-codex",
+    } <= set(providers)
     assert len(all_models()) >= 1500
     assert catalog.index()["source"].startswith("pi 1.6.0")
     google = catalog.provider_info("google")
     assert google is not None and google["name"] == "Google"
-    assert google["baseUrl"] == "https://generativelanguage.googleapis.com/v1beta" and google["api"] == "google-generative-ai"
+    assert (
+        google["baseUrl"] == "https://generativelanguage.googleapis.com/v1beta"
+        and google["api"] == "google-generative-ai"
+    )
     pro = catalog.model_entry("google", "gemini-2.5-pro")
     assert pro is not None and pro["contextWindow"] == 1_048_576 and pro["maxTokens"] == 65_536 and pro["reasoning"]
     assert pro["input"] == ["text", "image"] and pro["cost"]["input"] == 1.25 and "cacheRead" in pro["cost"]
@@ -120,8 +145,9 @@ def test_the_catalogue_ships_in_the_package() -> None:
     assert 'packages = ["pi_core"]' in pyproject  # hatch takes every file of the package, .json included
     files = {p.name for p in (REPO / "pi_core" / "ai" / "catalog").rglob("*.json")}
     assert {"index.json", "google.json", "anthropic.json"} <= files
-    ignored = subprocess.run(["git", "check-ignore", "-q", "pi_core/ai/catalog/index.json"], cwd=REPO,
-                             capture_output=True, check=False)
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", "pi_core/ai/catalog/index.json"], cwd=REPO, capture_output=True, check=False
+    )
     assert ignored.returncode in (1, 128)  # not ignored by git (hatch would leave it out); 128: not a checkout
 
 
@@ -149,16 +175,33 @@ print(json.dumps({"after_import": after_import, "default": default, "constructed
 
 def _probe(agent_dir: Path, pattern: str, env: dict[str, str] | None = None) -> dict:  # type: ignore[type-arg]
     clean = {k: v for k, v in os.environ.items() if k not in ALL_KEY_VARS}
-    done = subprocess.run([sys.executable, "-c", LAZY_PROBE, pattern], capture_output=True, text=True,
-                          env={**clean, "PI_CODING_AGENT_DIR": str(agent_dir), **(env or {})}, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", LAZY_PROBE, pattern],
+        capture_output=True,
+        text=True,
+        env={**clean, "PI_CODING_AGENT_DIR": str(agent_dir), **(env or {})},
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     result: dict = json.loads(done.stdout)  # type: ignore[type-arg]
     return result
 
 
 def test_startup_builds_no_model_of_the_catalogue(agent_dir: Path) -> None:
-    (agent_dir / "models.json").write_text(json.dumps({"providers": {"local": {
-        "baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions", "apiKey": "k", "models": [{"id": "m"}]}}}))
+    (agent_dir / "models.json").write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "local": {
+                        "baseUrl": "http://127.0.0.1:9/v1",
+                        "api": "openai-completions",
+                        "apiKey": "k",
+                        "models": [{"id": "m"}],
+                    }
+                }
+            }
+        )
+    )
     probe = _probe(agent_dir, "local/m")
     assert probe["after_import"] == 0  # importing pi_core.ai reads no catalogue file
     assert probe["default"] == "local/m"
@@ -179,8 +222,11 @@ def test_a_built_in_model_reads_one_provider_file(agent_dir: Path) -> None:
 
 def test_gemini_key_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     registry = ModelRegistry()
-    with pytest.raises(ModelResolutionError, match=r'"gemini-2.5-pro" is ambiguous across providers: '
-                       r"google-vertex/gemini-2.5-pro, google/gemini-2.5-pro\. No matching provider is authenticated"):
+    with pytest.raises(
+        ModelResolutionError,
+        match=r'"gemini-2.5-pro" is ambiguous across providers: '
+        r"google-vertex/gemini-2.5-pro, google/gemini-2.5-pro\. No matching provider is authenticated",
+    ):
         registry.resolve("gemini-2.5-pro")
     monkeypatch.setenv("GEMINI_API_KEY", "x")
     assert registry.default_model().ref == "google/gemini-4-argon"  # type: ignore[union-attr]
@@ -213,12 +259,37 @@ def test_custom_id_on_a_catalogue_provider_takes_its_default_model() -> None:
 
 
 def test_collation_is_javascripts_locale_compare() -> None:
-    ids = ["claude-opus-5", "claude-opus-5-5", "~anthropic/claude-opus-latest", "us.anthropic.claude-opus-5-5",
-           "Claude-Opus", "claude_opus", "claude.opus", "claude/opus", "a1", "aa", "gpt-5-5", "gpt-5.5", "GPT-5.5"]
+    ids = [
+        "claude-opus-5",
+        "claude-opus-5-5",
+        "~anthropic/claude-opus-latest",
+        "us.anthropic.claude-opus-5-5",
+        "Claude-Opus",
+        "claude_opus",
+        "claude.opus",
+        "claude/opus",
+        "a1",
+        "aa",
+        "gpt-5-5",
+        "gpt-5.5",
+        "GPT-5.5",
+    ]
     # as Bun's (and Node's) ["..."].sort((a, b) => a.localeCompare(b)) orders them
     assert sorted(ids, key=collation_key) == [
-        "~anthropic/claude-opus-latest", "a1", "aa", "claude_opus", "Claude-Opus", "claude-opus-5", "claude-opus-5-5",
-        "claude.opus", "claude/opus", "gpt-5-5", "gpt-5.5", "GPT-5.5", "us.anthropic.claude-opus-5-5"]
+        "~anthropic/claude-opus-latest",
+        "a1",
+        "aa",
+        "claude_opus",
+        "Claude-Opus",
+        "claude-opus-5",
+        "claude-opus-5-5",
+        "claude.opus",
+        "claude/opus",
+        "gpt-5-5",
+        "gpt-5.5",
+        "GPT-5.5",
+        "us.anthropic.claude-opus-5-5",
+    ]
 
 
 def test_globs_stay_within_a_path_segment() -> None:
@@ -237,13 +308,21 @@ def write_models(agent_dir: Path, data: object) -> None:
 
 
 def test_models_json_adds_to_overrides_and_reroutes_a_catalogue_provider(agent_dir: Path) -> None:
-    write_models(agent_dir, {"providers": {
-        "google": {"baseUrl": "http://proxy.local/v1beta",
-                   "models": [{"id": "gemini-local", "contextWindow": 8192, "baseUrl": "http://other.local"}],
-                   "modelOverrides": {"gemini-2.5-pro": {"name": "Pro via proxy", "cost": {"input": 1},
-                                                         "compat": {"x": 1}}}},
-        "fireworks": {"baseUrl": "http://fw.local"},  # its models have two base URLs of their own
-    }})
+    write_models(
+        agent_dir,
+        {
+            "providers": {
+                "google": {
+                    "baseUrl": "http://proxy.local/v1beta",
+                    "models": [{"id": "gemini-local", "contextWindow": 8192, "baseUrl": "http://other.local"}],
+                    "modelOverrides": {
+                        "gemini-2.5-pro": {"name": "Pro via proxy", "cost": {"input": 1}, "compat": {"x": 1}}
+                    },
+                },
+                "fireworks": {"baseUrl": "http://fw.local"},  # its models have two base URLs of their own
+            }
+        },
+    )
     registry = ModelRegistry()
     assert registry.errors == []
     pro = registry.get("google", "gemini-2.5-pro")
@@ -281,7 +360,9 @@ def test_catalogue_models_are_valid_model_objects() -> None:
 # ---------------------------------------------------------------------------- pi 1.6.0 itself
 
 PI_TS = os.environ.get("PI_TS")
-needs_pi_ts = pytest.mark.skipif(not PI_TS, reason="PI_TS does not name an installed pi 1.6.0 (shared/tools/install-pi-ts)")
+needs_pi_ts = pytest.mark.skipif(
+    not PI_TS, reason="PI_TS does not name an installed pi 1.6.0 (shared/tools/install-pi-ts)"
+)
 
 RESOLVE_JS = r"""
 const root = process.argv[2];
@@ -305,15 +386,40 @@ console.log(JSON.stringify(cases.map((c) => {
 """
 
 CASES = [
-    ("gemini-2.5-pro", []), ("gemini-2.5-pro", ["google"]), ("gemini-2.5-pro", ["google", "google-vertex"]),
-    ("google/gemini-2.5-pro:high", []), ("google/gemini-2.5-pro:high", ["google-vertex"]), ("gemini-2.5-pro:max", []),
-    ("Sonnet 4.6", []), ("Sonnet 4.6", ["anthropic"]), ("opus", []), ("opus", ["anthropic"]), ("opus:xhigh", ["openrouter"]),
-    ("claude-opus-4-8", ["anthropic", "opencode"]), ("gpt-5.5", []), ("gpt-5.5", ["openai"]), ("gpt-5.5", ["azure"]),
-    ("openai/gpt-9-preview:low", []), ("claude-opus-4-8:turbo", []), ("zai/glm-5", []), ("zai/glm-5", ["vercel-ai-gateway"]),
-    ("glm", ["zai"]), ("kimi", []), ("kimi", ["moonshotai"]), ("anthropic/claude-sonnet-4.6", ["openrouter"]),
-    ("openrouter/anthropic/claude-sonnet-4.6", []), ("qwen", ["qwen-token-plan", "qwen-token-plan-cn"]),
-    ("nonexistent-model", []), ("mistral/devstral", []), ("haiku", ["github-copilot"]), ("flash-lite", ["google"]),
-    ("gemini", ["google"]), ("deepseek", ["deepseek"]), ("grok", []), ("llama", ["groq"]), ("xai/grok-4.7:minimal", []),
+    ("gemini-2.5-pro", []),
+    ("gemini-2.5-pro", ["google"]),
+    ("gemini-2.5-pro", ["google", "google-vertex"]),
+    ("google/gemini-2.5-pro:high", []),
+    ("google/gemini-2.5-pro:high", ["google-vertex"]),
+    ("gemini-2.5-pro:max", []),
+    ("Sonnet 4.6", []),
+    ("Sonnet 4.6", ["anthropic"]),
+    ("opus", []),
+    ("opus", ["anthropic"]),
+    ("opus:xhigh", ["openrouter"]),
+    ("claude-opus-4-8", ["anthropic", "opencode"]),
+    ("gpt-5.5", []),
+    ("gpt-5.5", ["openai"]),
+    ("gpt-5.5", ["azure"]),
+    ("openai/gpt-9-preview:low", []),
+    ("claude-opus-4-8:turbo", []),
+    ("zai/glm-5", []),
+    ("zai/glm-5", ["vercel-ai-gateway"]),
+    ("glm", ["zai"]),
+    ("kimi", []),
+    ("kimi", ["moonshotai"]),
+    ("anthropic/claude-sonnet-4.6", ["openrouter"]),
+    ("openrouter/anthropic/claude-sonnet-4.6", []),
+    ("qwen", ["qwen-token-plan", "qwen-token-plan-cn"]),
+    ("nonexistent-model", []),
+    ("mistral/devstral", []),
+    ("haiku", ["github-copilot"]),
+    ("flash-lite", ["google"]),
+    ("gemini", ["google"]),
+    ("deepseek", ["deepseek"]),
+    ("grok", []),
+    ("llama", ["groq"]),
+    ("xai/grok-4.7:minimal", []),
 ]
 
 
@@ -323,8 +429,14 @@ def _run_pi_ts(cases: list[dict]) -> list[dict]:  # type: ignore[type-arg]
     script = Path(os.environ.get("TMPDIR", "/tmp")) / f"pi-resolve-{os.getpid()}.mjs"
     script.write_text(RESOLVE_JS, encoding="utf-8")
     try:
-        done = subprocess.run([str(bun), str(script), str(root)], input=json.dumps(cases), capture_output=True,
-                              text=True, check=False, timeout=120)
+        done = subprocess.run(
+            [str(bun), str(script), str(root)],
+            input=json.dumps(cases),
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
     finally:
         script.unlink()
     assert done.returncode == 0, done.stderr[-2000:]
@@ -334,15 +446,23 @@ def _run_pi_ts(cases: list[dict]) -> list[dict]:  # type: ignore[type-arg]
 
 @needs_pi_ts
 def test_resolution_matches_pi_1_6_0(monkeypatch: pytest.MonkeyPatch) -> None:
-    expected = _run_pi_ts([{"model": model, "auth": auth} for model, auth in CASES]
-                          + [{"model": "gpt-5.5", "provider": "OpenAI", "auth": []},
-                             {"model": "gemini-2.5-pro:high", "thinking": "low", "auth": []},
-                             {"model": "google/my-model:high", "thinking": "low", "auth": []}])
+    expected = _run_pi_ts(
+        [{"model": model, "auth": auth} for model, auth in CASES]
+        + [
+            {"model": "gpt-5.5", "provider": "OpenAI", "auth": []},
+            {"model": "gemini-2.5-pro:high", "thinking": "low", "auth": []},
+            {"model": "google/my-model:high", "thinking": "low", "auth": []},
+        ]
+    )
     registry = ModelRegistry(offline_demo=False)
     keyed: set[str] = set()
     monkeypatch.setattr(registry, "has_auth", lambda provider: provider in keyed)
-    cases = [*((m, a, None, None) for m, a in CASES), ("gpt-5.5", [], "OpenAI", None),
-             ("gemini-2.5-pro:high", [], None, "low"), ("google/my-model:high", [], None, "low")]
+    cases = [
+        *((m, a, None, None) for m, a in CASES),
+        ("gpt-5.5", [], "OpenAI", None),
+        ("gemini-2.5-pro:high", [], None, "low"),
+        ("google/my-model:high", [], None, "low"),
+    ]
     for (pattern, auth, provider, thinking), want in zip(cases, expected, strict=True):
         keyed.clear()
         keyed.update(auth)
@@ -356,8 +476,14 @@ def test_resolution_matches_pi_1_6_0(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @needs_pi_ts
 def test_scope_matches_pi_1_6_0() -> None:
-    scopes = [["*sonnet*"], ["gpt-5.5", "haiku:weird"], ["anthropic/claude-opus-*:high", "zzz*"],
-              ["google/*flash*:low", "gemini-2.5-pro"], ["openrouter/anthropic/*"], ["claude-opus-4-8:max", "opus"]]
+    scopes = [
+        ["*sonnet*"],
+        ["gpt-5.5", "haiku:weird"],
+        ["anthropic/claude-opus-*:high", "zzz*"],
+        ["google/*flash*:low", "gemini-2.5-pro"],
+        ["openrouter/anthropic/*"],
+        ["claude-opus-4-8:max", "opus"],
+    ]
     expected = _run_pi_ts([{"scope": s} for s in scopes])
     registry = ModelRegistry(offline_demo=False)
     for scope, want in zip(scopes, expected, strict=True):

@@ -49,7 +49,9 @@ def ask(text: str = "hi", *, tools: list[ToolDeclaration] | None = None) -> LlmC
 async def test_scripted_responses_stream_like_a_provider() -> None:
     script = FauxScript(
         [
-            FauxResponse(thinking="Considering the files.", text="Let me check.", tool_calls=[("bash", {"command": "ls -la"})]),
+            FauxResponse(
+                thinking="Considering the files.", text="Let me check.", tool_calls=[("bash", {"command": "ls -la"})]
+            ),
             "All done here.",
         ]
     )
@@ -83,8 +85,9 @@ async def test_callable_entries_see_the_context() -> None:
     async def later(context: LlmContext) -> str:
         return "async entry"
 
-    script = FauxScript([FauxResponse(tool_calls=[ToolCall(id="c1", name="bash", arguments={"command": "pwd"})]), echo,
-                         later])
+    script = FauxScript(
+        [FauxResponse(tool_calls=[ToolCall(id="c1", name="bash", arguments={"command": "pwd"})]), echo, later]
+    )
     model = faux_model(script, id="echo")
     first = await complete(model, ask())
     result = ToolResultMessage(tool_call_id="c1", tool_name="bash", content=[TextContent(text="/home")])
@@ -98,7 +101,9 @@ async def test_exhausted_script_is_a_clear_error() -> None:
     assert (await complete(model, ask())).text() == "only one"
     message = await complete(model, ask())
     assert message.stop_reason == "error"
-    assert message.error_message.startswith("Faux script exhausted: request 2 has no scripted response (the script had 1)")
+    assert message.error_message.startswith(
+        "Faux script exhausted: request 2 has no scripted response (the script had 1)"
+    )
 
 
 async def test_scripted_errors_usage_and_stop_reasons() -> None:
@@ -191,7 +196,9 @@ def test_thinking_levels_and_cost() -> None:
     assert clamp_thinking_level(no_off, "off") == "low"
     assert clamp_thinking_level(no_off, "max") == "xhigh"
     assert clamp_thinking_level(reasoning, None) == "off"
-    usage = Usage(input=1_000_000, output=2_000_000, cache_read=1_000_000, cache_write=1_000_000, cache_write_1h=400_000)
+    usage = Usage(
+        input=1_000_000, output=2_000_000, cache_read=1_000_000, cache_write=1_000_000, cache_write_1h=400_000
+    )
     calculate_cost(Model(id="c", cost=ModelCost(input=3, output=15, cache_read=0.3, cache_write=3.75)), usage)
     assert usage.cost.cache_write == 0.6 * 3.75 + 0.4 * 6
     assert round(usage.cost.total, 6) == round(3 + 30 + 0.3 + 0.6 * 3.75 + 0.4 * 6, 6)

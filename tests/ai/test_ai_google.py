@@ -28,8 +28,11 @@ from pi_hookspecs import (
     UserMessage,
 )
 
-BASH = ToolDeclaration(name="bash", description="Run a command",
-                       parameters={"type": "object", "properties": {"command": {"type": "string"}}})
+BASH = ToolDeclaration(
+    name="bash",
+    description="Run a command",
+    parameters={"type": "object", "properties": {"command": {"type": "string"}}},
+)
 PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 SIGNATURE = "c2lnbmF0dXJlLW9mLXRoZS10aG91Z2h0"  # base64
 OPTIONS = StreamOptions(api_key="gemini-key")
@@ -59,19 +62,28 @@ def ctx(*messages: object, tools: list[ToolDeclaration] | None = None, prompt: s
     return LlmContext(system_prompt=prompt, messages=list(messages or [UserMessage(content="hi")]), tools=tools or [])
 
 
-USAGE = {"promptTokenCount": 120, "candidatesTokenCount": 30, "cachedContentTokenCount": 20,
-         "thoughtsTokenCount": 7, "totalTokenCount": 157}
+USAGE = {
+    "promptTokenCount": 120,
+    "candidatesTokenCount": 30,
+    "cachedContentTokenCount": 20,
+    "thoughtsTokenCount": 7,
+    "totalTokenCount": 157,
+}
 
 
 # --------------------------------------------------------------------------- the Gemini API
 
 
 async def test_text_usage_with_cached_tokens_and_request_shape(wire: WireServer) -> None:
-    wire.enqueue(gemini_stream([
-        chunk([{"text": "Hel"}]),
-        chunk([{"text": "lo!"}]),
-        chunk([{"text": ""}], finish="STOP", usage=USAGE),
-    ]))
+    wire.enqueue(
+        gemini_stream(
+            [
+                chunk([{"text": "Hel"}]),
+                chunk([{"text": "lo!"}]),
+                chunk([{"text": ""}], finish="STOP", usage=USAGE),
+            ]
+        )
+    )
     s = stream(gemini(wire), ctx(), OPTIONS)
     events = await collect(s)
     assert [e.type for e in events] == ["start", "text_start", "text_delta", "text_delta", "text_end", "done"]
@@ -96,11 +108,13 @@ async def test_text_usage_with_cached_tokens_and_request_shape(wire: WireServer)
 
 async def test_thinking_with_signatures_is_replayed_to_the_same_model(wire: WireServer) -> None:
     wire.enqueue(
-        gemini_stream([
-            chunk([{"text": "Let me ", "thought": True, "thoughtSignature": SIGNATURE}]),
-            chunk([{"text": "think.", "thought": True}]),  # the signature is kept when later pieces omit it
-            chunk([{"text": "Answer", "thoughtSignature": SIGNATURE}], finish="STOP", usage=USAGE),
-        ]),
+        gemini_stream(
+            [
+                chunk([{"text": "Let me ", "thought": True, "thoughtSignature": SIGNATURE}]),
+                chunk([{"text": "think.", "thought": True}]),  # the signature is kept when later pieces omit it
+                chunk([{"text": "Answer", "thoughtSignature": SIGNATURE}], finish="STOP", usage=USAGE),
+            ]
+        ),
         gemini_text("again"),
         gemini_text("other"),
     )
@@ -113,23 +127,30 @@ async def test_thinking_with_signatures_is_replayed_to_the_same_model(wire: Wire
     assert isinstance(thinking, ThinkingContent) and thinking.thinking == "Let me think."
     assert thinking.thinking_signature == SIGNATURE
     assert isinstance(text, TextContent) and text.text == "Answer" and text.text_signature == SIGNATURE
-    assert wire.requests[0].body["generationConfig"]["thinkingConfig"] == {"includeThoughts": True,
-                                                                          "thinkingBudget": 24576}
+    assert wire.requests[0].body["generationConfig"]["thinkingConfig"] == {
+        "includeThoughts": True,
+        "thinkingBudget": 24576,
+    }
 
     follow = [UserMessage(content="hi"), message, UserMessage(content="more")]
     await stream(model, ctx(*follow), OPTIONS).result()
     replayed = wire.requests[1].body["contents"][1]
-    assert replayed == {"role": "model", "parts": [
-        {"thought": True, "text": "Let me think.", "thoughtSignature": SIGNATURE},
-        {"text": "Answer", "thoughtSignature": SIGNATURE},
-    ]}
+    assert replayed == {
+        "role": "model",
+        "parts": [
+            {"thought": True, "text": "Let me think.", "thoughtSignature": SIGNATURE},
+            {"text": "Answer", "thoughtSignature": SIGNATURE},
+        ],
+    }
     # thinking off on a 2.5 model: a zero budget
     assert wire.requests[1].body["generationConfig"]["thinkingConfig"] == {"thinkingBudget": 0}
 
     # another model gets the thinking as plain text and no signature
     await stream(gemini(wire, "gemini-2.5-pro", reasoning=True), ctx(*follow), OPTIONS).result()
-    assert wire.requests[2].body["contents"][1] == {"role": "model", "parts": [{"text": "Let me think."},
-                                                                             {"text": "Answer"}]}
+    assert wire.requests[2].body["contents"][1] == {
+        "role": "model",
+        "parts": [{"text": "Let me think."}, {"text": "Answer"}],
+    }
 
 
 def test_thinking_config_per_model_family() -> None:
@@ -144,27 +165,40 @@ def test_thinking_config_per_model_family() -> None:
     assert config("gemini-exp", "medium") == {"includeThoughts": True, "thinkingBudget": -1}
     # a model that cannot turn thinking off gets its lowest level instead
     assert config("gemini-3-pro-preview", None, thinking_level_map={"off": None, "minimal": None}) == {
-        "thinkingLevel": "LOW"}
+        "thinkingLevel": "LOW"
+    }
     assert config("gemini-3-flash", "off") == {"thinkingBudget": 0}
     # a level map that names a Google level
     assert config("gemini-3-flash", "medium", thinking_level_map={"medium": "HIGH"}) == {
-        "includeThoughts": True, "thinkingLevel": "HIGH"}
+        "includeThoughts": True,
+        "thinkingLevel": "HIGH",
+    }
     model = Model(id="gemini-2.5-flash", provider="google", api="google-generative-ai", reasoning=True)
     budgets = StreamOptions(thinking_level="low", extra={"thinking_budgets": {"low": 999}})
-    assert google_shared.thinking_config(model, budgets, flash_lite=True) == {"includeThoughts": True,
-                                                                             "thinkingBudget": 999}
+    assert google_shared.thinking_config(model, budgets, flash_lite=True) == {
+        "includeThoughts": True,
+        "thinkingBudget": 999,
+    }
 
 
 async def test_parallel_tool_calls_and_their_results(wire: WireServer) -> None:
     wire.enqueue(
-        gemini_stream([
-            chunk([{"text": "Running both."}]),
-            chunk([
-                {"functionCall": {"id": "fc-1", "name": "bash", "args": {"command": "ls"}},
-                 "thoughtSignature": SIGNATURE},
-                {"functionCall": {"id": "fc-2", "name": "bash", "args": {"command": "pwd"}}},
-            ], finish="STOP", usage=USAGE),
-        ]),
+        gemini_stream(
+            [
+                chunk([{"text": "Running both."}]),
+                chunk(
+                    [
+                        {
+                            "functionCall": {"id": "fc-1", "name": "bash", "args": {"command": "ls"}},
+                            "thoughtSignature": SIGNATURE,
+                        },
+                        {"functionCall": {"id": "fc-2", "name": "bash", "args": {"command": "pwd"}}},
+                    ],
+                    finish="STOP",
+                    usage=USAGE,
+                ),
+            ]
+        ),
         gemini_text("done"),
     )
     model = gemini(wire, "gemini-3-flash-preview")
@@ -179,8 +213,13 @@ async def test_parallel_tool_calls_and_their_results(wire: WireServer) -> None:
     assert [e.type for e in events].count("toolcall_end") == 2
     assert [e.type for e in events][1:4] == ["text_start", "text_delta", "text_end"]
     body = wire.requests[0].body
-    assert body["tools"] == [{"functionDeclarations": [{"name": "bash", "description": "Run a command",
-                                                       "parametersJsonSchema": BASH.parameters}]}]
+    assert body["tools"] == [
+        {
+            "functionDeclarations": [
+                {"name": "bash", "description": "Run a command", "parametersJsonSchema": BASH.parameters}
+            ]
+        }
+    ]
 
     results = [
         ToolResultMessage(tool_call_id="fc-1", tool_name="bash", content=[TextContent(text="a.txt")]),
@@ -193,18 +232,30 @@ async def test_parallel_tool_calls_and_their_results(wire: WireServer) -> None:
         {"functionCall": {"name": "bash", "args": {"command": "pwd"}, "id": "fc-2"}},
     ]
     # both answers in one user turn, with the ids Gemini 3 needs
-    assert contents[2:] == [{"role": "user", "parts": [
-        {"functionResponse": {"name": "bash", "response": {"output": "a.txt"}, "id": "fc-1"}},
-        {"functionResponse": {"name": "bash", "response": {"error": "denied"}, "id": "fc-2"}},
-    ]}]
+    assert contents[2:] == [
+        {
+            "role": "user",
+            "parts": [
+                {"functionResponse": {"name": "bash", "response": {"output": "a.txt"}, "id": "fc-1"}},
+                {"functionResponse": {"name": "bash", "response": {"error": "denied"}, "id": "fc-2"}},
+            ],
+        }
+    ]
 
 
 async def test_calls_without_ids_get_unique_ones_and_older_models_send_none(wire: WireServer) -> None:
     wire.enqueue(
-        gemini_stream([chunk([
-            {"functionCall": {"name": "bash", "args": {"command": "ls"}}},
-            {"functionCall": {"name": "bash", "args": {}}},
-        ], finish="STOP")]),
+        gemini_stream(
+            [
+                chunk(
+                    [
+                        {"functionCall": {"name": "bash", "args": {"command": "ls"}}},
+                        {"functionCall": {"name": "bash", "args": {}}},
+                    ],
+                    finish="STOP",
+                )
+            ]
+        ),
         gemini_text("ok"),
     )
     model = gemini(wire)  # gemini-2.5: no ids on the wire
@@ -222,11 +273,16 @@ async def test_calls_without_ids_get_unique_ones_and_older_models_send_none(wire
 async def test_tool_call_ids_of_another_model_are_normalised(wire: WireServer) -> None:
     wire.enqueue(gemini_text("ok"))
     foreign = AssistantMessage(
-        api="openai-responses", provider="openai", model="gpt-5", stop_reason="toolUse",
+        api="openai-responses",
+        provider="openai",
+        model="gpt-5",
+        stop_reason="toolUse",
         content=[ToolCall(id="call_abc|fc_123", name="bash", arguments={}, thought_signature="sig")],
     )
     result = ToolResultMessage(tool_call_id="call_abc|fc_123", tool_name="bash", content=[TextContent(text="x")])
-    await stream(gemini(wire, "gemini-3-pro-preview"), ctx(UserMessage(content="go"), foreign, result), OPTIONS).result()
+    await stream(
+        gemini(wire, "gemini-3-pro-preview"), ctx(UserMessage(content="go"), foreign, result), OPTIONS
+    ).result()
     contents = wire.requests[0].body["contents"]
     assert contents[1]["parts"] == [{"functionCall": {"name": "bash", "args": {}, "id": "call_abc_fc_123"}}]
     assert contents[2]["parts"][0]["functionResponse"]["id"] == "call_abc_fc_123"
@@ -235,8 +291,13 @@ async def test_tool_call_ids_of_another_model_are_normalised(wire: WireServer) -
 async def test_images_in_user_messages_and_tool_results(wire: WireServer) -> None:
     wire.enqueue(gemini_text("a"), gemini_text("b"))
     image = ImageContent(data=PIXEL, mime_type="image/png")
-    call = AssistantMessage(api="google-generative-ai", provider="google", model="x", stop_reason="toolUse",
-                            content=[ToolCall(id="c1", name="screenshot", arguments={})])
+    call = AssistantMessage(
+        api="google-generative-ai",
+        provider="google",
+        model="x",
+        stop_reason="toolUse",
+        content=[ToolCall(id="c1", name="screenshot", arguments={})],
+    )
     messages = [
         UserMessage(content=[TextContent(text="look"), image]),
         call,
@@ -246,31 +307,46 @@ async def test_images_in_user_messages_and_tool_results(wire: WireServer) -> Non
     await stream(gemini(wire), ctx(*messages), OPTIONS).result()
     contents = wire.requests[0].body["contents"]
     assert contents[0]["parts"] == [{"text": "look"}, {"inlineData": {"mimeType": "image/png", "data": PIXEL}}]
-    assert contents[2] == {"role": "user", "parts": [
-        {"functionResponse": {"name": "screenshot", "response": {"output": "(see attached image)"}}}]}
-    assert contents[3] == {"role": "user", "parts": [{"text": "Tool result image:"},
-                                                     {"inlineData": {"mimeType": "image/png", "data": PIXEL}}]}
+    assert contents[2] == {
+        "role": "user",
+        "parts": [{"functionResponse": {"name": "screenshot", "response": {"output": "(see attached image)"}}}],
+    }
+    assert contents[3] == {
+        "role": "user",
+        "parts": [{"text": "Tool result image:"}, {"inlineData": {"mimeType": "image/png", "data": PIXEL}}],
+    }
     # Gemini 3: inside the function response
     await stream(gemini(wire, "gemini-3-pro-preview"), ctx(*messages), OPTIONS).result()
     contents = wire.requests[1].body["contents"]
     assert len(contents) == 3
     assert contents[2]["parts"][0]["functionResponse"]["parts"] == [
-        {"inlineData": {"mimeType": "image/png", "data": PIXEL}}]
+        {"inlineData": {"mimeType": "image/png", "data": PIXEL}}
+    ]
 
 
 async def test_tool_schemas_and_tool_choice(wire: WireServer) -> None:
     wire.enqueue(gemini_text("ok"))
-    tool = ToolDeclaration(name="pick", description="Pick", parameters={
-        "type": "object",
-        "properties": {"mode": {"const": "fast"}, "n": {"anyOf": [{"const": 1}, {"const": True}]},
-                       "const": {"type": "string"}},
-    })
+    tool = ToolDeclaration(
+        name="pick",
+        description="Pick",
+        parameters={
+            "type": "object",
+            "properties": {
+                "mode": {"const": "fast"},
+                "n": {"anyOf": [{"const": 1}, {"const": True}]},
+                "const": {"type": "string"},
+            },
+        },
+    )
     options = OPTIONS.model_copy(update={"extra": {"tool_choice": "any"}, "temperature": 0.2})
     await stream(gemini(wire), ctx(tools=[tool]), options).result()
     body = wire.requests[0].body
     schema = body["tools"][0]["functionDeclarations"][0]["parametersJsonSchema"]
-    assert schema["properties"] == {"mode": {"enum": ["fast"]}, "n": {"anyOf": [{"enum": [1]}, {"const": True}]},
-                                    "const": {"type": "string"}}
+    assert schema["properties"] == {
+        "mode": {"enum": ["fast"]},
+        "n": {"anyOf": [{"enum": [1]}, {"const": True}]},
+        "const": {"type": "string"},
+    }
     assert tool.parameters["properties"]["mode"] == {"const": "fast"}  # the declaration is left alone
     assert body["toolConfig"] == {"functionCallingConfig": {"mode": "ANY"}}
     assert body["generationConfig"]["temperature"] == 0.2
@@ -278,9 +354,12 @@ async def test_tool_schemas_and_tool_choice(wire: WireServer) -> None:
 
 @pytest.mark.parametrize(
     ("finish", "stop", "error"),
-    [("MAX_TOKENS", "length", None), ("SAFETY", "error", "Provider stopped with: SAFETY"),
-     ("RECITATION", "error", "Provider stopped with: RECITATION"),
-     ("MALFORMED_FUNCTION_CALL", "error", "Provider stopped with: MALFORMED_FUNCTION_CALL")],
+    [
+        ("MAX_TOKENS", "length", None),
+        ("SAFETY", "error", "Provider stopped with: SAFETY"),
+        ("RECITATION", "error", "Provider stopped with: RECITATION"),
+        ("MALFORMED_FUNCTION_CALL", "error", "Provider stopped with: MALFORMED_FUNCTION_CALL"),
+    ],
 )
 async def test_stop_reasons(wire: WireServer, finish: str, stop: str, error: str | None) -> None:
     wire.enqueue(gemini_text("partial", finish=finish))
@@ -302,8 +381,9 @@ async def test_a_blocked_prompt_and_a_stream_without_finish_are_errors(wire: Wir
     assert is_retryable_error(cut)
 
 
-GOOGLE_429 = {"error": {"code": 429, "message": "Resource has been exhausted (e.g. check quota).",
-                        "status": "RESOURCE_EXHAUSTED"}}
+GOOGLE_429 = {
+    "error": {"code": 429, "message": "Resource has been exhausted (e.g. check quota).", "status": "RESOURCE_EXHAUSTED"}
+}
 
 
 async def test_http_error_with_retry_after(wire: WireServer) -> None:
@@ -319,31 +399,52 @@ async def test_http_error_with_retry_after(wire: WireServer) -> None:
     message = await stream(gemini(wire), ctx(), options).result()
     assert message.stop_reason == "error"
     assert message.error_message == (
-        "Google API error (429): Resource has been exhausted (e.g. check quota). [RESOURCE_EXHAUSTED]")
+        "Google API error (429): Resource has been exhausted (e.g. check quota). [RESOURCE_EXHAUSTED]"
+    )
     assert classify_error(message) == "retryable"
     assert statuses == [429]
 
 
 async def test_http_errors_are_classified(wire: WireServer) -> None:
     wire.enqueue(
-        json_error(400, {"error": {"code": 400, "status": "INVALID_ARGUMENT", "message":
-                                   "The input token count (1200000) exceeds the maximum number of tokens allowed "
-                                   "(1048576)."}}),
-        json_error(400, [{"error": {"code": 400, "status": "INVALID_ARGUMENT",
-                                    "message": "API key not valid. Please pass a valid API key."}}]),
+        json_error(
+            400,
+            {
+                "error": {
+                    "code": 400,
+                    "status": "INVALID_ARGUMENT",
+                    "message": "The input token count (1200000) exceeds the maximum number of tokens allowed "
+                    "(1048576).",
+                }
+            },
+        ),
+        json_error(
+            400,
+            [
+                {
+                    "error": {
+                        "code": 400,
+                        "status": "INVALID_ARGUMENT",
+                        "message": "API key not valid. Please pass a valid API key.",
+                    }
+                }
+            ],
+        ),
     )
     overflow = await stream(gemini(wire), ctx(), OPTIONS).result()
     assert is_context_overflow(overflow), overflow.error_message
     bad_key = await stream(gemini(wire), ctx(), OPTIONS).result()
     assert bad_key.error_message == (
-        "Google API error (400): API key not valid. Please pass a valid API key. [INVALID_ARGUMENT]")
+        "Google API error (400): API key not valid. Please pass a valid API key. [INVALID_ARGUMENT]"
+    )
     assert classify_error(bad_key) == "auth"
 
 
 async def test_error_in_the_middle_of_the_stream(wire: WireServer) -> None:
     canned = gemini_stream([chunk([{"text": "par"}])])
-    canned.body.append(b'data: {"error": {"code": 503, "message": "The model is overloaded.", '
-                       b'"status": "UNAVAILABLE"}}\n\n')
+    canned.body.append(
+        b'data: {"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}\n\n'
+    )
     wire.enqueue(canned)
     message = await stream(gemini(wire), ctx(), OPTIONS).result()
     assert message.stop_reason == "error"
@@ -381,11 +482,13 @@ async def test_hooks_see_headers_payload_and_raw_events(wire: WireServer) -> Non
     def on_headers(headers: dict[str, str | None]) -> None:
         headers["X-Org"] = "acme"
 
-    options = OPTIONS.model_copy(update={
-        "on_headers": on_headers,
-        "on_payload": lambda payload: {**payload, "safetySettings": []},
-        "on_raw_event": received.append,
-    })
+    options = OPTIONS.model_copy(
+        update={
+            "on_headers": on_headers,
+            "on_payload": lambda payload: {**payload, "safetySettings": []},
+            "on_raw_event": received.append,
+        }
+    )
     await stream(gemini(wire), ctx(), options).result()
     request = wire.requests[0]
     assert request.headers["x-org"] == "acme" and request.body["safetySettings"] == []
@@ -397,12 +500,26 @@ async def test_the_converted_start_of_a_conversation_is_reused(wire: WireServer)
     model = gemini(wire)
     history: list[object] = [UserMessage(content="one")]
     for turn in range(3):
-        history.append(AssistantMessage(api="google-generative-ai", provider="google", model=model.id,
-                                        stop_reason="stop", content=[TextContent(text=f"answer {turn}")]))
+        history.append(
+            AssistantMessage(
+                api="google-generative-ai",
+                provider="google",
+                model=model.id,
+                stop_reason="stop",
+                content=[TextContent(text=f"answer {turn}")],
+            )
+        )
         history.append(UserMessage(content=f"question {turn}"))
     first = google_shared.convert_messages(model, list(history))
-    history.append(AssistantMessage(api="google-generative-ai", provider="google", model=model.id,
-                                    stop_reason="stop", content=[TextContent(text="later")]))
+    history.append(
+        AssistantMessage(
+            api="google-generative-ai",
+            provider="google",
+            model=model.id,
+            stop_reason="stop",
+            content=[TextContent(text="later")],
+        )
+    )
     history.append(UserMessage(content="last"))
     second = google_shared.convert_messages(model, list(history))
     assert len(second) == len(first) + 2
@@ -413,8 +530,17 @@ async def test_the_converted_start_of_a_conversation_is_reused(wire: WireServer)
 
 
 def vertex(base_url: str | None, model_id: str = "gemini-2.5-pro", **fields: object) -> Model:
-    return Model(id=model_id, provider="google-vertex", api="google-vertex", base_url=base_url,  # type: ignore[arg-type]
-                 reasoning=True, input=["text", "image"], context_window=1_000_000, max_tokens=8192, **fields)
+    return Model(
+        id=model_id,
+        provider="google-vertex",
+        api="google-vertex",
+        base_url=base_url,  # type: ignore[arg-type]
+        reasoning=True,
+        input=["text", "image"],
+        context_window=1_000_000,
+        max_tokens=8192,
+        **fields,
+    )
 
 
 def test_vertex_endpoints() -> None:
@@ -424,11 +550,14 @@ def test_vertex_endpoints() -> None:
     template = google_vertex.DEFAULT_BASE_URL
     suffix = "publishers/google/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
     assert url(template, project="p", location="europe-west4") == (
-        f"https://europe-west4-aiplatform.googleapis.com/v1/projects/p/locations/europe-west4/{suffix}")
+        f"https://europe-west4-aiplatform.googleapis.com/v1/projects/p/locations/europe-west4/{suffix}"
+    )
     assert url(None, project="p", location="global") == (
-        f"https://aiplatform.googleapis.com/v1/projects/p/locations/global/{suffix}")
+        f"https://aiplatform.googleapis.com/v1/projects/p/locations/global/{suffix}"
+    )
     assert url(template, project="p", location="eu") == (
-        f"https://aiplatform.eu.rep.googleapis.com/v1/projects/p/locations/eu/{suffix}")
+        f"https://aiplatform.eu.rep.googleapis.com/v1/projects/p/locations/eu/{suffix}"
+    )
     assert url(template, express=True) == f"https://aiplatform.googleapis.com/v1/{suffix}"
     assert url("https://proxy.example/vertex") == f"https://proxy.example/vertex/v1/{suffix}"
     assert url("https://proxy.example/v1beta1/") == f"https://proxy.example/v1beta1/{suffix}"
@@ -443,8 +572,9 @@ def test_vertex_needs_a_project_and_a_location(monkeypatch: pytest.MonkeyPatch) 
     with pytest.raises(Exception, match="set GOOGLE_CLOUD_LOCATION"):
         google_vertex.endpoint(vertex(None), StreamOptions(), express=False)
     monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "us-east5")
-    assert "/projects/from-env/locations/us-east5/" in google_vertex.endpoint(vertex(None), StreamOptions(),
-                                                                              express=False)
+    assert "/projects/from-env/locations/us-east5/" in google_vertex.endpoint(
+        vertex(None), StreamOptions(), express=False
+    )
 
 
 async def test_vertex_with_a_bearer_token_streams_from_the_project_endpoint(
@@ -453,17 +583,23 @@ async def test_vertex_with_a_bearer_token_streams_from_the_project_endpoint(
     monkeypatch.delenv("GOOGLE_CLOUD_API_KEY", raising=False)
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "my-project")
     monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "us-central1")
-    wire.enqueue(gemini_stream([
-        chunk([{"text": "Hmm", "thought": True, "thoughtSignature": SIGNATURE}]),
-        chunk([{"text": "Hi from Vertex"}], finish="STOP", usage=USAGE),
-    ]))
+    wire.enqueue(
+        gemini_stream(
+            [
+                chunk([{"text": "Hmm", "thought": True, "thoughtSignature": SIGNATURE}]),
+                chunk([{"text": "Hi from Vertex"}], finish="STOP", usage=USAGE),
+            ]
+        )
+    )
     model = vertex(f"{wire.url}/{{location}}")
     options = StreamOptions(headers={"Authorization": "Bearer ya29.token"}, thinking_level="minimal")
     message = await stream(model, ctx(), options).result()
     assert message.text() == "Hi from Vertex" and message.api == "google-vertex"
     request = wire.requests[0]
-    assert request.path == ("/us-central1/v1/projects/my-project/locations/us-central1/publishers/google/models/"
-                            "gemini-2.5-pro:streamGenerateContent?alt=sse")
+    assert request.path == (
+        "/us-central1/v1/projects/my-project/locations/us-central1/publishers/google/models/"
+        "gemini-2.5-pro:streamGenerateContent?alt=sse"
+    )
     assert request.headers["authorization"] == "Bearer ya29.token"
     assert "x-goog-api-key" not in request.headers
     # Vertex has no Flash-Lite budget table of its own; 2.5 Pro's minimal budget
@@ -503,25 +639,38 @@ async def test_a_credential_source_lends_the_token_through_the_registry(
 
     monkeypatch.delenv("GOOGLE_CLOUD_API_KEY", raising=False)
     models = Path(str(tmp_path)) / "models.json"
-    models.write_text(json.dumps({"providers": {"google-vertex": {
-        "baseUrl": f"{wire.url}/{{location}}", "api": "google-vertex",
-        "models": [{"id": "gemini-2.5-flash", "reasoning": True, "contextWindow": 1000000, "maxTokens": 8192}],
-    }}}))
+    models.write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "google-vertex": {
+                        "baseUrl": f"{wire.url}/{{location}}",
+                        "api": "google-vertex",
+                        "models": [
+                            {"id": "gemini-2.5-flash", "reasoning": True, "contextWindow": 1000000, "maxTokens": 8192}
+                        ],
+                    }
+                }
+            }
+        )
+    )
     seen: list[CredentialRequest] = []
 
     async def resolve(request: CredentialRequest) -> RequestCredentials | None:
         seen.append(request)
         if request.api_key:
             return None
-        return RequestCredentials(headers={"Authorization": "Bearer lent"},
-                                  extra={"project": "lent-project", "location": "asia-east1"})
+        return RequestCredentials(
+            headers={"Authorization": "Bearer lent"}, extra={"project": "lent-project", "location": "asia-east1"}
+        )
 
     registry = ModelRegistry(models_path=models)
     model = registry.get("google-vertex", "gemini-2.5-flash")
     assert model is not None
     assert not registry.has_auth("google-vertex")
-    registry.add_credential_source(CredentialSource(provider="google-vertex", resolve=resolve,
-                                                    available=lambda env: True))
+    registry.add_credential_source(
+        CredentialSource(provider="google-vertex", resolve=resolve, available=lambda env: True)
+    )
     assert registry.has_auth("google-vertex") and model in registry.available()
     wire.enqueue(gemini_text("lent"))
     message = await registry.complete(model, ctx())

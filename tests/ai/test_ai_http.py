@@ -24,8 +24,14 @@ def wire() -> Iterator[WireServer]:
 
 
 def model_for(server: WireServer) -> Model:
-    return Model(id="m", provider="local", api="openai-completions", base_url=f"{server.url}/v1",
-                 context_window=32_000, max_tokens=1_000)
+    return Model(
+        id="m",
+        provider="local",
+        api="openai-completions",
+        base_url=f"{server.url}/v1",
+        context_window=32_000,
+        max_tokens=1_000,
+    )
 
 
 def ask() -> LlmContext:
@@ -55,8 +61,11 @@ async def test_provider_retries_wait_the_delay_the_server_asks_for(wire: WireSer
     )
     seen: list[int] = []
     started = time.monotonic()
-    message = await stream(model_for(wire), ask(), options(max_retries=2).model_copy(
-        update={"on_response": lambda status, _headers: seen.append(status)})).result()
+    message = await stream(
+        model_for(wire),
+        ask(),
+        options(max_retries=2).model_copy(update={"on_response": lambda status, _headers: seen.append(status)}),
+    ).result()
     assert message.text() == "third time lucky"
     assert time.monotonic() - started >= 0.3
     assert len(wire.requests) == 3
@@ -156,4 +165,8 @@ def test_the_certificate_store_is_the_one_httpx2_would_use(monkeypatch: pytest.M
     single = tmp_path / "one.pem"
     single.write_text(open(bundle).read().split("-----END CERTIFICATE-----")[0] + "-----END CERTIFICATE-----\n")
     monkeypatch.setenv("SSL_CERT_FILE", str(single))
-    assert default_ssl_context().cert_store_stats()["x509_ca"] == 1 == httpcore2.default_ssl_context().cert_store_stats()["x509_ca"]
+    assert (
+        default_ssl_context().cert_store_stats()["x509_ca"]
+        == 1
+        == httpcore2.default_ssl_context().cert_store_stats()["x509_ca"]
+    )

@@ -56,8 +56,12 @@ def test_not_an_image_is_left_alone() -> None:
 
 def test_a_message_gets_fitted_images_and_notes() -> None:
     small = ImageContent(data=png(10, 10), mime_type="image/png")
-    message = ToolResultMessage(tool_call_id="c", tool_name="read", content=[
-        TextContent(text="two images"), small, ImageContent(data=png(2500, 2500), mime_type="image/png")], timestamp=1)
+    message = ToolResultMessage(
+        tool_call_id="c",
+        tool_name="read",
+        content=[TextContent(text="two images"), small, ImageContent(data=png(2500, 2500), mime_type="image/png")],
+        timestamp=1,
+    )
     fitted = fit_message_images(message)
     assert fitted is not message and message.content[2].data != fitted.content[2].data  # the original is kept
     kinds = [type(b).__name__ for b in fitted.content]

@@ -39,8 +39,16 @@ BASH = ToolDeclaration(name="bash", description="Run", parameters={"type": "obje
 
 
 def model_for(api: str, provider: str = "local", id: str = "m", **fields: Any) -> Model:
-    return Model(id=id, provider=provider, api=api, base_url="http://127.0.0.1:1", context_window=1_000_000,
-                 max_tokens=1_000, input=["text", "image"], **fields)
+    return Model(
+        id=id,
+        provider=provider,
+        api=api,
+        base_url="http://127.0.0.1:1",
+        context_window=1_000_000,
+        max_tokens=1_000,
+        input=["text", "image"],
+        **fields,
+    )
 
 
 def build(api: str, model: Model, messages: list[Any]) -> dict[str, Any]:
@@ -66,9 +74,17 @@ def forget_everything() -> None:
 
 def turn(i: int, *, api: str = "openai-completions", provider: str = "local", model: str = "m") -> list[Any]:
     call = ToolCall(id=f"call_{i}|fc_{i}", name="bash", arguments={"command": f"echo {i}", "n": i})
-    assistant = AssistantMessage(api=api, provider=provider, model=model, stop_reason="toolUse",
-                                 content=[ThinkingContent(thinking=f"think {i}", thinking_signature="reasoning_content"),
-                                          TextContent(text=f"step {i}"), call])
+    assistant = AssistantMessage(
+        api=api,
+        provider=provider,
+        model=model,
+        stop_reason="toolUse",
+        content=[
+            ThinkingContent(thinking=f"think {i}", thinking_signature="reasoning_content"),
+            TextContent(text=f"step {i}"),
+            call,
+        ],
+    )
     result = ToolResultMessage(tool_call_id=call.id, tool_name="bash", content=[TextContent(text=f"out {i}\n")])
     return [assistant, result]
 
@@ -101,16 +117,31 @@ def test_growth_edits_and_model_switches_give_the_payload_built_from_nothing(api
     same_as_from_nothing(api, model, history)
     steps: list[Callable[[list[Any]], list[Any]]] = [
         lambda h: h + turn(10, api=api),  # the usual: a turn more
-        lambda h: [*h, UserMessage(content=[TextContent(text="look"), ImageContent(data="aGk=", mime_type="image/png")])],
+        lambda h: [
+            *h,
+            UserMessage(content=[TextContent(text="look"), ImageContent(data="aGk=", mime_type="image/png")]),
+        ],
         lambda h: h + turn(11, api="anthropic-messages", provider="other", model="x"),  # another model's turn
         lambda h: h[:1] + h[3:],  # the start compacted away
-        lambda h: [*h[:2], ToolResultMessage(tool_call_id="call_0|fc_0", tool_name="bash", content=[TextContent(text="edited")]), *h[3:]],  # replaced in the middle
+        lambda h: [
+            *h[:2],
+            ToolResultMessage(tool_call_id="call_0|fc_0", tool_name="bash", content=[TextContent(text="edited")]),
+            *h[3:],
+        ],  # replaced in the middle
         lambda h: [*h, CustomMessage(custom_type="note", content="a plugin's note", display=True)],
-        lambda h: [*h, AssistantMessage(api=api, provider="local", model="m", stop_reason="error", content=[TextContent(text="half")])],  # a failed turn, dropped
+        lambda h: [
+            *h,
+            AssistantMessage(
+                api=api, provider="local", model="m", stop_reason="error", content=[TextContent(text="half")]
+            ),
+        ],  # a failed turn, dropped
         lambda h: h + turn(12, api=api)[:1],  # a tool call still without its result
         lambda h: [*h, UserMessage(content="next")],  # ... which gets a synthetic one
-        lambda h: [SystemMessage(content="head", sections={"a": "A"}), *h,
-                   SystemMessage(sections={"b": "B"}, tools_added=[BASH])],
+        lambda h: [
+            SystemMessage(content="head", sections={"a": "A"}),
+            *h,
+            SystemMessage(sections={"b": "B"}, tools_added=[BASH]),
+        ],
         lambda h: h + turn(13, api=api),
     ]
     for step in steps:
@@ -225,7 +256,9 @@ def test_payload_hooks_get_a_copy_they_may_edit(monkeypatch: pytest.MonkeyPatch)
 
 
 @pytest.mark.parametrize("reasoning", [False, True])
-@pytest.mark.parametrize("compat", [{}, {"requiresReasoningContentOnAssistantMessages": True, "requiresNonNullAssistantContent": True}])
+@pytest.mark.parametrize(
+    "compat", [{}, {"requiresReasoningContentOnAssistantMessages": True, "requiresNonNullAssistantContent": True}]
+)
 def test_inline_conversions_give_the_converters_answers(reasoning: bool, compat: dict[str, Any]) -> None:
     """Plain user text and one-text-block assistant messages skip the memo and are
     converted inline: the result must be what the converters themselves give."""
@@ -234,8 +267,15 @@ def test_inline_conversions_give_the_converters_answers(reasoning: bool, compat:
     messages: list[Any] = []
     for text in texts:
         messages.append(UserMessage(content=text))
-        messages.append(AssistantMessage(api="openai-completions", provider="local", model="m", stop_reason="stop",
-                                         content=[TextContent(text=text)]))
+        messages.append(
+            AssistantMessage(
+                api="openai-completions",
+                provider="local",
+                model="m",
+                stop_reason="stop",
+                content=[TextContent(text=text)],
+            )
+        )
     model = model_for("openai-completions", reasoning=reasoning, compat=compat)
     resolved = openai_completions.resolve_compat(model)
     inline = openai_completions.convert_messages(model, "", messages, resolved)
@@ -281,7 +321,7 @@ def test_the_encoded_message_list_is_the_lists_json_whatever_changed() -> None:
             items = [*items[:-1], {"role": "user", "content": f"r{step}"}]
         elif action == "replace_any" and items:
             at = rng.randrange(len(items))
-            items = [*items[:at], {"role": "user", "content": f"x{step}"}, *items[at + 1:]]
+            items = [*items[:at], {"role": "user", "content": f"x{step}"}, *items[at + 1 :]]
         elif action == "shrink":
             items = items[: rng.randint(0, len(items))]
         assert fragments.encode(items) == to_json(items), (step, action)

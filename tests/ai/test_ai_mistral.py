@@ -29,8 +29,11 @@ from pi_hookspecs import (
     UserMessage,
 )
 
-BASH = ToolDeclaration(name="bash", description="Run a command",
-                       parameters={"type": "object", "properties": {"command": {"type": "string"}}})
+BASH = ToolDeclaration(
+    name="bash",
+    description="Run a command",
+    parameters={"type": "object", "properties": {"command": {"type": "string"}}},
+)
 PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 OPTIONS = StreamOptions(api_key="mistral-key")
 
@@ -69,9 +72,13 @@ def chunks(
     events: list[tuple[str | None, Any]] = []
     for position, delta in enumerate(deltas):
         last = position == len(deltas) - 1
-        body: dict[str, Any] = {"id": "cmpl-1", "object": "chat.completion.chunk", "created": 1,
-                                "model": "mistral-medium-latest",
-                                "choices": [{"index": 0, "delta": delta, "finish_reason": finish if last else None}]}
+        body: dict[str, Any] = {
+            "id": "cmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "mistral-medium-latest",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish if last else None}],
+        }
         if last and usage is not None:
             body["usage"] = usage
         events.append((None, body))
@@ -80,8 +87,12 @@ def chunks(
     return Canned(body=sse(events))
 
 
-USAGE = {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150,
-         "prompt_tokens_details": {"cached_tokens": 20}}
+USAGE = {
+    "prompt_tokens": 120,
+    "completion_tokens": 30,
+    "total_tokens": 150,
+    "prompt_tokens_details": {"cached_tokens": 20},
+}
 
 
 async def test_text_usage_with_cached_tokens_and_request_shape(wire: WireServer) -> None:
@@ -119,19 +130,31 @@ async def test_no_prompt_cache_without_a_session_or_when_turned_off(wire: WireSe
 
 async def test_thinking_chunks_and_their_replay(wire: WireServer) -> None:
     wire.enqueue(
-        chunks([
-            {"content": [{"type": "thinking", "thinking": [{"type": "text", "text": "Let me "}]}]},
-            {"content": ""},  # an empty delta does not split the thinking
-            {"content": [{"type": "thinking", "thinking": [{"type": "text", "text": "think."}]}]},
-            {"content": [{"type": "text", "text": "Answer"}]},
-        ], usage=USAGE),
+        chunks(
+            [
+                {"content": [{"type": "thinking", "thinking": [{"type": "text", "text": "Let me "}]}]},
+                {"content": ""},  # an empty delta does not split the thinking
+                {"content": [{"type": "thinking", "thinking": [{"type": "text", "text": "think."}]}]},
+                {"content": [{"type": "text", "text": "Answer"}]},
+            ],
+            usage=USAGE,
+        ),
         chunks([{"content": "again"}]),
     )
     model = mistral(wire, "magistral-medium-latest", reasoning=True)
     s = stream(model, ctx(), OPTIONS.model_copy(update={"thinking_level": "high"}))
     types = [e.type for e in await collect(s)]
-    assert types == ["start", "thinking_start", "thinking_delta", "thinking_delta", "thinking_end",
-                     "text_start", "text_delta", "text_end", "done"]
+    assert types == [
+        "start",
+        "thinking_start",
+        "thinking_delta",
+        "thinking_delta",
+        "thinking_end",
+        "text_start",
+        "text_delta",
+        "text_end",
+        "done",
+    ]
     message = await s.result()
     thinking, text = message.content
     assert isinstance(thinking, ThinkingContent) and thinking.thinking == "Let me think."
@@ -140,10 +163,14 @@ async def test_thinking_chunks_and_their_replay(wire: WireServer) -> None:
     assert body["prompt_mode"] == "reasoning" and "reasoning_effort" not in body
 
     await stream(model, ctx(UserMessage(content="hi"), message, UserMessage(content="more")), OPTIONS).result()
-    assert wire.requests[1].body["messages"][2] == {"role": "assistant", "prefix": False, "content": [
-        {"type": "thinking", "thinking": [{"type": "text", "text": "Let me think."}]},
-        {"type": "text", "text": "Answer"},
-    ]}
+    assert wire.requests[1].body["messages"][2] == {
+        "role": "assistant",
+        "prefix": False,
+        "content": [
+            {"type": "thinking", "thinking": [{"type": "text", "text": "Let me think."}]},
+            {"type": "text", "text": "Answer"},
+        ],
+    }
     assert "prompt_mode" not in wire.requests[1].body  # thinking off
 
 
@@ -151,8 +178,7 @@ def test_reasoning_effort_follows_the_thinking_level_map() -> None:
     from pi_core.ai.apis.mistral import _reasoning
 
     level_map = {"off": "none", "minimal": None, "low": "low", "medium": None, "high": "high"}
-    model = Model(id="m", provider="mistral", api="mistral-conversations", reasoning=True,
-                  thinking_level_map=level_map)
+    model = Model(id="m", provider="mistral", api="mistral-conversations", reasoning=True, thinking_level_map=level_map)
     assert _reasoning(model, StreamOptions(thinking_level="low")) == (None, "low")
     assert _reasoning(model, StreamOptions(thinking_level="medium")) == (None, "high")  # clamped up
     assert _reasoning(model, StreamOptions()) == (None, "none")
@@ -163,13 +189,23 @@ def test_reasoning_effort_follows_the_thinking_level_map() -> None:
 
 async def test_parallel_tool_calls_and_their_results(wire: WireServer) -> None:
     wire.enqueue(
-        chunks([
-            {"content": "Running both."},
-            {"tool_calls": [{"id": "AbCdEf123", "index": 0, "function": {"name": "bash", "arguments": '{"comm'}}]},
-            {"tool_calls": [{"id": "AbCdEf123", "index": 0, "function": {"name": "bash", "arguments": 'and": "ls"}'}}]},
-            {"tool_calls": [{"id": "XyZ987654", "index": 1, "function": {"name": "bash",
-                                                                          "arguments": {"command": "pwd"}}}]},
-        ], finish="tool_calls"),
+        chunks(
+            [
+                {"content": "Running both."},
+                {"tool_calls": [{"id": "AbCdEf123", "index": 0, "function": {"name": "bash", "arguments": '{"comm'}}]},
+                {
+                    "tool_calls": [
+                        {"id": "AbCdEf123", "index": 0, "function": {"name": "bash", "arguments": 'and": "ls"}'}}
+                    ]
+                },
+                {
+                    "tool_calls": [
+                        {"id": "XyZ987654", "index": 1, "function": {"name": "bash", "arguments": {"command": "pwd"}}}
+                    ]
+                },
+            ],
+            finish="tool_calls",
+        ),
         chunks([{"content": "done"}]),
     )
     model = mistral(wire)
@@ -182,35 +218,65 @@ async def test_parallel_tool_calls_and_their_results(wire: WireServer) -> None:
     assert isinstance(second, ToolCall) and second.id == "XyZ987654" and second.arguments == {"command": "pwd"}
     types = [e.type for e in events]
     assert types.count("toolcall_end") == 2 and types.index("text_end") < types.index("toolcall_start")
-    assert wire.requests[0].body["tools"] == [{"type": "function", "function": {
-        "name": "bash", "description": "Run a command", "parameters": BASH.parameters, "strict": False}}]
+    assert wire.requests[0].body["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "bash",
+                "description": "Run a command",
+                "parameters": BASH.parameters,
+                "strict": False,
+            },
+        }
+    ]
 
     results = [
         ToolResultMessage(tool_call_id="AbCdEf123", tool_name="bash", content=[TextContent(text="a.txt\n")]),
-        ToolResultMessage(tool_call_id="XyZ987654", tool_name="bash", content=[TextContent(text="nope")],
-                          is_error=True),
+        ToolResultMessage(
+            tool_call_id="XyZ987654", tool_name="bash", content=[TextContent(text="nope")], is_error=True
+        ),
     ]
     await stream(model, ctx(UserMessage(content="hi"), message, *results, tools=[BASH]), OPTIONS).result()
     sent = wire.requests[1].body["messages"]
-    assert sent[2] == {"role": "assistant", "prefix": False,
-                       "content": [{"type": "text", "text": "Running both."}],
-                       "tool_calls": [
-                           {"id": "AbCdEf123", "type": "function",
-                            "function": {"name": "bash", "arguments": '{"command":"ls"}'}, "index": 0},
-                           {"id": "XyZ987654", "type": "function",
-                            "function": {"name": "bash", "arguments": '{"command":"pwd"}'}, "index": 0}]}
+    assert sent[2] == {
+        "role": "assistant",
+        "prefix": False,
+        "content": [{"type": "text", "text": "Running both."}],
+        "tool_calls": [
+            {
+                "id": "AbCdEf123",
+                "type": "function",
+                "function": {"name": "bash", "arguments": '{"command":"ls"}'},
+                "index": 0,
+            },
+            {
+                "id": "XyZ987654",
+                "type": "function",
+                "function": {"name": "bash", "arguments": '{"command":"pwd"}'},
+                "index": 0,
+            },
+        ],
+    }
     assert sent[3:] == [
-        {"role": "tool", "tool_call_id": "AbCdEf123", "name": "bash",
-         "content": [{"type": "text", "text": "a.txt"}]},
-        {"role": "tool", "tool_call_id": "XyZ987654", "name": "bash",
-         "content": [{"type": "text", "text": "[tool error] nope"}]},
+        {"role": "tool", "tool_call_id": "AbCdEf123", "name": "bash", "content": [{"type": "text", "text": "a.txt"}]},
+        {
+            "role": "tool",
+            "tool_call_id": "XyZ987654",
+            "name": "bash",
+            "content": [{"type": "text", "text": "[tool error] nope"}],
+        },
     ]
 
 
 async def test_tool_call_ids_of_other_models_become_nine_characters(wire: WireServer) -> None:
     wire.enqueue(chunks([{"content": "ok"}]))
-    foreign = AssistantMessage(api="anthropic-messages", provider="anthropic", model="claude", stop_reason="toolUse",
-                               content=[ToolCall(id="toolu_01ABCdef", name="bash", arguments={})])
+    foreign = AssistantMessage(
+        api="anthropic-messages",
+        provider="anthropic",
+        model="claude",
+        stop_reason="toolUse",
+        content=[ToolCall(id="toolu_01ABCdef", name="bash", arguments={})],
+    )
     result = ToolResultMessage(tool_call_id="toolu_01ABCdef", tool_name="bash", content=[TextContent(text="x")])
     await stream(mistral(wire), ctx(UserMessage(content="go"), foreign, result), OPTIONS).result()
     sent = wire.requests[0].body["messages"]
@@ -221,9 +287,12 @@ async def test_tool_call_ids_of_other_models_become_nine_characters(wire: WireSe
 
 
 async def test_tool_calls_without_ids(wire: WireServer) -> None:
-    wire.enqueue(chunks([{"tool_calls": [{"id": "null", "index": 0, "function": {"name": "bash",
-                                                                               "arguments": "{}"}}]}],
-                        finish="tool_calls"))
+    wire.enqueue(
+        chunks(
+            [{"tool_calls": [{"id": "null", "index": 0, "function": {"name": "bash", "arguments": "{}"}}]}],
+            finish="tool_calls",
+        )
+    )
     message = await stream(mistral(wire), ctx(tools=[BASH]), OPTIONS).result()
     (call,) = message.tool_calls()
     assert call.id == mistral_tool_call_id("toolcall:0") == "toolcall0"  # as pi 1.6.0
@@ -232,21 +301,35 @@ async def test_tool_calls_without_ids(wire: WireServer) -> None:
 async def test_images(wire: WireServer) -> None:
     wire.enqueue(chunks([{"content": "a"}]), chunks([{"content": "b"}]))
     image = ImageContent(data=PIXEL, mime_type="image/png")
-    call = AssistantMessage(api="mistral-conversations", provider="mistral", model="m", stop_reason="toolUse",
-                            content=[ToolCall(id="abcdefghi", name="shot", arguments={})])
-    messages = [UserMessage(content=[TextContent(text="look"), image]), call,
-                ToolResultMessage(tool_call_id="abcdefghi", tool_name="shot", content=[image])]
+    call = AssistantMessage(
+        api="mistral-conversations",
+        provider="mistral",
+        model="m",
+        stop_reason="toolUse",
+        content=[ToolCall(id="abcdefghi", name="shot", arguments={})],
+    )
+    messages = [
+        UserMessage(content=[TextContent(text="look"), image]),
+        call,
+        ToolResultMessage(tool_call_id="abcdefghi", tool_name="shot", content=[image]),
+    ]
     await stream(mistral(wire, input=["text", "image"]), ctx(*messages), OPTIONS).result()
     sent = wire.requests[0].body["messages"]
-    assert sent[1]["content"] == [{"type": "text", "text": "look"},
-                                  {"type": "image_url", "image_url": f"data:image/png;base64,{PIXEL}"}]
-    assert sent[3]["content"] == [{"type": "text", "text": "(see attached image)"},
-                                  {"type": "image_url", "image_url": f"data:image/png;base64,{PIXEL}"}]
+    assert sent[1]["content"] == [
+        {"type": "text", "text": "look"},
+        {"type": "image_url", "image_url": f"data:image/png;base64,{PIXEL}"},
+    ]
+    assert sent[3]["content"] == [
+        {"type": "text", "text": "(see attached image)"},
+        {"type": "image_url", "image_url": f"data:image/png;base64,{PIXEL}"},
+    ]
     # a text-only model gets placeholders
     await stream(mistral(wire), ctx(*messages), OPTIONS).result()
     sent = wire.requests[1].body["messages"]
-    assert sent[1]["content"] == [{"type": "text", "text": "look"},
-                                  {"type": "text", "text": "(image omitted: model does not support images)"}]
+    assert sent[1]["content"] == [
+        {"type": "text", "text": "look"},
+        {"type": "text", "text": "(image omitted: model does not support images)"},
+    ]
     assert sent[3]["content"] == [{"type": "text", "text": "(tool image omitted: model does not support images)"}]
 
 
@@ -269,9 +352,12 @@ async def test_mid_conversation_system_messages(wire: WireServer) -> None:
 
 @pytest.mark.parametrize(
     ("finish", "stop", "error"),
-    [("length", "length", None), ("model_length", "length", None),
-     ("error", "error", "Provider stopped with: error (server error)"),
-     ("content_filter", "error", "Provider stopped with: content_filter")],
+    [
+        ("length", "length", None),
+        ("model_length", "length", None),
+        ("error", "error", "Provider stopped with: error (server error)"),
+        ("content_filter", "error", "Provider stopped with: content_filter"),
+    ],
 )
 async def test_stop_reasons(wire: WireServer, finish: str, stop: str, error: str | None) -> None:
     wire.enqueue(chunks([{"content": "partial"}], finish=finish))
@@ -335,13 +421,15 @@ async def test_abort_mid_stream(wire: WireServer) -> None:
 
 async def test_tool_choice_temperature_and_hooks(wire: WireServer) -> None:
     wire.enqueue(chunks([{"content": "x"}]))
-    options = OPTIONS.model_copy(update={
-        "temperature": 0.3,
-        "extra": {"tool_choice": {"type": "function", "function": {"name": "bash"}}},
-        "on_payload": lambda payload: {**payload, "random_seed": 7},
-        "headers": {"x-affinity": "mine"},
-        "session_id": "s",
-    })
+    options = OPTIONS.model_copy(
+        update={
+            "temperature": 0.3,
+            "extra": {"tool_choice": {"type": "function", "function": {"name": "bash"}}},
+            "on_payload": lambda payload: {**payload, "random_seed": 7},
+            "headers": {"x-affinity": "mine"},
+            "session_id": "s",
+        }
+    )
     await stream(mistral(wire), ctx(tools=[BASH]), options).result()
     request = wire.requests[0]
     assert request.body["tool_choice"] == {"type": "function", "function": {"name": "bash"}}

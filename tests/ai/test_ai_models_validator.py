@@ -14,10 +14,22 @@ from pydantic import ValidationError
 from pi_core.ai import config
 
 CASES: list[dict[str, Any]] = [
-    {"providers": {"x": {"baseUrl": "http://a", "api": "openai-completions", "models": [{"id": "m", "contextWindow": -1}]}}},
+    {
+        "providers": {
+            "x": {"baseUrl": "http://a", "api": "openai-completions", "models": [{"id": "m", "contextWindow": -1}]}
+        }
+    },
     {"providers": {"x": {"models": [{"id": ""}], "bogus": 1}}},
     {"providers": "no"},
-    {"$schema": "s", "providers": {"x": {"baseUrl": "http://a", "models": [{"id": "m", "cost": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0}}]}}},
+    {
+        "$schema": "s",
+        "providers": {
+            "x": {
+                "baseUrl": "http://a",
+                "models": [{"id": "m", "cost": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0}}],
+            }
+        },
+    },
     {"providers": {"y": {"modelOverrides": {"m": {"reasoning": True, "thinkingLevelMap": {"high": "max"}}}}}},
 ]
 
@@ -56,7 +68,15 @@ def test_a_later_run_does_not_generate_the_schema(tmp_path: Any) -> None:
 MODEL_CASES: list[dict[str, Any]] = [
     {"id": "m", "provider": "p", "api": "openai-completions", "name": "M", "cost": {"input": 3, "output": 15}},
     {"id": "m", "provider": "p", "api": "anthropic-messages", "name": "M", "contextWindow": "big"},
-    {"id": "m", "provider": "p", "api": "x", "name": "M", "input": ["text", "image"], "headers": {"a": "b"}, "compat": {"z": 1}},
+    {
+        "id": "m",
+        "provider": "p",
+        "api": "x",
+        "name": "M",
+        "input": ["text", "image"],
+        "headers": {"a": "b"},
+        "compat": {"z": 1},
+    },
 ]
 
 

@@ -51,10 +51,20 @@ def test_the_demo_is_never_offered_next_to_real_models(monkeypatch: pytest.Monke
 
 
 def test_a_models_json_provider_with_a_key_is_the_default(agent_dir: Path) -> None:
-    (agent_dir / "models.json").write_text(json.dumps({"providers": {"lab": {
-        "baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions", "apiKey": "k",
-        "models": [{"id": "lab-model", "contextWindow": 32000, "maxTokens": 1024}],
-    }}}))
+    (agent_dir / "models.json").write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "lab": {
+                        "baseUrl": "http://127.0.0.1:9/v1",
+                        "api": "openai-completions",
+                        "apiKey": "k",
+                        "models": [{"id": "lab-model", "contextWindow": 32000, "maxTokens": 1024}],
+                    }
+                }
+            }
+        )
+    )
     registry = ModelRegistry()
     assert [m.ref for m in registry.available()] == ["lab/lab-model"]
     assert registry.default_model().ref == "lab/lab-model"  # type: ignore[union-attr]

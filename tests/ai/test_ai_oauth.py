@@ -63,8 +63,9 @@ class Callbacks:
     authorization redirect to pi's callback server (``browser="here"``), or is on
     another machine (``"elsewhere"``: nothing reaches the callback server)."""
 
-    def __init__(self, method: str = "browser", answers: list[Any] | None = None, *, browser: str = "here",
-                 on_device: Any = None) -> None:
+    def __init__(
+        self, method: str = "browser", answers: list[Any] | None = None, *, browser: str = "here", on_device: Any = None
+    ) -> None:
         self.signal = AbortController().signal
         self.method = method
         self.answers = list(answers or [])
@@ -391,10 +392,25 @@ async def test_request_with_a_login_sends_claude_code_identity(
 ) -> None:
     oauth.refresh_tokens.add("rt-old")
     _store_login(agent_dir, "anthropic", "sk-ant-oat01-old", "rt-old", _now() - 1000)
-    (agent_dir / "models.json").write_text(json.dumps({"providers": {"anthropic": {
-        "baseUrl": wire.url, "models": [{"id": "claude-test", "contextWindow": 200000, "maxTokens": 8192}]}}}))
-    wire.enqueue(anthropic_stream(anthropic_message([{"type": "tool_use", "id": "t1", "name": "Read", "json": ['{"path": "a"}']}],
-                                                    stop_reason="tool_use")))
+    (agent_dir / "models.json").write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "anthropic": {
+                        "baseUrl": wire.url,
+                        "models": [{"id": "claude-test", "contextWindow": 200000, "maxTokens": 8192}],
+                    }
+                }
+            }
+        )
+    )
+    wire.enqueue(
+        anthropic_stream(
+            anthropic_message(
+                [{"type": "tool_use", "id": "t1", "name": "Read", "json": ['{"path": "a"}']}], stop_reason="tool_use"
+            )
+        )
+    )
     registry = ModelRegistry()
     model = registry.get("anthropic", "claude-test")
     assert model is not None and registry.has_auth("anthropic")
@@ -403,7 +419,9 @@ async def test_request_with_a_login_sends_claude_code_identity(
     context = LlmContext(
         system_prompt="You are pi.",
         messages=[UserMessage(content="hi")],
-        tools=[ToolDeclaration(name="read", description="Read a file", parameters={"type": "object", "properties": {}})],
+        tools=[
+            ToolDeclaration(name="read", description="Read a file", parameters={"type": "object", "properties": {}})
+        ],
     )
     events = await collect(registry.stream(model, context))
     final = events[-1]
@@ -420,11 +438,14 @@ async def test_request_with_a_login_sends_claude_code_identity(
     assert request.body["tools"][0]["name"] == "Read"
 
 
-async def test_expired_login_fails_the_request_with_one_line(oauth: OAuthServer, wire: WireServer, agent_dir: Path) -> None:
+async def test_expired_login_fails_the_request_with_one_line(
+    oauth: OAuthServer, wire: WireServer, agent_dir: Path
+) -> None:
     oauth.refuse_refresh = True
     _store_login(agent_dir, "anthropic", "sk-ant-oat01-old", "rt-old", _now() - 1000)
-    (agent_dir / "models.json").write_text(json.dumps({"providers": {"anthropic": {
-        "baseUrl": wire.url, "models": [{"id": "claude-test"}]}}}))
+    (agent_dir / "models.json").write_text(
+        json.dumps({"providers": {"anthropic": {"baseUrl": wire.url, "models": [{"id": "claude-test"}]}}})
+    )
     registry = ModelRegistry()
     model = registry.get("anthropic", "claude-test")
     assert model is not None
@@ -434,14 +455,31 @@ async def test_expired_login_fails_the_request_with_one_line(oauth: OAuthServer,
     assert wire.requests == []
 
 
-async def test_copilot_login_sets_endpoint_headers_and_models(oauth: OAuthServer, wire: WireServer, agent_dir: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_copilot_login_sets_endpoint_headers_and_models(
+    oauth: OAuthServer, wire: WireServer, agent_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PI_OAUTH_GITHUB_COPILOT_BASE_URL", wire.url)
-    _store_login(agent_dir, "github-copilot", "tid=1;proxy-ep=proxy.x.githubcopilot.com", "gho-github-token",
-                 _now() + 3600_000, availableModelIds=["gpt-4.1"])
-    (agent_dir / "models.json").write_text(json.dumps({"providers": {"github-copilot": {
-        "baseUrl": "https://api.individual.githubcopilot.com", "api": "openai-completions",
-        "models": [{"id": "gpt-4.1"}, {"id": "not-in-plan"}]}}}))
+    _store_login(
+        agent_dir,
+        "github-copilot",
+        "tid=1;proxy-ep=proxy.x.githubcopilot.com",
+        "gho-github-token",
+        _now() + 3600_000,
+        availableModelIds=["gpt-4.1"],
+    )
+    (agent_dir / "models.json").write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "github-copilot": {
+                        "baseUrl": "https://api.individual.githubcopilot.com",
+                        "api": "openai-completions",
+                        "models": [{"id": "gpt-4.1"}, {"id": "not-in-plan"}],
+                    }
+                }
+            }
+        )
+    )
     registry = ModelRegistry()
     available = {m.id for m in registry.available() if m.provider == "github-copilot"}
     assert available == {"gpt-4.1"}
@@ -471,8 +509,15 @@ async def test_plugin_login_method_replaces_and_refreshes(agent_dir: Path) -> No
     assert not registry.has_auth("acme")
     with pytest.raises(LoginRequiredError, match="no login method"):
         await registry.oauth_credentials("acme")
-    registry.add_login_method(LoginMethod(provider="acme", name="ACME SSO", login=lambda cb: None, refresh=refresh,
-                                          api_key=lambda c: f"key:{c.access}"))
+    registry.add_login_method(
+        LoginMethod(
+            provider="acme",
+            name="ACME SSO",
+            login=lambda cb: None,
+            refresh=refresh,
+            api_key=lambda c: f"key:{c.access}",
+        )
+    )
     assert registry.has_auth("acme")
     credentials = await registry.oauth_credentials("acme")
     assert calls == ["old-refresh"] and credentials.access == "new-access"
@@ -504,8 +549,9 @@ _KEY_WRITER = textwrap.dedent(
 
 
 def _start(script: str, env: dict[str, str]) -> subprocess.Popen[str]:
-    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, env=env)
+    process = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     assert process.stdout is not None and process.stderr is not None
     line = process.stdout.readline().strip()
     if line != "ready":

@@ -35,10 +35,10 @@ from pi_hookspecs import (
 
 BASH = ToolDeclaration(name="bash", description="Run a command", parameters={"type": "object", "properties": {}})
 
+
 @pytest.fixture
 def wire() -> Iterator[WireServer]:
     yield from use_server()
-
 
 
 def model_for(server: WireServer, **fields: object) -> Model:
@@ -66,8 +66,12 @@ async def test_text_usage_and_request_shape(wire: WireServer) -> None:
     wire.enqueue(
         chat_chunks(
             [{"content": "Hel"}, {"content": "lo!"}],
-            usage={"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150,
-                   "prompt_tokens_details": {"cached_tokens": 20}},
+            usage={
+                "prompt_tokens": 120,
+                "completion_tokens": 30,
+                "total_tokens": 150,
+                "prompt_tokens_details": {"cached_tokens": 20},
+            },
         )
     )
     s = stream(model_for(wire), ctx(), OPTIONS)
@@ -91,8 +95,14 @@ async def test_text_usage_and_request_shape(wire: WireServer) -> None:
 
 
 async def test_reasoning_tokens_and_the_cost_openrouter_billed(wire: WireServer) -> None:
-    usage = {"prompt_tokens": 100, "completion_tokens": 40, "total_tokens": 140,
-             "completion_tokens_details": {"reasoning_tokens": 25}, "cost": 0.0123, "is_byok": False}
+    usage = {
+        "prompt_tokens": 100,
+        "completion_tokens": 40,
+        "total_tokens": 140,
+        "completion_tokens_details": {"reasoning_tokens": 25},
+        "cost": 0.0123,
+        "is_byok": False,
+    }
     wire.enqueue(chat_chunks([{"content": "ok"}], usage=usage))
     message = await stream(model_for(wire, provider="openrouter"), ctx(), OPTIONS).result()
     assert message.usage.reasoning == 25
@@ -103,8 +113,11 @@ async def test_reasoning_tokens_and_the_cost_openrouter_billed(wire: WireServer)
     message = await stream(model_for(wire, provider="openrouter"), ctx(), OPTIONS).result()
     assert message.usage.cost.total == pytest.approx(0.021) and message.usage.cost.total_from_provider is True
     # elsewhere the total is pi's computation, and reasoning is 0 when not reported
-    wire.enqueue(chat_chunks([{"content": "ok"}], usage={"prompt_tokens": 10, "completion_tokens": 2,
-                                                          "total_tokens": 12, "cost": 5}))
+    wire.enqueue(
+        chat_chunks(
+            [{"content": "ok"}], usage={"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12, "cost": 5}
+        )
+    )
     message = await stream(model_for(wire), ctx(), OPTIONS).result()
     assert message.usage.reasoning == 0 and message.usage.cost.total_from_provider is False
     assert message.usage.cost.total == pytest.approx((10 * 1 + 2 * 2) / 1e6)
@@ -116,10 +129,21 @@ async def test_reasoning_deltas_and_parallel_tool_calls(wire: WireServer) -> Non
             [
                 {"reasoning_content": "Need to "},
                 {"reasoning_content": "look."},
-                {"tool_calls": [{"index": 0, "id": "call_a", "type": "function",
-                                 "function": {"name": "bash", "arguments": ""}}]},
-                {"tool_calls": [{"index": 1, "id": "call_b", "type": "function",
-                                 "function": {"name": "bash", "arguments": '{"command":'}}]},
+                {
+                    "tool_calls": [
+                        {"index": 0, "id": "call_a", "type": "function", "function": {"name": "bash", "arguments": ""}}
+                    ]
+                },
+                {
+                    "tool_calls": [
+                        {
+                            "index": 1,
+                            "id": "call_b",
+                            "type": "function",
+                            "function": {"name": "bash", "arguments": '{"command":'},
+                        }
+                    ]
+                },
                 {"tool_calls": [{"index": 0, "function": {"arguments": '{"command": "ls"}'}}]},
                 {"tool_calls": [{"index": 1, "function": {"arguments": ' "pwd"}'}}]},
             ],
@@ -147,9 +171,14 @@ async def test_reasoning_field_replayed_and_tool_results(wire: WireServer) -> No
     wire.enqueue(chat_chunks([{"content": "ok"}]))
     model = model_for(wire, reasoning=True, input=["text", "image"])
     previous = AssistantMessage(
-        api="openai-completions", provider="ollama", model="local-model", stop_reason="toolUse",
-        content=[ThinkingContent(thinking="think", thinking_signature="reasoning"),
-                 ToolCall(id="call_1", name="bash", arguments={"command": "ls"})],
+        api="openai-completions",
+        provider="ollama",
+        model="local-model",
+        stop_reason="toolUse",
+        content=[
+            ThinkingContent(thinking="think", thinking_signature="reasoning"),
+            ToolCall(id="call_1", name="bash", arguments={"command": "ls"}),
+        ],
     )
     image = ImageContent(data="aW1n", mime_type="image/png")
     result = ToolResultMessage(tool_call_id="call_1", tool_name="bash", content=[TextContent(text="a.txt"), image])
@@ -181,9 +210,14 @@ async def test_compat_options_shape_the_request(wire: WireServer) -> None:
     }
     model = model_for(wire, reasoning=True, compat=compat)
     previous = AssistantMessage(
-        api="openai-completions", provider="ollama", model="local-model", stop_reason="toolUse",
-        content=[ThinkingContent(thinking="hmm", thinking_signature="reasoning_content"),
-                 ToolCall(id="call_1", name="bash", arguments={})],
+        api="openai-completions",
+        provider="ollama",
+        model="local-model",
+        stop_reason="toolUse",
+        content=[
+            ThinkingContent(thinking="hmm", thinking_signature="reasoning_content"),
+            ToolCall(id="call_1", name="bash", arguments={}),
+        ],
     )
     messages = [
         UserMessage(content="go"),
@@ -208,7 +242,10 @@ async def test_non_null_assistant_content(wire: WireServer) -> None:
     wire.enqueue(chat_chunks([{"content": "fine"}]))
     model = model_for(wire, compat={"requiresNonNullAssistantContent": True})
     previous = AssistantMessage(
-        api="openai-completions", provider="ollama", model="local-model", stop_reason="toolUse",
+        api="openai-completions",
+        provider="ollama",
+        model="local-model",
+        stop_reason="toolUse",
         content=[ToolCall(id="call_1", name="bash", arguments={})],
     )
     result = ToolResultMessage(tool_call_id="call_1", tool_name="bash", content=[])
@@ -219,18 +256,22 @@ async def test_non_null_assistant_content(wire: WireServer) -> None:
 
 
 def test_compat_defaults_by_endpoint() -> None:
-    openai = resolve_compat(Model(id="gpt-4o", provider="openai", api="openai-completions",
-                                  base_url="https://api.openai.com/v1"))
-    local = resolve_compat(Model(id="qwen", provider="ollama", api="openai-completions",
-                                 base_url="http://localhost:11434/v1"))
-    deepseek = resolve_compat(Model(id="deepseek-chat", provider="deepseek", api="openai-completions",
-                                    base_url="https://api.deepseek.com"))
+    openai = resolve_compat(
+        Model(id="gpt-4o", provider="openai", api="openai-completions", base_url="https://api.openai.com/v1")
+    )
+    local = resolve_compat(
+        Model(id="qwen", provider="ollama", api="openai-completions", base_url="http://localhost:11434/v1")
+    )
+    deepseek = resolve_compat(
+        Model(id="deepseek-chat", provider="deepseek", api="openai-completions", base_url="https://api.deepseek.com")
+    )
     assert openai["supportsDeveloperRole"] and openai["supportsStore"]
     assert not local["supportsDeveloperRole"] and local["supportsStore"]
     assert local["maxTokensField"] == "max_completion_tokens"
     assert deepseek["maxTokensField"] == "max_tokens" and deepseek["thinkingFormat"] == "deepseek"
-    overridden = resolve_compat(Model(id="x", provider="ollama", api="openai-completions",
-                                      compat={"supportsDeveloperRole": True}))
+    overridden = resolve_compat(
+        Model(id="x", provider="ollama", api="openai-completions", compat={"supportsDeveloperRole": True})
+    )
     assert overridden["supportsDeveloperRole"] is True
 
 
@@ -251,16 +292,52 @@ async def test_missing_finish_reason_is_an_error(wire: WireServer) -> None:
 @pytest.mark.parametrize(
     ("status", "body", "kind"),
     [
-        (429, {"error": {"message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"}},
-         "retryable"),
+        (
+            429,
+            {
+                "error": {
+                    "message": "Rate limit reached for requests",
+                    "type": "requests",
+                    "code": "rate_limit_exceeded",
+                }
+            },
+            "retryable",
+        ),
         (503, {"error": {"message": "Service Unavailable", "type": "server_error"}}, "retryable"),
-        (400, {"error": {"message": "This model's maximum context length is 32768 tokens. However, you requested "
-                                    "40000 tokens", "type": "invalid_request_error", "code": "context_length_exceeded"}},
-         "context_overflow"),
-        (401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
-                         "code": "invalid_api_key"}}, "auth"),
-        (429, {"error": {"message": "You exceeded your current quota", "type": "insufficient_quota",
-                         "code": "insufficient_quota"}}, "auth_or_other"),
+        (
+            400,
+            {
+                "error": {
+                    "message": "This model's maximum context length is 32768 tokens. However, you requested "
+                    "40000 tokens",
+                    "type": "invalid_request_error",
+                    "code": "context_length_exceeded",
+                }
+            },
+            "context_overflow",
+        ),
+        (
+            401,
+            {
+                "error": {
+                    "message": "Incorrect API key provided",
+                    "type": "invalid_request_error",
+                    "code": "invalid_api_key",
+                }
+            },
+            "auth",
+        ),
+        (
+            429,
+            {
+                "error": {
+                    "message": "You exceeded your current quota",
+                    "type": "insufficient_quota",
+                    "code": "insufficient_quota",
+                }
+            },
+            "auth_or_other",
+        ),
     ],
 )
 async def test_http_errors_are_classified(wire: WireServer, status: int, body: dict, kind: str) -> None:

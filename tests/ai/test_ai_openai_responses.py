@@ -34,10 +34,10 @@ from pi_hookspecs import (
 BASH = ToolDeclaration(name="bash", description="Run a command", parameters={"type": "object", "properties": {}})
 OPTIONS = StreamOptions(api_key="sk-openai", session_id="session-1")
 
+
 @pytest.fixture
 def wire() -> Iterator[WireServer]:
     yield from use_server()
-
 
 
 def model_for(server: WireServer, **fields: object) -> Model:
@@ -56,8 +56,9 @@ def model_for(server: WireServer, **fields: object) -> Model:
 
 
 def ctx(*messages: object, tools: list[ToolDeclaration] | None = None) -> LlmContext:
-    return LlmContext(system_prompt="You are pi.", messages=list(messages or [UserMessage(content="hi")]),
-                      tools=tools or [])
+    return LlmContext(
+        system_prompt="You are pi.", messages=list(messages or [UserMessage(content="hi")]), tools=tools or []
+    )
 
 
 async def test_reasoning_text_and_parallel_tool_calls(wire: WireServer) -> None:
@@ -70,9 +71,13 @@ async def test_reasoning_text_and_parallel_tool_calls(wire: WireServer) -> None:
                     {"type": "function_call", "call_id": "call_1", "name": "bash", "json": ['{"command"', ': "ls"}']},
                     {"type": "function_call", "call_id": "call_2", "name": "bash", "json": ['{"command": "pwd"}']},
                 ],
-                usage={"input_tokens": 1000, "output_tokens": 100, "total_tokens": 1100,
-                       "input_tokens_details": {"cached_tokens": 400},
-                       "output_tokens_details": {"reasoning_tokens": 60}},
+                usage={
+                    "input_tokens": 1000,
+                    "output_tokens": 100,
+                    "total_tokens": 1100,
+                    "input_tokens_details": {"cached_tokens": 400},
+                    "output_tokens_details": {"reasoning_tokens": 60},
+                },
             )
         )
     )
@@ -90,7 +95,13 @@ async def test_reasoning_text_and_parallel_tool_calls(wire: WireServer) -> None:
     assert isinstance(second, ToolCall) and second.id == "call_2|fc_3" and second.arguments == {"command": "pwd"}
     assert message.stop_reason == "toolUse" and message.response_id == "resp_1"
     usage = message.usage
-    assert (usage.input, usage.output, usage.cache_read, usage.reasoning, usage.total_tokens) == (600, 100, 400, 60, 1100)
+    assert (usage.input, usage.output, usage.cache_read, usage.reasoning, usage.total_tokens) == (
+        600,
+        100,
+        400,
+        60,
+        1100,
+    )
     assert usage.cost.total == pytest.approx((600 * 2 + 100 * 8 + 400 * 0.5) / 1e6)
     thinking_deltas = "".join(e.delta for e in events if e.type == "thinking_delta")
     assert thinking_deltas == "First part.\n\nSecond part."
@@ -103,8 +114,15 @@ async def test_reasoning_text_and_parallel_tool_calls(wire: WireServer) -> None:
     assert body["reasoning"] == {"effort": "high", "summary": "auto"}
     assert body["include"] == ["reasoning.encrypted_content"]
     assert body["store"] is False and body["prompt_cache_key"] == "session-1"
-    assert body["tools"] == [{"type": "function", "name": "bash", "description": "Run a command",
-                              "parameters": {"type": "object", "properties": {}}, "strict": False}]
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "name": "bash",
+            "description": "Run a command",
+            "parameters": {"type": "object", "properties": {}},
+            "strict": False,
+        }
+    ]
     assert request.headers["session_id"] == "session-1"
 
 
@@ -128,8 +146,13 @@ async def test_reasoning_items_replayed_for_the_same_model_only(wire: WireServer
     await stream(model, ctx(*history, tools=[BASH]), OPTIONS).result()
     replay = wire.requests[1].body["input"]
     assert replay[2]["type"] == "reasoning" and replay[2]["encrypted_content"] == "SECRET"
-    assert replay[3] == {"type": "function_call", "call_id": "call_1", "name": "bash",
-                         "arguments": '{"command": "ls"}', "id": "fc_1"}
+    assert replay[3] == {
+        "type": "function_call",
+        "call_id": "call_1",
+        "name": "bash",
+        "arguments": '{"command": "ls"}',
+        "id": "fc_1",
+    }
     assert replay[4] == {"type": "function_call_output", "call_id": "call_1", "output": "a"}
 
     other = model_for(wire, id="gpt-other")
@@ -159,8 +182,9 @@ async def test_thinking_off_sends_effort_none(wire: WireServer) -> None:
 async def test_incomplete_max_output_tokens_is_length(wire: WireServer) -> None:
     wire.enqueue(
         responses_stream(
-            responses_events([{"type": "message", "text": "trunc"}], status="incomplete",
-                             incomplete_reason="max_output_tokens")
+            responses_events(
+                [{"type": "message", "text": "trunc"}], status="incomplete", incomplete_reason="max_output_tokens"
+            )
         )
     )
     message = await stream(model_for(wire), ctx(), OPTIONS).result()
@@ -170,10 +194,23 @@ async def test_incomplete_max_output_tokens_is_length(wire: WireServer) -> None:
 
 async def test_failed_response_and_overflow(wire: WireServer) -> None:
     events = responses_events([])[:1]
-    events.append({"type": "response.failed", "response": {
-        "id": "resp_1", "object": "response", "created_at": 1, "model": "gpt-test", "output": [], "status": "failed",
-        "error": {"code": "context_length_exceeded",
-                  "message": "Your input exceeds the context window of this model."}}})
+    events.append(
+        {
+            "type": "response.failed",
+            "response": {
+                "id": "resp_1",
+                "object": "response",
+                "created_at": 1,
+                "model": "gpt-test",
+                "output": [],
+                "status": "failed",
+                "error": {
+                    "code": "context_length_exceeded",
+                    "message": "Your input exceeds the context window of this model.",
+                },
+            },
+        }
+    )
     wire.enqueue(responses_stream(events))
     message = await stream(model_for(wire), ctx(), OPTIONS).result()
     assert message.stop_reason == "error"
@@ -182,13 +219,19 @@ async def test_failed_response_and_overflow(wire: WireServer) -> None:
 
 @pytest.mark.parametrize(
     ("status", "message_text", "kind"),
-    [(429, "Rate limit reached", "retryable"), (500, "The server had an error processing your request", "retryable"),
-     (400, "Your input exceeds the context window of this model.", "context_overflow"),
-     (401, "Incorrect API key provided", "auth")],
+    [
+        (429, "Rate limit reached", "retryable"),
+        (500, "The server had an error processing your request", "retryable"),
+        (400, "Your input exceeds the context window of this model.", "context_overflow"),
+        (401, "Incorrect API key provided", "auth"),
+    ],
 )
 async def test_http_errors(wire: WireServer, status: int, message_text: str, kind: str) -> None:
-    wire.enqueue(json_error(status, {"error": {"message": message_text, "type": "requests", "code": None}},
-                            headers={"retry-after": "2"}))
+    wire.enqueue(
+        json_error(
+            status, {"error": {"message": message_text, "type": "requests", "code": None}}, headers={"retry-after": "2"}
+        )
+    )
     seen: list[tuple[int, dict[str, str]]] = []
     options = OPTIONS.model_copy(update={"on_response": lambda status, headers: seen.append((status, headers))})
     message = await stream(model_for(wire), ctx(), options).result()
@@ -238,8 +281,11 @@ async def test_hooks(wire: WireServer) -> None:
         types.append(data["type"])
 
     options = OPTIONS.model_copy(
-        update={"on_headers": on_headers, "on_payload": lambda p: {**p, "service_tier": "flex"},
-                "on_raw_event": on_raw_event}
+        update={
+            "on_headers": on_headers,
+            "on_payload": lambda p: {**p, "service_tier": "flex"},
+            "on_raw_event": on_raw_event,
+        }
     )
     await stream(model_for(wire), ctx(), options).result()
     request = wire.requests[0]
@@ -251,9 +297,14 @@ async def test_hooks(wire: WireServer) -> None:
 async def test_cross_provider_history(wire: WireServer) -> None:
     wire.enqueue(responses_stream(responses_events([{"type": "message", "text": "ok"}])))
     foreign = AssistantMessage(
-        api="anthropic-messages", provider="anthropic", model="claude", stop_reason="toolUse",
-        content=[ThinkingContent(thinking="hidden", thinking_signature="sig"),
-                 ToolCall(id="toolu_01|x", name="bash", arguments={"command": "ls"})],
+        api="anthropic-messages",
+        provider="anthropic",
+        model="claude",
+        stop_reason="toolUse",
+        content=[
+            ThinkingContent(thinking="hidden", thinking_signature="sig"),
+            ToolCall(id="toolu_01|x", name="bash", arguments={"command": "ls"}),
+        ],
     )
     result = ToolResultMessage(tool_call_id="toolu_01|x", tool_name="bash", content=[TextContent(text="out")])
     await stream(model_for(wire), ctx(UserMessage(content="go"), foreign, result), OPTIONS).result()

@@ -19,7 +19,9 @@ async def test_a_request_without_the_plugin_names_the_package() -> None:
     message = await stream(model, context, StreamOptions(api_key="unused")).result()
     assert message.stop_reason == "error"
     assert message.error_message == missing_plugin_message(model)
-    assert "pi install pluggable-pi-bedrock" in (message.error_message or "") and "\n" not in (message.error_message or "")
+    assert "pi install pluggable-pi-bedrock" in (message.error_message or "") and "\n" not in (
+        message.error_message or ""
+    )
 
 
 def test_other_unknown_apis_get_no_package_hint() -> None:

@@ -33,10 +33,10 @@ from pi_hookspecs import (
 
 KEY_VARS = (*{name for names in ENV_API_KEYS.values() for name in names}, *BEARER_ENV.values())
 
+
 @pytest.fixture
 def wire() -> Iterator[WireServer]:
     yield from use_server()
-
 
 
 @pytest.fixture(autouse=True)
@@ -106,11 +106,18 @@ def test_models_json_openai_compatible_endpoint(agent_dir: Path) -> None:
                     "baseUrl": "http://localhost:11434/v1",
                     "api": "openai-completions",
                     "apiKey": "ollama",
-                    "models": [{"id": "qwen2.5-coder:7b"}, {"id": "llava", "input": ["text", "image"],
-                                                             "contextWindow": 8192}],
+                    "models": [
+                        {"id": "qwen2.5-coder:7b"},
+                        {"id": "llava", "input": ["text", "image"], "contextWindow": 8192},
+                    ],
                 },
-                "anthropic": {"baseUrl": "https://proxy.example.com", "modelOverrides": {
-                    "claude-opus-4-8": {"name": "Opus via proxy", "cost": {"input": 1}}, "not-a-model": {"name": "x"}}},
+                "anthropic": {
+                    "baseUrl": "https://proxy.example.com",
+                    "modelOverrides": {
+                        "claude-opus-4-8": {"name": "Opus via proxy", "cost": {"input": 1}},
+                        "not-a-model": {"name": "x"},
+                    },
+                },
             },
         },
     )
@@ -138,15 +145,28 @@ def test_models_json_json_error_names_file_and_line(agent_dir: Path) -> None:
 @pytest.mark.parametrize(
     ("data", "expected"),
     [
-        ({"providers": {"ollama": {"baseUrl": "u", "api": "openai-completions", "models": [{"id": "m",
-                                                                                      "contextWindow": "big"}]}}},
-         "providers.ollama.models[0].contextWindow: Input should be a valid integer"),
+        (
+            {
+                "providers": {
+                    "ollama": {
+                        "baseUrl": "u",
+                        "api": "openai-completions",
+                        "models": [{"id": "m", "contextWindow": "big"}],
+                    }
+                }
+            },
+            "providers.ollama.models[0].contextWindow: Input should be a valid integer",
+        ),
         ({"providers": {"ollama": {"baseURL": "u"}}}, "providers.ollama.baseURL: unknown field"),
         ({"providers": {"ollama": {"models": [{"name": "no id"}]}}}, "providers.ollama.models[0].id: required field"),
-        ({"providers": {"acme": {"api": "openai-completions", "models": [{"id": "m"}]}}},
-         'providers.acme: a new provider needs "baseUrl" and "api"'),
-        ({"providers": {"acme": {"baseUrl": "u", "models": [{"id": "m"}]}}},
-         'providers.acme: a new provider needs "baseUrl" and "api"'),
+        (
+            {"providers": {"acme": {"api": "openai-completions", "models": [{"id": "m"}]}}},
+            'providers.acme: a new provider needs "baseUrl" and "api"',
+        ),
+        (
+            {"providers": {"acme": {"baseUrl": "u", "models": [{"id": "m"}]}}},
+            'providers.acme: a new provider needs "baseUrl" and "api"',
+        ),
         ([1, 2], 'expected a JSON object with "providers"'),
     ],
 )
@@ -160,16 +180,25 @@ def test_models_json_schema_errors_name_the_field(agent_dir: Path, data: object,
 
 
 def test_one_bad_model_hides_neither_the_others_nor_the_provider(agent_dir: Path) -> None:
-    path = write_models(agent_dir, {"providers": {
-        "lm": {"baseUrl": "http://x/v1", "api": "openai-completions", "apiKey": "k",
-               "models": [{"id": "bad", "contextWindow": "big"}, {"id": "good"}],
-               "modelOverrides": {"good": {"maxTokens": -1}}},
-        "broken": 5,
-    }})
+    path = write_models(
+        agent_dir,
+        {
+            "providers": {
+                "lm": {
+                    "baseUrl": "http://x/v1",
+                    "api": "openai-completions",
+                    "apiKey": "k",
+                    "models": [{"id": "bad", "contextWindow": "big"}, {"id": "good"}],
+                    "modelOverrides": {"good": {"maxTokens": -1}},
+                },
+                "broken": 5,
+            }
+        },
+    )
     registry = ModelRegistry()
     assert registry.get("lm", "good") is not None and registry.get("lm", "bad") is None
     assert registry.errors == [
-        f'{path}: providers.lm.models[0].contextWindow: Input should be a valid integer, unable to parse string as an '
+        f"{path}: providers.lm.models[0].contextWindow: Input should be a valid integer, unable to parse string as an "
         f'integer (got "big"); model lm/bad is skipped',
         f"{path}: providers.lm.modelOverrides.good.maxTokens: Input should be greater than 0 (got -1); "
         "the override of lm/good is skipped",
@@ -180,8 +209,10 @@ def test_one_bad_model_hides_neither_the_others_nor_the_provider(agent_dir: Path
 def test_reload_picks_up_changes(agent_dir: Path) -> None:
     registry = ModelRegistry()
     assert registry.get("lm", "m") is None
-    write_models(agent_dir, {"providers": {"lm": {"baseUrl": "http://x/v1", "api": "openai-completions",
-                                                  "models": [{"id": "m"}]}}})
+    write_models(
+        agent_dir,
+        {"providers": {"lm": {"baseUrl": "http://x/v1", "api": "openai-completions", "models": [{"id": "m"}]}}},
+    )
     registry.reload()
     assert registry.get("lm", "m") is not None
 
@@ -211,11 +242,20 @@ def test_selection_patterns(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_bare_id_on_several_providers(agent_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write_models(agent_dir, {"providers": {"proxy": {"baseUrl": "http://p/v1", "api": "openai-completions",
-                                                     "models": [{"id": "gpt-5.5"}]}}})
+    write_models(
+        agent_dir,
+        {
+            "providers": {
+                "proxy": {"baseUrl": "http://p/v1", "api": "openai-completions", "models": [{"id": "gpt-5.5"}]}
+            }
+        },
+    )
     registry = ModelRegistry()
-    with pytest.raises(ModelResolutionError, match=r"ambiguous across providers: azure/gpt-5.5, cloudflare-ai-gateway/"
-                       r"gpt-5.5, openai/gpt-5.5, opencode/gpt-5.5, proxy/gpt-5.5\. No matching provider is auth"):
+    with pytest.raises(
+        ModelResolutionError,
+        match=r"ambiguous across providers: azure/gpt-5.5, cloudflare-ai-gateway/"
+        r"gpt-5.5, openai/gpt-5.5, opencode/gpt-5.5, proxy/gpt-5.5\. No matching provider is auth",
+    ):
         registry.resolve("gpt-5.5")
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     assert registry.resolve("gpt-5.5").model.ref == "openai/gpt-5.5"
@@ -229,22 +269,33 @@ def test_scope_globs() -> None:
     assert all(s.thinking_level == "high" for s in selected if "opus" in s.model.id)
     # pi 1.6.0: an id on several providers adds each of them, with a warning
     assert {"azure/gpt-5.5", "opencode/gpt-5.5"} <= set(refs)
-    assert 'Pattern "gpt-5.5" matches several providers: azure, cloudflare-ai-gateway, openai, opencode. ' \
-           "Use provider/id to choose one." in warnings
+    assert (
+        'Pattern "gpt-5.5" matches several providers: azure, cloudflare-ai-gateway, openai, opencode. '
+        "Use provider/id to choose one." in warnings
+    )
     assert 'No models match pattern "zzz*"' in warnings
     assert any("Invalid thinking level" in w for w in warnings)
 
 
 def test_plugin_providers(agent_dir: Path) -> None:
     registry = ModelRegistry()
-    registry.add_provider(ProviderDefinition(name="anthropic", base_url="https://gateway.example.com",
-                                             headers={"X-Gateway-Key": "$GATEWAY"}), source="plugin:gw")
+    registry.add_provider(
+        ProviderDefinition(
+            name="anthropic", base_url="https://gateway.example.com", headers={"X-Gateway-Key": "$GATEWAY"}
+        ),
+        source="plugin:gw",
+    )
     opus = registry.get("anthropic", "claude-opus-4-8")
     assert opus.base_url == "https://gateway.example.com"  # type: ignore[union-attr]
     assert opus.headers == {"X-Gateway-Key": "$GATEWAY"}  # type: ignore[union-attr]
     registry.add_provider(
-        {"name": "acme", "base_url": "https://api.acme.example/v1", "api": "openai-completions", "api_key": "$ACME_KEY",
-         "models": [{"id": "acme-chat", "name": "Acme Chat", "max_tokens": 8192}]},
+        {
+            "name": "acme",
+            "base_url": "https://api.acme.example/v1",
+            "api": "openai-completions",
+            "api_key": "$ACME_KEY",
+            "models": [{"id": "acme-chat", "name": "Acme Chat", "max_tokens": 8192}],
+        },
         source="plugin:acme",
     )
     acme = registry.get("acme", "acme-chat")
@@ -259,13 +310,18 @@ def test_plugin_providers(agent_dir: Path) -> None:
 def test_a_plugin_provider_may_offer_the_models_of_a_catalogue_provider(agent_dir: Path) -> None:
     registry = ModelRegistry(models_path=agent_dir / "models.json")
     registry.add_provider(
-        ProviderDefinition(name="corp-claude", base_url="https://llm.corp.example", api="anthropic-messages",
-                           catalogue="anthropic"),
+        ProviderDefinition(
+            name="corp-claude", base_url="https://llm.corp.example", api="anthropic-messages", catalogue="anthropic"
+        ),
         source="plugin:corp",
     )
     opus, ours = registry.get("anthropic", "claude-opus-4-8"), registry.get("corp-claude", "claude-opus-4-8")
     assert opus is not None and ours is not None
-    assert (ours.provider, ours.base_url, ours.context_window) == ("corp-claude", "https://llm.corp.example", opus.context_window)
+    assert (ours.provider, ours.base_url, ours.context_window) == (
+        "corp-claude",
+        "https://llm.corp.example",
+        opus.context_window,
+    )
     with pytest.raises(ValueError, match="catalogue 'nope' is not a provider of pi's model catalogue"):
         registry.add_provider(ProviderDefinition(name="x", api="openai-completions", catalogue="nope"))
 
@@ -290,9 +346,17 @@ async def test_registry_stream_resolves_key_and_headers(
     monkeypatch.setenv("LOCAL_KEY", "from-env")
     write_models(
         agent_dir,
-        {"providers": {"local": {"baseUrl": f"{wire.url}/v1", "api": "openai-completions", "apiKey": "${LOCAL_KEY}",
-                                 "headers": {"X-Team": "!printf platform"},
-                                 "models": [{"id": "llama", "headers": {"X-Model": "yes"}}]}}},
+        {
+            "providers": {
+                "local": {
+                    "baseUrl": f"{wire.url}/v1",
+                    "api": "openai-completions",
+                    "apiKey": "${LOCAL_KEY}",
+                    "headers": {"X-Team": "!printf platform"},
+                    "models": [{"id": "llama", "headers": {"X-Model": "yes"}}],
+                }
+            }
+        },
     )
     registry = ModelRegistry()
     model = registry.resolve("local/llama").model
@@ -303,8 +367,9 @@ async def test_registry_stream_resolves_key_and_headers(
     assert headers["authorization"] == "Bearer from-env"
     assert headers["x-team"] == "platform" and headers["x-model"] == "yes"
 
-    override = await registry.complete(model, LlmContext(messages=[UserMessage(content="hi")]),
-                                       StreamOptions(api_key="cli-key"))
+    override = await registry.complete(
+        model, LlmContext(messages=[UserMessage(content="hi")]), StreamOptions(api_key="cli-key")
+    )
     assert override.stop_reason == "error"  # no canned response left: the server answers 500
     assert wire.requests[1].headers["authorization"] == "Bearer cli-key"
 
@@ -315,13 +380,24 @@ async def test_model_fields_of_models_json_reach_requests_and_read_back_in_camel
     sampling = {"samplingParams": {"top_p": 0.9}, "samplingParamsByThinkingLevel": {"off": {"top_k": 20}}}
     write_models(
         agent_dir,
-        {"providers": {
-            "chat": {"baseUrl": f"{wire.url}/v1", "api": "openai-completions", "apiKey": "k",
-                     "models": [{"id": "c", "promptCache": {"short": 300}, "inputLimits": {"maxRequestBytes": 9},
-                                 **sampling}]},
-            "resp": {"baseUrl": f"{wire.url}/v1", "api": "openai-responses", "apiKey": "k",
-                     "models": [{"id": "r", **sampling}]},
-        }},
+        {
+            "providers": {
+                "chat": {
+                    "baseUrl": f"{wire.url}/v1",
+                    "api": "openai-completions",
+                    "apiKey": "k",
+                    "models": [
+                        {"id": "c", "promptCache": {"short": 300}, "inputLimits": {"maxRequestBytes": 9}, **sampling}
+                    ],
+                },
+                "resp": {
+                    "baseUrl": f"{wire.url}/v1",
+                    "api": "openai-responses",
+                    "apiKey": "k",
+                    "models": [{"id": "r", **sampling}],
+                },
+            }
+        },
     )
     registry = ModelRegistry()
     chat = registry.resolve("chat/c").model
@@ -338,13 +414,25 @@ async def test_model_fields_of_models_json_reach_requests_and_read_back_in_camel
 
 
 async def test_registry_stream_auth_header_for_anthropic_endpoint(agent_dir: Path, wire: WireServer) -> None:
-    write_models(agent_dir, {"providers": {"gateway": {
-        "baseUrl": wire.url, "api": "anthropic-messages", "apiKey": "gw-token", "authHeader": True,
-        "models": [{"id": "claude-proxy"}]}}})
+    write_models(
+        agent_dir,
+        {
+            "providers": {
+                "gateway": {
+                    "baseUrl": wire.url,
+                    "api": "anthropic-messages",
+                    "apiKey": "gw-token",
+                    "authHeader": True,
+                    "models": [{"id": "claude-proxy"}],
+                }
+            }
+        },
+    )
     registry = ModelRegistry()
     wire.enqueue(anthropic_stream(anthropic_message([{"type": "text", "text": "via gateway"}])))
-    message = await registry.complete(registry.resolve("gateway/claude-proxy").model,
-                                      LlmContext(messages=[UserMessage(content="hi")]))
+    message = await registry.complete(
+        registry.resolve("gateway/claude-proxy").model, LlmContext(messages=[UserMessage(content="hi")])
+    )
     assert message.text() == "via gateway"
     headers = wire.requests[0].headers
     assert headers["authorization"] == "Bearer gw-token" and "x-api-key" not in headers
@@ -369,8 +457,9 @@ async def test_registry_stream_uses_the_provider_stream_function() -> None:
 
     registry = ModelRegistry()
     registry.add_provider(
-        ProviderDefinition(name="acme", api_key="literal", models=[Model(id="a1", api="acme-wire")],
-                           stream=acme_stream),
+        ProviderDefinition(
+            name="acme", api_key="literal", models=[Model(id="a1", api="acme-wire")], stream=acme_stream
+        ),
         source="plugin:acme",
     )
     assert registry.has_auth("acme")
@@ -392,14 +481,28 @@ def test_config_fields_is_the_python_dump_of_models_json_models() -> None:
     from pi_core.ai.config import ModelConfig, ModelOverride
     from pi_core.ai.registry import config_fields
 
-    model = ModelConfig.model_validate({
-        "id": "m", "name": "M", "api": "openai-completions", "type": "chat", "contextWindow": 8192,
-        "input": ["text", "image"], "reasoning": True, "thinkingLevelMap": {"off": None, "high": "max"},
-        "headers": {"x-a": "1"}, "compat": {"a": None, "b": [None, {"c": 1}]},
-        "cost": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0,
-                 "tiers": [{"inputTokensAbove": 1000, "input": 2, "output": 4, "cacheRead": 0, "cacheWrite": 0}]},
-        "samplingParamsByThinkingLevel": {"high": {"temperature": 1}},
-    })
+    model = ModelConfig.model_validate(
+        {
+            "id": "m",
+            "name": "M",
+            "api": "openai-completions",
+            "type": "chat",
+            "contextWindow": 8192,
+            "input": ["text", "image"],
+            "reasoning": True,
+            "thinkingLevelMap": {"off": None, "high": "max"},
+            "headers": {"x-a": "1"},
+            "compat": {"a": None, "b": [None, {"c": 1}]},
+            "cost": {
+                "input": 1,
+                "output": 2,
+                "cacheRead": 0,
+                "cacheWrite": 0,
+                "tiers": [{"inputTokensAbove": 1000, "input": 2, "output": 4, "cacheRead": 0, "cacheWrite": 0}],
+            },
+            "samplingParamsByThinkingLevel": {"high": {"temperature": 1}},
+        }
+    )
     override = ModelOverride.model_validate({"maxTokens": 100, "cost": {"input": 5}, "headers": {"x-b": "2"}})
     for config, exclude in ((model, {"type"}), (model, set()), (override, set())):
         fields = config_fields(config, exclude=exclude)
@@ -425,17 +528,32 @@ async def test_a_plugin_api_with_transcript_rules_gets_the_context_prepared(agen
 
     registry = ModelRegistry(models_path=agent_dir / "models.json")
     registry.add_api(ApiDefinition(name="acme-wire", stream=api, transcript=TranscriptRules(tool_call_id_max_length=8)))
-    registry.add_provider(ProviderDefinition(name="acme", api="acme-wire", base_url="http://x",
-                                             models=[Model(id="m", name="m", api="acme-wire", provider="acme")]))
+    registry.add_provider(
+        ProviderDefinition(
+            name="acme",
+            api="acme-wire",
+            base_url="http://x",
+            models=[Model(id="m", name="m", api="acme-wire", provider="acme")],
+        )
+    )
     model = registry.get("acme", "m")
     assert model is not None
-    foreign = AssistantMessage(provider="other", api="openai-completions", model="o", stop_reason="toolUse",
-                               content=[ToolCall(id="call|with/odd+chars", name="ls", arguments={})])
-    context = LlmContext(messages=[
-        SystemMessage(content="You are pi."), UserMessage(content="hi"), foreign,
-        ToolResultMessage(tool_call_id="call|with/odd+chars", tool_name="ls", content=[TextContent(text="a")]),
-        AssistantMessage(provider="other", api="x", model="o", stop_reason="error", content=[]),
-    ])
+    foreign = AssistantMessage(
+        provider="other",
+        api="openai-completions",
+        model="o",
+        stop_reason="toolUse",
+        content=[ToolCall(id="call|with/odd+chars", name="ls", arguments={})],
+    )
+    context = LlmContext(
+        messages=[
+            SystemMessage(content="You are pi."),
+            UserMessage(content="hi"),
+            foreign,
+            ToolResultMessage(tool_call_id="call|with/odd+chars", tool_name="ls", content=[TextContent(text="a")]),
+            AssistantMessage(provider="other", api="x", model="o", stop_reason="error", content=[]),
+        ]
+    )
     answer = await registry.complete(model, context)
     assert answer.stop_reason == "stop", answer.error_message
     (prepared,) = seen

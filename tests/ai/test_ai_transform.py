@@ -31,8 +31,9 @@ IMAGE = ImageContent(data="aGk=", mime_type="image/png")
 
 
 def assistant(model: Model, *content: object, stop: str = "toolUse") -> AssistantMessage:
-    return AssistantMessage(api=model.api, provider=model.provider, model=model.id, content=list(content),
-                            stop_reason=stop)  # type: ignore[arg-type]
+    return AssistantMessage(
+        api=model.api, provider=model.provider, model=model.id, content=list(content), stop_reason=stop
+    )  # type: ignore[arg-type]
 
 
 def tool(name: str) -> ToolDeclaration:
@@ -112,11 +113,16 @@ def test_same_model_ids_are_not_normalised() -> None:
 def test_orphan_tool_calls_get_synthetic_results() -> None:
     first = assistant(CLAUDE, ToolCall(id="a", name="bash"), ToolCall(id="b", name="read"))
     answered = ToolResultMessage(tool_call_id="a", tool_name="bash", content=[TextContent(text="fine")])
-    out = transform_messages([first, answered, UserMessage(content="stop"), assistant(CLAUDE, ToolCall(id="c", name="x"))],
-                             CLAUDE)
+    out = transform_messages(
+        [first, answered, UserMessage(content="stop"), assistant(CLAUDE, ToolCall(id="c", name="x"))], CLAUDE
+    )
     roles = [(m.role, getattr(m, "tool_call_id", None)) for m in out]
     assert roles == [
-        ("assistant", None), ("toolResult", "a"), ("toolResult", "b"), ("user", None), ("assistant", None),
+        ("assistant", None),
+        ("toolResult", "a"),
+        ("toolResult", "b"),
+        ("user", None),
+        ("assistant", None),
         ("toolResult", "c"),
     ]
     synthetic = out[2]
@@ -127,8 +133,13 @@ def test_failed_turns_are_dropped_with_their_results() -> None:
     failed = assistant(CLAUDE, TextContent(text="partial"), ToolCall(id="x", name="t"), stop="error")
     aborted = assistant(CLAUDE, TextContent(text="cut"), stop="aborted")
     out = transform_messages(
-        [UserMessage(content="q"), failed, ToolResultMessage(tool_call_id="x", tool_name="t"), aborted,
-         UserMessage(content="again")],
+        [
+            UserMessage(content="q"),
+            failed,
+            ToolResultMessage(tool_call_id="x", tool_name="t"),
+            aborted,
+            UserMessage(content="again"),
+        ],
         CLAUDE,
     )
     assert [m.role for m in out] == ["user", "user"]
@@ -147,7 +158,11 @@ def test_images_become_placeholders_for_text_only_models() -> None:
 
 def test_missing_content_is_normalised() -> None:
     broken = AssistantMessage.model_construct(
-        role="assistant", content=None, api="anthropic-messages", provider="anthropic", model="claude-x",
+        role="assistant",
+        content=None,
+        api="anthropic-messages",
+        provider="anthropic",
+        model="claude-x",
         stop_reason="stop",
     )
     out = transform_messages([broken], CLAUDE)
@@ -156,12 +171,15 @@ def test_missing_content_is_normalised() -> None:
 
 def test_system_prompt_sections_replay() -> None:
     messages = [
-        SystemMessage(sections={"intro": "You are pi.", "tools": "Tools: bash", "cwd": "cwd: /a"},
-                      tools_added=[tool("bash"), tool("read")]),
+        SystemMessage(
+            sections={"intro": "You are pi.", "tools": "Tools: bash", "cwd": "cwd: /a"},
+            tools_added=[tool("bash"), tool("read")],
+        ),
         UserMessage(content="hi"),
         SystemMessage(sections={"cwd": "cwd: /b", "tools": None, "skills": "Skills: x"}),
-        SystemMessage(content="Remember the deadline.", tools_removed=[ToolReference(name="bash")],
-                      tools_added=[tool("grep")]),
+        SystemMessage(
+            content="Remember the deadline.", tools_removed=[ToolReference(name="bash")], tools_added=[tool("grep")]
+        ),
         SystemMessage(tools_added=[ToolDeclaration(name="read", description="read v2")]),
     ]
     assert current_system_prompt(messages) == "You are pi.\n\ncwd: /b\n\nSkills: x\n\nRemember the deadline."
@@ -179,7 +197,8 @@ def test_system_content_blocks_and_empty_parts() -> None:
 
 def test_prepare_context_prefers_system_messages() -> None:
     context = LlmContext(
-        system_prompt="ignored", tools=[tool("ignored")],
+        system_prompt="ignored",
+        tools=[tool("ignored")],
         messages=[SystemMessage(sections={"p": "Prompt"}, tools_added=[tool("bash")]), UserMessage(content="x")],
     )
     prepared = prepare_context(CLAUDE, context)
@@ -232,8 +251,15 @@ def _window_model(window: int, max_tokens: int = 16384) -> Model:
 def _answer(total: int, timestamp: int, stop: str = "stop") -> AssistantMessage:
     from pi_hookspecs import Usage
 
-    return AssistantMessage(content=[TextContent(text="ok")], api="openai-completions", provider="p", model="m",
-                            usage=Usage(total_tokens=total), stop_reason=stop, timestamp=timestamp)
+    return AssistantMessage(
+        content=[TextContent(text="ok")],
+        api="openai-completions",
+        provider="p",
+        model="m",
+        usage=Usage(total_tokens=total),
+        stop_reason=stop,
+        timestamp=timestamp,
+    )
 
 
 def test_max_tokens_are_fitted_into_the_window_as_pi_1_6_0_does() -> None:
@@ -256,7 +282,11 @@ def test_max_tokens_are_fitted_into_the_window_as_pi_1_6_0_does() -> None:
     assert estimate_request_input_tokens(history) == 50_001
     assert estimate_request_input_tokens([*history, _answer(60_000, 4, stop="error")]) == 50_001 + 1  # "ok"
     # an answer older than a message before it (a summary inserted later) does not count
-    summary_first = [UserMessage(content="summary", timestamp=10), _answer(50_000, 5), UserMessage(content="x", timestamp=11)]
+    summary_first = [
+        UserMessage(content="summary", timestamp=10),
+        _answer(50_000, 5),
+        UserMessage(content="x", timestamp=11),
+    ]
     assert estimate_request_input_tokens(summary_first) == 2 + 1 + 1
 
 

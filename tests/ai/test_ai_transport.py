@@ -316,7 +316,11 @@ def test_deflate_in_both_forms_repeated_headers_and_a_body_that_does_not_decode(
                 return
             line = head.split(b"\r\n", 1)[0]
             if b"/zlib" in line:
-                writer.write(respond(zlib.compress(b"zlib deflate"), "Content-Encoding: deflate", "Set-Cookie: a", "Set-Cookie: b"))
+                writer.write(
+                    respond(
+                        zlib.compress(b"zlib deflate"), "Content-Encoding: deflate", "Set-Cookie: a", "Set-Cookie: b"
+                    )
+                )
             elif b"/raw" in line:
                 writer.write(respond(raw_body, "Content-Encoding: deflate"))
             else:
@@ -343,7 +347,9 @@ def test_the_proxied_client_answers_as_pis_own() -> None:
         async with Server(keep_alive_echo) as server:
             proxied = _common._ProxiedClient()
             try:
-                response = await proxied.post(server.url(), b"via httpx2", {"X-A": "1"}, timeout=5.0, connect_timeout=5.0)
+                response = await proxied.post(
+                    server.url(), b"via httpx2", {"X-A": "1"}, timeout=5.0, connect_timeout=5.0
+                )
                 assert response.status_code == 200 and dict(response.headers)["content-length"] == "15"
                 assert b"".join([chunk async for chunk in response.aiter_bytes()]) == b"echo:via httpx2"
                 await response.aclose()

@@ -97,14 +97,35 @@ def test_a_refused_connection_reads_as_retryable() -> None:
 def test_the_wait_a_failed_response_asks_for() -> None:
     assert requested_delay({"retry-after": "10"}, 429) == 10.0
     assert requested_delay({"Retry-After-Ms": "250"}, 503) == 0.25
-    assert requested_delay({"x-ratelimit-reset-requests": "1s", "x-ratelimit-remaining-requests": "0",
-                            "x-ratelimit-reset-tokens": "6m0s", "x-ratelimit-remaining-tokens": "100"}, 429) == 1.0
-    assert requested_delay({"x-ratelimit-reset-tokens": "6m0s", "x-ratelimit-remaining-tokens": "0",
-                            "x-ratelimit-reset-requests": "1s"}, 429) == 360.0
+    assert (
+        requested_delay(
+            {
+                "x-ratelimit-reset-requests": "1s",
+                "x-ratelimit-remaining-requests": "0",
+                "x-ratelimit-reset-tokens": "6m0s",
+                "x-ratelimit-remaining-tokens": "100",
+            },
+            429,
+        )
+        == 1.0
+    )
+    assert (
+        requested_delay(
+            {
+                "x-ratelimit-reset-tokens": "6m0s",
+                "x-ratelimit-remaining-tokens": "0",
+                "x-ratelimit-reset-requests": "1s",
+            },
+            429,
+        )
+        == 360.0
+    )
     assert requested_delay({"x-ratelimit-reset-requests": "1m30.5s"}, 429) == 90.5
     assert requested_delay({"x-ratelimit-reset-requests": "250ms"}, 429) == 0.25
     later = (datetime.now(UTC) + timedelta(seconds=30)).isoformat().replace("+00:00", "Z")
-    wait = requested_delay({"anthropic-ratelimit-tokens-reset": later, "anthropic-ratelimit-tokens-remaining": "0"}, 429)
+    wait = requested_delay(
+        {"anthropic-ratelimit-tokens-reset": later, "anthropic-ratelimit-tokens-remaining": "0"}, 429
+    )
     assert wait is not None and 28 <= wait <= 30
     assert requested_delay({"x-ratelimit-reset-requests": "1s"}, 500) is None  # reset headers: a 429's only
     assert requested_delay({"x-ratelimit-reset-requests": "soon"}, 429) is None

@@ -72,7 +72,9 @@ class WireServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
-                server.requests.append(Recorded("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, raw))
+                server.requests.append(
+                    Recorded("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, raw)
+                )
                 canned = server.queue.popleft() if server.queue else _no_response()
                 self._send(canned)
 
@@ -150,7 +152,9 @@ def sse(events: list[tuple[str | None, Any]]) -> list[bytes]:
 
 
 def json_error(status: int, body: Any, headers: dict[str, str] | None = None) -> Canned:
-    return Canned(status=status, content_type="application/json", body=[json.dumps(body).encode()], headers=headers or {})
+    return Canned(
+        status=status, content_type="application/json", body=[json.dumps(body).encode()], headers=headers or {}
+    )
 
 
 def anthropic_stream(events: list[dict[str, Any]], **options: Any) -> Canned:
@@ -174,40 +178,87 @@ def anthropic_message(
         {
             "type": "message_start",
             "message": {
-                "id": message_id, "type": "message", "role": "assistant", "model": model, "content": [],
-                "stop_reason": None, "stop_sequence": None,
-                "usage": {"input_tokens": usage.get("input_tokens", 0), "output_tokens": 1,
-                          "cache_read_input_tokens": usage.get("cache_read_input_tokens", 0),
-                          "cache_creation_input_tokens": usage.get("cache_creation_input_tokens", 0)},
+                "id": message_id,
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {
+                    "input_tokens": usage.get("input_tokens", 0),
+                    "output_tokens": 1,
+                    "cache_read_input_tokens": usage.get("cache_read_input_tokens", 0),
+                    "cache_creation_input_tokens": usage.get("cache_creation_input_tokens", 0),
+                },
             },
         }
     ]
     for index, block in enumerate(blocks):
         kind = block["type"]
         if kind == "text":
-            events.append({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
+            events.append(
+                {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}
+            )
             for piece in _split(block["text"]):
-                events.append({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}})
+                events.append(
+                    {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}
+                )
         elif kind == "thinking":
-            events.append({"type": "content_block_start", "index": index,
-                           "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
+            events.append(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+                }
+            )
             for piece in _split(block["thinking"]):
-                events.append({"type": "content_block_delta", "index": index,
-                               "delta": {"type": "thinking_delta", "thinking": piece}})
-            events.append({"type": "content_block_delta", "index": index,
-                           "delta": {"type": "signature_delta", "signature": block["signature"]}})
+                events.append(
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "thinking_delta", "thinking": piece},
+                    }
+                )
+            events.append(
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "signature_delta", "signature": block["signature"]},
+                }
+            )
         elif kind == "redacted_thinking":
-            events.append({"type": "content_block_start", "index": index,
-                           "content_block": {"type": "redacted_thinking", "data": block["data"]}})
+            events.append(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "redacted_thinking", "data": block["data"]},
+                }
+            )
         elif kind == "tool_use":
-            events.append({"type": "content_block_start", "index": index,
-                           "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}})
+            events.append(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}},
+                }
+            )
             for piece in block["json"]:
-                events.append({"type": "content_block_delta", "index": index,
-                               "delta": {"type": "input_json_delta", "partial_json": piece}})
+                events.append(
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": piece},
+                    }
+                )
         events.append({"type": "content_block_stop", "index": index})
-    events.append({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-                   "usage": {"output_tokens": usage.get("output_tokens", 0)}})
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+            "usage": {"output_tokens": usage.get("output_tokens", 0)},
+        }
+    )
     events.append({"type": "message_stop"})
     return events
 
@@ -222,9 +273,15 @@ def chat_chunks(
     done: bool = True,
 ) -> Canned:
     """A Chat Completions stream: one chunk per delta, then the finish and usage chunks."""
+
     def chunk(delta: dict[str, Any] | None, finish: str | None = None, with_usage: Any = None) -> dict[str, Any]:
-        body: dict[str, Any] = {"id": chunk_id, "object": "chat.completion.chunk", "created": 1, "model": model,
-                                "choices": [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        body: dict[str, Any] = {
+            "id": chunk_id,
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": model,
+            "choices": [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
         if with_usage is not None:
             body["usage"] = with_usage
         return body
@@ -255,55 +312,133 @@ def responses_events(
     """Responses events for output ``items``: ``{"type": "reasoning", "summary": [..],
     "encrypted_content": ..}``, ``{"type": "message", "text": ..}``,
     ``{"type": "function_call", "call_id", "name", "json": [pieces]}``."""
-    base = {"id": response_id, "object": "response", "created_at": 1, "model": "gpt-test", "output": [],
-            "status": "in_progress"}
+    base = {
+        "id": response_id,
+        "object": "response",
+        "created_at": 1,
+        "model": "gpt-test",
+        "output": [],
+        "status": "in_progress",
+    }
     events: list[dict[str, Any]] = [{"type": "response.created", "response": base}]
     done_items = []
     for position, item in enumerate(items):
         kind = item["type"]
         if kind == "reasoning":
-            full = {"type": "reasoning", "id": f"rs_{position}", "summary": [],
-                    "encrypted_content": item.get("encrypted_content")}
-            events.append({"type": "response.output_item.added", "output_index": position,
-                           "item": {**full, "encrypted_content": None}})
+            full = {
+                "type": "reasoning",
+                "id": f"rs_{position}",
+                "summary": [],
+                "encrypted_content": item.get("encrypted_content"),
+            }
+            events.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": position,
+                    "item": {**full, "encrypted_content": None},
+                }
+            )
             for part_index, text in enumerate(item["summary"]):
-                events.append({"type": "response.reasoning_summary_part.added", "output_index": position,
-                               "item_id": full["id"], "summary_index": part_index,
-                               "part": {"type": "summary_text", "text": ""}})
+                events.append(
+                    {
+                        "type": "response.reasoning_summary_part.added",
+                        "output_index": position,
+                        "item_id": full["id"],
+                        "summary_index": part_index,
+                        "part": {"type": "summary_text", "text": ""},
+                    }
+                )
                 for piece in _split(text):
-                    events.append({"type": "response.reasoning_summary_text.delta", "output_index": position,
-                                   "item_id": full["id"], "summary_index": part_index, "delta": piece})
+                    events.append(
+                        {
+                            "type": "response.reasoning_summary_text.delta",
+                            "output_index": position,
+                            "item_id": full["id"],
+                            "summary_index": part_index,
+                            "delta": piece,
+                        }
+                    )
             full["summary"] = [{"type": "summary_text", "text": t} for t in item["summary"]]
             events.append({"type": "response.output_item.done", "output_index": position, "item": full})
         elif kind == "message":
             item_id = f"msg_{position}"
-            events.append({"type": "response.output_item.added", "output_index": position,
-                           "item": {"type": "message", "id": item_id, "role": "assistant", "status": "in_progress",
-                                    "content": []}})
+            events.append(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": position,
+                    "item": {
+                        "type": "message",
+                        "id": item_id,
+                        "role": "assistant",
+                        "status": "in_progress",
+                        "content": [],
+                    },
+                }
+            )
             for piece in _split(item["text"]):
-                events.append({"type": "response.output_text.delta", "output_index": position, "item_id": item_id,
-                               "content_index": 0, "delta": piece, "logprobs": []})
-            full = {"type": "message", "id": item_id, "role": "assistant", "status": "completed",
-                    "content": [{"type": "output_text", "text": item["text"], "annotations": []}]}
+                events.append(
+                    {
+                        "type": "response.output_text.delta",
+                        "output_index": position,
+                        "item_id": item_id,
+                        "content_index": 0,
+                        "delta": piece,
+                        "logprobs": [],
+                    }
+                )
+            full = {
+                "type": "message",
+                "id": item_id,
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": item["text"], "annotations": []}],
+            }
             events.append({"type": "response.output_item.done", "output_index": position, "item": full})
         elif kind == "function_call":
             item_id = f"fc_{position}"
-            added = {"type": "function_call", "id": item_id, "call_id": item["call_id"], "name": item["name"],
-                     "arguments": "", "status": "in_progress"}
+            added = {
+                "type": "function_call",
+                "id": item_id,
+                "call_id": item["call_id"],
+                "name": item["name"],
+                "arguments": "",
+                "status": "in_progress",
+            }
             events.append({"type": "response.output_item.added", "output_index": position, "item": added})
             for piece in item["json"]:
-                events.append({"type": "response.function_call_arguments.delta", "output_index": position,
-                               "item_id": item_id, "delta": piece})
+                events.append(
+                    {
+                        "type": "response.function_call_arguments.delta",
+                        "output_index": position,
+                        "item_id": item_id,
+                        "delta": piece,
+                    }
+                )
             arguments = "".join(item["json"])
-            events.append({"type": "response.function_call_arguments.done", "output_index": position,
-                           "item_id": item_id, "arguments": arguments})
+            events.append(
+                {
+                    "type": "response.function_call_arguments.done",
+                    "output_index": position,
+                    "item_id": item_id,
+                    "arguments": arguments,
+                }
+            )
             full = {**added, "arguments": arguments, "status": "completed"}
             events.append({"type": "response.output_item.done", "output_index": position, "item": full})
         done_items.append(item)
-    final = {**base, "status": status, "output": [],
-             "usage": usage or {"input_tokens": 50, "output_tokens": 10, "total_tokens": 60,
-                                "input_tokens_details": {"cached_tokens": 0},
-                                "output_tokens_details": {"reasoning_tokens": 0}}}
+    final = {
+        **base,
+        "status": status,
+        "output": [],
+        "usage": usage
+        or {
+            "input_tokens": 50,
+            "output_tokens": 10,
+            "total_tokens": 60,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
+    }
     if incomplete_reason:
         final["incomplete_details"] = {"reason": incomplete_reason}
     terminal = "response.incomplete" if status == "incomplete" else "response.completed"
@@ -366,9 +501,9 @@ def shared_server() -> WireServer:
 def use_server() -> Iterator[WireServer]:
     """For a fixture: the shared server, emptied before and after the test.
 
-        @pytest.fixture
-        def wire() -> Iterator[WireServer]:
-            yield from use_server()
+    @pytest.fixture
+    def wire() -> Iterator[WireServer]:
+        yield from use_server()
     """
     server = shared_server()
     server.reset()

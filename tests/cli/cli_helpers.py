@@ -28,11 +28,17 @@ def write_wire_models(url: str) -> None:
     path = agent_dir() / "models.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     model = {"id": "m", "contextWindow": 32000, "maxTokens": 1024}
-    path.write_text(json.dumps({"providers": {
-        "chat": {"baseUrl": f"{url}/v1", "api": "openai-completions", "apiKey": "k", "models": [model]},
-        "resp": {"baseUrl": f"{url}/v1", "api": "openai-responses", "apiKey": "k", "models": [model]},
-        "ant": {"baseUrl": url, "api": "anthropic-messages", "apiKey": "k", "models": [model]},
-    }}))
+    path.write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "chat": {"baseUrl": f"{url}/v1", "api": "openai-completions", "apiKey": "k", "models": [model]},
+                    "resp": {"baseUrl": f"{url}/v1", "api": "openai-responses", "apiKey": "k", "models": [model]},
+                    "ant": {"baseUrl": url, "api": "anthropic-messages", "apiKey": "k", "models": [model]},
+                }
+            }
+        )
+    )
 
 
 def run_pi(
@@ -50,7 +56,9 @@ def run_pi(
     )
 
 
-def configure_local_endpoint(url: str, *, provider: str = "local", model: str = "local-model", **model_fields: Any) -> str:
+def configure_local_endpoint(
+    url: str, *, provider: str = "local", model: str = "local-model", **model_fields: Any
+) -> str:
     """Write models.json for an OpenAI-compatible server at ``url``; returns ``provider/model``."""
     path = agent_dir() / "models.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -72,15 +80,21 @@ def configure_local_endpoint(url: str, *, provider: str = "local", model: str = 
 
 
 def text_reply(text: str) -> Canned:
-    return chat_chunks([{"content": text[i : i + 8]} for i in range(0, len(text), 8)],
-                       usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})
+    return chat_chunks(
+        [{"content": text[i : i + 8]} for i in range(0, len(text), 8)],
+        usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    )
 
 
 def tool_reply(name: str, args: dict[str, Any], call_id: str = "call_1") -> Canned:
     arguments = json.dumps(args)
     return chat_chunks(
         [
-            {"tool_calls": [{"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}]},
+            {
+                "tool_calls": [
+                    {"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+                ]
+            },
             {"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]},
         ],
         finish_reason="tool_calls",

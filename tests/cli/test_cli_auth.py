@@ -85,10 +85,18 @@ def test_auth_and_config_are_subcommands_not_prompts(project: Path, wire: WireSe
 
 
 def test_status_check_and_print_with_a_file_in_pi_160_format(agent_dir: Path, project: Path) -> None:
-    store(agent_dir, {
-        "anthropic": {"type": "oauth", "refresh": "rt", "access": "sk-ant-oat01-valid", "expires": now_ms() + 3600_000},
-        "openai": {"type": "api_key", "key": "sk-openai"},
-    })
+    store(
+        agent_dir,
+        {
+            "anthropic": {
+                "type": "oauth",
+                "refresh": "rt",
+                "access": "sk-ant-oat01-valid",
+                "expires": now_ms() + 3600_000,
+            },
+            "openai": {"type": "api_key", "key": "sk-openai"},
+        },
+    )
     status = run_pi("auth", "status", cwd=project, env={"GEMINI_API_KEY": "g-key"})
     assert status.returncode == 0, status.stderr
     assert "anthropic" in status.stdout and "Anthropic (Claude Pro/Max), expires in" in status.stdout
@@ -97,7 +105,11 @@ def test_status_check_and_print_with_a_file_in_pi_160_format(agent_dir: Path, pr
     assert {r["provider"]: r["type"] for r in rows} == {"anthropic": "oauth", "openai": "api_key"}
 
     check = run_pi("auth", "check", "--provider", "anthropic", "--json", cwd=project)
-    assert check.returncode == 0 and json.loads(check.stdout) == {"status": "ready", "provider": "anthropic", "authType": "oauth"}
+    assert check.returncode == 0 and json.loads(check.stdout) == {
+        "status": "ready",
+        "provider": "anthropic",
+        "authType": "oauth",
+    }
     assert run_pi("auth", "check", "openai", cwd=project).stdout.strip() == "ready"
     missing = run_pi("auth", "check", "--provider", "groq", "--json", cwd=project, env={"GROQ_API_KEY": ""})
     assert missing.returncode == 1 and json.loads(missing.stdout)["reason"] == "credentials_not_configured"
@@ -108,8 +120,12 @@ def test_status_check_and_print_with_a_file_in_pi_160_format(agent_dir: Path, pr
 
     assert run_pi("auth", "print-api-key", "openai", cwd=project).stdout.strip() == "sk-openai"
     assert run_pi("auth", "print-api-key", "--provider", "openai", cwd=project).stdout.strip() == "sk-openai"
-    assert run_pi("auth", "print-bearer-token", "--provider", "anthropic", "--min-expiry", "10m",
-                  cwd=project).stdout.strip() == "sk-ant-oat01-valid"
+    assert (
+        run_pi(
+            "auth", "print-bearer-token", "--provider", "anthropic", "--min-expiry", "10m", cwd=project
+        ).stdout.strip()
+        == "sk-ant-oat01-valid"
+    )
     wrong = run_pi("auth", "print-api-key", "anthropic", cwd=project)
     assert wrong.returncode == 1 and "print-bearer-token anthropic" in one_line_error(wrong)
     not_oauth = run_pi("auth", "print-bearer-token", "openai", cwd=project)
@@ -140,10 +156,13 @@ def test_bad_input_is_one_line_exit_1_nothing_written(
 
 
 def test_logout_removes_only_that_provider_and_is_repeatable(agent_dir: Path, project: Path) -> None:
-    path = store(agent_dir, {
-        "anthropic": {"type": "oauth", "refresh": "rt", "access": "sk-ant-oat01-x", "expires": now_ms() + 3600_000},
-        "openai": {"type": "api_key", "key": "sk-openai"},
-    })
+    path = store(
+        agent_dir,
+        {
+            "anthropic": {"type": "oauth", "refresh": "rt", "access": "sk-ant-oat01-x", "expires": now_ms() + 3600_000},
+            "openai": {"type": "api_key", "key": "sk-openai"},
+        },
+    )
     first = run_pi("auth", "logout", "anthropic", cwd=project)
     assert first.returncode == 0 and "Logged out of Anthropic" in first.stdout
     assert json.loads(path.read_text()) == {"openai": {"type": "api_key", "key": "sk-openai"}}
@@ -168,20 +187,27 @@ def test_broken_auth_json_is_reported_and_left_alone(agent_dir: Path, project: P
 
 def test_print_bearer_token_refreshes_an_expired_login(agent_dir: Path, project: Path, oauth: OAuthServer) -> None:
     oauth.refresh_tokens.add("rt-old")
-    path = store(agent_dir, {"anthropic": {"type": "oauth", "refresh": "rt-old", "access": "sk-ant-oat01-old",
-                                           "expires": now_ms() - 1000}})
+    path = store(
+        agent_dir,
+        {"anthropic": {"type": "oauth", "refresh": "rt-old", "access": "sk-ant-oat01-old", "expires": now_ms() - 1000}},
+    )
     result = run_pi("auth", "print-bearer-token", "anthropic", cwd=project, env=oauth_env(oauth))
     assert result.returncode == 0, result.stderr
     stored = json.loads(path.read_text())["anthropic"]
     assert result.stdout.strip() == stored["access"] != "sk-ant-oat01-old" and oauth.refreshes == 1
 
 
-def test_expired_login_that_cannot_be_refreshed(agent_dir: Path, project: Path, oauth: OAuthServer, wire: WireServer) -> None:
+def test_expired_login_that_cannot_be_refreshed(
+    agent_dir: Path, project: Path, oauth: OAuthServer, wire: WireServer
+) -> None:
     oauth.refuse_refresh = True
-    path = store(agent_dir, {"anthropic": {"type": "oauth", "refresh": "rt-old", "access": "sk-ant-oat01-old",
-                                           "expires": now_ms() - 1000}})
-    (agent_dir / "models.json").write_text(json.dumps({"providers": {"anthropic": {
-        "baseUrl": wire.url, "models": [{"id": "claude-test"}]}}}))
+    path = store(
+        agent_dir,
+        {"anthropic": {"type": "oauth", "refresh": "rt-old", "access": "sk-ant-oat01-old", "expires": now_ms() - 1000}},
+    )
+    (agent_dir / "models.json").write_text(
+        json.dumps({"providers": {"anthropic": {"baseUrl": wire.url, "models": [{"id": "claude-test"}]}}})
+    )
     before = path.read_bytes()
     printed = run_pi("auth", "print-bearer-token", "anthropic", cwd=project, env=oauth_env(oauth))
     assert printed.returncode == 1 and "`pi auth login anthropic`" in one_line_error(printed)
@@ -196,10 +222,22 @@ def test_expired_login_that_cannot_be_refreshed(agent_dir: Path, project: Path, 
 def test_claude_subscription_answers_pi_p(agent_dir: Path, project: Path, oauth: OAuthServer, wire: WireServer) -> None:
     """Only a Claude subscription (an expired login refreshes on the way): pi -p hi answers."""
     oauth.refresh_tokens.add("rt-old")
-    store(agent_dir, {"anthropic": {"type": "oauth", "refresh": "rt-old", "access": "sk-ant-oat01-old",
-                                    "expires": now_ms() - 1000}})
-    (agent_dir / "models.json").write_text(json.dumps({"providers": {"anthropic": {
-        "baseUrl": wire.url, "models": [{"id": "claude-test", "contextWindow": 200000, "maxTokens": 8192}]}}}))
+    store(
+        agent_dir,
+        {"anthropic": {"type": "oauth", "refresh": "rt-old", "access": "sk-ant-oat01-old", "expires": now_ms() - 1000}},
+    )
+    (agent_dir / "models.json").write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "anthropic": {
+                        "baseUrl": wire.url,
+                        "models": [{"id": "claude-test", "contextWindow": 200000, "maxTokens": 8192}],
+                    }
+                }
+            }
+        )
+    )
     wire.enqueue(anthropic_stream(anthropic_message([{"type": "text", "text": "Hello from Claude"}])))
     result = run_pi("-p", "hi", "--model", "anthropic/claude-test", cwd=project, env=oauth_env(oauth))
     assert result.returncode == 0, result.stderr
@@ -216,8 +254,15 @@ def test_claude_subscription_answers_pi_p(agent_dir: Path, project: Path, oauth:
 
 def spawn(args: list[str], cwd: Path, env: dict[str, str]) -> object:
     pexpect = pty_or_skip()
-    return pexpect.spawn(PI[0], [*PI[1:], *args], cwd=str(cwd), env=clean_env(**{"PI_EXTENSIONS": "", **env}),
-                         encoding="utf-8", timeout=TIMEOUT, dimensions=(40, 200))
+    return pexpect.spawn(
+        PI[0],
+        [*PI[1:], *args],
+        cwd=str(cwd),
+        env=clean_env(**{"PI_EXTENSIONS": "", **env}),
+        encoding="utf-8",
+        timeout=TIMEOUT,
+        dimensions=(40, 200),
+    )
 
 
 def test_login_anthropic_with_a_pasted_code(agent_dir: Path, project: Path, oauth: OAuthServer) -> None:
@@ -259,10 +304,7 @@ def test_login_anthropic_in_the_browser(agent_dir: Path, project: Path, oauth: O
     """The browser (``$BROWSER``, here a script that follows the redirects) reaches pi's
     callback server while the pasted-code prompt waits: the callback wins."""
     browser = tmp_path / "browser.py"
-    browser.write_text(
-        "import sys, urllib.request\n"
-        "urllib.request.urlopen(sys.argv[1]).read()\n"
-    )
+    browser.write_text("import sys, urllib.request\nurllib.request.urlopen(sys.argv[1]).read()\n")
     env = {**oauth_env(oauth), "BROWSER": f"{sys.executable} {browser} %s"}
     child = spawn(["auth", "login", "anthropic"], project, env)
     child.expect(r"Logged in to Anthropic")  # type: ignore[attr-defined]
@@ -283,7 +325,9 @@ def test_login_with_an_api_key(agent_dir: Path, project: Path) -> None:
     child.close()  # type: ignore[attr-defined]
     assert child.exitstatus == 0  # type: ignore[attr-defined]
     assert "sk-typed-secret" not in output  # not echoed
-    assert json.loads((agent_dir / "auth.json").read_text()) == {"openai": {"type": "api_key", "key": "sk-typed-secret"}}
+    assert json.loads((agent_dir / "auth.json").read_text()) == {
+        "openai": {"type": "api_key", "key": "sk-typed-secret"}
+    }
 
 
 def test_login_failure_writes_nothing(agent_dir: Path, project: Path, oauth: OAuthServer) -> None:
@@ -381,10 +425,17 @@ def test_slash_login_and_logout_in_interactive_mode(agent_dir: Path, project: Pa
 
 
 def test_missing_key_names_the_login_command(agent_dir: Path, project: Path, wire: WireServer) -> None:
-    (agent_dir / "models.json").write_text(json.dumps({"providers": {"anthropic": {
-        "baseUrl": wire.url, "models": [{"id": "claude-test"}]}}}))
-    result = run_pi("-p", "hi", "--model", "anthropic/claude-test", cwd=project,
-                    env={"ANTHROPIC_API_KEY": "", "ANTHROPIC_OAUTH_TOKEN": "", "ANTHROPIC_AUTH_TOKEN": ""})
+    (agent_dir / "models.json").write_text(
+        json.dumps({"providers": {"anthropic": {"baseUrl": wire.url, "models": [{"id": "claude-test"}]}}})
+    )
+    result = run_pi(
+        "-p",
+        "hi",
+        "--model",
+        "anthropic/claude-test",
+        cwd=project,
+        env={"ANTHROPIC_API_KEY": "", "ANTHROPIC_OAUTH_TOKEN": "", "ANTHROPIC_AUTH_TOKEN": ""},
+    )
     assert result.returncode == 1
     assert "`pi auth login anthropic`" in one_line_error(result)
     assert wire.requests == [] and not (agent_dir / "auth.json").exists()

@@ -46,18 +46,33 @@ def write_bad_files(cwd: Path, settings: bytes, url: str) -> dict[str, Path]:
         "session": cwd / "session.jsonl",
     }
     files["settings"].write_bytes(settings)
-    files["models"].write_text(json.dumps({"providers": {"local": {
-        "baseUrl": f"{url}/v1", "api": "openai-completions", "apiKey": "k",
-        "models": [{"id": "good", "contextWindow": 32000}, {"id": "bad", "contextWindow": "big"}],
-    }}}))
+    files["models"].write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "local": {
+                        "baseUrl": f"{url}/v1",
+                        "api": "openai-completions",
+                        "apiKey": "k",
+                        "models": [{"id": "good", "contextWindow": 32000}, {"id": "bad", "contextWindow": "big"}],
+                    }
+                }
+            }
+        )
+    )
     files["auth"].write_text('{"openai": {"type": "api_key", "key": "sk-1"},}')
     files["mcp"].write_bytes(b"\x00\xff\xfe binary")
     files["skill"].parent.mkdir(parents=True)
     files["skill"].write_text("---\nname: broken\ndescription: [unclosed\n---\nbody\n")
     files["prompt"].parent.mkdir(parents=True)
     files["prompt"].write_text('---\ndescription: "open\n---\nbody\n')
-    header = {"type": "session", "version": 3, "id": str(uuid.uuid4()), "timestamp": "2026-01-01T00:00:00.000Z",
-              "cwd": str(cwd)}
+    header = {
+        "type": "session",
+        "version": 3,
+        "id": str(uuid.uuid4()),
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "cwd": str(cwd),
+    }
     files["session"].write_text(json.dumps(header) + "\nthis is no JSON\n")
     return files
 
@@ -133,23 +148,40 @@ def test_a_session_of_an_unknown_version_is_refused_never_rewritten(
     tmp_path: Path, mode: str, version: object, message: str
 ) -> None:
     session = tmp_path / "s.jsonl"
-    entry = {"type": "message", "id": "a1b2c3d4", "parentId": None, "timestamp": "2026-01-01T00:00:00.000Z",
-             "message": {"role": "user", "content": "earlier", "timestamp": 1}}
-    session.write_text(json.dumps({"type": "session", "version": version, "id": str(uuid.uuid4()),
-                                   "timestamp": "2026-01-01T00:00:00.000Z", "cwd": str(tmp_path)}) + "\n"
-                       + json.dumps(entry) + "\n")
+    entry = {
+        "type": "message",
+        "id": "a1b2c3d4",
+        "parentId": None,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "message": {"role": "user", "content": "earlier", "timestamp": 1},
+    }
+    session.write_text(
+        json.dumps(
+            {
+                "type": "session",
+                "version": version,
+                "id": str(uuid.uuid4()),
+                "timestamp": "2026-01-01T00:00:00.000Z",
+                "cwd": str(tmp_path),
+            }
+        )
+        + "\n"
+        + json.dumps(entry)
+        + "\n"
+    )
     before = session.read_bytes()
     status, _stdout, stderr = run_mode(mode, tmp_path, "--session", str(session))
     assert status == 1 and "Traceback" not in stderr
     assert [line for line in stderr.splitlines() if str(session) in line] == [
-        f"pi: {session}:1: {message}; the file was not opened or changed" + (" (update pi to open it)" if version == 4 else "")
+        f"pi: {session}:1: {message}; the file was not opened or changed"
+        + (" (update pi to open it)" if version == 4 else "")
     ]
     assert session.read_bytes() == before
 
 
 def test_install_and_remove_stop_before_changing_anything_when_settings_are_broken(tmp_path: Path) -> None:
     path = agent_dir() / "settings.json"
-    for text, problem in [('{"packages": ["pi-a"],}', ":1:"), ('{"packages": "pi-a"}', 'packages must be a list')]:
+    for text, problem in [('{"packages": ["pi-a"],}', ":1:"), ('{"packages": "pi-a"}', "packages must be a list")]:
         path.write_text(text)
         for command in (["install", str(tmp_path / "no-such-folder")], ["remove", "pi-a"]):
             out = run_pi(*command, cwd=tmp_path)
@@ -200,8 +232,10 @@ def test_interactive_mode_shows_each_bad_file_once(tmp_path: Path) -> None:
     finally:
         pi.close()
     flat = " ".join(screen.split())  # the terminal may wrap a long line
-    for fragment in (f'{settings}: defaultTools must be a list of tool names, found "bash"',
-                     f"{settings}: unknown setting fancyMode",
-                     f"{skill}: invalid YAML frontmatter"):
+    for fragment in (
+        f'{settings}: defaultTools must be a list of tool names, found "bash"',
+        f"{settings}: unknown setting fancyMode",
+        f"{skill}: invalid YAML frontmatter",
+    ):
         assert flat.count(fragment) == 1, (fragment, screen)
     assert "Traceback" not in screen

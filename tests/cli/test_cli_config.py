@@ -50,8 +50,15 @@ def test_config_local_needs_a_trusted_project(agent_dir: Path, project: Path) ->
 def test_config_toggles_in_the_terminal(agent_dir: Path, project: Path) -> None:
     skill, _ = make_resources(agent_dir)
     pexpect = pty_or_skip()
-    child = pexpect.spawn(PI[0], [*PI[1:], "config"], cwd=str(project), env=clean_env(PI_EXTENSIONS=""),
-                          encoding="utf-8", timeout=TIMEOUT, dimensions=(60, 200))
+    child = pexpect.spawn(
+        PI[0],
+        [*PI[1:], "config"],
+        cwd=str(project),
+        env=clean_env(PI_EXTENSIONS=""),
+        encoding="utf-8",
+        timeout=TIMEOUT,
+        dimensions=(60, 200),
+    )
     child.expect(loose("Space toggle"))
     names = [line.split("]")[1].split()[0] for line in run_pi("config", cwd=project).stdout.splitlines() if "[" in line]
     # keys are handled in order: "tools" (the first row) off and on again, down to the skill, off, close

@@ -170,9 +170,19 @@ def test_every_hook_fires_in_a_real_pi_run(wire: WireServer, tmp_path: Path) -> 
         text_reply("All done, the progress tool reported back. " * 3),
     )
     out = run_pi(
-        "-p", "-e", str(plugin), "--model", model, "--tour-flag",
-        "/tour-settings", "go", "/tour-compact", "/tour-tree", "/tour-replace",
-        cwd=cwd, env={"HOOK_LOG": str(log)},
+        "-p",
+        "-e",
+        str(plugin),
+        "--model",
+        model,
+        "--tour-flag",
+        "/tour-settings",
+        "go",
+        "/tour-compact",
+        "/tour-tree",
+        "/tour-replace",
+        cwd=cwd,
+        env={"HOOK_LOG": str(log)},
     )
     assert out.returncode == 0, out.stderr
     # plugin subcommands come from installed or user plugins: install the tour as a user file
@@ -207,4 +217,6 @@ def test_every_hook_fires_in_a_real_pi_run(wire: WireServer, tmp_path: Path) -> 
     assert "tour-cli-ran:a,b" in fired
     expected = set(h.EVENTS) | set(h.REGISTRATION_HOOKS)
     missing = sorted(expected - fired)
-    assert not missing, f"hooks that never fired in a real run: {missing}\nstderr:\n{out.stderr}\nlog:\n{log.read_text()}"
+    assert not missing, (
+        f"hooks that never fired in a real run: {missing}\nstderr:\n{out.stderr}\nlog:\n{log.read_text()}"
+    )

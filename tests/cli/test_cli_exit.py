@@ -21,7 +21,7 @@ from pi_core.cli import cli_main, process
 LINES = 4000
 ANSWER = "".join(f"{i:05d}:" + "abcdefghij" * 10 + "\n" for i in range(LINES))  # ~420 KB, bigger than a pipe buffer
 
-SCRIPTED_PLUGIN = '''
+SCRIPTED_PLUGIN = """
 import atexit
 import os
 
@@ -62,7 +62,7 @@ def register_providers(register):
 @hookimpl
 def session_shutdown(event, ctx):
     log(f"session_shutdown {event.reason} {ctx.session_manager.get_entry_count()}")
-'''
+"""
 
 
 @pytest.fixture
@@ -109,13 +109,12 @@ def _check_exit_log(log: Path, entries: list[dict]) -> None:
 
 
 @pytest.mark.parametrize("mode", ["print", "json"])
-def test_fast_exit_loses_no_output_no_session_entry_and_no_shutdown_work(
-    cwd: Path, tmp_path: Path, mode: str
-) -> None:
+def test_fast_exit_loses_no_output_no_session_entry_and_no_shutdown_work(cwd: Path, tmp_path: Path, mode: str) -> None:
     log = tmp_path / "exit.log"
     flags = ["-p"] if mode == "print" else ["--mode", "json"]
-    out = run_pi(*flags, "--model", "scripted/exit-test", "-e", str(_plugin(tmp_path)), "go",
-                 cwd=cwd, env={"EXIT_LOG": str(log)})
+    out = run_pi(
+        *flags, "--model", "scripted/exit-test", "-e", str(_plugin(tmp_path)), "go", cwd=cwd, env={"EXIT_LOG": str(log)}
+    )
     assert out.returncode == 0, out.stderr
     if mode == "print":
         assert out.stdout == ANSWER
@@ -137,7 +136,8 @@ def test_fast_exit_loses_no_output_no_session_entry_and_no_shutdown_work(
 
 def test_provider_error_keeps_exit_status_1(cwd: Path, tmp_path: Path) -> None:
     plugin = tmp_path / "failing.py"
-    plugin.write_text(textwrap.dedent('''
+    plugin.write_text(
+        textwrap.dedent("""
         from pi_core.ai.faux import FauxResponse, FauxScript, register_faux_script
         from pi_hookspecs import hookimpl
 
@@ -147,7 +147,8 @@ def test_provider_error_keeps_exit_status_1(cwd: Path, tmp_path: Path) -> None:
         def register_providers(register):
             register({"name": "scripted", "api": "faux", "api_key": "none",
                       "models": [{"id": "fails", "api": "faux", "provider": "scripted"}]})
-    '''))
+    """)
+    )
     out = run_pi("-p", "--no-session", "--model", "scripted/fails", "-e", str(plugin), "hi", cwd=cwd)
     assert out.returncode == 1 and "upstream exploded" in out.stderr
     # JSON mode, as pi 1.6.0: status 0, the error in the last message_end
@@ -159,7 +160,8 @@ def test_provider_error_keeps_exit_status_1(cwd: Path, tmp_path: Path) -> None:
 
 def test_an_answer_cut_at_the_output_limit_is_printed_and_exits_1(cwd: Path, tmp_path: Path) -> None:
     plugin = tmp_path / "cut.py"
-    plugin.write_text(textwrap.dedent('''
+    plugin.write_text(
+        textwrap.dedent("""
         from pi_core.ai.faux import FauxResponse, FauxScript, register_faux_script
         from pi_hookspecs import hookimpl
 
@@ -169,7 +171,8 @@ def test_an_answer_cut_at_the_output_limit_is_printed_and_exits_1(cwd: Path, tmp
         def register_providers(register):
             register({"name": "scripted", "api": "faux", "api_key": "none",
                       "models": [{"id": "cut", "api": "faux", "provider": "scripted"}]})
-    '''))
+    """)
+    )
     out = run_pi("-p", "--no-session", "--model", "scripted/cut", "-e", str(plugin), "hi", cwd=cwd)
     # as pi 1.6.0: the text is printed, the cut reported, the status 1
     assert out.returncode == 1 and out.stdout == "half an answer\n"
@@ -196,14 +199,16 @@ def test_a_plugins_command_runs_with_the_collector_on(cwd: Path) -> None:
     which may run for long (a server), runs with it on."""
     user_ext = agent_dir() / "extensions"
     user_ext.mkdir(parents=True, exist_ok=True)
-    (user_ext / "gcstate.py").write_text(textwrap.dedent('''
+    (user_ext / "gcstate.py").write_text(
+        textwrap.dedent("""
         import gc
         from pi_hookspecs import hookimpl
 
         @hookimpl
         def register_cli_commands(register):
             register("gcstate", lambda args: print("collector on:", gc.isenabled()) or 0, help="gc state")
-    '''))
+    """)
+    )
     out = run_pi("gcstate", cwd=cwd, env={"PI_EXTENSIONS": "gcstate"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "collector on: True"

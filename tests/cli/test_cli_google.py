@@ -35,15 +35,38 @@ def test_pi_print_with_only_a_gemini_key(wire: WireServer, tmp_path: Path, monke
     path = agent_dir() / "models.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     # no apiKey here: the key is GEMINI_API_KEY, the google provider's variable
-    path.write_text(json.dumps({"providers": {"google": {
-        "baseUrl": f"{wire.url}/v1beta", "api": "google-generative-ai",
-        "models": [{"id": "gemini-2.5-flash", "reasoning": True, "input": ["text", "image"],
-                    "contextWindow": 1048576, "maxTokens": 65536}],
-    }}}))
+    path.write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "google": {
+                        "baseUrl": f"{wire.url}/v1beta",
+                        "api": "google-generative-ai",
+                        "models": [
+                            {
+                                "id": "gemini-2.5-flash",
+                                "reasoning": True,
+                                "input": ["text", "image"],
+                                "contextWindow": 1048576,
+                                "maxTokens": 65536,
+                            }
+                        ],
+                    }
+                }
+            }
+        )
+    )
     wire.enqueue(gemini_call("bash", {"command": "echo from-bash"}, call_id="call-1"), gemini_text("all done"))
 
-    done = run_pi("-p", "--no-session", "--model", "google/gemini-2.5-flash", "run it", cwd=tmp_path,
-                  env={"GEMINI_API_KEY": "gemini-test-key", "PYTHONPROFILEIMPORTTIME": "1"})
+    done = run_pi(
+        "-p",
+        "--no-session",
+        "--model",
+        "google/gemini-2.5-flash",
+        "run it",
+        cwd=tmp_path,
+        env={"GEMINI_API_KEY": "gemini-test-key", "PYTHONPROFILEIMPORTTIME": "1"},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "all done"
     first, second = wire.requests
@@ -52,8 +75,10 @@ def test_pi_print_with_only_a_gemini_key(wire: WireServer, tmp_path: Path, monke
     # the tool ran and its output went back as the call's function response
     answer = second.body["contents"][-1]["parts"][0]["functionResponse"]
     assert answer["name"] == "bash" and "from-bash" in answer["response"]["output"]
-    imported = {m.group(1).split(".")[0] for m in re.finditer(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)",
-                                                                 done.stderr, re.MULTILINE)}
+    imported = {
+        m.group(1).split(".")[0]
+        for m in re.finditer(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)", done.stderr, re.MULTILINE)
+    }
     assert "h11" in imported and "httpx2" not in imported  # the list is real; no HTTP library
     assert "google" not in imported
 
@@ -61,32 +86,76 @@ def test_pi_print_with_only_a_gemini_key(wire: WireServer, tmp_path: Path, monke
 # --------------------------------------------------------------------------- the same run through pi 1.6.0
 
 PI_TS = os.environ.get("PI_TS")
-needs_pi_ts = pytest.mark.skipif(not PI_TS, reason="PI_TS does not name an installed pi 1.6.0 (shared/tools/install-pi-ts)")
+needs_pi_ts = pytest.mark.skipif(
+    not PI_TS, reason="PI_TS does not name an installed pi 1.6.0 (shared/tools/install-pi-ts)"
+)
 SIGNATURE = "c2lnbmF0dXJlLW9mLXRoZS10aG91Z2h0"
 
 
 def _mistral_chunks(deltas: list[dict[str, Any]], finish: str) -> Canned:
     events: list[tuple[str | None, Any]] = [
-        (None, {"id": "c", "object": "chat.completion.chunk", "model": "m",
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish if last else None}]})
+        (
+            None,
+            {
+                "id": "c",
+                "object": "chat.completion.chunk",
+                "model": "m",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish if last else None}],
+            },
+        )
         for delta, last in zip(deltas, [False] * (len(deltas) - 1) + [True], strict=True)
     ]
     return Canned(body=sse([*events, (None, "[DONE]")]))
 
 
 MODELS = {  # as pi 1.6.0's catalogue has them, so that both programs see the same models
-    "google": {"baseUrl": "/v1beta", "api": "google-generative-ai", "models": [
-        {"id": "gemini-2.5-flash", "reasoning": True, "input": ["text", "image"], "contextWindow": 1048576,
-         "maxTokens": 65536}]},
-    "mistral": {"baseUrl": "", "api": "mistral-conversations", "models": [
-        {"id": "magistral-medium-latest", "reasoning": True, "input": ["text", "image"], "contextWindow": 262144,
-         "maxTokens": 16384, "thinkingLevelMap": {"off": "none", "minimal": None, "low": None, "medium": None,
-                                                  "high": "high", "xhigh": None, "max": None}}]},
+    "google": {
+        "baseUrl": "/v1beta",
+        "api": "google-generative-ai",
+        "models": [
+            {
+                "id": "gemini-2.5-flash",
+                "reasoning": True,
+                "input": ["text", "image"],
+                "contextWindow": 1048576,
+                "maxTokens": 65536,
+            }
+        ],
+    },
+    "mistral": {
+        "baseUrl": "",
+        "api": "mistral-conversations",
+        "models": [
+            {
+                "id": "magistral-medium-latest",
+                "reasoning": True,
+                "input": ["text", "image"],
+                "contextWindow": 262144,
+                "maxTokens": 16384,
+                "thinkingLevelMap": {
+                    "off": "none",
+                    "minimal": None,
+                    "low": None,
+                    "medium": None,
+                    "high": "high",
+                    "xhigh": None,
+                    "max": None,
+                },
+            }
+        ],
+    },
 }
 
 
-def _requests_of(program: list[str], provider: str, model: str, wire: WireServer, tmp_path: Path,
-                 replies: list[Canned], key: dict[str, str]) -> list[Any]:
+def _requests_of(
+    program: list[str],
+    provider: str,
+    model: str,
+    wire: WireServer,
+    tmp_path: Path,
+    replies: list[Canned],
+    key: dict[str, str],
+) -> list[Any]:
     wire.reset()
     wire.enqueue(*replies)
     agent = tmp_path / f"agent-{len(list(tmp_path.iterdir()))}"
@@ -95,8 +164,14 @@ def _requests_of(program: list[str], provider: str, model: str, wire: WireServer
     (agent / "models.json").write_text(json.dumps({"providers": {provider: config}}))
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.update(key, PI_CODING_AGENT_DIR=str(agent), PI_EXTENSIONS="")
-    done = subprocess.run([*program, "-p", "--no-session", "--model", f"{provider}/{model}", "--thinking", "high",
-                           "run it"], env=env, cwd=agent, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [*program, "-p", "--no-session", "--model", f"{provider}/{model}", "--thinking", "high", "run it"],
+        env=env,
+        cwd=agent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0 and done.stdout.strip() == "all done", done.stderr[-2000:]
     return [request.body for request in wire.requests]
 
@@ -110,20 +185,41 @@ def test_requests_match_pi_1_6_0(wire: WireServer, tmp_path: Path, provider: str
     if provider == "google":
         model, key = "gemini-2.5-flash", {"GEMINI_API_KEY": "k"}
         replies = [
-            gemini_stream([
-                chunk([{"text": "plan", "thought": True, "thoughtSignature": SIGNATURE}]),
-                chunk([{"functionCall": {"name": "bash", "args": {"command": "echo hi"}},
-                        "thoughtSignature": SIGNATURE}], finish="STOP"),
-            ]),
+            gemini_stream(
+                [
+                    chunk([{"text": "plan", "thought": True, "thoughtSignature": SIGNATURE}]),
+                    chunk(
+                        [
+                            {
+                                "functionCall": {"name": "bash", "args": {"command": "echo hi"}},
+                                "thoughtSignature": SIGNATURE,
+                            }
+                        ],
+                        finish="STOP",
+                    ),
+                ]
+            ),
             gemini_text("all done"),
         ]
     else:
         model, key = "magistral-medium-latest", {"MISTRAL_API_KEY": "k"}
         replies = [
-            _mistral_chunks([{"content": [{"type": "thinking", "thinking": [{"type": "text", "text": "plan"}]}]},
-                             {"content": "ok "},
-                             {"tool_calls": [{"id": "AbCdEf123", "index": 0, "function": {
-                                 "name": "bash", "arguments": '{"command": "echo hi"}'}}]}], "tool_calls"),
+            _mistral_chunks(
+                [
+                    {"content": [{"type": "thinking", "thinking": [{"type": "text", "text": "plan"}]}]},
+                    {"content": "ok "},
+                    {
+                        "tool_calls": [
+                            {
+                                "id": "AbCdEf123",
+                                "index": 0,
+                                "function": {"name": "bash", "arguments": '{"command": "echo hi"}'},
+                            }
+                        ]
+                    },
+                ],
+                "tool_calls",
+            ),
             _mistral_chunks([{"content": "all done"}], "stop"),
         ]
     assert PI_TS

@@ -25,7 +25,7 @@ from pi_core.cli import COMMANDS
 HAS_MCP = importlib.util.find_spec("pi_mcp") is not None
 needs_mcp = pytest.mark.skipif(not HAS_MCP, reason="pluggable-pi-mcp is not installed")
 
-PLUGIN = '''
+PLUGIN = """
 from pi_hookspecs import hookimpl
 
 @hookimpl
@@ -36,7 +36,7 @@ def register_cli_commands(register):
 @hookimpl
 def register_flags(register):
     register("tour-speed", type="string", description="how fast")
-'''
+"""
 
 
 @pytest.fixture
@@ -64,7 +64,9 @@ def test_pi_help_is_pi_dash_dash_help(tmp_path: Path, plugin_env: dict[str, str]
     assert helped.stdout.startswith("usage: pi ")
 
 
-def test_help_lists_every_command_of_the_table_and_the_plugins_commands(tmp_path: Path, plugin_env: dict[str, str]) -> None:
+def test_help_lists_every_command_of_the_table_and_the_plugins_commands(
+    tmp_path: Path, plugin_env: dict[str, str]
+) -> None:
     out = run_pi("--help", cwd=tmp_path, env=plugin_env).stdout
     commands = out[out.index("\ncommands:\n") : out.index("\nexamples:\n")]
     for name, usage, description in COMMANDS:
@@ -122,13 +124,19 @@ def test_pi_help_plugin_command(tmp_path: Path, plugin_env: dict[str, str]) -> N
         (["help", "nosuch"], "pi help: no command 'nosuch' (pi --help lists them)"),
         (["help", "instal"], "pi help: no command 'instal': did you mean 'install'?"),
         (["help", "Models"], "pi help: no command 'Models' (pi --help lists them)"),
-        (["help", "me", "fix", "it"],
-         "pi help: takes one command name (pi --help lists them); to send the words as a prompt: pi -- help me fix it"),
+        (
+            ["help", "me", "fix", "it"],
+            "pi help: takes one command name (pi --help lists them); to send the words as a prompt: pi -- help me fix it",
+        ),
         (["completion"], 'pi completion: name a shell: bash, zsh or fish (e.g. eval "$(pi completion bash)")'),
-        (["completion", "tcsh"],
-         'pi completion: unknown shell \'tcsh\': bash, zsh or fish (e.g. eval "$(pi completion bash)")'),
-        (["completion", "bash", "zsh"],
-         'pi completion: takes one shell: bash, zsh or fish (e.g. eval "$(pi completion bash)")'),
+        (
+            ["completion", "tcsh"],
+            "pi completion: unknown shell 'tcsh': bash, zsh or fish (e.g. eval \"$(pi completion bash)\")",
+        ),
+        (
+            ["completion", "bash", "zsh"],
+            'pi completion: takes one shell: bash, zsh or fish (e.g. eval "$(pi completion bash)")',
+        ),
     ],
 )
 def test_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:
@@ -138,8 +146,11 @@ def test_usage_errors(tmp_path: Path, args: list[str], message: str) -> None:
 
 # --------------------------------------------------------------------------- completion
 
-SCRIPT_MARKS = {"bash": "complete -o nospace -o default -o bashdefault -F _python_argcomplete pi",
-                "zsh": "#compdef pi", "fish": "complete --command pi"}
+SCRIPT_MARKS = {
+    "bash": "complete -o nospace -o default -o bashdefault -F _python_argcomplete pi",
+    "zsh": "#compdef pi",
+    "fish": "complete --command pi",
+}
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
@@ -189,15 +200,22 @@ printf '%s\\n' "${COMPREPLY[@]}"
 def bash_complete(line: str, script: Path, env: dict[str, str], cwd: Path) -> list[str]:
     """What bash offers on Tab after ``line``: the registered completion function called
     as bash calls it (COMP_WORDS, COMP_CWORD, COMP_LINE, COMP_POINT)."""
-    done = subprocess.run(["bash", "-c", BASH_COMPLETE, "bash", str(script), line],
-                          capture_output=True, text=True, env=env, cwd=cwd, timeout=60)
+    done = subprocess.run(
+        ["bash", "-c", BASH_COMPLETE, "bash", str(script), line],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     return [item.strip() for item in done.stdout.splitlines() if item.strip()]
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
-def test_bash_completes_commands_options_and_arguments(tmp_path: Path, shell_env: dict[str, str],
-                                                       plugin_env: dict[str, str]) -> None:
+def test_bash_completes_commands_options_and_arguments(
+    tmp_path: Path, shell_env: dict[str, str], plugin_env: dict[str, str]
+) -> None:
     script = _script("bash", tmp_path, shell_env)
     env = {**shell_env, **plugin_env}
 
@@ -234,8 +252,13 @@ def test_bash_offers_the_installed_mcp_command(tmp_path: Path, shell_env: dict[s
     assert bash_complete("pi mc", script, {**shell_env, "PI_EXTENSIONS": "mcp"}, tmp_path) == ["mcp"]
 
 
-NOT_ON_THE_HOT_PATH = {"argcomplete", "pi_core.cli.completion", "pi_core.cli.commands", "pi_core.cli.typos",
-                       "pi_core.cli.plugin_commands"}
+NOT_ON_THE_HOT_PATH = {
+    "argcomplete",
+    "pi_core.cli.completion",
+    "pi_core.cli.commands",
+    "pi_core.cli.typos",
+    "pi_core.cli.plugin_commands",
+}
 
 
 @pytest.mark.parametrize("args", [["--version"], ["-p", "--no-session", "--model", "faux/offline-demo", "hi"]])
@@ -301,7 +324,11 @@ def test_zsh_completes_for_real(tmp_path: Path, shell_env: dict[str, str], plugi
     assert zsh_type("pi tou\t", tmp_path, env)[0] == "pi tour-guide "
     line, screen = zsh_type("pi --mo\t\t", tmp_path, env)  # the second Tab lists them
     assert line == "pi --mode"
-    for option, description in [("--mode", "output interface"), ("--model", "provider/id"), ("--models", "comma-separated")]:
+    for option, description in [
+        ("--mode", "output interface"),
+        ("--model", "provider/id"),
+        ("--models", "comma-separated"),
+    ]:
         assert re.search(rf"^{option} +-- {description}", screen, re.MULTILINE), screen
 
 
@@ -313,8 +340,14 @@ def test_zsh_offers_the_installed_mcp_command(tmp_path: Path, shell_env: dict[st
 
 def fish_complete(line: str, env: dict[str, str], cwd: Path) -> list[tuple[str, str]]:
     """``complete -C LINE``: what fish offers on Tab, with each description."""
-    done = subprocess.run(["fish", "--no-config", "-c", 'pi completion fish | source; and complete -C "$argv[1]"', line],
-                          capture_output=True, text=True, env=env, cwd=cwd, timeout=60)
+    done = subprocess.run(
+        ["fish", "--no-config", "-c", 'pi completion fish | source; and complete -C "$argv[1]"', line],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     return [(name, description) for name, _, description in (row.partition("\t") for row in done.stdout.splitlines())]
 

@@ -31,26 +31,40 @@ def wire() -> Iterator[WireServer]:
     yield from use_server()
 
 
-
-
 def _bash_then_text(api: str) -> list[Canned]:
     args = json.dumps({"command": "echo from-bash"})
     if api == "chat":
         return [
-            chat_chunks([{"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                                          "function": {"name": "bash", "arguments": args}}]}],
-                        finish_reason="tool_calls"),
+            chat_chunks(
+                [
+                    {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {"name": "bash", "arguments": args},
+                            }
+                        ]
+                    }
+                ],
+                finish_reason="tool_calls",
+            ),
             chat_chunks([{"content": "all done"}]),
         ]
     if api == "resp":
         return [
-            responses_stream(responses_events([{"type": "function_call", "call_id": "call_1", "name": "bash",
-                                                "json": [args]}])),
+            responses_stream(
+                responses_events([{"type": "function_call", "call_id": "call_1", "name": "bash", "json": [args]}])
+            ),
             responses_stream(responses_events([{"type": "message", "text": "all done"}], response_id="resp_2")),
         ]
     return [
-        anthropic_stream(anthropic_message([{"type": "tool_use", "id": "toolu_1", "name": "bash", "json": [args]}],
-                                           stop_reason="tool_use")),
+        anthropic_stream(
+            anthropic_message(
+                [{"type": "tool_use", "id": "toolu_1", "name": "bash", "json": [args]}], stop_reason="tool_use"
+            )
+        ),
         anthropic_stream(anthropic_message([{"type": "text", "text": "all done"}])),
     ]
 
@@ -59,18 +73,23 @@ def _bash_then_text(api: str) -> list[Canned]:
 def test_a_print_run_imports_no_provider_sdk(wire: WireServer, tmp_path: Path, api: str) -> None:
     write_wire_models(wire.url)
     wire.enqueue(*_bash_then_text(api))
-    done = run_pi("-p", "--no-session", "--model", f"{api}/m", "run it", cwd=tmp_path,
-                  env={"PYTHONPROFILEIMPORTTIME": "1"})
+    done = run_pi(
+        "-p", "--no-session", "--model", f"{api}/m", "run it", cwd=tmp_path, env={"PYTHONPROFILEIMPORTTIME": "1"}
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "all done"
     # the tool ran and its output went back to the model
     assert "from-bash" in json.dumps(wire.requests[1].body)
-    imported = {m.group(1).split(".")[0] for m in re.finditer(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)",
-                                                                 done.stderr, re.MULTILINE)}
+    imported = {
+        m.group(1).split(".")[0]
+        for m in re.finditer(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)", done.stderr, re.MULTILINE)
+    }
     assert "h11" in imported  # the list is real: the HTTP client shows
     assert not imported & {"anthropic", "openai"}, sorted(imported & {"anthropic", "openai"})
     # the HTML export's libraries load only when exporting
-    assert not imported & {"jinja2", "markdown_it", "pygments"}, sorted(imported & {"jinja2", "markdown_it", "pygments"})
+    assert not imported & {"jinja2", "markdown_it", "pygments"}, sorted(
+        imported & {"jinja2", "markdown_it", "pygments"}
+    )
     # the provider clients speak HTTP on asyncio streams (pi_core.ai.apis._transport) and
     # decode SSE themselves (_sse): no HTTP library, no httpx2 (its import alone was ≈20 ms),
     # no httpcore2 or anyio; importlib.metadata is not asked anything

@@ -53,15 +53,22 @@ def test_list_models_shows_the_providers_with_a_key(tmp_path: Path) -> None:
 def test_list_models_search_and_pi_models(tmp_path: Path) -> None:
     done = pi("--list-models", "gem 2.5", cwd=tmp_path, keys={"GEMINI_API_KEY": "x"})
     assert [row[1] for row in rows(done.stdout)] == [
-        "gemini-2.5-computer-use-preview-10-2025", "gemini-2.5-flash", "gemini-2.5-flash-lite", "gemini-2.5-pro"]
+        "gemini-2.5-computer-use-preview-10-2025",
+        "gemini-2.5-flash",
+        "gemini-2.5-flash-lite",
+        "gemini-2.5-pro",
+    ]
     done = pi("--list-models", "nothing-like-this", cwd=tmp_path, keys={"GEMINI_API_KEY": "x"})
     assert done.stdout.strip() == 'No models matching "nothing-like-this"'
     same = pi("models", "gem 2.5", cwd=tmp_path, keys={"GEMINI_API_KEY": "x"})
-    assert same.returncode == 0 and same.stdout == pi("--list-models", "gem 2.5", cwd=tmp_path,
-                                                        keys={"GEMINI_API_KEY": "x"}).stdout
+    assert (
+        same.returncode == 0
+        and same.stdout == pi("--list-models", "gem 2.5", cwd=tmp_path, keys={"GEMINI_API_KEY": "x"}).stdout
+    )
     everything = pi("models", "--all", "claude-opus-4-8", cwd=tmp_path, keys={"GEMINI_API_KEY": "x"})
-    assert ["anthropic", "claude-opus-4-8", "1M", "128K", "yes", "yes", "-"] in [r.split() for r in
-                                                                               everything.stdout.splitlines()]
+    assert ["anthropic", "claude-opus-4-8", "1M", "128K", "yes", "yes", "-"] in [
+        r.split() for r in everything.stdout.splitlines()
+    ]
     as_json = json.loads(pi("models", "--json", "gemini-2.5-pro", cwd=tmp_path, keys={"GEMINI_API_KEY": "x"}).stdout)
     assert [(m["provider"], m["id"], m["available"]) for m in as_json] == [("google", "gemini-2.5-pro", True)]
     assert as_json[0]["contextWindow"] == 1_048_576 and as_json[0]["cost"]["cacheRead"] == 0.125
@@ -70,11 +77,21 @@ def test_list_models_search_and_pi_models(tmp_path: Path) -> None:
 def test_keys_from_auth_json_and_models_json(tmp_path: Path) -> None:
     agent = agent_dir()
     (agent / "auth.json").write_text(json.dumps({"groq": {"type": "api_key", "key": "gsk-stored"}}))
-    (agent / "models.json").write_text(json.dumps({"providers": {
-        "xai": {"apiKey": "xai-from-models-json"},
-        "lab": {"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions", "apiKey": "k",
-                "models": [{"id": "lab-model", "contextWindow": 32000, "maxTokens": 4096}]},
-    }}))
+    (agent / "models.json").write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "xai": {"apiKey": "xai-from-models-json"},
+                    "lab": {
+                        "baseUrl": "http://127.0.0.1:9/v1",
+                        "api": "openai-completions",
+                        "apiKey": "k",
+                        "models": [{"id": "lab-model", "contextWindow": 32000, "maxTokens": 4096}],
+                    },
+                }
+            }
+        )
+    )
     table = rows(pi("--list-models", cwd=tmp_path).stdout)
     assert {row[0] for row in table} == {"groq", "lab", "xai"}
     assert ["lab", "lab-model", "32K", "4.1K", "no", "no"] in table
@@ -128,8 +145,14 @@ def test_list_models_prints_what_pi_1_6_0_prints(tmp_path: Path, search: str) ->
     args = ["--list-models", *([search] if search else [])]
     ours = pi(*args, cwd=tmp_path, keys=keys)
     env = {k: v for k, v in os.environ.items() if k not in KEY_VARS}
-    theirs = subprocess.run([str(PI_TS), *args], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                            env={**env, **keys, "PI_CODING_AGENT_DIR": str(tmp_path / "ts-agent")})
+    theirs = subprocess.run(
+        [str(PI_TS), *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, **keys, "PI_CODING_AGENT_DIR": str(tmp_path / "ts-agent")},
+    )
     assert theirs.returncode == 0, theirs.stderr
     # the same table (pi's own offline demo is not listed: it answers only when named)
     assert [line.split() for line in ours.stdout.splitlines()] == [line.split() for line in theirs.stdout.splitlines()]

@@ -101,7 +101,9 @@ def assert_names_the_ways(line: str, agent: Path) -> None:
 
 
 def session_records(agent: Path) -> list[dict[str, object]]:
-    return [json.loads(line) for path in (agent / "sessions").rglob("*.jsonl") for line in path.read_text().splitlines()]
+    return [
+        json.loads(line) for path in (agent / "sessions").rglob("*.jsonl") for line in path.read_text().splitlines()
+    ]
 
 
 @pytest.mark.parametrize("mode", [["-p"], ["--mode", "json"]])
@@ -110,8 +112,14 @@ def test_print_and_json_mode_refuse_with_one_line(
 ) -> None:
     plugin, log = witness
     marker = project / "ran-a-tool"
-    done = run(*mode, "-e", str(plugin), f"summarise README.md, then run: touch {marker}", cwd=project,
-               env=bare_env(agent, NO_MODEL_WITNESS=str(log)))
+    done = run(
+        *mode,
+        "-e",
+        str(plugin),
+        f"summarise README.md, then run: touch {marker}",
+        cwd=project,
+        env=bare_env(agent, NO_MODEL_WITNESS=str(log)),
+    )
     assert done.returncode == 1
     assert done.stdout == ""  # json mode too: no header, no event (as its other start-up errors)
     lines = done.stderr.splitlines()
@@ -163,7 +171,9 @@ def test_settings_naming_a_model_without_credentials_is_an_error_before_any_tool
     agent: Path, project: Path, witness: tuple[Path, Path]
 ) -> None:
     plugin, log = witness
-    (agent / "settings.json").write_text(json.dumps({"defaultProvider": "anthropic", "defaultModel": "claude-opus-4-8"}))
+    (agent / "settings.json").write_text(
+        json.dumps({"defaultProvider": "anthropic", "defaultModel": "claude-opus-4-8"})
+    )
     done = run("-p", "-e", str(plugin), "hi", cwd=project, env=bare_env(agent, NO_MODEL_WITNESS=str(log)))
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.splitlines() == [
@@ -193,10 +203,20 @@ def rpc(agent: Path, project: Path, *args: str) -> RpcProcess:
 
 def local_models(agent: Path) -> None:
     """Two models of a local provider with a key (never called: only listed and cycled)."""
-    (agent / "models.json").write_text(json.dumps({"providers": {"local": {
-        "baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions", "apiKey": "test-key",
-        "models": [{"id": "alpha", "contextWindow": 32000}, {"id": "beta", "contextWindow": 32000}],
-    }}}))
+    (agent / "models.json").write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "local": {
+                        "baseUrl": "http://127.0.0.1:9/v1",
+                        "api": "openai-completions",
+                        "apiKey": "test-key",
+                        "models": [{"id": "alpha", "contextWindow": 32000}, {"id": "beta", "contextWindow": 32000}],
+                    }
+                }
+            }
+        )
+    )
 
 
 def test_rpc_prompt_without_a_model_is_an_error_response(agent: Path, project: Path) -> None:
@@ -235,8 +255,16 @@ class BarePi:
     def __init__(self, *args: str, cwd: Path, env: dict[str, str]) -> None:
         self.pexpect = pty_or_skip()
         self.log = io.StringIO()
-        self.child = self.pexpect.spawn(PI[0], [*PI[1:], "--no-extensions", *args], cwd=str(cwd), env=env,
-                                        dimensions=(40, 160), encoding="utf-8", codec_errors="replace", timeout=15)
+        self.child = self.pexpect.spawn(
+            PI[0],
+            [*PI[1:], "--no-extensions", *args],
+            cwd=str(cwd),
+            env=env,
+            dimensions=(40, 160),
+            encoding="utf-8",
+            codec_errors="replace",
+            timeout=15,
+        )
         self.child.logfile_read = self.log
 
     def expect(self, text: str) -> None:

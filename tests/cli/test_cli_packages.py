@@ -55,7 +55,8 @@ def make_plugin(where: Path, version: str = "0.3.0") -> Path:
     pkg = where / f"pi-hello-{version}"
     (pkg / "pi_hello").mkdir(parents=True)
     (pkg / "pi_hello" / "__init__.py").write_text(textwrap.dedent(PLUGIN))
-    (pkg / "pyproject.toml").write_text(textwrap.dedent("""
+    (pkg / "pyproject.toml").write_text(
+        textwrap.dedent("""
         [project]
         name = "pi-hello"
         version = "VERSION"
@@ -67,14 +68,16 @@ def make_plugin(where: Path, version: str = "0.3.0") -> Path:
         [build-system]
         requires = ["hatchling"]
         build-backend = "hatchling.build"
-    """).replace("VERSION", version))
+    """).replace("VERSION", version)
+    )
     return pkg
 
 
 def pi(venv: Path, *args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     full = without_uv_on_path({**os.environ, "PI_EXTENSIONS": "hello", **(env or {})})
-    return subprocess.run([str(venv / "bin" / "pi"), *args], cwd=cwd, capture_output=True, text=True, env=full,
-                          timeout=300)
+    return subprocess.run(
+        [str(venv / "bin" / "pi"), *args], cwd=cwd, capture_output=True, text=True, env=full, timeout=300
+    )
 
 
 def test_install_list_use_remove(venv: Path, tmp_path: Path, agent_dir: Path) -> None:
@@ -96,8 +99,16 @@ def test_install_list_use_remove(venv: Path, tmp_path: Path, agent_dir: Path) ->
     assert "[pi-hello] saw bash" in run.stderr
 
     rows = json.loads(pi(venv, "list", "--json", cwd=project).stdout)
-    assert rows == [{"scope": "user", "source": str(plugin), "distribution": "pi-hello", "version": "0.3.0",
-                     "installed": True, "extensions": ["hello"]}]
+    assert rows == [
+        {
+            "scope": "user",
+            "source": str(plugin),
+            "distribution": "pi-hello",
+            "version": "0.3.0",
+            "installed": True,
+            "extensions": ["hello"],
+        }
+    ]
 
     out = pi(venv, "remove", "pi-hello", cwd=project)
     assert out.returncode == 0, out.stderr
@@ -117,7 +128,8 @@ def test_local_install_writes_project_settings_and_missing_packages_are_named(
     settings = json.loads((project / ".pi" / "settings.json").read_text())
     assert settings["packages"][0]["distribution"] == "pi-hello"
     assert not (agent_dir / "settings.json").exists() or "packages" not in json.loads(
-        (agent_dir / "settings.json").read_text())
+        (agent_dir / "settings.json").read_text()
+    )
     pi(venv, "remove", "-l", "pi-hello", cwd=project)
 
     (project / ".pi" / "settings.json").write_text(json.dumps({"packages": ["pi-not-installed-anywhere>=1"]}))
@@ -150,15 +162,21 @@ def test_the_installer_is_the_one_of_the_python_the_environment_was_made_from(ve
     project.mkdir()
     out = pi(venv, "install", str(make_plugin(tmp_path)), cwd=project)
     assert out.returncode == 0, out.stderr
-    base = subprocess.run([str(venv / "bin" / "python"), "-c", "import sys; print(sys._base_executable)"],
-                          capture_output=True, text=True).stdout.strip()
+    base = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import sys; print(sys._base_executable)"], capture_output=True, text=True
+    ).stdout.strip()
     assert f"Installing into {venv}/bin/python with {Path(base).name} -m " in out.stdout  # its uv, else its pip
     assert pi(venv, "remove", "pi-hello", cwd=project).returncode == 0
 
 
 def git(*args: str, cwd: Path) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@example.com"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=env)
 
 
@@ -175,7 +193,8 @@ def test_a_git_url_installs_records_and_removes(venv: Path, tmp_path: Path, agen
     assert out.returncode == 0, out.stderr
     assert f"{url}: installed pi-hello 0.3.0; extensions: hello" in out.stdout
     assert json.loads((agent_dir / "settings.json").read_text())["packages"] == [
-        {"source": url, "distribution": "pi-hello"}]
+        {"source": url, "distribution": "pi-hello"}
+    ]
     again = pi(venv, "install", url, cwd=project)  # the same revision: nothing changes, nothing is doubled
     assert again.returncode == 0 and again.stderr == ""
     assert len(json.loads((agent_dir / "settings.json").read_text())["packages"]) == 1
@@ -190,8 +209,12 @@ def test_a_requirement_from_an_index_and_update_shows_the_versions(venv: Path, t
     wheels = tmp_path / "wheels"
 
     def build(version: str) -> None:
-        made = subprocess.run([*uv(), "build", "--wheel", "-q", "-o", str(wheels), str(make_plugin(tmp_path, version))],
-                              capture_output=True, text=True, env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"})
+        made = subprocess.run(
+            [*uv(), "build", "--wheel", "-q", "-o", str(wheels), str(make_plugin(tmp_path, version))],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"},
+        )
         assert made.returncode == 0, made.stderr
 
     build("0.3.0")
@@ -216,13 +239,19 @@ def test_list_names_what_is_missing_and_what_nobody_recorded(venv: Path, tmp_pat
     plugin = make_plugin(tmp_path)
     (agent_dir / "settings.json").write_text(json.dumps({"packages": [f"-e {tmp_path / 'gone'}"]}))
     (project / ".pi" / "settings.json").write_text(json.dumps({"packages": ["pi-absent>=2"]}))
-    subprocess.run([*uv(), "pip", "install", "-q", "--python", str(venv / "bin" / "python"), str(plugin)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [*uv(), "pip", "install", "-q", "--python", str(venv / "bin" / "python"), str(plugin)],
+        check=True,
+        capture_output=True,
+    )
     try:
         listed = pi(venv, "list", cwd=project).stdout
     finally:
-        subprocess.run([*uv(), "pip", "uninstall", "-q", "--python", str(venv / "bin" / "python"), "pi-hello"],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [*uv(), "pip", "uninstall", "-q", "--python", str(venv / "bin" / "python"), "pi-hello"],
+            check=True,
+            capture_output=True,
+        )
     assert f"  -e {tmp_path / 'gone'}  MISSING, install it with: pi install -e {tmp_path / 'gone'}" in listed
     assert "  pi-absent>=2  pi-absent MISSING, install it with: pi install -l 'pi-absent>=2'" in listed
     assert "without a record here" in listed and "  pi-hello 0.3.0  extensions: hello" in listed
@@ -233,20 +262,26 @@ def test_remove_of_something_neither_recorded_nor_installed_says_so(venv: Path, 
     assert out.returncode == 1
     assert out.stderr.strip().splitlines() == [
         f"pi remove: pi-never-heard-of is neither installed nor recorded in {os.environ['PI_CODING_AGENT_DIR']}"
-        "/settings.json"]
+        "/settings.json"
+    ]
 
 
-@pytest.mark.parametrize(("spec", "name", "is_path"), [
-    ("pi-foo", "pi-foo", False),
-    ("pi-foo==1.2", "pi-foo", False),
-    ("pi-foo[extra]>=1,<2", "pi-foo", False),
-    ("pi-foo @ git+https://example.com/o/pi-foo.git@v1", "pi-foo", False),
-    ("git+https://example.com/o/pi-foo.git@v1#egg=pi-bar", "pi-bar", False),
-    ("git+ssh://git@example.com/o/pi-foo.git", None, False),
-    ("tests", "tests", False),  # a bare word is a requirement even when such a folder exists (pip's rule)
-    ("./tests", None, True),
-])
-def test_specs_read_as_pip_reads_them(spec: str, name: str | None, is_path: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("spec", "name", "is_path"),
+    [
+        ("pi-foo", "pi-foo", False),
+        ("pi-foo==1.2", "pi-foo", False),
+        ("pi-foo[extra]>=1,<2", "pi-foo", False),
+        ("pi-foo @ git+https://example.com/o/pi-foo.git@v1", "pi-foo", False),
+        ("git+https://example.com/o/pi-foo.git@v1#egg=pi-bar", "pi-bar", False),
+        ("git+ssh://git@example.com/o/pi-foo.git", None, False),
+        ("tests", "tests", False),  # a bare word is a requirement even when such a folder exists (pip's rule)
+        ("./tests", None, True),
+    ],
+)
+def test_specs_read_as_pip_reads_them(
+    spec: str, name: str | None, is_path: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from pi_core.cli.packages import parse_spec
 
     monkeypatch.chdir(REPO)
@@ -291,11 +326,13 @@ def bare(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     empty = tmp_path / "bin"
     empty.mkdir()
     real_get_path = sysconfig.get_path
-    monkeypatch.setattr(sysconfig, "get_path", lambda name, *a, **k: str(empty) if name == "scripts"
-                        else real_get_path(name, *a, **k))
+    monkeypatch.setattr(
+        sysconfig, "get_path", lambda name, *a, **k: str(empty) if name == "scripts" else real_get_path(name, *a, **k)
+    )
     real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in ("uv", "pip")
-                        else real_find_spec(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name in ("uv", "pip") else real_find_spec(name, *a)
+    )
     monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None)
     monkeypatch.setattr(sys, "prefix", str(tmp_path / "venv"))
     monkeypatch.setattr(sys, "_base_executable", str(tmp_path / "base-python"), raising=False)
@@ -312,36 +349,52 @@ def test_without_any_installer_the_message_says_how_to_get_one(bare: Path) -> No
         find_installer()
     assert str(error.value) == (
         f"no installer for {sys.executable}: uv is not in its environment nor on PATH, and it has no pip; "
-        f"add one with: {sys.executable} -m ensurepip   (or install uv: https://docs.astral.sh/uv/)")
+        f"add one with: {sys.executable} -m ensurepip   (or install uv: https://docs.astral.sh/uv/)"
+    )
 
 
 def test_the_base_python_s_pip_is_aimed_at_pi_s_environment(bare: Path) -> None:
     from pi_core.cli.packages import find_installer
 
     # `-m uv` fails, `-m pip --help` lists --python (pip >= 22.3)
-    bare.write_text('#!/bin/sh\n[ "$2" = "pip" ] && echo "  --python <python>  Run pip with the specified Python"'
-                    ' && exit 0\nexit 1\n')
+    bare.write_text(
+        '#!/bin/sh\n[ "$2" = "pip" ] && echo "  --python <python>  Run pip with the specified Python"'
+        " && exit 0\nexit 1\n"
+    )
     bare.chmod(0o755)
     installer = find_installer()
     assert (installer.kind, installer.describe()) == ("pip", "base-python -m pip")
     assert installer.argv("install", ["pi-foo"]) == [
-        str(bare), "-m", "pip", "--python", sys.executable, "install", "pi-foo"]
+        str(bare),
+        "-m",
+        "pip",
+        "--python",
+        sys.executable,
+        "install",
+        "pi-foo",
+    ]
 
 
-def test_install_a_built_wheel_records_the_distribution_by_its_name(venv: Path, tmp_path: Path,
-                                                                     agent_dir: Path) -> None:
+def test_install_a_built_wheel_records_the_distribution_by_its_name(
+    venv: Path, tmp_path: Path, agent_dir: Path
+) -> None:
     """A wheel file spells the distribution with "_" (``pi_hello-0.3.0-py3-none-any.whl``):
     pi reports and records it as the distribution is named, so ``pi remove pi-hello`` finds it."""
     project = tmp_path / "project"
     project.mkdir()
     built = tmp_path / "dist"
-    subprocess.run([*uv(), "build", "--wheel", "-q", "-o", str(built), str(make_plugin(tmp_path))], check=True,
-                   capture_output=True, env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"})
+    subprocess.run(
+        [*uv(), "build", "--wheel", "-q", "-o", str(built), str(make_plugin(tmp_path))],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"},
+    )
     (wheel,) = built.glob("pi_hello-0.3.0-*.whl")
     out = pi(venv, "install", str(wheel), cwd=project)
     assert out.returncode == 0, out.stderr
     assert f"{wheel}: installed pi-hello 0.3.0; extensions: hello" in out.stdout
     assert json.loads((agent_dir / "settings.json").read_text())["packages"] == [
-        {"source": str(wheel), "distribution": "pi-hello"}]
+        {"source": str(wheel), "distribution": "pi-hello"}
+    ]
     out = pi(venv, "remove", "pi-hello", cwd=project)
     assert out.returncode == 0 and "Removed pi-hello" in out.stdout, out.stderr

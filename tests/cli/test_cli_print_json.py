@@ -104,7 +104,10 @@ def test_plugin_hook_errors_reach_stderr_including_session_start(cwd: Path, mode
     flags = ["-p"] if mode == "print" else ["--mode", "json"]
     out = run_pi(*flags, "--model", "faux/offline-demo", "-e", str(plugin), "hi", cwd=cwd)
     assert out.returncode == 0, out.stderr
-    assert f"extension error ({plugin}) in session_start: handler raised RuntimeError: rules file is unreadable" in out.stderr
+    assert (
+        f"extension error ({plugin}) in session_start: handler raised RuntimeError: rules file is unreadable"
+        in out.stderr
+    )
     assert "in turn_start: handler raised ValueError: turn hook broke" in out.stderr
     if mode == "json":  # the JSONL stream carries them too, the start-up one included
         errors = [r for r in jsonl(out.stdout) if r["type"] == "extension_error"]
@@ -117,8 +120,14 @@ def test_without_any_key_no_model_and_the_demo_only_by_name(cwd: Path) -> None:
     out = run_pi("-p", "what is here?", cwd=cwd, env={"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""})
     assert out.returncode == 1 and out.stdout == ""
     assert out.stderr.startswith("pi: No model available:") and out.stderr.count("\n") == 1
-    named = run_pi("-p", "--model", "faux/offline-demo", "what is here?", cwd=cwd,
-                   env={"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""})
+    named = run_pi(
+        "-p",
+        "--model",
+        "faux/offline-demo",
+        "what is here?",
+        cwd=cwd,
+        env={"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""},
+    )
     assert named.returncode == 0, named.stderr
     assert "hello.txt" in named.stdout and "offline demo" in named.stdout
 

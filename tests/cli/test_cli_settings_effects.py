@@ -11,8 +11,19 @@ import pytest
 from cli_helpers import agent_dir, jsonl, run_pi, text_reply
 from wire_server import WireServer, anthropic_message, anthropic_stream, use_server
 
-NO_PROXY_ENV = {name: "" for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy",
-                                      "all_proxy", "NO_PROXY", "no_proxy")}
+NO_PROXY_ENV = {
+    name: ""
+    for name in (
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+        "NO_PROXY",
+        "no_proxy",
+    )
+}
 
 
 @pytest.fixture
@@ -36,8 +47,12 @@ def settings_json(data: dict[str, object]) -> None:
 
 
 def chat_provider(url: str, *models: dict[str, object]) -> dict[str, object]:
-    return {"baseUrl": f"{url}/v1", "api": "openai-completions", "apiKey": "k",
-            "models": [{"contextWindow": 32000, "maxTokens": 1024, **m} for m in models]}
+    return {
+        "baseUrl": f"{url}/v1",
+        "api": "openai-completions",
+        "apiKey": "k",
+        "models": [{"contextWindow": 32000, "maxTokens": 1024, **m} for m in models],
+    }
 
 
 def test_session_dir_setting_holds_the_sessions(wire: WireServer, cwd: Path) -> None:
@@ -66,7 +81,9 @@ def test_enabled_models_choose_the_startup_model(wire: WireServer, cwd: Path) ->
 
 
 def test_model_thinking_levels_set_the_level_of_that_model(wire: WireServer, cwd: Path) -> None:
-    models_json({"local": chat_provider(wire.url, {"id": "thinker", "reasoning": True}, {"id": "other", "reasoning": True})})
+    models_json(
+        {"local": chat_provider(wire.url, {"id": "thinker", "reasoning": True}, {"id": "other", "reasoning": True})}
+    )
     settings_json({"defaultThinkingLevel": "low", "modelThinkingLevels": {"local/thinker": "high"}})
     wire.enqueue(text_reply("ok"), text_reply("ok"))
     levels = []
@@ -80,8 +97,16 @@ def test_model_thinking_levels_set_the_level_of_that_model(wire: WireServer, cwd
 
 
 def test_thinking_budgets_reach_a_budget_based_request(wire: WireServer, cwd: Path) -> None:
-    models_json({"ant": {"baseUrl": wire.url, "api": "anthropic-messages", "apiKey": "k",
-                         "models": [{"id": "claude-test", "reasoning": True, "contextWindow": 200000, "maxTokens": 8000}]}})
+    models_json(
+        {
+            "ant": {
+                "baseUrl": wire.url,
+                "api": "anthropic-messages",
+                "apiKey": "k",
+                "models": [{"id": "claude-test", "reasoning": True, "contextWindow": 200000, "maxTokens": 8000}],
+            }
+        }
+    )
     settings_json({"thinkingBudgets": {"low": 1500}})
     wire.enqueue(anthropic_stream(anthropic_message([{"type": "text", "text": "ok"}])))
     out = run_pi("-p", "--model", "ant/claude-test", "--thinking", "low", "hi", cwd=cwd)
@@ -150,8 +175,14 @@ def test_images_auto_resize_shrinks_what_the_model_sees(wire: WireServer, cwd: P
         with Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))) as image:
             sizes.append(image.size)
         notes = [p["text"] for p in parts if p["type"] == "text" and p["text"].startswith("[Image: original")]
-        assert notes == (["[Image: original 3000x1500, displayed at 2000x1000. Multiply coordinates by 1.50 "
-                          "to map to original image.]"] if not setting else [])
+        assert notes == (
+            [
+                "[Image: original 3000x1500, displayed at 2000x1000. Multiply coordinates by 1.50 "
+                "to map to original image.]"
+            ]
+            if not setting
+            else []
+        )
     assert sizes == [(2000, 1000), (3000, 1500)]
     # the session keeps the original
     session = next((agent_dir() / "sessions").rglob("*.jsonl")).read_text()

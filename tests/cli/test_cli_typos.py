@@ -70,14 +70,55 @@ def test_slips_are_taken_for_the_command(word: str, command: str) -> None:
     "word",
     [
         # ordinary first words of a prompt
-        "test", "fix", "explain", "hello", "refactor", "review", "summarise", "summarize", "why", "what",
-        "add", "write", "implement", "debug", "run", "rename", "document", "optimise", "translate", "check",
+        "test",
+        "fix",
+        "explain",
+        "hello",
+        "refactor",
+        "review",
+        "summarise",
+        "summarize",
+        "why",
+        "what",
+        "add",
+        "write",
+        "implement",
+        "debug",
+        "run",
+        "rename",
+        "document",
+        "optimise",
+        "translate",
+        "check",
         # one or two edits from a command, and still ordinary
-        "lint", "last", "lost", "gist", "helm", "held", "auto", "math", "path", "versions", "passions",
-        "sections", "compaction", "compilation", "completely", "completed", "complex", "installed",
-        "installation", "configure", "upgrade", "models2x",
+        "lint",
+        "last",
+        "lost",
+        "gist",
+        "helm",
+        "held",
+        "auto",
+        "math",
+        "path",
+        "versions",
+        "passions",
+        "sections",
+        "compaction",
+        "compilation",
+        "completely",
+        "completed",
+        "complex",
+        "installed",
+        "installation",
+        "configure",
+        "upgrade",
+        "models2x",
         # too short to tell
-        "mpc", "cap", "abc", "lis", "hep",
+        "mpc",
+        "cap",
+        "abc",
+        "lis",
+        "hep",
     ],
 )
 def test_ordinary_words_are_not(word: str) -> None:
@@ -128,9 +169,7 @@ def test_a_mistyped_command_is_refused_without_a_model_turn(tmp_path: Path, args
     assert done.stdout == ""
     lines = [line for line in done.stderr.splitlines() if not line.startswith("import time:")]
     prompt = " ".join(["pi", "--", *args])
-    assert lines == [
-        f"pi: {args[0]!r} is not a command: did you mean 'pi {command}'? To send it as a prompt: {prompt}"
-    ]
+    assert lines == [f"pi: {args[0]!r} is not a command: did you mean 'pi {command}'? To send it as a prompt: {prompt}"]
     modules = _imported(done.stderr)
     assert "pi_core.cli.typos" in modules  # the list is real
     # the plugin host loads pi's provider plugin (its catalogue index and login list), nothing else of the LLM layer
@@ -149,16 +188,20 @@ def test_a_plugins_command_is_a_name_it_may_be_mistyped_for(tmp_path: Path) -> N
     """The plugins' subcommands (``register_cli_commands``) are among the names, and a
     plugin's command that is itself one slip from pi's (``lists``) runs."""
     plugin = tmp_path / "cli_plugin.py"
-    plugin.write_text(textwrap.dedent("""
+    plugin.write_text(
+        textwrap.dedent("""
         from pi_hookspecs import hookimpl
 
         @hookimpl
         def register_cli_commands(register):
             register("tour-guide", lambda args: print("touring", args), help="A guided tour")
             register("lists", lambda args: print("lists", args), help="Shadows no command")
-    """))
-    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
-           "PI_EXTENSIONS": "cli_plugin"}
+    """)
+    )
+    env = {
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+        "PI_EXTENSIONS": "cli_plugin",
+    }
     _install_entry_point(tmp_path, "cli_plugin", "cli_plugin")
     done = run_pi("tuor-guide", "now", cwd=tmp_path, stdin="", env=env)
     assert done.returncode == 2, done.stderr

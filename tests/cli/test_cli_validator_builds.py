@@ -63,26 +63,47 @@ if _log:
 
 CONSTRUCTED = {
     # stream events and the message the stream assembles
-    "pi_hookspecs.llm.StartEvent", "pi_hookspecs.llm.TextStartEvent", "pi_hookspecs.llm.TextDeltaEvent",
-    "pi_hookspecs.llm.TextEndEvent", "pi_hookspecs.llm.ToolCallStartEvent", "pi_hookspecs.llm.ToolCallDeltaEvent",
-    "pi_hookspecs.llm.ToolCallEndEvent", "pi_hookspecs.llm.DoneEvent", "pi_hookspecs.messages.AssistantMessage",
-    "pi_hookspecs.messages.Usage", "pi_hookspecs.messages.Cost", "pi_hookspecs.messages.ToolCall",
+    "pi_hookspecs.llm.StartEvent",
+    "pi_hookspecs.llm.TextStartEvent",
+    "pi_hookspecs.llm.TextDeltaEvent",
+    "pi_hookspecs.llm.TextEndEvent",
+    "pi_hookspecs.llm.ToolCallStartEvent",
+    "pi_hookspecs.llm.ToolCallDeltaEvent",
+    "pi_hookspecs.llm.ToolCallEndEvent",
+    "pi_hookspecs.llm.DoneEvent",
+    "pi_hookspecs.messages.AssistantMessage",
+    "pi_hookspecs.messages.Usage",
+    "pi_hookspecs.messages.Cost",
+    "pi_hookspecs.messages.ToolCall",
     "pi_hookspecs.llm.StreamOptions",
     # pi's own events and messages
-    "pi_hookspecs.events.BoundaryResult", "pi_hookspecs.events.BeforeAgentStartEvent",
-    "pi_hookspecs.events.SystemPromptOptions", "pi_hookspecs.events.AfterProviderResponseEvent",
-    "pi_hookspecs.events.AgentSettledEvent", "pi_hookspecs.events.SessionStartEvent",
-    "pi_hookspecs.events.SessionShutdownEvent", "pi_hookspecs.events.ToolExecutionStartEvent",
-    "pi_hookspecs.events.ToolExecutionEndEvent", "pi_hookspecs.events.ToolCallEvent",
-    "pi_hookspecs.events.ToolResultEvent", "pi_hookspecs.messages.UserMessage",
+    "pi_hookspecs.events.BoundaryResult",
+    "pi_hookspecs.events.BeforeAgentStartEvent",
+    "pi_hookspecs.events.SystemPromptOptions",
+    "pi_hookspecs.events.AfterProviderResponseEvent",
+    "pi_hookspecs.events.AgentSettledEvent",
+    "pi_hookspecs.events.SessionStartEvent",
+    "pi_hookspecs.events.SessionShutdownEvent",
+    "pi_hookspecs.events.ToolExecutionStartEvent",
+    "pi_hookspecs.events.ToolExecutionEndEvent",
+    "pi_hookspecs.events.ToolCallEvent",
+    "pi_hookspecs.events.ToolResultEvent",
+    "pi_hookspecs.messages.UserMessage",
     "pi_hookspecs.messages.ToolResultMessage",
     # definitions and registrations of pi and its plugins
-    "pi_hookspecs.tools.ToolDefinition", "pi_hookspecs.tools.ToolAnnotations", "pi_hookspecs.messages.ToolDeclaration",
-    "pi_hookspecs.llm.ApiDefinition", "pi_hookspecs.auth.LoginMethod", "pi_hookspecs.registration.CommandDefinition",
-    "pi_hookspecs.registration.FlagDefinition", "pi_hookspecs.registration.CliCommandDefinition",
+    "pi_hookspecs.tools.ToolDefinition",
+    "pi_hookspecs.tools.ToolAnnotations",
+    "pi_hookspecs.messages.ToolDeclaration",
+    "pi_hookspecs.llm.ApiDefinition",
+    "pi_hookspecs.auth.LoginMethod",
+    "pi_hookspecs.registration.CommandDefinition",
+    "pi_hookspecs.registration.FlagDefinition",
+    "pi_hookspecs.registration.CliCommandDefinition",
     # settings and models.json models read without their own validators
-    "pi_core.compaction.settings.CompactionSettings", "pi_core.compaction.settings.BranchSummarySettings",
-    "pi_core.tools.edit.EditBlock", "pi_core.ai.config.ModelConfig",
+    "pi_core.compaction.settings.CompactionSettings",
+    "pi_core.compaction.settings.BranchSummarySettings",
+    "pi_core.tools.edit.EditBlock",
+    "pi_core.ai.config.ModelConfig",
 }
 
 
@@ -91,18 +112,31 @@ def wire() -> Iterator[WireServer]:
     yield from use_server()
 
 
-
-
 def _replies(api: str, tool: bool) -> list[Canned]:
     args = json.dumps({"command": "echo from-bash"})
     if api == "chat":
-        call = chat_chunks([{"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                                             "function": {"name": "bash", "arguments": args}}]}],
-                           finish_reason="tool_calls")
+        call = chat_chunks(
+            [
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "bash", "arguments": args},
+                        }
+                    ]
+                }
+            ],
+            finish_reason="tool_calls",
+        )
         text = chat_chunks([{"content": "all done"}])
     else:
-        call = anthropic_stream(anthropic_message([{"type": "tool_use", "id": "toolu_1", "name": "bash",
-                                                    "json": [args]}], stop_reason="tool_use"))
+        call = anthropic_stream(
+            anthropic_message(
+                [{"type": "tool_use", "id": "toolu_1", "name": "bash", "json": [args]}], stop_reason="tool_use"
+            )
+        )
         text = anthropic_stream(anthropic_message([{"type": "text", "text": "all done"}]))
     return [call, text] if tool else [text]
 
@@ -121,15 +155,20 @@ def test_a_print_run_builds_no_validator_for_what_pi_constructs_and_no_hook_thre
     work.mkdir()
     pycache = tmp_path / "pycache"  # the bytecode and the schemas kept beside it: cold
     # bytecode written, as users have it (an empty PYTHONDONTWRITEBYTECODE is unset for Python)
-    env = {"PYTHONPATH": path, "PI_EXTENSIONS": "mcp,codemode,tool_search", "PYTHONPYCACHEPREFIX": str(pycache),
-           "PYTHONDONTWRITEBYTECODE": ""}
+    env = {
+        "PYTHONPATH": path,
+        "PI_EXTENSIONS": "mcp,codemode,tool_search",
+        "PYTHONPYCACHEPREFIX": str(pycache),
+        "PYTHONDONTWRITEBYTECODE": "",
+    }
 
     def run(name: str) -> list[str]:
         log = tmp_path / f"{name}.txt"
         wire.enqueue(*_replies(api, tool))
         before = len(wire.requests)
-        done = run_pi("-p", "--no-session", "--model", f"{api}/m", "run it", cwd=work,
-                      env={**env, "PI_TEST_BUILD_LOG": str(log)})
+        done = run_pi(
+            "-p", "--no-session", "--model", f"{api}/m", "run it", cwd=work, env={**env, "PI_TEST_BUILD_LOG": str(log)}
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         assert done.stdout.strip() == "all done"
         if tool:

@@ -245,8 +245,16 @@ def test_ctrl_z_suspends_to_the_shell_and_fg_resumes(project: Path) -> None:
     pexpect = pty_or_skip()
     if shutil.which("bash") is None:
         pytest.skip("needs bash for job control")
-    shell = pexpect.spawn("bash", ["--norc", "--noprofile", "-i"], cwd=str(project), env=clean_env(PS1="$ "),
-                          encoding="utf-8", codec_errors="replace", timeout=TIMEOUT, dimensions=(40, 160))
+    shell = pexpect.spawn(
+        "bash",
+        ["--norc", "--noprofile", "-i"],
+        cwd=str(project),
+        env=clean_env(PS1="$ "),
+        encoding="utf-8",
+        codec_errors="replace",
+        timeout=TIMEOUT,
+        dimensions=(40, 160),
+    )
     try:
         command = " ".join(shlex.quote(part) for part in [*PI, "--no-extensions", "--model", "faux/offline-demo"])
         shell.sendline(command)

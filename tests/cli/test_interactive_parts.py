@@ -198,7 +198,11 @@ def test_renderer_prints_tool_calls_results_and_answers_once() -> None:
     renderer(MessageStartEvent(message=UserMessage(content="from a plugin")))
     renderer(ToolExecutionStartEvent(tool_call_id="1", tool_name="bash", args={"command": "ls"}))
     assert "1" in live.tools
-    renderer(ToolExecutionEndEvent(tool_call_id="1", tool_name="bash", result=ToolResult.error("no such file"), is_error=True))
+    renderer(
+        ToolExecutionEndEvent(
+            tool_call_id="1", tool_name="bash", result=ToolResult.error("no such file"), is_error=True
+        )
+    )
     assert live.tools == {}
     from pi_hookspecs import MessageEndEvent
 
@@ -290,7 +294,9 @@ def test_terminal_ui_places_widgets_footer_and_working_message() -> None:
     ui.set_widget("bottom", ["below"], placement="belowEditor")
     ui.set_footer("my footer")
     ui.set_working_message("Crunching")
-    live = LiveView(widgets=ui.widgets, widgets_below=ui.widgets_below, footer=ui.footer, working_message=ui.working_message)
+    live = LiveView(
+        widgets=ui.widgets, widgets_below=ui.widgets_below, footer=ui.footer, working_message=ui.working_message
+    )
     live.set_status("Working")
     above = "".join(text for _, text in live.fragments(60))
     below = "".join(text for _, text in live.below(60))

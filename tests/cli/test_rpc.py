@@ -172,8 +172,15 @@ def test_prompt_streams_events_and_state(cwd: Path) -> None:
         kinds = [r["type"] for r in run]
         assert kinds[0] == "agent_start" and kinds[-1] == "agent_settled"  # the response came first
         assert "response" not in kinds
-        for expected in ("turn_start", "message_start", "message_update", "tool_execution_start",
-                         "tool_execution_end", "turn_end", "agent_end"):
+        for expected in (
+            "turn_start",
+            "message_start",
+            "message_update",
+            "tool_execution_start",
+            "tool_execution_end",
+            "turn_end",
+            "agent_end",
+        ):
             assert expected in kinds
         deltas = [r for r in run if r["type"] == "message_update"]
         assert all("partial" not in r["assistantMessageEvent"] and "message" not in r for r in deltas)
@@ -194,7 +201,9 @@ def test_protocol_errors_framing_and_images(cwd: Path) -> None:
         rpc.send_raw(b"this is not json\n")
         error = rpc.wait_for(of_type("response"))
         assert error == {
-            "type": "response", "command": "parse", "success": False,
+            "type": "response",
+            "command": "parse",
+            "success": False,
             "error": "Failed to parse command: Expecting value: line 1 column 1 (char 0)",
         }
         rpc.send_raw(b"[1, 2]\n")
@@ -210,8 +219,13 @@ def test_protocol_errors_framing_and_images(cwd: Path) -> None:
         bad = rpc.call("prompt", message="x", images=[{"type": "image"}])
         assert bad["success"] is False and "images[0]" in bad["error"]
         missing = rpc.call("set_model", provider="nope", modelId="nothing")
-        assert missing == {"id": missing["id"], "type": "response", "command": "set_model", "success": False,
-                           "error": "Model not found: nope/nothing"}
+        assert missing == {
+            "id": missing["id"],
+            "type": "response",
+            "command": "set_model",
+            "success": False,
+            "error": "Model not found: nope/nothing",
+        }
         assert rpc.call("export_html")["error"] == "Nothing to export yet - start a conversation first"
 
         # U+2028 / U+2029 are not record boundaries; images reach the user message
@@ -237,7 +251,12 @@ def test_session_commands(cwd: Path) -> None:
         assert [f["text"] for f in forks] == ["first question"]
 
         stats = rpc.ok("get_session_stats")
-        assert (stats["userMessages"], stats["assistantMessages"], stats["toolCalls"], stats["toolResults"]) == (1, 2, 1, 1)
+        assert (stats["userMessages"], stats["assistantMessages"], stats["toolCalls"], stats["toolResults"]) == (
+            1,
+            2,
+            1,
+            1,
+        )
         assert stats["tokens"]["total"] > 0 and stats["tokens"]["output"] > 0
         assert stats["contextUsage"]["contextWindow"] == 128000
 
@@ -351,8 +370,7 @@ def test_extension_ui_dialogs_commands_and_errors(cwd: Path, tmp_path: Path) -> 
     template = tmp_path / "review.md"
     template.write_text("---\ndescription: Review the code\n---\nReview $@\n")
     mark = tmp_path / "mark.txt"
-    with pi(cwd, "-e", plugin, "--prompt-template", str(template), RPC_TEST_MARK=str(mark),
-            RPC_TEST_FAIL="1") as rpc:
+    with pi(cwd, "-e", plugin, "--prompt-template", str(template), RPC_TEST_MARK=str(mark), RPC_TEST_FAIL="1") as rpc:
         commands = {c["name"]: c for c in rpc.ok("get_commands")["commands"]}
         assert commands["ask"]["source"] == "extension" and commands["ask"]["description"] == "Ask the user things"
         assert commands["ask"]["sourceInfo"]["path"] == plugin
@@ -394,9 +412,17 @@ def test_extension_ui_dialogs_commands_and_errors(cwd: Path, tmp_path: Path) -> 
         assert rpc.rest() == []
         assert rpc.wait() == 0
     assert mark.read_text().splitlines() == [
-        "waiting select Pick one", "answered select", "waiting input Your name", "answered input",
-        "waiting editor Edit", "answered editor", "waiting confirm Cancel me", "answered confirm",
-        "waiting confirm Nobody answers this", "answered confirm", "shutdown quit",
+        "waiting select Pick one",
+        "answered select",
+        "waiting input Your name",
+        "answered input",
+        "waiting editor Edit",
+        "answered editor",
+        "waiting confirm Cancel me",
+        "answered confirm",
+        "waiting confirm Nobody answers this",
+        "answered confirm",
+        "shutdown quit",
     ]
 
 
@@ -420,15 +446,15 @@ def test_stdin_eof_finishes_the_run_and_closes_the_session(cwd: Path, tmp_path: 
     assert messages[-1]["stopReason"] == "stop" and "offline demo" in text_of(messages[-1])
 
 
-def test_sigterm_aborts_and_exits_and_a_second_signal_exits_at_once(cwd: Path, tmp_path: Path,
-                                                                    wire: WireServer) -> None:
+def test_sigterm_aborts_and_exits_and_a_second_signal_exits_at_once(
+    cwd: Path, tmp_path: Path, wire: WireServer
+) -> None:
     configure_endpoint(wire)
     wire.enqueue(held_reply("streaming for ever "))
     with pi(cwd, "--model", "local/local-model") as rpc:
         session_file = rpc.ok("get_state")["sessionFile"]
         rpc.command("prompt", message="go")
-        rpc.wait_for(lambda r: r["type"] == "message_update"
-                     and r["assistantMessageEvent"]["type"] == "text_delta")
+        rpc.wait_for(lambda r: r["type"] == "message_update" and r["assistantMessageEvent"]["type"] == "text_delta")
         rpc.send_signal(signal.SIGTERM)
         rest = rpc.rest()
         assert rpc.wait() == 128 + signal.SIGTERM  # the conventional status of a signal
@@ -453,8 +479,9 @@ def test_abort_mid_stream_then_a_second_prompt_completes(cwd: Path, wire: WireSe
     wire.enqueue(held_reply("thinking about it "), text_reply("second answer"))
     with pi(cwd, "--model", "local/local-model") as rpc:
         assert rpc.ok("prompt", message="first") == {"disposition": "started"}
-        delta = rpc.wait_for(lambda r: r["type"] == "message_update"
-                             and r["assistantMessageEvent"]["type"] == "text_delta")
+        delta = rpc.wait_for(
+            lambda r: r["type"] == "message_update" and r["assistantMessageEvent"]["type"] == "text_delta"
+        )
         assert delta["assistantMessageEvent"]["delta"] == "thinking about it "
 
         busy = rpc.call("prompt", message="no behaviour")
@@ -515,4 +542,8 @@ def test_models_thinking_and_toggles(cwd: Path, wire: WireServer) -> None:
         assert (state["autoCompactionEnabled"], state["autoRetryEnabled"]) == (False, False)
         rpc.ok("new_session")  # the choices carry over to the next session
         state = rpc.ok("get_state")
-        assert (state["steeringMode"], state["autoCompactionEnabled"], state["autoRetryEnabled"]) == ("all", False, False)
+        assert (state["steeringMode"], state["autoCompactionEnabled"], state["autoRetryEnabled"]) == (
+            "all",
+            False,
+            False,
+        )

@@ -208,12 +208,15 @@ def test_file_operations_of_nested_calls_recorded_on_tool_results() -> None:
     session.user("go " + text_of_size(100))
     session.assistant("", ("codemode", {"code": "..."}))
     result = session.tool_result("ok", name="codemode").message
-    result.nested_calls = NestedToolCalls(calls=[
-        NestedToolCallRecord(id="c/1", name="read", arguments={"path": "n.py"}),
-        NestedToolCallRecord(id="c/2", name="edit", arguments={"path": "m.py"}, status="error", error="no match"),
-        NestedToolCallRecord(id="c/3", name="write", arguments=None, arguments_bytes=9000),  # arguments dropped
-        NestedToolCallRecord(id="c/4", name="write", arguments={"path": "u.py"}, status="unfinished"),
-    ], complete=False)
+    result.nested_calls = NestedToolCalls(
+        calls=[
+            NestedToolCallRecord(id="c/1", name="read", arguments={"path": "n.py"}),
+            NestedToolCallRecord(id="c/2", name="edit", arguments={"path": "m.py"}, status="error", error="no match"),
+            NestedToolCallRecord(id="c/3", name="write", arguments=None, arguments_bytes=9000),  # arguments dropped
+            NestedToolCallRecord(id="c/4", name="write", arguments={"path": "u.py"}, status="unfinished"),
+        ],
+        complete=False,
+    )
     session.user("next " + text_of_size(200))
     preparation = prepare_compaction(session.entries, KEEP_140)
     assert preparation is not None

@@ -54,15 +54,21 @@ def pi_ts_package() -> Path | None:
 
 
 def text_reply(text: str, usage: dict[str, Any] | None = None) -> Canned:
-    return chat_chunks([{"content": text[i : i + 8]} for i in range(0, len(text), 8)],
-                       usage=usage or {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15})
+    return chat_chunks(
+        [{"content": text[i : i + 8]} for i in range(0, len(text), 8)],
+        usage=usage or {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    )
 
 
 def tool_reply(name: str, args: dict[str, Any], call_id: str = "call_1") -> Canned:
     arguments = json.dumps(args)
     return chat_chunks(
         [
-            {"tool_calls": [{"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}]},
+            {
+                "tool_calls": [
+                    {"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+                ]
+            },
             {"tool_calls": [{"index": 0, "function": {"arguments": arguments[:10]}}]},
             {"tool_calls": [{"index": 0, "function": {"arguments": arguments[10:]}}]},
         ],
@@ -96,8 +102,13 @@ def write_agent_dir(agent: Path, url: str, settings: dict[str, Any] | None = Non
                     {"id": "think-model", "reasoning": True, "contextWindow": 32000, "maxTokens": 1024},
                     # an 11-second prompt cache (a refresh one second after a request) and
                     # prices at which refreshing a large prompt pays
-                    {"id": "cached-model", "contextWindow": 200000, "maxTokens": 1024, "promptCache": {"short": 11},
-                     "cost": {"input": 10, "output": 50, "cacheRead": 1, "cacheWrite": 12.5}},
+                    {
+                        "id": "cached-model",
+                        "contextWindow": 200000,
+                        "maxTokens": 1024,
+                        "promptCache": {"short": 11},
+                        "cost": {"input": 10, "output": 50, "cacheRead": 1, "cacheWrite": 12.5},
+                    },
                 ],
             }
         }
@@ -111,16 +122,29 @@ def write_agent_dir(agent: Path, url: str, settings: dict[str, Any] | None = Non
 
 def environment(agent: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.update({"PI_CODING_AGENT_DIR": str(agent), "PI_EXTENSIONS": "", "PYTHONUNBUFFERED": "1",
-                "PI_OFFLINE": "1", "NO_COLOR": "1"})
+    env.update(
+        {
+            "PI_CODING_AGENT_DIR": str(agent),
+            "PI_EXTENSIONS": "",
+            "PYTHONUNBUFFERED": "1",
+            "PI_OFFLINE": "1",
+            "NO_COLOR": "1",
+        }
+    )
     return env
 
 
 def run_json(which: str, args: list[str], *, cwd: Path, agent: Path) -> subprocess.CompletedProcess[str]:
     """``pi --mode json`` of this pi (``which="py"``) or of pi 1.6.0 (``"ts"``)."""
     command = [*PI] if which == "py" else [PI_TS]
-    return subprocess.run([*command, "--mode", "json", *args], cwd=cwd, env=environment(agent),
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [*command, "--mode", "json", *args],
+        cwd=cwd,
+        env=environment(agent),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def session_records(agent: Path) -> list[dict[str, Any]]:
@@ -135,8 +159,17 @@ def request_bodies(server: WireServer) -> list[Any]:
 
 # --------------------------------------------------------------------------- normalising
 
-_ID_KEYS = {"id", "parentId", "targetId", "firstKeptEntryId", "fromId", "leafId", "sessionId", "messageEntryId",
-            "entryId"}
+_ID_KEYS = {
+    "id",
+    "parentId",
+    "targetId",
+    "firstKeptEntryId",
+    "fromId",
+    "leafId",
+    "sessionId",
+    "messageEntryId",
+    "entryId",
+}
 _TIME_KEYS = {"timestamp", "modified", "created"}
 _DURATION_KEYS = {"durationMs", "duration_ms", "wall_time_seconds"}
 
@@ -231,9 +264,12 @@ def collapse_updates(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     how often a running command reports progress depends on timing."""
     out: list[dict[str, Any]] = []
     for event in events:
-        if (event.get("type") == "tool_execution_update" and out
-                and out[-1].get("type") == "tool_execution_update"
-                and out[-1].get("toolCallId") == event.get("toolCallId")):
+        if (
+            event.get("type") == "tool_execution_update"
+            and out
+            and out[-1].get("type") == "tool_execution_update"
+            and out[-1].get("toolCallId") == event.get("toolCallId")
+        ):
             out[-1] = event
         else:
             out.append(event)
@@ -265,7 +301,7 @@ def _transcript(content: Any) -> str:
     text = content if isinstance(content, str) else "".join(block.get("text", "") for block in content)
     start = min((i for i in (text.find("[User]:"), text.find("[Assistant")) if i >= 0), default=0)
     ends = [i for i in (text.find("</conversation>"), text.find("\n# Instructions")) if i >= 0]
-    return "<summary request> " + text[start: min(ends) if ends else len(text)].strip()
+    return "<summary request> " + text[start : min(ends) if ends else len(text)].strip()
 
 
 # --------------------------------------------------------------------------- goldens

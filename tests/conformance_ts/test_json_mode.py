@@ -54,8 +54,17 @@ CASES = [
     Case(
         "reasoning_model_default_level",
         ["--model", "local/think-model", "think"],
-        [text_reply("Thought about it.", usage={"prompt_tokens": 12, "completion_tokens": 9, "total_tokens": 21,
-                                                  "completion_tokens_details": {"reasoning_tokens": 4}})],
+        [
+            text_reply(
+                "Thought about it.",
+                usage={
+                    "prompt_tokens": 12,
+                    "completion_tokens": 9,
+                    "total_tokens": 21,
+                    "completion_tokens_details": {"reasoning_tokens": 4},
+                },
+            )
+        ],
     ),
     Case("two_prompts", ["--model", MODEL, "one", "two"], [text_reply("first"), text_reply("second")]),
     Case(
@@ -67,27 +76,45 @@ CASES = [
     Case(
         "bash_tool_output",  # what the model sees of coloured output and a failing status
         ["--model", MODEL, "run it"],
-        [tool_reply("bash", {"command": "printf '\\033[1;31mred\\033[0m\\r\\nplain\\n'; exit 3"}),
-         text_reply("It failed.")],
+        [
+            tool_reply("bash", {"command": "printf '\\033[1;31mred\\033[0m\\r\\nplain\\n'; exit 3"}),
+            text_reply("It failed."),
+        ],
     ),
     Case(
         "unknown_tool_and_bad_arguments",
         ["--model", MODEL, "try tools"],
-        [tool_reply("no_such_tool", {"x": 1}), tool_reply("read", {"file": "notes.txt"}, call_id="call_2"),
-         text_reply("Both failed.")],
+        [
+            tool_reply("no_such_tool", {"x": 1}),
+            tool_reply("read", {"file": "notes.txt"}, call_id="call_2"),
+            text_reply("Both failed."),
+        ],
     ),
     Case(
         "answer_cut_at_the_output_limit",
         ["--model", MODEL, "write a lot"],
-        [chat_chunks([{"content": "A long answer that"}], finish_reason="length",
-                     usage={"prompt_tokens": 10, "completion_tokens": 1024, "total_tokens": 1034})],
+        [
+            chat_chunks(
+                [{"content": "A long answer that"}],
+                finish_reason="length",
+                usage={"prompt_tokens": 10, "completion_tokens": 1024, "total_tokens": 1034},
+            )
+        ],
     ),
     Case(
         "thinking_then_text",
         ["--model", "local/think-model", "--thinking", "high", "think first"],
-        [chat_chunks([{"reasoning_content": "Let me "}, {"reasoning_content": "think."}, {"content": "Answer."}],
-                     usage={"prompt_tokens": 10, "completion_tokens": 9, "total_tokens": 19,
-                            "completion_tokens_details": {"reasoning_tokens": 6}})],
+        [
+            chat_chunks(
+                [{"reasoning_content": "Let me "}, {"reasoning_content": "think."}, {"content": "Answer."}],
+                usage={
+                    "prompt_tokens": 10,
+                    "completion_tokens": 9,
+                    "total_tokens": 19,
+                    "completion_tokens_details": {"reasoning_tokens": 6},
+                },
+            )
+        ],
     ),
     Case("no_session_file", ["--no-session", "--model", MODEL, "hi"], [text_reply("Nothing is saved.")]),
     Case(

@@ -51,10 +51,18 @@ SESSION_REPLIES = [
     tool_reply("bash", {"command": "sleep 5"}, call_id="call_2"),
 ]
 # a 100k-token prompt, 99k of it read from the cache; the refresh reads it all
-BIG_PROMPT = {"prompt_tokens": 100_000, "completion_tokens": 5, "total_tokens": 100_005,
-              "prompt_tokens_details": {"cached_tokens": 99_000}}
-REFRESH = {"prompt_tokens": 100_000, "completion_tokens": 1, "total_tokens": 100_001,
-           "prompt_tokens_details": {"cached_tokens": 100_000}}
+BIG_PROMPT = {
+    "prompt_tokens": 100_000,
+    "completion_tokens": 5,
+    "total_tokens": 100_005,
+    "prompt_tokens_details": {"cached_tokens": 99_000},
+}
+REFRESH = {
+    "prompt_tokens": 100_000,
+    "completion_tokens": 1,
+    "total_tokens": 100_001,
+    "prompt_tokens_details": {"cached_tokens": 100_000},
+}
 WARMING_REPLIES = [text_reply("Hello.", usage=BIG_PROMPT), text_reply("", usage=REFRESH)]
 OVERLOADED = json_error(529, {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
 RETRY_REPLIES = [text_reply("Hello."), OVERLOADED, text_reply("## Goal\nSay hello.")]
@@ -63,10 +71,16 @@ SCENARIOS: dict[str, tuple[list[Any], str, dict[str, Any]]] = {
     "cache_warming": (WARMING_REPLIES, "local/cached-model", {}),
     "models": ([], "local/local-model", {}),
     "sessions": ([text_reply("First answer.")], "local/local-model", {}),
-    "queues": ([tool_reply("bash", {"command": "sleep 1; echo slept"}), text_reply("Steered."),
-                text_reply("Summarised.")], "local/local-model", {}),
-    "summary_retry": (RETRY_REPLIES, "local/local-model",
-                      {"compaction": {"keepRecentTokens": 1}, "retry": {"enabled": True, "baseDelayMs": 1}}),
+    "queues": (
+        [tool_reply("bash", {"command": "sleep 1; echo slept"}), text_reply("Steered."), text_reply("Summarised.")],
+        "local/local-model",
+        {},
+    ),
+    "summary_retry": (
+        RETRY_REPLIES,
+        "local/local-model",
+        {"compaction": {"keepRecentTokens": 1}, "retry": {"enabled": True, "baseDelayMs": 1}},
+    ),
 }
 
 
@@ -88,8 +102,9 @@ def drive(which: str, wire: WireServer, root: Path, scenario: str = "session") -
         "RPC_MODEL": model,
         "RPC_SCENARIO": scenario,
     }
-    done = subprocess.run([NODE, str(HERE / "rpc_driver.mjs")], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=180)
+    done = subprocess.run(
+        [NODE, str(HERE / "rpc_driver.mjs")], cwd=cwd, env=env, capture_output=True, text=True, timeout=180
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
     assert "error" not in outcome, f"{outcome['error']}\n{done.stderr[-3000:]}"
@@ -108,8 +123,11 @@ def _without_volatile(name: str, value: Any) -> Any:
         # how output is cut into chunks depends on timing: the updates are joined
         joined: list[dict[str, Any]] = []
         for event in value:
-            if joined and event.get("type") == "bash_execution_update" == joined[-1].get("type") \
-                    and event.get("id") == joined[-1].get("id"):
+            if (
+                joined
+                and event.get("type") == "bash_execution_update" == joined[-1].get("type")
+                and event.get("id") == joined[-1].get("id")
+            ):
                 joined[-1] = {**joined[-1], "delta": joined[-1]["delta"] + event["delta"]}
             else:
                 joined.append(dict(event))
@@ -178,8 +196,11 @@ def test_models_and_thinking_levels_as_pi_1_6_0(wire: WireServer, tmp_path: Path
 def test_steering_and_follow_up_as_pi_1_6_0(wire: WireServer, tmp_path: Path) -> None:
     ours = drive("py", wire, tmp_path, "queues")
     users = [m for m in ours["steps"]["get_messages"] if m["role"] == "user"]
-    assert [u["content"][0]["text"] for u in users] == ["run the slow command", "use the other file",
-                                                        "and then summarise"]
+    assert [u["content"][0]["text"] for u in users] == [
+        "run the slow command",
+        "use the other file",
+        "and then summarise",
+    ]
     matches_golden_and_pi_1_6_0("rpc_queues", ours, wire, tmp_path, "queues")
 
 
@@ -195,8 +216,13 @@ def test_new_switch_and_clone_sessions_as_pi_1_6_0(wire: WireServer, tmp_path: P
 def test_a_summary_request_is_retried_as_pi_1_6_0(wire: WireServer, tmp_path: Path) -> None:
     ours = drive("py", wire, tmp_path, "summary_retry")
     kinds = [e["type"] for e in ours["steps"]["compact_events"]]
-    assert kinds == ["compaction_start", "summarization_retry_scheduled", "summarization_retry_attempt_start",
-                     "summarization_retry_finished", "compaction_end"]
+    assert kinds == [
+        "compaction_start",
+        "summarization_retry_scheduled",
+        "summarization_retry_attempt_start",
+        "summarization_retry_finished",
+        "compaction_end",
+    ]
     assert ours["steps"]["compact"]["summary"].endswith("## Goal\nSay hello.")
     matches_golden_and_pi_1_6_0("rpc_summary_retry", ours, wire, tmp_path, "summary_retry")
 

@@ -66,115 +66,217 @@ def write_rich_session(directory: Path) -> Fixture:
     image, tool calls of several tools and their results, and text with <script> in it."""
     sm = SessionManager.create(directory, session_dir=directory)
     ids: dict[str, str] = {}
-    ids["system"] = sm.append_message({
-        "role": "system",
-        "content": "",
-        "sections": {"preamble": TEXTS["system"] + " " + SCRIPT, "cwd": str(directory)},
-        "toolsAdded": [
-            {"name": "bash", "description": "Run a shell command",
-             "parameters": {"type": "object", "properties": {"command": {"type": "string", "description": "the command"}},
-                            "required": ["command"]}},
-            {"name": "read", "description": "Read a file",
-             "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}},
-        ],
-    })
+    ids["system"] = sm.append_message(
+        {
+            "role": "system",
+            "content": "",
+            "sections": {"preamble": TEXTS["system"] + " " + SCRIPT, "cwd": str(directory)},
+            "toolsAdded": [
+                {
+                    "name": "bash",
+                    "description": "Run a shell command",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"command": {"type": "string", "description": "the command"}},
+                        "required": ["command"],
+                    },
+                },
+                {
+                    "name": "read",
+                    "description": "Read a file",
+                    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+                },
+            ],
+        }
+    )
     ids["user"] = sm.append_message({"role": "user", "content": f"{TEXTS['user']} {SCRIPT} **now**"})
-    ids["assistant_tools"] = sm.append_message({
-        "role": "assistant",
-        "content": [
-            {"type": "thinking", "thinking": TEXTS["thinking"]},
-            {"type": "text", "text": TEXTS["assistant"] + "\n\n```python\nprint('hi')\n```"},
-            {"type": "toolCall", "id": "call_1", "name": "bash", "arguments": {"command": "ls " + SCRIPT}},
-            {"type": "toolCall", "id": "call_2", "name": "read", "arguments": {"path": "/work/src/greet.py"}},
-            {"type": "toolCall", "id": "call_3", "name": "edit",
-             "arguments": {"path": "/work/src/greet.py", "edits": [{"oldText": "hi", "newText": "hello"}]}},
-            {"type": "toolCall", "id": "call_4", "name": "write",
-             "arguments": {"path": "/work/out.py", "content": TEXTS["write_content"]}},
-            {"type": "toolCall", "id": "call_5", "name": "my_plugin_tool", "arguments": {"query": SCRIPT}},
-        ],
-        "api": "openai-completions", "provider": "fixture", "model": "fixture-model",
-        "usage": {"input": 1200, "output": 300, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 1500,
-                  "cost": {"input": 0.001, "output": 0.002, "cacheRead": 0, "cacheWrite": 0, "total": 0.003}},
-        "stopReason": "toolUse",
-    })
-    ids["result_bash"] = sm.append_message({
-        "role": "toolResult", "toolCallId": "call_1", "toolName": "bash",
-        "content": [{"type": "text", "text": TEXTS["bash_output"] + "\n" + SCRIPT}], "isError": False,
-    })
-    ids["result_read"] = sm.append_message({
-        "role": "toolResult", "toolCallId": "call_2", "toolName": "read",
-        "content": [{"type": "text", "text": TEXTS["read_output"]}], "isError": False,
-    })
-    ids["result_edit"] = sm.append_message({
-        "role": "toolResult", "toolCallId": "call_3", "toolName": "edit",
-        "content": [{"type": "text", "text": "Successfully replaced 1 block(s) in /work/src/greet.py."}],
-        "details": {"diff": " 1 def greet():\n-2     return 'hi'\n" + TEXTS["edit_diff"]}, "isError": False,
-    })
-    ids["result_write"] = sm.append_message({
-        "role": "toolResult", "toolCallId": "call_4", "toolName": "write",
-        "content": [{"type": "text", "text": "Wrote 31 bytes"}], "isError": False,
-    })
-    ids["result_plugin"] = sm.append_message({
-        "role": "toolResult", "toolCallId": "call_5", "toolName": "my_plugin_tool",
-        "content": [{"type": "text", "text": "plugin failed: " + SCRIPT},
-                    {"type": "image", "data": PNG_B64, "mimeType": "image/png"}],
-        "isError": True,
-        "nestedCalls": {"calls": [{"id": "n1", "name": "read", "arguments": {"path": "x"}, "status": "ok",
-                                   "durationMs": 3}], "complete": True},
-    })
-    ids["orphan"] = sm.append_message({
-        "role": "toolResult", "toolCallId": "call_gone", "toolName": "grep",
-        "content": [{"type": "text", "text": TEXTS["orphan"]}], "isError": False,
-    })
+    ids["assistant_tools"] = sm.append_message(
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": TEXTS["thinking"]},
+                {"type": "text", "text": TEXTS["assistant"] + "\n\n```python\nprint('hi')\n```"},
+                {"type": "toolCall", "id": "call_1", "name": "bash", "arguments": {"command": "ls " + SCRIPT}},
+                {"type": "toolCall", "id": "call_2", "name": "read", "arguments": {"path": "/work/src/greet.py"}},
+                {
+                    "type": "toolCall",
+                    "id": "call_3",
+                    "name": "edit",
+                    "arguments": {"path": "/work/src/greet.py", "edits": [{"oldText": "hi", "newText": "hello"}]},
+                },
+                {
+                    "type": "toolCall",
+                    "id": "call_4",
+                    "name": "write",
+                    "arguments": {"path": "/work/out.py", "content": TEXTS["write_content"]},
+                },
+                {"type": "toolCall", "id": "call_5", "name": "my_plugin_tool", "arguments": {"query": SCRIPT}},
+            ],
+            "api": "openai-completions",
+            "provider": "fixture",
+            "model": "fixture-model",
+            "usage": {
+                "input": 1200,
+                "output": 300,
+                "cacheRead": 0,
+                "cacheWrite": 0,
+                "totalTokens": 1500,
+                "cost": {"input": 0.001, "output": 0.002, "cacheRead": 0, "cacheWrite": 0, "total": 0.003},
+            },
+            "stopReason": "toolUse",
+        }
+    )
+    ids["result_bash"] = sm.append_message(
+        {
+            "role": "toolResult",
+            "toolCallId": "call_1",
+            "toolName": "bash",
+            "content": [{"type": "text", "text": TEXTS["bash_output"] + "\n" + SCRIPT}],
+            "isError": False,
+        }
+    )
+    ids["result_read"] = sm.append_message(
+        {
+            "role": "toolResult",
+            "toolCallId": "call_2",
+            "toolName": "read",
+            "content": [{"type": "text", "text": TEXTS["read_output"]}],
+            "isError": False,
+        }
+    )
+    ids["result_edit"] = sm.append_message(
+        {
+            "role": "toolResult",
+            "toolCallId": "call_3",
+            "toolName": "edit",
+            "content": [{"type": "text", "text": "Successfully replaced 1 block(s) in /work/src/greet.py."}],
+            "details": {"diff": " 1 def greet():\n-2     return 'hi'\n" + TEXTS["edit_diff"]},
+            "isError": False,
+        }
+    )
+    ids["result_write"] = sm.append_message(
+        {
+            "role": "toolResult",
+            "toolCallId": "call_4",
+            "toolName": "write",
+            "content": [{"type": "text", "text": "Wrote 31 bytes"}],
+            "isError": False,
+        }
+    )
+    ids["result_plugin"] = sm.append_message(
+        {
+            "role": "toolResult",
+            "toolCallId": "call_5",
+            "toolName": "my_plugin_tool",
+            "content": [
+                {"type": "text", "text": "plugin failed: " + SCRIPT},
+                {"type": "image", "data": PNG_B64, "mimeType": "image/png"},
+            ],
+            "isError": True,
+            "nestedCalls": {
+                "calls": [{"id": "n1", "name": "read", "arguments": {"path": "x"}, "status": "ok", "durationMs": 3}],
+                "complete": True,
+            },
+        }
+    )
+    ids["orphan"] = sm.append_message(
+        {
+            "role": "toolResult",
+            "toolCallId": "call_gone",
+            "toolName": "grep",
+            "content": [{"type": "text", "text": TEXTS["orphan"]}],
+            "isError": False,
+        }
+    )
     ids["label"] = sm.set_label(ids["user"], TEXTS["label"])
     ids["model_change"] = sm.append_model_change("fixture", "other-model")
     ids["thinking_change"] = sm.append_thinking_level_change("high")
-    ids["fork_point"] = sm.append_message({
-        "role": "assistant", "content": [{"type": "text", "text": "Done with the tools."}],
-        "provider": "fixture", "model": "other-model", "stopReason": "stop",
-    })
+    ids["fork_point"] = sm.append_message(
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "Done with the tools."}],
+            "provider": "fixture",
+            "model": "other-model",
+            "stopReason": "stop",
+        }
+    )
     # the branch we leave: one answer
     ids["user_2"] = sm.append_message({"role": "user", "content": "Try approach A"})
-    ids["other_branch"] = sm.append_message({
-        "role": "assistant", "content": [{"type": "text", "text": TEXTS["other_branch"]}],
-        "provider": "fixture", "model": "fixture-model", "stopReason": "stop",
-    })
+    ids["other_branch"] = sm.append_message(
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": TEXTS["other_branch"]}],
+            "provider": "fixture",
+            "model": "fixture-model",
+            "stopReason": "stop",
+        }
+    )
     # back to the fork point, with a summary of the branch left: the active branch
     ids["branch_summary"] = sm.branch_with_summary(ids["fork_point"], TEXTS["branch_summary"])
-    ids["image_user"] = sm.append_message({
-        "role": "user",
-        "content": [{"type": "text", "text": TEXTS["image_caption"]},
-                    {"type": "image", "data": PNG_B64, "mimeType": "image/png"}],
-    })
-    ids["shell"] = sm.append_message({
-        "role": "bashExecution", "command": TEXTS["shell"], "output": TEXTS["shell_output"] + "\n",
-        "exitCode": 0, "cancelled": False, "truncated": False,
-    })
+    ids["image_user"] = sm.append_message(
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": TEXTS["image_caption"]},
+                {"type": "image", "data": PNG_B64, "mimeType": "image/png"},
+            ],
+        }
+    )
+    ids["shell"] = sm.append_message(
+        {
+            "role": "bashExecution",
+            "command": TEXTS["shell"],
+            "output": TEXTS["shell_output"] + "\n",
+            "exitCode": 0,
+            "cancelled": False,
+            "truncated": False,
+        }
+    )
     ids["custom"] = sm.append_custom_message_entry("build-status", TEXTS["custom"] + " " + SCRIPT, True)
     ids["hidden_custom"] = sm.append_custom_message_entry("reminder", TEXTS["hidden_custom"], False)
     ids["plugin_state"] = sm.append_custom_entry("my-plugin", {"count": 1})
     ids["compaction"] = sm.append_compaction(
-        TEXTS["compaction"] + "\n\n- point " + SCRIPT, ids["image_user"], 51234,
+        TEXTS["compaction"] + "\n\n- point " + SCRIPT,
+        ids["image_user"],
+        51234,
         details={"readFiles": ["/work/src/greet.py"], "modifiedFiles": ["/work/out.py"]},
     )
-    ids["system_update"] = sm.append_message({
-        "role": "system", "content": "", "sections": {"skills": "<skills>none</skills>", "cwd": None},
-        "toolsRemoved": [{"name": "read"}],
-    })
+    ids["system_update"] = sm.append_message(
+        {
+            "role": "system",
+            "content": "",
+            "sections": {"skills": "<skills>none</skills>", "cwd": None},
+            "toolsRemoved": [{"name": "read"}],
+        }
+    )
     ids["context_edit"] = sm.append_context_edit(ids["image_user"], None)
     ids["session_info"] = sm.append_session_info(TEXTS["name"])
-    ids["usage"] = sm.append_usage("cache_warm", "fixture", "fixture-model",
-                                   {"input": 0, "output": 0, "cacheRead": 500, "totalTokens": 500,
-                                    "cost": {"total": 0.0005}})
-    ids["error_answer"] = sm.append_message({
-        "role": "assistant", "content": [], "provider": "fixture", "model": "fixture-model",
-        "stopReason": "error", "errorMessage": TEXTS["error"],
-    })
+    ids["usage"] = sm.append_usage(
+        "cache_warm",
+        "fixture",
+        "fixture-model",
+        {"input": 0, "output": 0, "cacheRead": 500, "totalTokens": 500, "cost": {"total": 0.0005}},
+    )
+    ids["error_answer"] = sm.append_message(
+        {
+            "role": "assistant",
+            "content": [],
+            "provider": "fixture",
+            "model": "fixture-model",
+            "stopReason": "error",
+            "errorMessage": TEXTS["error"],
+        }
+    )
     ids["last_user"] = sm.append_message({"role": "user", "content": "Last question"})
-    ids["leaf"] = sm.append_message({
-        "role": "assistant", "content": [{"type": "text", "text": "Final answer of the **active** branch"}],
-        "provider": "fixture", "model": "fixture-model", "stopReason": "stop",
-    })
+    ids["leaf"] = sm.append_message(
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "Final answer of the **active** branch"}],
+            "provider": "fixture",
+            "model": "fixture-model",
+            "stopReason": "stop",
+        }
+    )
     path = Path(sm.get_session_file() or "")
     session_id = sm.get_session_id()
     sm.close()

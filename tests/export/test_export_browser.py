@@ -175,9 +175,7 @@ def test_clicking_the_tree_shows_another_branch(opened: Opened, exported: tuple[
     assert opened.entry(ids["leaf"]).is_visible() and not opened.entry(ids["other_branch"]).is_visible()
     # a link to an entry of another branch opens that branch
     opened.page.goto(f"{opened.page.url.split('#')[0]}#entry-{ids['other_branch']}")
-    opened.page.wait_for_function(
-        f"() => !document.getElementById('entry-{ids['other_branch']}').hidden"
-    )
+    opened.page.wait_for_function(f"() => !document.getElementById('entry-{ids['other_branch']}').hidden")
     assert opened.entry(ids["other_branch"]).is_visible() and not opened.entry(ids["leaf"]).is_visible()
     # searching the tree narrows it
     opened.page.fill("#tree-search", "approach")
@@ -189,8 +187,9 @@ def test_clicking_the_tree_shows_another_branch(opened: Opened, exported: tuple[
 
 def test_a_phone_sized_window(browser: Any, exported: tuple[Fixture, Path]) -> None:
     fixture, path = exported
-    opened = Opened(browser, path, viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True,
-                    device_scale_factor=2)
+    opened = Opened(
+        browser, path, viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True, device_scale_factor=2
+    )
     try:
         page = opened.page
         width = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")

@@ -49,7 +49,9 @@ def test_export_to_a_named_file(tmp_path: Path) -> None:
     fixture = write_rich_session(tmp_path)
     done = run_pi("--export", str(fixture.path), "out/page.html", cwd=tmp_path, env={})
     assert done.returncode == 1
-    assert one_line_error(done.stderr) == f"pi: Cannot write {tmp_path / 'out' / 'page.html'}: No such file or directory"
+    assert (
+        one_line_error(done.stderr) == f"pi: Cannot write {tmp_path / 'out' / 'page.html'}: No such file or directory"
+    )
     (tmp_path / "out").mkdir()
     done = run_pi("--export", str(fixture.path), "out/page.html", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -106,8 +108,13 @@ def test_rpc_export_html(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     (project / "README.md").write_text("hello\n")
-    with RpcProcess("--no-extensions", "--model", "faux/offline-demo", cwd=project,
-                    env={"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""}) as rpc:
+    with RpcProcess(
+        "--no-extensions",
+        "--model",
+        "faux/offline-demo",
+        cwd=project,
+        env={"ANTHROPIC_API_KEY": "", "OPENAI_API_KEY": ""},
+    ) as rpc:
         nothing = rpc.call("export_html")
         assert nothing["success"] is False
         assert nothing["error"] == "Nothing to export yet - start a conversation first"
@@ -142,8 +149,16 @@ def test_a_session_of_pi_1_6_0_exports_under_the_name_pi_1_6_0_gives_it(tmp_path
     assert PI_TS is not None
     ts_agent = tmp_path / "ts-agent"
     ts_agent.mkdir()
-    models = {"providers": {"local": {"baseUrl": f"{wire.url}/v1", "api": "openai-completions", "apiKey": "k",
-                                      "models": [{"id": "local-model", "contextWindow": 32000, "maxTokens": 1024}]}}}
+    models = {
+        "providers": {
+            "local": {
+                "baseUrl": f"{wire.url}/v1",
+                "api": "openai-completions",
+                "apiKey": "k",
+                "models": [{"id": "local-model", "contextWindow": 32000, "maxTokens": 1024}],
+            }
+        }
+    }
     (ts_agent / "models.json").write_text(json.dumps(models))
     (tmp_path / "notes.txt").write_text("a note from pi 1.6.0\n")
     wire.enqueue(tool_reply("bash", {"command": "cat notes.txt"}), text_reply("Done <reading>"))
@@ -151,7 +166,11 @@ def test_a_session_of_pi_1_6_0_exports_under_the_name_pi_1_6_0_gives_it(tmp_path
     sessions = tmp_path / "sessions"
     written = subprocess.run(
         [PI_TS, "-p", "--model", "local/local-model", "--session-dir", str(sessions), "read the notes"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120, env={**env, "PI_CODING_AGENT_DIR": str(ts_agent)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "PI_CODING_AGENT_DIR": str(ts_agent)},
     )
     assert written.returncode == 0, written.stderr
     (session_file,) = sessions.glob("*.jsonl")
@@ -159,8 +178,14 @@ def test_a_session_of_pi_1_6_0_exports_under_the_name_pi_1_6_0_gives_it(tmp_path
     theirs_dir, ours_dir = tmp_path / "theirs", tmp_path / "ours"
     theirs_dir.mkdir()
     ours_dir.mkdir()
-    theirs = subprocess.run([PI_TS, "--export", str(session_file)], cwd=theirs_dir, capture_output=True, text=True,
-                            timeout=120, env={**env, "PI_CODING_AGENT_DIR": str(ts_agent)})
+    theirs = subprocess.run(
+        [PI_TS, "--export", str(session_file)],
+        cwd=theirs_dir,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "PI_CODING_AGENT_DIR": str(ts_agent)},
+    )
     assert theirs.returncode == 0, theirs.stderr
     ours = run_pi("--export", str(session_file), cwd=ours_dir)
     assert ours.returncode == 0, ours.stderr

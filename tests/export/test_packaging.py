@@ -14,7 +14,10 @@ TEMPLATES = REPO / "pi_core" / "export" / "templates"
 def test_the_wheel_holds_the_templates(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "uv", "build", "--wheel", "-q", "--package", "pluggable-pi", "-o", str(tmp_path)],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     (wheel,) = tmp_path.glob("pluggable_pi-*.whl")

@@ -85,17 +85,45 @@ def html(fixture: Fixture, tmp_path: Path) -> str:
 def test_every_entry_type_is_shown(fixture: Fixture, html: str) -> None:
     page = Page(html)
     ids = fixture.ids
-    for key in ("system", "user", "assistant_tools", "fork_point", "user_2", "other_branch", "branch_summary",
-                "image_user", "shell", "custom", "hidden_custom", "plugin_state", "compaction", "system_update",
-                "context_edit", "session_info", "usage", "error_answer", "last_user", "leaf", "model_change",
-                "thinking_change"):
+    for key in (
+        "system",
+        "user",
+        "assistant_tools",
+        "fork_point",
+        "user_2",
+        "other_branch",
+        "branch_summary",
+        "image_user",
+        "shell",
+        "custom",
+        "hidden_custom",
+        "plugin_state",
+        "compaction",
+        "system_update",
+        "context_edit",
+        "session_info",
+        "usage",
+        "error_answer",
+        "last_user",
+        "leaf",
+        "model_change",
+        "thinking_change",
+    ):
         assert f"entry-{ids[key]}" in page.text_by_id, key
     text = {key: page.text_by_id[f"entry-{ids[key]}"] for key in ids if f"entry-{ids[key]}" in page.text_by_id}
     assert TEXTS["system"] in text["system"] and "bash" in text["system"] and "Run a shell command" in text["system"]
     assert TEXTS["user"] in text["user"] and TEXTS["label"] in text["user"]
     assistant = text["assistant_tools"]
-    for expected in (TEXTS["thinking"], TEXTS["assistant"], "print('hi')", "ls ", "/work/src/greet.py",
-                     TEXTS["write_content"], "my_plugin_tool", "Nested calls: 1"):
+    for expected in (
+        TEXTS["thinking"],
+        TEXTS["assistant"],
+        "print('hi')",
+        "ls ",
+        "/work/src/greet.py",
+        TEXTS["write_content"],
+        "my_plugin_tool",
+        "Nested calls: 1",
+    ):
         assert expected in assistant, expected
     # tool results sit inside their calls, each under its own entry id
     assert TEXTS["bash_output"] in page.text_by_id[f"entry-{ids['result_bash']}"]
@@ -179,22 +207,57 @@ def test_a_script_in_the_session_is_text_never_markup(fixture: Fixture, html: st
 )
 def test_hostile_text_in_every_field(evil: str) -> None:
     entries: list[dict[str, Any]] = [
-        {"type": "message", "id": "e1", "parentId": None, "timestamp": "2026-01-01T00:00:00Z",
-         "message": {"role": "user", "content": [{"type": "text", "text": evil},
-                                                 {"type": "image", "data": evil, "mimeType": evil}]}},
-        {"type": "message", "id": evil, "parentId": "e1", "timestamp": evil,
-         "message": {"role": "assistant", "provider": evil, "model": evil, "stopReason": "error", "errorMessage": evil,
-                     "content": [{"type": "thinking", "thinking": evil}, {"type": "text", "text": evil},
-                                 {"type": "toolCall", "id": evil, "name": evil, "arguments": {evil: evil}}]}},
-        {"type": "message", "id": "e3", "parentId": evil, "timestamp": "2026-01-01T00:00:02Z",
-         "message": {"role": "toolResult", "toolCallId": evil, "toolName": evil, "isError": True,
-                     "content": [{"type": "text", "text": evil}]}},
+        {
+            "type": "message",
+            "id": "e1",
+            "parentId": None,
+            "timestamp": "2026-01-01T00:00:00Z",
+            "message": {
+                "role": "user",
+                "content": [{"type": "text", "text": evil}, {"type": "image", "data": evil, "mimeType": evil}],
+            },
+        },
+        {
+            "type": "message",
+            "id": evil,
+            "parentId": "e1",
+            "timestamp": evil,
+            "message": {
+                "role": "assistant",
+                "provider": evil,
+                "model": evil,
+                "stopReason": "error",
+                "errorMessage": evil,
+                "content": [
+                    {"type": "thinking", "thinking": evil},
+                    {"type": "text", "text": evil},
+                    {"type": "toolCall", "id": evil, "name": evil, "arguments": {evil: evil}},
+                ],
+            },
+        },
+        {
+            "type": "message",
+            "id": "e3",
+            "parentId": evil,
+            "timestamp": "2026-01-01T00:00:02Z",
+            "message": {
+                "role": "toolResult",
+                "toolCallId": evil,
+                "toolName": evil,
+                "isError": True,
+                "content": [{"type": "text", "text": evil}],
+            },
+        },
         {"type": "label", "id": "e4", "parentId": "e3", "targetId": "e1", "label": evil},
         {"type": "custom_message", "id": "e5", "parentId": "e4", "customType": evil, "content": evil},
         {"type": "compaction", "id": "e6", "parentId": "e5", "summary": evil, "firstKeptEntryId": "e5"},
         {"type": evil, "id": "e7", "parentId": "e6"},
-        {"type": "message", "id": "e8", "parentId": "e7",
-         "message": {"role": "system", "content": evil, "toolsAdded": [{"name": evil, "description": evil}]}},
+        {
+            "type": "message",
+            "id": "e8",
+            "parentId": "e7",
+            "message": {"role": "system", "content": evil, "toolsAdded": [{"name": evil, "description": evil}]},
+        },
     ]
     html = render_session_html({"type": "session", "id": evil, "cwd": evil}, entries, "e8")
     page = Page(html)
@@ -209,7 +272,9 @@ def test_hostile_text_in_every_field(evil: str) -> None:
 
 def test_the_page_fetches_nothing_and_runs_only_its_own_code(html: str) -> None:
     page = Page(html)
-    csp = next(a["content"] for t, a in page.elements if t == "meta" and a.get("http-equiv") == "Content-Security-Policy")
+    csp = next(
+        a["content"] for t, a in page.elements if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"
+    )
     assert csp is not None and "default-src 'none'" in csp and "img-src data:" in csp
     script = next(text for attrs, text in page.scripts if not attrs.get("type"))
 
@@ -228,13 +293,32 @@ def test_the_page_fetches_nothing_and_runs_only_its_own_code(html: str) -> None:
 
 def test_markdown_and_code_are_rendered() -> None:
     entries = [
-        {"type": "message", "id": "u1", "parentId": None, "timestamp": "2026-01-01T00:00:00Z",
-         "message": {"role": "user", "content": "a\nb"}},
-        {"type": "message", "id": "a1", "parentId": "u1", "timestamp": "2026-01-01T00:00:01Z",
-         "message": {"role": "assistant", "stopReason": "stop", "content": [{"type": "text", "text": (
-             "# Title\n\n| x | y |\n|---|---|\n| 1 | 2 |\n\n```python\ndef f():\n    return 1\n```\n\n"
-             "![remote](https://example.com/a.png) [docs](https://example.com)"
-         )}]}},
+        {
+            "type": "message",
+            "id": "u1",
+            "parentId": None,
+            "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"role": "user", "content": "a\nb"},
+        },
+        {
+            "type": "message",
+            "id": "a1",
+            "parentId": "u1",
+            "timestamp": "2026-01-01T00:00:01Z",
+            "message": {
+                "role": "assistant",
+                "stopReason": "stop",
+                "content": [
+                    {
+                        "type": "text",
+                        "text": (
+                            "# Title\n\n| x | y |\n|---|---|\n| 1 | 2 |\n\n```python\ndef f():\n    return 1\n```\n\n"
+                            "![remote](https://example.com/a.png) [docs](https://example.com)"
+                        ),
+                    }
+                ],
+            },
+        },
     ]
     html = render_session_html({"id": "s"}, entries, "a1")
     assert "<h1>Title</h1>" in html and "<table>" in html
@@ -247,15 +331,35 @@ def test_markdown_and_code_are_rendered() -> None:
 
 
 def test_system_prompt_and_tools_of_a_session_without_system_entries() -> None:
-    entries = [{"type": "message", "id": "u1", "parentId": None, "timestamp": "2026-01-01T00:00:00Z",
-                "message": {"role": "user", "content": "hi"}}]
-    tools = [{"name": "grep", "description": "Search files",
-              "parameters": {"type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"]}}]
+    entries = [
+        {
+            "type": "message",
+            "id": "u1",
+            "parentId": None,
+            "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"role": "user", "content": "hi"},
+        }
+    ]
+    tools = [
+        {
+            "name": "grep",
+            "description": "Search files",
+            "parameters": {"type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"]},
+        }
+    ]
     html = render_session_html({"id": "s"}, entries, "u1", system_prompt="You are helpful.", tools=tools)
     assert "You are helpful." in html and "Search files" in html and "<code>pattern</code>" in html
     # a session that records its prompt shows its own, not the live one
-    entries.insert(0, {"type": "message", "id": "s0", "parentId": None, "timestamp": "2026-01-01T00:00:00Z",
-                       "message": {"role": "system", "content": "Recorded prompt"}})
+    entries.insert(
+        0,
+        {
+            "type": "message",
+            "id": "s0",
+            "parentId": None,
+            "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"role": "system", "content": "Recorded prompt"},
+        },
+    )
     entries[1]["parentId"] = "s0"
     html = render_session_html({"id": "s"}, entries, "u1", system_prompt="You are helpful.", tools=tools)
     assert "Recorded prompt" in html and "You are helpful." not in html
@@ -264,21 +368,46 @@ def test_system_prompt_and_tools_of_a_session_without_system_entries() -> None:
 def test_tool_call_pairing_follows_the_branch_not_the_id() -> None:
     """Two branches reuse the call id call_1 (as a scripted model does): each result
     belongs to the call on its own branch."""
+
     def call(entry_id: str, parent: str | None, command: str) -> dict[str, Any]:
-        return {"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2026-01-01T00:00:00Z",
-                "message": {"role": "assistant", "stopReason": "toolUse", "content": [
-                    {"type": "toolCall", "id": "call_1", "name": "bash", "arguments": {"command": command}}]}}
+        return {
+            "type": "message",
+            "id": entry_id,
+            "parentId": parent,
+            "timestamp": "2026-01-01T00:00:00Z",
+            "message": {
+                "role": "assistant",
+                "stopReason": "toolUse",
+                "content": [{"type": "toolCall", "id": "call_1", "name": "bash", "arguments": {"command": command}}],
+            },
+        }
 
     def result(entry_id: str, parent: str, text: str) -> dict[str, Any]:
-        return {"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2026-01-01T00:00:00Z",
-                "message": {"role": "toolResult", "toolCallId": "call_1", "toolName": "bash",
-                            "content": [{"type": "text", "text": text}]}}
+        return {
+            "type": "message",
+            "id": entry_id,
+            "parentId": parent,
+            "timestamp": "2026-01-01T00:00:00Z",
+            "message": {
+                "role": "toolResult",
+                "toolCallId": "call_1",
+                "toolName": "bash",
+                "content": [{"type": "text", "text": text}],
+            },
+        }
 
     entries = [
-        {"type": "message", "id": "u", "parentId": None, "timestamp": "2026-01-01T00:00:00Z",
-         "message": {"role": "user", "content": "go"}},
-        call("a1", "u", "echo one"), result("r1", "a1", "out-one"),
-        call("a2", "u", "echo two"), result("r2", "a2", "out-two"),
+        {
+            "type": "message",
+            "id": "u",
+            "parentId": None,
+            "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"role": "user", "content": "go"},
+        },
+        call("a1", "u", "echo one"),
+        result("r1", "a1", "out-one"),
+        call("a2", "u", "echo two"),
+        result("r2", "a2", "out-two"),
     ]
     page = Page(render_session_html({"id": "s"}, entries, "r2"))
     assert "out-one" in page.text_by_id["entry-a1"] and "out-two" not in page.text_by_id["entry-a1"]
@@ -286,10 +415,16 @@ def test_tool_call_pairing_follows_the_branch_not_the_id() -> None:
 
 
 def test_a_long_chain_does_not_recurse() -> None:
-    entries = [{"type": "message", "id": f"e{i}", "parentId": f"e{i - 1}" if i else None,
-                "timestamp": "2026-01-01T00:00:00Z",
-                "message": {"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}"}}
-               for i in range(3000)]
+    entries = [
+        {
+            "type": "message",
+            "id": f"e{i}",
+            "parentId": f"e{i - 1}" if i else None,
+            "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}"},
+        }
+        for i in range(3000)
+    ]
     html = render_session_html({"id": "s"}, entries, "e2999")
     assert "message 2999" in html and html.count('class="tree-node') == 3000
 
@@ -340,13 +475,30 @@ def test_importing_the_module_loads_no_renderer_library() -> None:
 
 def test_a_truncated_tool_output_says_where_the_rest_is() -> None:
     entries = [
-        {"type": "message", "id": "a", "parentId": None, "timestamp": "2026-01-01T00:00:00Z",
-         "message": {"role": "assistant", "stopReason": "toolUse", "content": [
-             {"type": "toolCall", "id": "c", "name": "bash", "arguments": {"command": "make"}}]}},
-        {"type": "message", "id": "r", "parentId": "a", "timestamp": "2026-01-01T00:00:01Z",
-         "message": {"role": "toolResult", "toolCallId": "c", "toolName": "bash",
-                     "content": [{"type": "text", "text": "last lines"}],
-                     "details": {"truncation": {"truncated": True}, "fullOutputPath": "/tmp/pi-bash-1.log"}}},
+        {
+            "type": "message",
+            "id": "a",
+            "parentId": None,
+            "timestamp": "2026-01-01T00:00:00Z",
+            "message": {
+                "role": "assistant",
+                "stopReason": "toolUse",
+                "content": [{"type": "toolCall", "id": "c", "name": "bash", "arguments": {"command": "make"}}],
+            },
+        },
+        {
+            "type": "message",
+            "id": "r",
+            "parentId": "a",
+            "timestamp": "2026-01-01T00:00:01Z",
+            "message": {
+                "role": "toolResult",
+                "toolCallId": "c",
+                "toolName": "bash",
+                "content": [{"type": "text", "text": "last lines"}],
+                "details": {"truncation": {"truncated": True}, "fullOutputPath": "/tmp/pi-bash-1.log"},
+            },
+        },
     ]
     page = Page(render_session_html({"id": "s"}, entries, "r"))
     assert "the full output was saved to /tmp/pi-bash-1.log" in page.text_by_id["entry-r"]

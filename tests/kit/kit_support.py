@@ -27,12 +27,18 @@ def readme_venv(root: Path, *, with_uv: bool = True) -> Path:
     package of the development group. Built from uv's cache: about a second."""
     env = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
     env.pop("VIRTUAL_ENV", None)
-    made = subprocess.run([*uv(), "venv", "--python", sys.executable, str(root)], capture_output=True, text=True,
-                          env=env)
+    made = subprocess.run(
+        [*uv(), "venv", "--python", sys.executable, str(root)], capture_output=True, text=True, env=env
+    )
     assert made.returncode == 0, made.stderr
     packages = ["-e", str(REPO / "hookspecs"), "-e", str(REPO), *(["uv"] if with_uv else [])]
-    done = subprocess.run([*uv(), "pip", "install", "--python", str(root / "bin" / "python"), *packages],
-                          capture_output=True, text=True, env=env, timeout=600)
+    done = subprocess.run(
+        [*uv(), "pip", "install", "--python", str(root / "bin" / "python"), *packages],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     assert not (root / "bin" / "pip").exists()
     return root

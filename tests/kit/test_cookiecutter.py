@@ -15,7 +15,10 @@ from kit_support import REPO, uv
 
 TEMPLATE = REPO / "cookiecutter-extension"
 BIN = Path(sys.executable).parent
-NAMES = {"pluggable-pi-hello": None, "pluggable-pi-shell-guard": "Shell Guard"}  # the default name, and one of two words
+NAMES = {
+    "pluggable-pi-hello": None,
+    "pluggable-pi-shell-guard": "Shell Guard",
+}  # the default name, and one of two words
 
 
 def cookiecutter(out: Path, *extra: str, config: Path) -> subprocess.CompletedProcess[str]:

@@ -355,8 +355,14 @@ def test_runnable_blocks_run_as_written(path: Path, tmp_path: Path) -> None:
     as a reader would paste it, and it must succeed."""
     work, env = checkout_as_users_have_it(tmp_path)
     for block in runnable_blocks(path):
-        done = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", block.code], cwd=work, env=env,
-                              capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            ["bash", "-e", "-o", "pipefail", "-c", block.code],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert done.returncode == 0, (
             f"{block.where}: the block exited {done.returncode}:\n{block.code}\n"
             f"--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"

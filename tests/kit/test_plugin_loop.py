@@ -41,7 +41,9 @@ def plugin(tmp_path: Path) -> Path:
     out = tmp_path / "src"
     made = subprocess.run(
         [str(BIN / "cookiecutter"), "--no-input", "--config-file", str(config), "-o", str(out), str(TEMPLATE)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert made.returncode == 0, made.stderr
     return out / "pluggable-pi-hello"
@@ -61,8 +63,9 @@ def project(tmp_path: Path) -> Path:
 
 def pi(venv: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = without_uv_on_path({k: v for k, v in os.environ.items() if k != "PI_EXTENSIONS"})
-    return subprocess.run([str(venv / "bin" / "pi"), *args], cwd=cwd, capture_output=True, text=True, env=env,
-                          timeout=300)
+    return subprocess.run(
+        [str(venv / "bin" / "pi"), *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=300
+    )
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
@@ -116,8 +119,16 @@ def test_render_install_run_edit_reinstall_list_editable_update_remove(
     assert f"Recorded in {agent_dir / 'settings.json'} (this agent folder):" in listed
     assert f"  {plugin}  pluggable-pi-hello 0.1.0  extensions: hello" in listed
     rows = json.loads(ok(pi(venv, "list", "--json", cwd=project)).stdout)
-    assert rows == [{"scope": "user", "source": str(plugin), "distribution": "pluggable-pi-hello", "version": "0.1.0",
-                     "installed": True, "extensions": ["hello"]}]
+    assert rows == [
+        {
+            "scope": "user",
+            "source": str(plugin),
+            "distribution": "pluggable-pi-hello",
+            "version": "0.1.0",
+            "installed": True,
+            "extensions": ["hello"],
+        }
+    ]
 
     # editable: replaces the record; its first session loads it; edits apply without reinstalling
     out = ok(pi(venv, "install", "-e", str(plugin), cwd=project))
@@ -163,8 +174,11 @@ def test_the_template_s_policy_blocks_the_same_command_whatever_a_trusted_projec
     for name, project_settings, trust in [
         ("no project settings", None, "--approve"),
         ("trusted, empty blocklist", {"hello": {"blockedCommands": []}}, "--approve"),
-        ("trusted, snake_case, disabledExtensions", {"hello": {"blocked_commands": ["nothing"]},
-                                                     "disabledExtensions": ["hello"]}, "--approve"),
+        (
+            "trusted, snake_case, disabledExtensions",
+            {"hello": {"blocked_commands": ["nothing"]}, "disabledExtensions": ["hello"]},
+            "--approve",
+        ),
         ("untrusted, empty blocklist", {"hello": {"blockedCommands": []}}, "--no-approve"),
     ]:
         if project_settings is not None:
@@ -175,9 +189,13 @@ def test_the_template_s_policy_blocks_the_same_command_whatever_a_trusted_projec
         result = wire.requests[1].body["messages"][-1]["content"]
         verdicts[name] = str(result)
         if trust == "--approve" and project_settings and "blockedCommands" in str(project_settings):
-            assert ("[warning] hello: ignored hello.blockedCommands of the project's .pi/settings.json: "
-                    "policy settings count only in your user settings") in run.stderr
+            assert (
+                "[warning] hello: ignored hello.blockedCommands of the project's .pi/settings.json: "
+                "policy settings count only in your user settings"
+            ) in run.stderr
         if trust == "--approve" and project_settings and "disabledExtensions" in project_settings:
-            assert ("disabledExtensions of the project ignored for 'hello': a project switches off only its own "
-                    "plugins, and 'hello' is installed") in run.stderr
+            assert (
+                "disabledExtensions of the project ignored for 'hello': a project switches off only its own "
+                "plugins, and 'hello' is installed"
+            ) in run.stderr
     assert set(verdicts.values()) == {"hello: the command matches '\\\\brm\\\\s+-rf\\\\s+/(\\\\s|$)'"}, verdicts

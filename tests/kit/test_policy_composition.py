@@ -85,7 +85,11 @@ def test_a_required_policy_blocks_even_when_a_trusted_project_disables_it(
 
     listed = json.loads(pi("extensions", "list", "--json", "--approve", cwd=project, site=site).stdout)
     (policy,) = [p for p in listed["plugins"] if p["name"] == "policy"]
-    assert policy["status"] == "loaded" and policy["distribution"] == "pluggable-pi-policy" and policy["source"] == "entrypoint"
+    assert (
+        policy["status"] == "loaded"
+        and policy["distribution"] == "pluggable-pi-policy"
+        and policy["source"] == "entrypoint"
+    )
 
 
 def test_pi_refuses_to_start_without_the_required_policy(agent_dir: Path, project: Path) -> None:

@@ -39,9 +39,11 @@ def test_the_pieces_table_names_every_workspace_member() -> None:
 
 def test_tasks_py_takes_pytest_arguments_and_refuses_others() -> None:
     assert "python3 tasks.py test -k " in README
-    usage = subprocess.run([sys.executable, str(REPO / "tasks.py"), "demo", "-k", "x"], capture_output=True,
-                           text=True, timeout=60)
+    usage = subprocess.run(
+        [sys.executable, str(REPO / "tasks.py"), "demo", "-k", "x"], capture_output=True, text=True, timeout=60
+    )
     assert usage.returncode == 1 and "python3 tasks.py test [PYTEST ARGS...]" in usage.stderr
-    helped = subprocess.run([sys.executable, str(REPO / "tasks.py"), "--help"], capture_output=True, text=True,
-                            timeout=60)
+    helped = subprocess.run(
+        [sys.executable, str(REPO / "tasks.py"), "--help"], capture_output=True, text=True, timeout=60
+    )
     assert helped.returncode == 0 and "test -k EXPR" in helped.stdout

@@ -36,29 +36,54 @@ def tasks() -> ModuleType:
 LICENSE = "MIT License\n\nCopyright (c) 2026 pi contributors\n"
 
 
-def metadata(name: str, version: str, *, requires: list[str] = (), classifiers: list[str] | None = None,
-             description: str = "# readme\n\nWhat it is.\n", extra: list[str] = (), drop: tuple[str, ...] = (),
-             license_file: str | None = "LICENSE") -> str:
+def metadata(
+    name: str,
+    version: str,
+    *,
+    requires: list[str] = (),
+    classifiers: list[str] | None = None,
+    description: str = "# readme\n\nWhat it is.\n",
+    extra: list[str] = (),
+    drop: tuple[str, ...] = (),
+    license_file: str | None = "LICENSE",
+) -> str:
     """A METADATA / PKG-INFO as hatchling writes it, with the fields the release asks for."""
     if classifiers is None:
         classifiers = [
-            "Development Status :: 5 - Production/Stable", "Intended Audience :: Developers",
-            "Operating System :: OS Independent", "Programming Language :: Python :: 3.11",
-            "Programming Language :: Python :: 3.12", "Typing :: Typed",
+            "Development Status :: 5 - Production/Stable",
+            "Intended Audience :: Developers",
+            "Operating System :: OS Independent",
+            "Programming Language :: Python :: 3.11",
+            "Programming Language :: Python :: 3.12",
+            "Typing :: Typed",
         ]
     headers = [
-        ("Metadata-Version", "2.4"), ("Name", name), ("Version", version), ("Summary", f"{name}: a part of pi"),
-        ("Author", "pi contributors"), ("License-Expression", "MIT"),
+        ("Metadata-Version", "2.4"),
+        ("Name", name),
+        ("Version", version),
+        ("Summary", f"{name}: a part of pi"),
+        ("Author", "pi contributors"),
+        ("License-Expression", "MIT"),
         *([("License-File", license_file)] if license_file else []),
-        ("Keywords", "pi,plugin"), *(("Classifier", c) for c in classifiers), ("Requires-Python", ">=3.11"),
-        *(("Requires-Dist", r) for r in requires), ("Description-Content-Type", "text/markdown"),
+        ("Keywords", "pi,plugin"),
+        *(("Classifier", c) for c in classifiers),
+        ("Requires-Python", ">=3.11"),
+        *(("Requires-Dist", r) for r in requires),
+        ("Description-Content-Type", "text/markdown"),
     ]
     lines = [f"{key}: {value}" for key, value in headers if key not in drop] + list(extra)
     return "\n".join(lines) + "\n\n" + description
 
 
-def wheel(folder: Path, name: str, version: str, *, packages: dict[str, list[str]], license_text: str | None = LICENSE,
-          **meta: object) -> Path:
+def wheel(
+    folder: Path,
+    name: str,
+    version: str,
+    *,
+    packages: dict[str, list[str]],
+    license_text: str | None = LICENSE,
+    **meta: object,
+) -> Path:
     """``name-version-py3-none-any.whl`` holding ``packages`` (package -> file names)."""
     stem = f"{name.replace('-', '_')}-{version}"
     path = folder / f"{stem}-py3-none-any.whl"

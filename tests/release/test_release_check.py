@@ -28,7 +28,9 @@ def write(path: Path, text: str) -> None:
 def repo(tmp_path: Path) -> Path:
     """A workspace like pi's: the core, the contract and one plugin, at 1.0.0."""
     root = tmp_path / "repo"
-    write(root / "pyproject.toml", """
+    write(
+        root / "pyproject.toml",
+        """
         [project]
         name = "pluggable-pi"
         dynamic = ["version"]
@@ -38,12 +40,18 @@ def repo(tmp_path: Path) -> Path:
         packages = ["pi_core"]
         [tool.uv.workspace]
         members = ["hookspecs", "plugins/*"]
-    """)
-    for folder, name, package in (("", "pluggable-pi", "pi_core"), ("hookspecs", "pluggable-pi-hookspecs", "pi_hookspecs"),
-                                  ("plugins/foo", "pluggable-pi-foo", "pi_foo")):
+    """,
+    )
+    for folder, name, package in (
+        ("", "pluggable-pi", "pi_core"),
+        ("hookspecs", "pluggable-pi-hookspecs", "pi_hookspecs"),
+        ("plugins/foo", "pluggable-pi-foo", "pi_foo"),
+    ):
         base = root / folder
         if folder:
-            write(base / "pyproject.toml", f"""
+            write(
+                base / "pyproject.toml",
+                f"""
                 [project]
                 name = "{name}"
                 dynamic = ["version"]
@@ -51,7 +59,8 @@ def repo(tmp_path: Path) -> Path:
                 path = "{package}/__init__.py"
                 [tool.hatch.build.targets.wheel]
                 packages = ["{package}"]
-            """)
+            """,
+            )
         write(base / package / "__init__.py", '__version__ = "1.0.0"\n')
         write(base / package / "py.typed", "")
     write(root / "LICENSE", LICENSE)
@@ -103,8 +112,11 @@ def test_main_prints_one_line_per_problem_and_fails_only_on_errors(
 ) -> None:
     dist = build(tmp_path / "dist")
     monkeypatch.setattr(rc, "ROOT", repo)
-    monkeypatch.setattr(rc, "check", lambda folders, strict=False, _real=rc.check: _real(
-        folders, strict=strict, root=repo, run_twine=False))
+    monkeypatch.setattr(
+        rc,
+        "check",
+        lambda folders, strict=False, _real=rc.check: _real(folders, strict=strict, root=repo, run_twine=False),
+    )
     assert rc.main([str(dist)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out == [*URL_WARNINGS, "6 distribution files checked: 0 error(s), 3 warning(s)"]
@@ -132,37 +144,53 @@ def test_every_requirement_on_the_workspace_carries_the_semver_pin(repo: Path, t
 def test_licence_classifiers_typing_and_py_typed(repo: Path, tmp_path: Path) -> None:
     dist = build(
         tmp_path / "dist",
-        pluggable_pi_hookspecs={"license_text": None, "drop": ("License-Expression",),
-                                "classifiers": ["License :: OSI Approved :: MIT License", "Typing :: Typed"]},
-        pluggable_pi_foo={"packages": {"pi_foo": ["__init__.py"]}, "license_text": "another licence\n",
-                          "classifiers": ["Development Status :: 5 - Production/Stable",
-                                          "Intended Audience :: Developers", "Operating System :: OS Independent",
-                                          "Programming Language :: Python :: 3.10",
-                                          "Programming Language :: Python :: 3.12"]},
+        pluggable_pi_hookspecs={
+            "license_text": None,
+            "drop": ("License-Expression",),
+            "classifiers": ["License :: OSI Approved :: MIT License", "Typing :: Typed"],
+        },
+        pluggable_pi_foo={
+            "packages": {"pi_foo": ["__init__.py"]},
+            "license_text": "another licence\n",
+            "classifiers": [
+                "Development Status :: 5 - Production/Stable",
+                "Intended Audience :: Developers",
+                "Operating System :: OS Independent",
+                "Programming Language :: Python :: 3.10",
+                "Programming Language :: Python :: 3.12",
+            ],
+        },
     )
     hookspecs = "pluggable_pi_hookspecs-1.0.0-py3-none-any.whl and .tar.gz"
     foo_wheel, foo = "pluggable_pi_foo-1.0.0-py3-none-any.whl", "pluggable_pi_foo-1.0.0-py3-none-any.whl and .tar.gz"
-    assert sorted(line for line in lines(dist, repo) if "Project-URL" not in line) == sorted([
-        f"error: {foo}: Classifier: 'Typing :: Typed' missing: pi_foo has a py.typed",
-        f"error: {foo}: Classifier: Python 3.10 is listed but Requires-Python is >=3.11",
-        f"error: {foo}: Classifier: Python 3.11 (the oldest Requires-Python >=3.11 allows) is not listed",
-        f"error: {foo}: License-File: LICENSE differs from the repository's LICENSE",
-        f"error: {foo_wheel}: py.typed: pi_foo/py.typed is not in the wheel",
-        f"error: {hookspecs}: Classifier: none gives the audience (Intended Audience :: ...)",
-        f"error: {hookspecs}: Classifier: none gives the development status (Development Status :: ...)",
-        f"error: {hookspecs}: Classifier: none gives the operating systems (Operating System :: ...)",
-        f"error: {hookspecs}: Classifier: no Python version (Programming Language :: Python :: 3.x)",
-        f"error: {hookspecs}: License-Expression: missing (project.license = \"MIT\")",
-        "error: pluggable_pi_hookspecs-1.0.0-py3-none-any.whl: License-File: LICENSE is named but "
-        "pluggable_pi_hookspecs-1.0.0.dist-info/licenses/LICENSE is not in the archive",
-        "error: pluggable_pi_hookspecs-1.0.0.tar.gz: License-File: LICENSE is named but LICENSE is not in the archive",
-    ])
+    assert sorted(line for line in lines(dist, repo) if "Project-URL" not in line) == sorted(
+        [
+            f"error: {foo}: Classifier: 'Typing :: Typed' missing: pi_foo has a py.typed",
+            f"error: {foo}: Classifier: Python 3.10 is listed but Requires-Python is >=3.11",
+            f"error: {foo}: Classifier: Python 3.11 (the oldest Requires-Python >=3.11 allows) is not listed",
+            f"error: {foo}: License-File: LICENSE differs from the repository's LICENSE",
+            f"error: {foo_wheel}: py.typed: pi_foo/py.typed is not in the wheel",
+            f"error: {hookspecs}: Classifier: none gives the audience (Intended Audience :: ...)",
+            f"error: {hookspecs}: Classifier: none gives the development status (Development Status :: ...)",
+            f"error: {hookspecs}: Classifier: none gives the operating systems (Operating System :: ...)",
+            f"error: {hookspecs}: Classifier: no Python version (Programming Language :: Python :: 3.x)",
+            f'error: {hookspecs}: License-Expression: missing (project.license = "MIT")',
+            "error: pluggable_pi_hookspecs-1.0.0-py3-none-any.whl: License-File: LICENSE is named but "
+            "pluggable_pi_hookspecs-1.0.0.dist-info/licenses/LICENSE is not in the archive",
+            "error: pluggable_pi_hookspecs-1.0.0.tar.gz: License-File: LICENSE is named but LICENSE is not in the archive",
+        ]
+    )
 
 
 def test_a_licence_classifier_next_to_the_expression_is_refused(repo: Path, tmp_path: Path) -> None:
-    classifiers = ["Development Status :: 5 - Production/Stable", "Intended Audience :: Developers",
-                   "License :: OSI Approved :: MIT License", "Operating System :: OS Independent",
-                   "Programming Language :: Python :: 3.11", "Typing :: Typed"]
+    classifiers = [
+        "Development Status :: 5 - Production/Stable",
+        "Intended Audience :: Developers",
+        "License :: OSI Approved :: MIT License",
+        "Operating System :: OS Independent",
+        "Programming Language :: Python :: 3.11",
+        "Typing :: Typed",
+    ]
     dist = build(tmp_path / "dist", pluggable_pi_foo={"classifiers": classifiers})
     assert [line for line in lines(dist, repo) if "Project-URL" not in line] == [
         "error: pluggable_pi_foo-1.0.0-py3-none-any.whl and .tar.gz: Classifier: 'License :: OSI Approved :: MIT "
@@ -184,8 +212,9 @@ def test_versions_agree_and_every_member_is_built(repo: Path, tmp_path: Path) ->
 def test_the_readme_must_exist_and_its_relative_links_are_a_warning(repo: Path, tmp_path: Path) -> None:
     dist = build(
         tmp_path / "dist",
-        pluggable_pi={"description": "See [the docs](docs/x.md), [here](#usage), [pypi](https://pypi.org).\n\n"
-                                     "[ref]: ../y.md\n"},
+        pluggable_pi={
+            "description": "See [the docs](docs/x.md), [here](#usage), [pypi](https://pypi.org).\n\n[ref]: ../y.md\n"
+        },
         pluggable_pi_foo={"description": "", "drop": ("Description-Content-Type", "Keywords", "Author")},
     )
     assert [line for line in lines(dist, repo) if "Project-URL" not in line] == [
@@ -203,13 +232,19 @@ def test_the_readme_must_exist_and_its_relative_links_are_a_warning(repo: Path, 
 def test_twine_check_strict_runs_on_every_file(repo: Path, tmp_path: Path) -> None:
     """A reStructuredText readme PyPI cannot render fails; markdown passes."""
     broken = "Title\n=====\n\n.. no-such-directive:: x\n"
-    dist = build(tmp_path / "dist", pluggable_pi_foo={
-        "description": broken, "drop": ("Description-Content-Type",),
-        "extra": ["Description-Content-Type: text/x-rst"],
-    })
+    dist = build(
+        tmp_path / "dist",
+        pluggable_pi_foo={
+            "description": broken,
+            "drop": ("Description-Content-Type",),
+            "extra": ["Description-Content-Type: text/x-rst"],
+        },
+    )
     [problem] = [p.format() for p in rc.check([dist], root=repo) if p.field == "long_description"]
-    assert problem.startswith("error: pluggable_pi_foo-1.0.0-py3-none-any.whl and .tar.gz: long_description: "
-                              "twine check --strict: `long_description` has syntax errors in markup"), problem
+    assert problem.startswith(
+        "error: pluggable_pi_foo-1.0.0-py3-none-any.whl and .tar.gz: long_description: "
+        "twine check --strict: `long_description` has syntax errors in markup"
+    ), problem
     assert 'Unknown directive type "no-such-directive"' in problem
 
 
@@ -220,9 +255,18 @@ def test_the_workspace_sources_carry_the_pins_and_one_version() -> None:
     assert rc.check_sources(REPO) == []
     projects = rc.workspace_projects(REPO)
     assert set(projects) == {
-        "pluggable-pi", "pluggable-pi-hookspecs", "pluggable-pi-mcp", "pluggable-pi-codemode", "pluggable-pi-tool-search",
-        "pluggable-pi-toolindex", "pluggable-pi-sandbox", "pluggable-pi-otel", "pluggable-pi-acp", "pluggable-pi-bedrock",
-        "pluggable-pi-vertex", "pluggable-pi-policy",
+        "pluggable-pi",
+        "pluggable-pi-hookspecs",
+        "pluggable-pi-mcp",
+        "pluggable-pi-codemode",
+        "pluggable-pi-tool-search",
+        "pluggable-pi-toolindex",
+        "pluggable-pi-sandbox",
+        "pluggable-pi-otel",
+        "pluggable-pi-acp",
+        "pluggable-pi-bedrock",
+        "pluggable-pi-vertex",
+        "pluggable-pi-policy",
     }
     assert {p.version for p in projects.values()} == {pi_core.__version__}
     assert pi_hookspecs.__version__ == pi_core.__version__
@@ -264,8 +308,9 @@ def test_the_extras_standard_and_all() -> None:
         return {r.name for r in found if r.marker is not None and r.marker.evaluate({"extra": name})}
 
     assert extra("standard") == {"pluggable-pi-mcp", "pluggable-pi-codemode", "pluggable-pi-tool-search"}
-    assert extra("all") == {f"pluggable-pi-{n}" for n in
-                            ("mcp", "codemode", "tool-search", "sandbox", "otel", "acp", "bedrock", "vertex")}
+    assert extra("all") == {
+        f"pluggable-pi-{n}" for n in ("mcp", "codemode", "tool-search", "sandbox", "otel", "acp", "bedrock", "vertex")
+    }
 
 
 # --------------------------------------------------------------------------- tasks.py install
@@ -274,19 +319,39 @@ def test_the_extras_standard_and_all() -> None:
 def test_install_takes_the_wheels_the_extra_needs(tmp_path: Path) -> None:
     t = tasks()
     dist = tmp_path / "dist"
-    wheel(dist, "pluggable-pi", "1.0.0", packages={"pi_core": ["__init__.py"]}, requires=[
-        "pluggable-pi-hookspecs<1.1,>=1.0", "pydantic>=2",
-        'pluggable-pi-mcp<2,>=1.0; extra == "standard"', 'pluggable-pi-codemode<2,>=1.0; extra == "standard"',
-        'pluggable-pi-mcp<2,>=1.0; extra == "all"', 'pluggable-pi-otel<2,>=1.0; extra == "all"',
-    ])
-    for name, requires in (("hookspecs", []), ("mcp", ["pluggable-pi-hookspecs<2,>=1.0"]),
-                           ("codemode", ["pluggable-pi-hookspecs<2,>=1.0", "pluggable-pi-toolindex<2,>=1.0"]),
-                           ("toolindex", ["pluggable-pi-hookspecs<2,>=1.0"]), ("otel", ["pluggable-pi-hookspecs"])):
+    wheel(
+        dist,
+        "pluggable-pi",
+        "1.0.0",
+        packages={"pi_core": ["__init__.py"]},
+        requires=[
+            "pluggable-pi-hookspecs<1.1,>=1.0",
+            "pydantic>=2",
+            'pluggable-pi-mcp<2,>=1.0; extra == "standard"',
+            'pluggable-pi-codemode<2,>=1.0; extra == "standard"',
+            'pluggable-pi-mcp<2,>=1.0; extra == "all"',
+            'pluggable-pi-otel<2,>=1.0; extra == "all"',
+        ],
+    )
+    for name, requires in (
+        ("hookspecs", []),
+        ("mcp", ["pluggable-pi-hookspecs<2,>=1.0"]),
+        ("codemode", ["pluggable-pi-hookspecs<2,>=1.0", "pluggable-pi-toolindex<2,>=1.0"]),
+        ("toolindex", ["pluggable-pi-hookspecs<2,>=1.0"]),
+        ("otel", ["pluggable-pi-hookspecs"]),
+    ):
         wheel(dist, f"pluggable-pi-{name}", "1.0.0", packages={f"pi_{name}": ["__init__.py"]}, requires=requires)
     core, standard = t.wheels_for(dist, "standard")
     assert core.name == "pluggable_pi-1.0.0-py3-none-any.whl"
     assert [w.name.split("-")[0] for w in standard] == [
-        "pluggable_pi_hookspecs", "pluggable_pi_mcp", "pluggable_pi_codemode", "pluggable_pi_toolindex"]
+        "pluggable_pi_hookspecs",
+        "pluggable_pi_mcp",
+        "pluggable_pi_codemode",
+        "pluggable_pi_toolindex",
+    ]
     _, everything = t.wheels_for(dist, "all")
-    assert {w.name.split("-")[0] for w in everything} == {"pluggable_pi_hookspecs", "pluggable_pi_mcp",
-                                                         "pluggable_pi_otel"}
+    assert {w.name.split("-")[0] for w in everything} == {
+        "pluggable_pi_hookspecs",
+        "pluggable_pi_mcp",
+        "pluggable_pi_otel",
+    }

@@ -24,8 +24,9 @@ VERSION = pi_core.__version__
 STANDARD = ["codemode", "mcp", "tool_search"]
 
 
-def run(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
-        timeout: int = 900) -> subprocess.CompletedProcess[str]:
+def run(
+    cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: int = 900
+) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
     assert done.returncode == 0, f"{' '.join(cmd)}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done
@@ -49,8 +50,11 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     uv = [sys.executable, "-m", "uv"]
     env = clean_env()
     run([*uv, "build", "--all-packages", "--python", sys.executable, "--out-dir", str(out)], env=env, cwd=REPO)
-    run([*uv, "build", "examples/pluggable-pi-policy", "--python", sys.executable, "--out-dir", str(out / "examples")],
-        env=env, cwd=REPO)
+    run(
+        [*uv, "build", "examples/pluggable-pi-policy", "--python", sys.executable, "--out-dir", str(out / "examples")],
+        env=env,
+        cwd=REPO,
+    )
     return out
 
 
@@ -65,8 +69,9 @@ def home(tmp_path: Path) -> Iterator[dict[str, Path]]:
 
 
 def plugins_of(pi: Path, home: dict[str, Path]) -> dict[str, str]:
-    listed = run([str(pi), "extensions", "list"], env=clean_env(PI_CODING_AGENT_DIR=str(home["agent"])),
-                 cwd=home["project"]).stdout
+    listed = run(
+        [str(pi), "extensions", "list"], env=clean_env(PI_CODING_AGENT_DIR=str(home["agent"])), cwd=home["project"]
+    ).stdout
     rows = [line.split() for line in listed.splitlines() if "  [entry point]  " in line]
     return {row[0]: row[-1] for row in rows}
 
@@ -82,21 +87,33 @@ def test_the_release_check_passes_on_what_was_built(dist: Path) -> None:
     assert {p.field for p in problems} <= {"Project-URL", "Description"}  # no public home yet: warnings
 
 
-def test_pip_in_a_plain_venv_installs_pi_with_the_standard_plugins(dist: Path, tmp_path: Path,
-                                                                   home: dict[str, Path]) -> None:
+def test_pip_in_a_plain_venv_installs_pi_with_the_standard_plugins(
+    dist: Path, tmp_path: Path, home: dict[str, Path]
+) -> None:
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", str(venv)], env=clean_env())
     pip = [str(venv / "bin" / "python"), "-m", "pip"]
     run([*pip, "install", "--quiet", "--find-links", str(dist), "pluggable-pi[standard]"], env=clean_env())
     installed = run([*pip, "list", "--format=freeze"], env=clean_env()).stdout.lower().splitlines()
     ours = {line for line in installed if line.startswith("pluggable-pi")}
-    assert ours == {f"{name}=={VERSION}" for name in (
-        "pluggable-pi", "pluggable-pi-codemode", "pluggable-pi-hookspecs", "pluggable-pi-mcp",
-        "pluggable-pi-tool-search", "pluggable-pi-toolindex")}
+    assert ours == {
+        f"{name}=={VERSION}"
+        for name in (
+            "pluggable-pi",
+            "pluggable-pi-codemode",
+            "pluggable-pi-hookspecs",
+            "pluggable-pi-mcp",
+            "pluggable-pi-tool-search",
+            "pluggable-pi-toolindex",
+        )
+    }
     pi = venv / "bin" / "pi"
     assert run([str(pi), "--version"], env=clean_env()).stdout.strip() == f"pi {VERSION}"
-    answer = run([str(pi), "-p", "--model", "faux/offline-demo", "what is here?"], cwd=home["project"],
-                 env=clean_env(PI_CODING_AGENT_DIR=str(home["agent"])))
+    answer = run(
+        [str(pi), "-p", "--model", "faux/offline-demo", "what is here?"],
+        cwd=home["project"],
+        env=clean_env(PI_CODING_AGENT_DIR=str(home["agent"])),
+    )
     assert answer.stdout.startswith("The `ls` command listed 2 entries: README.md, hello.py."), answer.stdout
     assert answer.stderr == ""
     assert plugins_of(pi, home) == dict.fromkeys(STANDARD, "loaded")
@@ -106,8 +123,9 @@ def test_pip_in_a_plain_venv_installs_pi_with_the_standard_plugins(dist: Path, t
     assert plugins_of(pi, home) == {**dict.fromkeys(STANDARD, "loaded"), "policy": "loaded"}
 
 
-def test_tasks_install_puts_pi_in_a_uv_tool_environment(dist: Path, tmp_path: Path, home: dict[str, Path],
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tasks_install_puts_pi_in_a_uv_tool_environment(
+    dist: Path, tmp_path: Path, home: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``python3 tasks.py install`` without its setup and build: ``uv tool install`` from
     the wheels, into a tool folder of this test."""
     for key, value in clean_env(UV_TOOL_DIR=str(tmp_path / "tools"), UV_TOOL_BIN_DIR=str(tmp_path / "bin")).items():
@@ -127,8 +145,19 @@ def test_uvx_runs_pi_from_the_wheels_without_installing_it(dist: Path, tmp_path:
     core, plugins = tasks().wheels_for(dist, "standard")
     env = clean_env(UV_TOOL_DIR=str(tmp_path / "tools"), PI_CODING_AGENT_DIR=str(home["agent"]))
     with_args = [arg for wheel in plugins for arg in ("--with", str(wheel))]
-    uvx = [sys.executable, "-m", "uv", "tool", "run", "--python", sys.executable,
-           "--from", f"pluggable-pi[standard] @ {core.as_uri()}", *with_args, "pi"]
+    uvx = [
+        sys.executable,
+        "-m",
+        "uv",
+        "tool",
+        "run",
+        "--python",
+        sys.executable,
+        "--from",
+        f"pluggable-pi[standard] @ {core.as_uri()}",
+        *with_args,
+        "pi",
+    ]
     assert run([*uvx, "--version"], env=env).stdout.strip() == f"pi {VERSION}"
     answer = run([*uvx, "-p", "--model", "faux/offline-demo", "what is here?"], env=env, cwd=home["project"])
     assert answer.stdout.startswith("The `ls` command listed 2 entries: README.md, hello.py."), answer.stdout
@@ -140,27 +169,48 @@ def test_uv_installs_pi_with_the_standard_plugins_from_the_git_url(tmp_path: Pat
     if not (REPO / ".git").exists():
         pytest.skip("not a git clone: the git URL form needs the repository's history")
     env = clean_env(UV_TOOL_DIR=str(tmp_path / "tools"), UV_TOOL_BIN_DIR=str(tmp_path / "bin"))
-    run([sys.executable, "-m", "uv", "tool", "install", "--python", sys.executable,
-         f"pluggable-pi[standard] @ git+{REPO.as_uri()}"], env=env)
+    run(
+        [
+            sys.executable,
+            "-m",
+            "uv",
+            "tool",
+            "install",
+            "--python",
+            sys.executable,
+            f"pluggable-pi[standard] @ git+{REPO.as_uri()}",
+        ],
+        env=env,
+    )
     pi = tmp_path / "bin" / "pi"
     assert run([str(pi), "--version"], env=clean_env()).stdout.strip() == f"pi {VERSION}"
     assert plugins_of(pi, home) == dict.fromkeys(STANDARD, "loaded")
 
 
-def test_pipx_installs_pi_from_the_wheels_and_injects_a_plugin(dist: Path, tmp_path: Path,
-                                                               home: dict[str, Path]) -> None:
+def test_pipx_installs_pi_from_the_wheels_and_injects_a_plugin(
+    dist: Path, tmp_path: Path, home: dict[str, Path]
+) -> None:
     tool = tmp_path / "pipx-venv"
     run([sys.executable, "-m", "venv", str(tool)], env=clean_env())
-    got = subprocess.run([str(tool / "bin" / "python"), "-m", "pip", "install", "--quiet", "pipx"],
-                         capture_output=True, text=True, env=clean_env(), timeout=600)
+    got = subprocess.run(
+        [str(tool / "bin" / "python"), "-m", "pip", "install", "--quiet", "pipx"],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        timeout=600,
+    )
     if got.returncode != 0:
         pytest.skip(f"pipx could not be installed: {got.stderr.strip()[-300:]}")
-    env = clean_env(PIPX_HOME=str(tmp_path / "pipx"), PIPX_BIN_DIR=str(tmp_path / "bin"),
-                    PIPX_MAN_DIR=str(tmp_path / "man"))
+    env = clean_env(
+        PIPX_HOME=str(tmp_path / "pipx"), PIPX_BIN_DIR=str(tmp_path / "bin"), PIPX_MAN_DIR=str(tmp_path / "man")
+    )
     pipx = [str(tool / "bin" / "pipx")]
     # the commands the docs give, run in a clone's folder
-    run([*pipx, "install", f"dist/{wheel(dist, 'pluggable-pi').name}[standard]", "--pip-args=--find-links dist"],
-        env=env, cwd=dist.parent)
+    run(
+        [*pipx, "install", f"dist/{wheel(dist, 'pluggable-pi').name}[standard]", "--pip-args=--find-links dist"],
+        env=env,
+        cwd=dist.parent,
+    )
     pi = tmp_path / "bin" / "pi"
     assert run([str(pi), "--version"], env=clean_env()).stdout.strip() == f"pi {VERSION}"
     policy = wheel(dist / "examples", "pluggable-pi-policy")

@@ -36,7 +36,7 @@ __all__ = [
     "write_plugin",
 ]
 
-SCRIPTED = '''
+SCRIPTED = """
 import json
 import os
 
@@ -55,7 +55,7 @@ register_faux_script("scripted", "model", FauxScript(
 def register_providers(register):
     register({"name": "scripted", "api": "faux", "api_key": "none",
               "models": [{"id": "model", "name": "scripted", "api": "faux", "provider": "scripted"}]})
-'''
+"""
 
 MODEL = "scripted/model"
 

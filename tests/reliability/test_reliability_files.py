@@ -51,8 +51,15 @@ def test_an_interrupted_rewrite_leaves_no_temporary_file(cwd: Path, tmp_path: Pa
     (session_file,) = session_files()
     leftover = session_file.with_name(session_file.name + ".4194303.tmp")  # a rewrite killed half-way
     leftover.write_text('{"type":"session"}\n')
-    out = run_pi("-p", *scripted_model(tmp_path), "--session", str(session_file), "again",
-                 cwd=cwd, env=steps_env(answer="second"))
+    out = run_pi(
+        "-p",
+        *scripted_model(tmp_path),
+        "--session",
+        str(session_file),
+        "again",
+        cwd=cwd,
+        env=steps_env(answer="second"),
+    )
     assert out.returncode == 0, out.stderr
     assert not leftover.exists()
     assert session_files() == [session_file]
@@ -70,8 +77,11 @@ def test_bash_overflow_logs_are_private_and_removed(cwd: Path, tmp_path: Path) -
     out = run_pi("-p", *scripted_model(tmp_path), "go", cwd=cwd, env={**steps, "TMPDIR": str(temp)})
     assert out.returncode == 0, out.stderr
     (session_file,) = session_files()
-    results = [r["message"] for r in session_records(session_file)
-               if r["type"] == "message" and r["message"]["role"] == "toolResult"]
+    results = [
+        r["message"]
+        for r in session_records(session_file)
+        if r["type"] == "message" and r["message"]["role"] == "toolResult"
+    ]
     assert "Full output" in results[0]["content"][0]["text"]
     modes = results[1]["content"][0]["text"].split()
     assert modes.count("600") == 1  # the overflow log, while pi ran (the other two are this test's)
@@ -99,8 +109,17 @@ def test_mcp_json_written_with_secrets_is_private(cwd: Path) -> None:
     assert out.returncode == 0, out.stderr
     config = agent_dir() / "mcp.json"
     assert _mode(config) == 0o644
-    out = run_pi("mcp", "add", "tokens", "--env", "API_TOKEN=secret", "--", "server-command",
-                 cwd=cwd, env={"PI_EXTENSIONS": "mcp"})
+    out = run_pi(
+        "mcp",
+        "add",
+        "tokens",
+        "--env",
+        "API_TOKEN=secret",
+        "--",
+        "server-command",
+        cwd=cwd,
+        env={"PI_EXTENSIONS": "mcp"},
+    )
     assert out.returncode == 0, out.stderr
     assert _mode(config) == 0o600
     assert not list(config.parent.glob(".mcp.json.*.tmp"))

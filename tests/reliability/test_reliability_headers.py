@@ -13,7 +13,7 @@ import pytest
 from reliability_helpers import configure_local_endpoint, run_pi, text_reply
 from wire_server import WireServer, use_server
 
-HEADERS = '''
+HEADERS = """
 import os
 from pi_hookspecs import hookimpl
 
@@ -25,7 +25,7 @@ def before_provider_headers(event):
         event.headers["X-Trace"] = "naïve"
     else:
         event.headers["X-Count"] = 5
-'''
+"""
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from reliability_helpers import Pi
 
-BLOCKING = '''
+BLOCKING = """
 import time
 from pi_hookspecs import hookimpl
 
@@ -20,7 +20,7 @@ from pi_hookspecs import hookimpl
 def tool_call(event, ctx):
     ctx.ui.notify("handler blocks now")
     time.sleep(3600)  # synchronous, never returns in time
-'''
+"""
 
 
 @pytest.fixture

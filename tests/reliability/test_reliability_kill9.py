@@ -36,8 +36,11 @@ def test_kill_9_loses_no_acknowledged_entry(trial: int, tmp_path: Path) -> None:
     kill_after = rng.randrange(1, 2 * len(STEPS) + 2)
     proc = subprocess.Popen(
         [*PI, "--mode", "json", *scripted_model(tmp_path), "go"],
-        cwd=cwd, env=env_with(**steps_env(*STEPS)),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        cwd=cwd,
+        env=env_with(**steps_env(*STEPS)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
     )
     acknowledged: list[dict[str, Any]] = []
     answered = 0
@@ -65,8 +68,15 @@ def test_kill_9_loses_no_acknowledged_entry(trial: int, tmp_path: Path) -> None:
     missing = [m for m in acknowledged if _message_key(m) not in on_disk]
     assert not missing, f"seed {seed}, killed after {kill_after}: {missing}"
 
-    out = run_pi("-p", *scripted_model(tmp_path), "--session", str(session_file), "and now?",
-                 cwd=cwd, env=steps_env(answer="reopened"))
+    out = run_pi(
+        "-p",
+        *scripted_model(tmp_path),
+        "--session",
+        str(session_file),
+        "and now?",
+        cwd=cwd,
+        env=steps_env(answer="reopened"),
+    )
     assert out.returncode == 0, f"seed {seed}: {out.stderr}"
     assert out.stdout == "reopened\n"
     after = session_records(session_file)

@@ -41,21 +41,37 @@ def wire() -> Iterator[WireServer]:
     yield from use_server()
 
 
-def run_measured(*args: str, cwd: Path, tmp_path: Path, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], float]:
+def run_measured(
+    *args: str, cwd: Path, tmp_path: Path, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], float]:
     """Run pi; returns its result and its peak resident memory in MB."""
     peak_file = tmp_path / "peak.txt"
     full_env = {**os.environ, "PYTHONUNBUFFERED": "1", "PI_EXTENSIONS": "", **(env or {})}
     out = subprocess.run(
         [sys.executable, "-c", MEASURE, str(peak_file), *PI, *args],
-        cwd=cwd, capture_output=True, text=True, env=full_env, timeout=180,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=180,
     )
     return out, int(peak_file.read_text()) / 1024
 
 
 def tool_reply(name: str, args: dict[str, Any]) -> Canned:
     return chat_chunks(
-        [{"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                          "function": {"name": name, "arguments": json.dumps(args)}}]}],
+        [
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(args)},
+                    }
+                ]
+            }
+        ],
         finish_reason="tool_calls",
     )
 
@@ -96,7 +112,9 @@ def test_a_binary_file_is_described_not_sent_as_text(wire: WireServer, tmp_path:
     out, peak = run_measured("-p", "--model", model, "read it", cwd=cwd, tmp_path=tmp_path)
     assert out.returncode == 0, out.stderr
     [result] = tool_results(wire.requests[1].body)
-    assert result.startswith("[disk.img is a binary file (ELF executable or shared library, 1024.0MB); it is not shown as text.")
+    assert result.startswith(
+        "[disk.img is a binary file (ELF executable or shared library, 1024.0MB); it is not shown as text."
+    )
     assert "\x00" not in result and "\\u0000" not in wire.requests[1].raw.decode()
     assert peak < PEAK_LIMIT_MB, f"pi peaked at {peak:.0f} MB"
 

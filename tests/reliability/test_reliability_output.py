@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from reliability_helpers import RpcProcess, run_pi, scripted_model, write_plugin
 
-NOISY = '''
+NOISY = """
 import os
 import subprocess
 import sys
@@ -44,12 +44,15 @@ def tool_execution_end(event, ctx):
 @hookimpl
 async def agent_end(event, ctx):
     _noise("agent_end")
-'''
+"""
 
 NOISES = [
     "noisy: print at import",
-    *(f"noisy: {how} in {where}" for where in ("session_start", "turn_start", "tool_execution_end", "agent_end")
-      for how in ("print", "fd 1", "child")),
+    *(
+        f"noisy: {how} in {where}"
+        for where in ("session_start", "turn_start", "tool_execution_end", "agent_end")
+        for how in ("print", "fd 1", "child")
+    ),
 ]
 
 
@@ -77,8 +80,15 @@ def _records(stdout: str) -> list[dict[str, object]]:
 
 
 def test_json_mode_stdout_carries_only_events(cwd: Path, tmp_path: Path) -> None:
-    out = run_pi("--mode", "json", *scripted_model(tmp_path), *_noisy_plugin(tmp_path), "go",
-                 cwd=cwd, env={"SCRIPT_STEPS": json.dumps(["echo from-the-tool"])})
+    out = run_pi(
+        "--mode",
+        "json",
+        *scripted_model(tmp_path),
+        *_noisy_plugin(tmp_path),
+        "go",
+        cwd=cwd,
+        env={"SCRIPT_STEPS": json.dumps(["echo from-the-tool"])},
+    )
     assert out.returncode == 0, out.stderr
     records = _records(out.stdout)
     assert records[0]["type"] == "session"
@@ -91,8 +101,12 @@ def test_json_mode_stdout_carries_only_events(cwd: Path, tmp_path: Path) -> None
 
 
 def test_rpc_mode_stdout_carries_only_records(cwd: Path, tmp_path: Path) -> None:
-    with RpcProcess(*scripted_model(tmp_path), *_noisy_plugin(tmp_path), cwd=cwd,
-                    env={"PI_EXTENSIONS": "", "SCRIPT_STEPS": json.dumps(["echo from-the-tool"])}) as rpc:
+    with RpcProcess(
+        *scripted_model(tmp_path),
+        *_noisy_plugin(tmp_path),
+        cwd=cwd,
+        env={"PI_EXTENSIONS": "", "SCRIPT_STEPS": json.dumps(["echo from-the-tool"])},
+    ) as rpc:
         rpc.prompt_and_settle("go")
         rpc.close_stdin()
         rpc.rest()

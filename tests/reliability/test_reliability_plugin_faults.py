@@ -26,7 +26,7 @@ from reliability_helpers import (
     write_settings,
 )
 
-FAULTY = '''
+FAULTY = """
 import asyncio
 import os
 import time
@@ -77,7 +77,7 @@ elif FAULT == "in_place":
     @hookimpl
     def tool_result(event):
         event.content = 5
-'''
+"""
 
 BLOCKING = {
     "raise": "RuntimeError: boom",

@@ -38,8 +38,7 @@ def _mount_tmpfs(where: Path, options: str) -> None:
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
     where.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
-                          capture_output=True, text=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], capture_output=True, text=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs: {done.stderr.strip()}")
 
@@ -98,8 +97,15 @@ def test_a_full_disk_is_one_line_naming_the_file_and_status_1(
     mode: str, small_disk: Path, cwd: Path, tmp_path: Path
 ) -> None:
     mode_args = ["-p"] if mode == "print" else ["--mode", "json"]
-    out = run_pi(*mode_args, *scripted_model(tmp_path), "--session-dir", str(small_disk), "go",
-                 cwd=cwd, env=steps_env(*BIG_STEPS))
+    out = run_pi(
+        *mode_args,
+        *scripted_model(tmp_path),
+        "--session-dir",
+        str(small_disk),
+        "go",
+        cwd=cwd,
+        env=steps_env(*BIG_STEPS),
+    )
     assert out.returncode == 1, out.stderr
     lines = _stderr_lines(out.stderr)
     assert len(lines) == 1, out.stderr  # no traceback
@@ -125,8 +131,13 @@ def test_a_full_disk_is_one_line_naming_the_file_and_status_1(
 
 
 def test_a_full_disk_in_rpc_mode_is_an_error_notice_and_status_1(small_disk: Path, cwd: Path, tmp_path: Path) -> None:
-    with RpcProcess(*scripted_model(tmp_path), "--session-dir", str(small_disk), cwd=cwd,
-                    env={"PI_EXTENSIONS": "", **steps_env(*BIG_STEPS)}) as rpc:
+    with RpcProcess(
+        *scripted_model(tmp_path),
+        "--session-dir",
+        str(small_disk),
+        cwd=cwd,
+        env={"PI_EXTENSIONS": "", **steps_env(*BIG_STEPS)},
+    ) as rpc:
         rpc.ok("get_state")
         rpc.command("prompt", message="go")
         notice = rpc.wait_for(of_type("notice"))
@@ -181,8 +192,15 @@ def test_an_unwritable_session_folder_stops_pi_before_any_request(
     model = configure_local_endpoint(wire.url)
     wire.enqueue(text_reply("a paid answer"))
     mode_args = {"print": ["-p", "hello"], "json": ["--mode", "json", "hello"], "rpc": ["--mode", "rpc"]}[mode]
-    out = run_pi(*mode_args, "--model", model, "--session-dir", str(folder), cwd=cwd,
-                 stdin='{"type": "prompt", "message": "hello"}\n' if mode == "rpc" else None)
+    out = run_pi(
+        *mode_args,
+        "--model",
+        model,
+        "--session-dir",
+        str(folder),
+        cwd=cwd,
+        stdin='{"type": "prompt", "message": "hello"}\n' if mode == "rpc" else None,
+    )
     assert wire.requests == []  # nothing paid for
     assert out.returncode == 1, out.stderr
     lines = _stderr_lines(out.stderr)
@@ -198,14 +216,16 @@ def test_an_unwritable_session_folder_stops_pi_before_any_request(
 def test_a_session_file_deleted_while_pi_runs_is_written_again(cwd: Path, tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     steps = steps_env("echo one", f"rm {sessions}/*.jsonl", "echo three")
-    out = run_pi("--mode", "json", *scripted_model(tmp_path), "--session-dir", str(sessions), "go",
-                 cwd=cwd, env=steps)
+    out = run_pi("--mode", "json", *scripted_model(tmp_path), "--session-dir", str(sessions), "go", cwd=cwd, env=steps)
     assert out.returncode == 0, out.stderr
     (session_file,) = sessions.glob("*.jsonl")
     lines = _stderr_lines(out.stderr)
     assert len(lines) == 1, out.stderr
-    assert re.fullmatch(rf"pi: warning: session file {re.escape(str(session_file))} was deleted while pi ran; "
-                        r"the whole session \(\d+ lines\) was written to it again", lines[0]), lines[0]
+    assert re.fullmatch(
+        rf"pi: warning: session file {re.escape(str(session_file))} was deleted while pi ran; "
+        r"the whole session \(\d+ lines\) was written to it again",
+        lines[0],
+    ), lines[0]
     stream = [json.loads(line) for line in out.stdout.splitlines()]
     (notice,) = [r for r in stream if r["type"] == "notice"]
     assert notice["level"] == "warning" and notice["recoveredFile"] == str(session_file)
@@ -220,8 +240,16 @@ def test_a_session_file_deleted_while_pi_runs_is_written_again(cwd: Path, tmp_pa
 def test_a_session_file_replaced_while_pi_runs_continues_beside_it(cwd: Path, tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     replace = f"for f in {sessions}/*.jsonl; do echo '{{}}' > {sessions}/other; mv {sessions}/other $f; done"
-    out = run_pi("--mode", "json", *scripted_model(tmp_path), "--session-dir", str(sessions), "go",
-                 cwd=cwd, env=steps_env("echo one", replace, "echo three"))
+    out = run_pi(
+        "--mode",
+        "json",
+        *scripted_model(tmp_path),
+        "--session-dir",
+        str(sessions),
+        "go",
+        cwd=cwd,
+        env=steps_env("echo one", replace, "echo three"),
+    )
     assert out.returncode == 0, out.stderr
     (original,) = sessions.glob("*[0-9a-f].jsonl")
     assert original.read_text() == "{}\n"  # the file put there is left alone
@@ -236,19 +264,21 @@ def test_a_session_file_replaced_while_pi_runs_continues_beside_it(cwd: Path, tm
     assert notice["level"] == "warning" and notice["sessionFile"] == str(original)
     assert notice["recoveredFile"] == str(recovered)
     acknowledged = [r["message"] for r in stream if r["type"] == "message_end"]
-    assert [_message_key(m) for m in _messages(_complete_records(recovered))] == [
-        _message_key(m) for m in acknowledged
-    ]
+    assert [_message_key(m) for m in _messages(_complete_records(recovered))] == [_message_key(m) for m in acknowledged]
     # the recovered file is a session pi opens and goes on with
-    again = run_pi("-p", *scripted_model(tmp_path), "--session", str(recovered), "more",
-                   cwd=cwd, env=steps_env(answer="continued"))
+    again = run_pi(
+        "-p", *scripted_model(tmp_path), "--session", str(recovered), "more", cwd=cwd, env=steps_env(answer="continued")
+    )
     assert again.returncode == 0, again.stderr
     assert again.stdout == "continued\n"
 
 
 def test_a_session_file_deleted_after_the_last_append_is_written_again_at_exit(cwd: Path, tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
-    plugin = write_plugin(tmp_path, "remover", """
+    plugin = write_plugin(
+        tmp_path,
+        "remover",
+        """
         import os
 
         from pi_hookspecs import hookimpl
@@ -257,9 +287,20 @@ def test_a_session_file_deleted_after_the_last_append_is_written_again_at_exit(c
         @hookimpl
         def agent_settled(event, ctx):
             os.unlink(ctx.session_manager.get_session_file())
-    """)
-    out = run_pi("--mode", "json", *scripted_model(tmp_path), "-e", str(plugin), "--session-dir", str(sessions),
-                 "go", cwd=cwd, env=steps_env("echo one"))
+    """,
+    )
+    out = run_pi(
+        "--mode",
+        "json",
+        *scripted_model(tmp_path),
+        "-e",
+        str(plugin),
+        "--session-dir",
+        str(sessions),
+        "go",
+        cwd=cwd,
+        env=steps_env("echo one"),
+    )
     assert out.returncode == 0, out.stderr
     (session_file,) = sessions.glob("*.jsonl")
     assert f"pi: warning: session file {session_file} was deleted while pi ran" in out.stderr
@@ -273,8 +314,13 @@ def test_a_session_file_deleted_after_the_last_append_is_written_again_at_exit(c
 def test_rpc_clients_get_a_warning_notice_and_the_new_file(cwd: Path, tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     replace = f"for f in {sessions}/*.jsonl; do echo '{{}}' > {sessions}/other; mv {sessions}/other $f; done"
-    with RpcProcess(*scripted_model(tmp_path), "--session-dir", str(sessions), cwd=cwd,
-                    env={"PI_EXTENSIONS": "", **steps_env("echo one", replace)}) as rpc:
+    with RpcProcess(
+        *scripted_model(tmp_path),
+        "--session-dir",
+        str(sessions),
+        cwd=cwd,
+        env={"PI_EXTENSIONS": "", **steps_env("echo one", replace)},
+    ) as rpc:
         rpc.prompt_and_settle("go")
         (notice,) = rpc.seen(of_type("notice"))
         state = rpc.ok("get_state")
@@ -286,9 +332,7 @@ def test_rpc_clients_get_a_warning_notice_and_the_new_file(cwd: Path, tmp_path: 
     assert notice["level"] == "warning" and notice["recoveredFile"] == str(recovered)
     assert state["sessionFile"] == str(recovered)
     acknowledged = [r["message"] for r in rpc.records if r["type"] == "message_end"]
-    assert [_message_key(m) for m in _messages(_complete_records(recovered))] == [
-        _message_key(m) for m in acknowledged
-    ]
+    assert [_message_key(m) for m in _messages(_complete_records(recovered))] == [_message_key(m) for m in acknowledged]
 
 
 def test_the_terminal_says_so_when_the_session_file_is_deleted(cwd: Path, tmp_path: Path) -> None:

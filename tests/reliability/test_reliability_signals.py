@@ -72,8 +72,11 @@ def test_a_signal_stops_the_bash_group_and_pi(mode: str, signum: int, cwd: Path,
     flags = ["-p"] if mode == "print" else ["--mode", "json"]
     proc = subprocess.Popen(
         [*PI, *flags, *scripted_model(tmp_path), "go"],
-        cwd=cwd, env=env_with(**steps_env(_command(pidfile))),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=env_with(**steps_env(_command(pidfile))),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
         pgid = _running_group(pidfile)
@@ -107,7 +110,7 @@ def test_rpc_mode_stops_the_bash_group_on_a_signal(signum: int, cwd: Path, tmp_p
     _no_orphans(pgid)
 
 
-HANGING_SHUTDOWN = '''
+HANGING_SHUTDOWN = """
 import time
 from pathlib import Path
 
@@ -117,7 +120,7 @@ from pi_hookspecs import hookimpl
 @hookimpl
 def session_shutdown(event):
     time.sleep(3600)  # never returns: the stop deadline cuts it off
-'''
+"""
 FIXTURE_SERVER = Path(__file__).resolve().parents[2] / "plugins" / "mcp" / "tests" / "servers" / "fixture_server.py"
 
 
@@ -128,13 +131,23 @@ def test_sigterm_stops_mcp_servers_and_bash_even_with_a_hanging_shutdown_handler
     from pi_core.extensions.guard import STOP_DEADLINE
 
     pidfile, server_pids = tmp_path / "shell.pid", tmp_path / "server.pids"
-    (agent_dir() / "mcp.json").write_text(json.dumps({"mcpServers": {"fx": {
-        "command": sys.executable, "args": [str(FIXTURE_SERVER), "--pidfile", str(server_pids)]}}}))
+    (agent_dir() / "mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "fx": {"command": sys.executable, "args": [str(FIXTURE_SERVER), "--pidfile", str(server_pids)]}
+                }
+            }
+        )
+    )
     plugin = write_plugin(tmp_path, "stuck", HANGING_SHUTDOWN)
     proc = subprocess.Popen(
         [*PI, "-p", *scripted_model(tmp_path), "-e", str(plugin), "go"],
-        cwd=cwd, env=env_with(**steps_env(_command(pidfile)), PI_EXTENSIONS="mcp,stuck"),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=env_with(**steps_env(_command(pidfile)), PI_EXTENSIONS="mcp,stuck"),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
         pgid = _running_group(pidfile)
@@ -151,10 +164,16 @@ def test_sigterm_stops_mcp_servers_and_bash_even_with_a_hanging_shutdown_handler
     assert took < STOP_DEADLINE + 4, took
     assert b"stuck" in err and b"did not finish before pi stopped" in err
     _no_orphans(pgid)
-    _wait_for(lambda: not Path(f"/proc/{server}").exists() or "Z" in Path(f"/proc/{server}/stat").read_text().rsplit(")", 1)[1].split()[0], timeout=5)
+    _wait_for(
+        lambda: (
+            not Path(f"/proc/{server}").exists()
+            or "Z" in Path(f"/proc/{server}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        ),
+        timeout=5,
+    )
 
 
-BLOCKING = '''
+BLOCKING = """
 import asyncio
 import os
 import time
@@ -176,7 +195,7 @@ else:
                 await asyncio.sleep(3600)
             except asyncio.CancelledError:
                 pass
-'''
+"""
 
 
 def _interrupt_when(ready: Callable[[], bool], proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes, float]:
@@ -199,8 +218,11 @@ def test_sigint_ends_print_mode_at_once_while_a_handler_hangs(hang: str, cwd: Pa
     plugin = write_plugin(tmp_path, "blocking", BLOCKING)
     proc = subprocess.Popen(
         [*PI, "-p", *scripted_model(tmp_path), "-e", str(plugin), "go"],
-        cwd=cwd, env=env_with(**steps_env("echo never"), HANG=hang, MARKER=str(marker)),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=env_with(**steps_env("echo never"), HANG=hang, MARKER=str(marker)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     _, err, took = _interrupt_when(marker.exists, proc)
     assert proc.returncode == 128 + signal.SIGINT, err
@@ -213,17 +235,27 @@ def test_sigint_ends_print_mode_at_once_while_a_handler_hangs(hang: str, cwd: Pa
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_acp_mode_exits_with_the_conventional_status(signum: int, cwd: Path) -> None:
     proc = subprocess.Popen(
-        [*PI, "acp"], cwd=cwd, env=env_with(PI_EXTENSIONS=""),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        [*PI, "acp"],
+        cwd=cwd,
+        env=env_with(PI_EXTENSIONS=""),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
     )
     try:
         assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                                     "params": {"protocolVersion": 1}}).encode() + b"\n")
+        proc.stdin.write(
+            json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}).encode()
+            + b"\n"
+        )
         proc.stdin.flush()
         assert json.loads(proc.stdout.readline())["id"] == 0
-        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/new",
-                                     "params": {"cwd": str(cwd), "mcpServers": []}}).encode() + b"\n")
+        proc.stdin.write(
+            json.dumps(
+                {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": str(cwd), "mcpServers": []}}
+            ).encode()
+            + b"\n"
+        )
         proc.stdin.flush()
         while "id" not in json.loads(proc.stdout.readline()):
             pass  # session/update notifications, then the session: pi is serving
@@ -237,7 +269,7 @@ def test_acp_mode_exits_with_the_conventional_status(signum: int, cwd: Path) -> 
                 stream.close()
 
 
-HANGING_START = '''
+HANGING_START = """
 import os
 import time
 from pathlib import Path
@@ -249,7 +281,7 @@ from pi_hookspecs import hookimpl
 def session_start(ctx):
     Path(os.environ["MARKER"]).write_text("starting")
     time.sleep(3600)  # no run to abort yet: the stop deadline ends the wait
-'''
+"""
 
 
 def test_sigint_ends_print_mode_while_a_session_start_handler_hangs(cwd: Path, tmp_path: Path) -> None:
@@ -259,8 +291,11 @@ def test_sigint_ends_print_mode_while_a_session_start_handler_hangs(cwd: Path, t
     plugin = write_plugin(tmp_path, "slowstart", HANGING_START)
     proc = subprocess.Popen(
         [*PI, "-p", *scripted_model(tmp_path), "-e", str(plugin), "go"],
-        cwd=cwd, env=env_with(**steps_env(), MARKER=str(marker)),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=env_with(**steps_env(), MARKER=str(marker)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     out, err, took = _interrupt_when(marker.exists, proc)
     assert proc.returncode == 128 + signal.SIGINT, err

@@ -37,7 +37,7 @@ from wire_server import Canned, WireServer, chat_chunks, use_server
 
 WAIT = 20.0
 
-HANGING = '''
+HANGING = """
 import os
 import time
 from pathlib import Path
@@ -78,13 +78,23 @@ elif HOOK == "input_async":
                 await asyncio.sleep(3600)
             except asyncio.CancelledError:
                 pass
-'''
+"""
 
 
 def tool_reply(name: str, args: dict[str, str]) -> Canned:
     return chat_chunks(
-        [{"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                          "function": {"name": name, "arguments": json.dumps(args)}}]}],
+        [
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(args)},
+                    }
+                ]
+            }
+        ],
         finish_reason="tool_calls",
     )
 
@@ -120,8 +130,11 @@ def _start(wire: WireServer, cwd: Path, tmp_path: Path, plugin: Path, **env: str
     wire.enqueue(tool_reply("bash", {"command": f"touch {never}"}), text_reply("all done"))
     return subprocess.Popen(
         [*PI, "-p", "--model", model, "-e", str(plugin), "go"],
-        cwd=cwd, env=env_with(**env),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=env_with(**env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
 
 
@@ -168,13 +181,16 @@ def test_a_signal_while_a_hook_before_the_request_hangs_ends_the_run(
     assert b"Traceback" not in err
     assert b"hanging" in err and b"aborted" in err  # the handler is reported, naming the plugin
     for session_file in session_files():  # whatever was written is whole, and holds no answer
-        answers = [r["message"] for r in session_records(session_file)
-                   if r["type"] == "message" and r["message"]["role"] == "assistant"]
+        answers = [
+            r["message"]
+            for r in session_records(session_file)
+            if r["type"] == "message" and r["message"]["role"] == "assistant"
+        ]
         # a run already under way (the context hook) ends with pi 1.6.0's empty aborted message
         assert all(a["stopReason"] == "aborted" and not a["content"] for a in answers), answers
 
 
-LOOP_BLOCKER = '''
+LOOP_BLOCKER = """
 import os
 import time
 from pathlib import Path
@@ -193,7 +209,7 @@ async def {hook}(event):
             if os.environ.get("STUBBORN") != "1":
                 raise
             # a stubborn handler: ignores the interrupt and blocks on
-'''
+"""
 
 
 def _start_blocker(wire: WireServer, cwd: Path, tmp_path: Path, hook: str, **env: str) -> subprocess.Popen[bytes]:
@@ -203,8 +219,11 @@ def _start_blocker(wire: WireServer, cwd: Path, tmp_path: Path, hook: str, **env
     wire.enqueue(tool_reply("bash", {"command": f"touch {tmp_path / 'tool-ran'}"}), text_reply("all done"))
     return subprocess.Popen(
         [*PI, "-p", "--model", model, "-e", str(plugin), "go"],
-        cwd=cwd, env=env_with(MARKER=str(marker), **env),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=env_with(MARKER=str(marker), **env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
 
 
@@ -296,7 +315,7 @@ def test_a_signal_while_a_coroutine_handler_blocks_the_loop_ends_pi(
         assert f"when pi was stopping ({signal.Signals(signum).name})".encode() in lines[0]
 
 
-BLOCKING_SHUTDOWN = '''
+BLOCKING_SHUTDOWN = """
 import os
 import time
 from pathlib import Path
@@ -308,7 +327,7 @@ from pi_hookspecs import hookimpl
 async def session_shutdown(event):
     Path(os.environ["MARKER"]).write_text("stopping")
     time.sleep(3600)  # blocks the loop while pi stops
-'''
+"""
 
 
 def test_a_coroutine_shutdown_handler_blocking_the_loop_ends_by_the_stop_deadline(
@@ -325,8 +344,11 @@ def test_a_coroutine_shutdown_handler_blocking_the_loop_ends_by_the_stop_deadlin
     wire.enqueue(tool_reply("bash", {"command": f"touch {running}; sleep 300"}), text_reply("all done"))
     proc = subprocess.Popen(
         [*PI, "-p", "--model", model, "-e", str(plugin), "go"],
-        cwd=cwd, env=env_with(MARKER=str(marker)),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=env_with(MARKER=str(marker)),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
         _wait_in(proc, running)

@@ -121,12 +121,23 @@ def serve(handler: Handler) -> Iterator[RawServer]:
         server.close()
 
 
-async def answer(writer: asyncio.StreamWriter, pieces: list[bytes], *, status: str = "200 OK",
-                 content_type: str = "text/event-stream", headers: dict[str, str] | None = None) -> None:
+async def answer(
+    writer: asyncio.StreamWriter,
+    pieces: list[bytes],
+    *,
+    status: str = "200 OK",
+    content_type: str = "text/event-stream",
+    headers: dict[str, str] | None = None,
+) -> None:
     """A whole response with a ``Content-Length`` body; the connection stays usable."""
     body = b"".join(pieces)
-    lines = [f"HTTP/1.1 {status}", f"Content-Type: {content_type}", f"Content-Length: {len(body)}",
-             "Connection: keep-alive", *(f"{k}: {v}" for k, v in (headers or {}).items())]
+    lines = [
+        f"HTTP/1.1 {status}",
+        f"Content-Type: {content_type}",
+        f"Content-Length: {len(body)}",
+        "Connection: keep-alive",
+        *(f"{k}: {v}" for k, v in (headers or {}).items()),
+    ]
     writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
     await writer.drain()
 
@@ -156,8 +167,18 @@ def final_assistant(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 def tool_reply(name: str, args: dict[str, Any]) -> Canned:
     return chat_chunks(
-        [{"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                          "function": {"name": name, "arguments": json.dumps(args)}}]}],
+        [
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(args)},
+                    }
+                ]
+            }
+        ],
         finish_reason="tool_calls",
     )
 
@@ -262,11 +283,26 @@ def _rfc3339(seconds: float) -> str:
         ("429 Too Many Requests", lambda: {"retry-after": "1"}, 1000, 1000),
         ("503 Service Unavailable", lambda: {"retry-after": _http_date(2)}, 500, 2000),
         ("429 Too Many Requests", lambda: {"retry-after-ms": "700"}, 700, 700),
-        ("429 Too Many Requests", lambda: {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "1s",
-                                           "x-ratelimit-remaining-tokens": "9000", "x-ratelimit-reset-tokens": "6m0s"},
-         1000, 1000),
-        ("429 Too Many Requests", lambda: {"anthropic-ratelimit-requests-remaining": "0",
-                                           "anthropic-ratelimit-requests-reset": _rfc3339(1.5)}, 500, 1500),
+        (
+            "429 Too Many Requests",
+            lambda: {
+                "x-ratelimit-remaining-requests": "0",
+                "x-ratelimit-reset-requests": "1s",
+                "x-ratelimit-remaining-tokens": "9000",
+                "x-ratelimit-reset-tokens": "6m0s",
+            },
+            1000,
+            1000,
+        ),
+        (
+            "429 Too Many Requests",
+            lambda: {
+                "anthropic-ratelimit-requests-remaining": "0",
+                "anthropic-ratelimit-requests-reset": _rfc3339(1.5),
+            },
+            500,
+            1500,
+        ),
     ],
     ids=["retry-after", "http-date", "retry-after-ms", "x-ratelimit-reset", "anthropic-reset"],
 )
@@ -294,8 +330,13 @@ def test_a_rate_limit_is_retried_after_the_wait_the_server_asked_for(
 
 def test_a_wait_longer_than_max_retry_delay_is_not_retried_and_says_why(tmp_path: Path) -> None:
     async def handler(request: Request, writer: asyncio.StreamWriter) -> bool:
-        await answer(writer, [RATE_LIMITED], status="429 Too Many Requests", content_type="application/json",
-                     headers={"retry-after": "120"})
+        await answer(
+            writer,
+            [RATE_LIMITED],
+            status="429 Too Many Requests",
+            content_type="application/json",
+            headers={"retry-after": "120"},
+        )
         return True
 
     for server in serve(handler):
@@ -335,8 +376,13 @@ def test_a_response_of_endless_keep_alive_comments_ends_at_the_deadline(tmp_path
 
 
 def test_text_streamed_far_past_max_tokens_is_stopped(tmp_path: Path) -> None:
-    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "local-model",
-             "choices": [{"index": 0, "delta": {"content": "blah " * 100}, "finish_reason": None}]}
+    chunk = {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "local-model",
+        "choices": [{"index": 0, "delta": {"content": "blah " * 100}, "finish_reason": None}],
+    }
     event = f"data: {json.dumps(chunk)}\n\n".encode()
 
     async def handler(request: Request, writer: asyncio.StreamWriter) -> bool:

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from reliability_helpers import run_pi, scripted_model, steps_env
 
-EXTENSION = '''
+EXTENSION = """
 from pathlib import Path
 
 Path(__file__).with_name("ran").write_text("project code ran")
-'''
+"""
 
 
 def _project(tmp_path: Path) -> Path:

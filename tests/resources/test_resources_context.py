@@ -27,7 +27,11 @@ def test_agent_dir_first_then_root_to_cwd(tmp_path: Path, agent_dir: Path) -> No
     write(tmp_path / "a" / "CLAUDE.md", "a")
     write(cwd / "AGENTS.md", "c")
     files = load_context_files(cwd, agent_dir=agent_dir).files
-    assert [f.path for f in files] == [str(agent_dir / "AGENTS.md"), str(tmp_path / "a" / "CLAUDE.md"), str(cwd / "AGENTS.md")]
+    assert [f.path for f in files] == [
+        str(agent_dir / "AGENTS.md"),
+        str(tmp_path / "a" / "CLAUDE.md"),
+        str(cwd / "AGENTS.md"),
+    ]
     assert [f.content for f in files] == ["global", "a", "c"]
 
 
@@ -92,7 +96,9 @@ def test_command_line_wins_and_reads_files(project: Path, agent_dir: Path) -> No
     write(agent_dir / "SYSTEM.md", "agent system")
     write(agent_dir / "APPEND_SYSTEM.md", "agent append")
     write(project / "extra.md", "from a file")
-    files = load_system_prompt_files(project, agent_dir=agent_dir, system_prompt="Be terse.", append_system_prompt=["extra.md", "inline"])
+    files = load_system_prompt_files(
+        project, agent_dir=agent_dir, system_prompt="Be terse.", append_system_prompt=["extra.md", "inline"]
+    )
     assert files.custom_prompt == "Be terse." and files.custom_prompt_source == "command line"
     assert files.append == ["from a file", "inline"]
     assert files.append_sources == [str(project / "extra.md"), "command line"]

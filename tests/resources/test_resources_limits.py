@@ -61,11 +61,18 @@ def no_whole_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def test_format_bytes() -> None:
     assert [format_bytes(n) for n in (10, 256 * 1024, 1536, 5 << 20, 512 << 20, 1 << 30)] == [
-        "10 B", "256 KiB", "1.5 KiB", "5.0 MiB", "512.0 MiB", "1.0 GiB",
+        "10 B",
+        "256 KiB",
+        "1.5 KiB",
+        "5.0 MiB",
+        "512.0 MiB",
+        "1.0 GiB",
     ]
 
 
-def test_a_huge_context_file_is_cut_at_a_line_with_a_marker_and_one_error(tmp_path: Path, no_whole_reads: list[int]) -> None:
+def test_a_huge_context_file_is_cut_at_a_line_with_a_marker_and_one_error(
+    tmp_path: Path, no_whole_reads: list[int]
+) -> None:
     project = tmp_path / "p"
     lines = "".join(f"rule {i}: keep it short\n" for i in range(250_000))  # ~6 MB
     (project).mkdir()
@@ -76,7 +83,9 @@ def test_a_huge_context_file_is_cut_at_a_line_with_a_marker_and_one_error(tmp_pa
     assert len(body.encode()) <= MAX_CONTEXT_FILE_BYTES and body.endswith("keep it short\n") and lines.startswith(body)
     assert marker.startswith("[pi: this file is 6.3 MiB;") and "only its first 256 KiB were loaded" in marker
     [diagnostic] = result.diagnostics
-    assert diagnostic.level == "error" and diagnostic.kind == "context" and diagnostic.path == str(project / "AGENTS.md")
+    assert (
+        diagnostic.level == "error" and diagnostic.kind == "context" and diagnostic.path == str(project / "AGENTS.md")
+    )
     assert "larger than the 256 KiB limit" in diagnostic.message
     assert max(no_whole_reads) <= MAX_CONTEXT_FILE_BYTES + 1
 
@@ -92,7 +101,10 @@ def test_a_sparse_512mb_settings_file_is_refused_unread(tmp_path: Path, no_whole
     path = sparse(agent / "settings.json", b"{", 512 << 20)
     with pytest.raises(SettingsError) as caught:
         read_settings_file(path)
-    assert str(caught.value) == f"{path}: cannot read: the settings file is 512.0 MiB, larger than the 4.0 MiB limit; it was not read"
+    assert (
+        str(caught.value)
+        == f"{path}: cannot read: the settings file is 512.0 MiB, larger than the 4.0 MiB limit; it was not read"
+    )
     settings = load_settings(tmp_path, agent_dir=agent)
     assert [str(e) for e in settings.errors] == [str(caught.value)]
     assert no_whole_reads == []  # refused from its size alone

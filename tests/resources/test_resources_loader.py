@@ -74,9 +74,15 @@ def test_trusted_project_loads_everything(rich_project: Path, agent_dir: Path, h
 def test_flags_turn_discovery_off(rich_project: Path, agent_dir: Path, home: Path, tmp_path: Path) -> None:
     skill(tmp_path / "cli-skills", "cli-skill")
     write(tmp_path / "cli.md", "From the command line.")
-    opts = ResourceOptions(no_skills=True, no_prompt_templates=True, no_context_files=True,
-                           skill_paths=[str(tmp_path / "cli-skills")], prompt_template_paths=[str(tmp_path / "cli.md")],
-                           system_prompt="CLI prompt", append_system_prompt=["CLI addendum"])
+    opts = ResourceOptions(
+        no_skills=True,
+        no_prompt_templates=True,
+        no_context_files=True,
+        skill_paths=[str(tmp_path / "cli-skills")],
+        prompt_template_paths=[str(tmp_path / "cli.md")],
+        system_prompt="CLI prompt",
+        append_system_prompt=["CLI addendum"],
+    )
     res = load_resources(rich_project, project_trusted=True, agent_dir=agent_dir, options=opts, home=home)
     assert res.context_files == []
     assert [s.name for s in res.skills] == ["cli-skill"] and [t.name for t in res.prompt_templates] == ["cli"]

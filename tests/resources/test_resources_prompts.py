@@ -59,7 +59,11 @@ def test_parse_command_args(text: str, expected: list[str]) -> None:
     [
         ("$1 $2 $3", ["a", "b"], "a b "),
         ("all: $@ / $ARGUMENTS", ["x", "y z"], "all: x y z / x y z"),
-        ("Focus on ${1:-correctness, security, and error handling}.", [], "Focus on correctness, security, and error handling."),
+        (
+            "Focus on ${1:-correctness, security, and error handling}.",
+            [],
+            "Focus on correctness, security, and error handling.",
+        ),
         ("Focus on ${1:-correctness}.", ["concurrency"], "Focus on concurrency."),
         ("${2:-none}", ["a", ""], "none"),
         ("${@:-everything}", [], "everything"),
@@ -76,13 +80,14 @@ def test_parse_command_args(text: str, expected: list[str]) -> None:
         ("${1:-$2}", [], "$2"),
     ],
 )
-
 def test_substitute_args(template: str, args: list[str], expected: str) -> None:
     assert substitute_args(template, args) == expected
 
 
 def test_expand_prompt_template() -> None:
-    review = PromptTemplate(name="review", description="", content="Review. Focus on ${1:-everything}.", file_path="/r.md")
+    review = PromptTemplate(
+        name="review", description="", content="Review. Focus on ${1:-everything}.", file_path="/r.md"
+    )
     assert expand_prompt_template('/review "API compatibility"', [review]) == "Review. Focus on API compatibility."
     assert expand_prompt_template("/review", [review]) == "Review. Focus on everything."
     assert expand_prompt_template("/reviews x", [review]) == "/reviews x"
@@ -93,18 +98,26 @@ def test_expand_prompt_template() -> None:
 
 
 def test_template_metadata(tmp_path: Path) -> None:
-    path = write(tmp_path / "review.md", """
+    path = write(
+        tmp_path / "review.md",
+        """
         ---
         description: Review staged git changes
         argument-hint: "[focus]"
         ---
         Review the staged changes. Focus on $1.
-        """)
+        """,
+    )
     template, diagnostics = load_prompt_template(path, "user")
     assert diagnostics == []
-    assert template == PromptTemplate(name="review", description="Review staged git changes",
-                                      content="Review the staged changes. Focus on $1.", file_path=str(path),
-                                      source="user", argument_hint="[focus]")
+    assert template == PromptTemplate(
+        name="review",
+        description="Review staged git changes",
+        content="Review the staged changes. Focus on $1.",
+        file_path=str(path),
+        source="user",
+        argument_hint="[focus]",
+    )
 
 
 def test_description_falls_back_to_the_first_line(tmp_path: Path) -> None:
@@ -133,12 +146,17 @@ def test_discovery_precedence_and_trust(project: Path, agent_dir: Path, tmp_path
 
     def load(trusted: bool, **kwargs: object) -> list[tuple[str, str, str]]:
         settings = load_settings(project, agent_dir=agent_dir, project_trusted=trusted)
-        result = load_prompt_templates(project, agent_dir=agent_dir, settings=settings,
-                                       cli_paths=[str(tmp_path / "cli")], **kwargs)  # type: ignore[arg-type]
+        result = load_prompt_templates(
+            project, agent_dir=agent_dir, settings=settings, cli_paths=[str(tmp_path / "cli")], **kwargs
+        )  # type: ignore[arg-type]
         return [(t.name, t.content, t.source) for t in result.templates]
 
-    assert load(True) == [("team", "team", "project"), ("fix", "project fix", "project"), ("ship", "project ship", "project"),
-                          ("cli", "cli only", "cli")]
+    assert load(True) == [
+        ("team", "team", "project"),
+        ("fix", "project fix", "project"),
+        ("ship", "project ship", "project"),
+        ("cli", "cli only", "cli"),
+    ]
     assert load(False) == [("fix", "user fix", "user"), ("cli", "cli only", "cli")]
     assert load(True, include_defaults=False) == [("cli", "cli only", "cli"), ("fix", "cli fix", "cli")]
 
@@ -146,7 +164,9 @@ def test_discovery_precedence_and_trust(project: Path, agent_dir: Path, tmp_path
 def test_collisions_are_reported(project: Path, agent_dir: Path, tmp_path: Path) -> None:
     write(agent_dir / "prompts" / "fix.md", "user fix")
     other = write(tmp_path / "x" / "fix.md", "other")
-    result = load_prompt_templates(project, agent_dir=agent_dir, extension_paths=[str(other), str(tmp_path / "missing.md")])
+    result = load_prompt_templates(
+        project, agent_dir=agent_dir, extension_paths=[str(other), str(tmp_path / "missing.md")]
+    )
     assert [t.content for t in result.templates] == ["user fix"]
     missing, collision = result.diagnostics  # path problems are found before any file is read
     assert collision.kind == "collision" and collision.path == str(other)

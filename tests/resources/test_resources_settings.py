@@ -25,7 +25,9 @@ def write_json(path: Path, data: object) -> Path:
     return path
 
 
-def settings_for(tmp_path: Path, user: dict | None = None, project: dict | None = None, *, trusted: bool = True) -> Settings:
+def settings_for(
+    tmp_path: Path, user: dict | None = None, project: dict | None = None, *, trusted: bool = True
+) -> Settings:
     agent = tmp_path / "agent"
     agent.mkdir(parents=True, exist_ok=True)
     if user is not None:
@@ -40,7 +42,10 @@ def test_defaults_without_any_file(tmp_path: Path) -> None:
     s = settings_for(tmp_path)
     assert s.compaction_settings() == CompactionSettings(enabled=True, reserve_tokens=16384, keep_recent_tokens=20000)
     assert s.retry_settings() == RetrySettings(
-        enabled=True, max_retries=3, base_delay_ms=2000, max_agent_delay_ms=60000,
+        enabled=True,
+        max_retries=3,
+        base_delay_ms=2000,
+        max_agent_delay_ms=60000,
         provider=ProviderRetrySettings(timeout_ms=None, max_retries=0, max_retry_delay_ms=60000),
     )
     assert (s.steering_mode, s.follow_up_mode) == ("one-at-a-time", "one-at-a-time")
@@ -55,8 +60,14 @@ def test_defaults_without_any_file(tmp_path: Path) -> None:
 def test_project_over_user_for_typed_values_and_nested_objects(tmp_path: Path) -> None:
     s = settings_for(
         tmp_path,
-        user={"defaultModel": "u", "compaction": {"reserveTokens": 1000, "keepRecentTokens": 5}, "retry": {"maxRetries": 9},
-              "steeringMode": "all", "images": {"blockImages": True}, "shellPath": "~/bin/zsh"},
+        user={
+            "defaultModel": "u",
+            "compaction": {"reserveTokens": 1000, "keepRecentTokens": 5},
+            "retry": {"maxRetries": 9},
+            "steeringMode": "all",
+            "images": {"blockImages": True},
+            "shellPath": "~/bin/zsh",
+        },
         project={"defaultModel": "p", "compaction": {"keepRecentTokens": 7}, "followUpMode": "all"},
     )
     assert s.default_model == "p"
@@ -68,7 +79,9 @@ def test_project_over_user_for_typed_values_and_nested_objects(tmp_path: Path) -
 
 
 def test_untrusted_project_settings_are_ignored(tmp_path: Path) -> None:
-    s = settings_for(tmp_path, user={"defaultModel": "u"}, project={"defaultModel": "p", "skills": ["x"]}, trusted=False)
+    s = settings_for(
+        tmp_path, user={"defaultModel": "u"}, project={"defaultModel": "p", "skills": ["x"]}, trusted=False
+    )
     assert s.default_model == "u" and s.skill_paths == [] and s.project == {}
 
 
@@ -80,10 +93,12 @@ def test_default_project_trust_is_user_only(tmp_path: Path) -> None:
 def test_wrong_types_are_reported_at_load_naming_file_and_key(tmp_path: Path) -> None:
     s = settings_for(tmp_path, user={"retry": {"maxRetries": "3"}}, project={"compaction": {"reserveTokens": -1}})
     # each mistyped value: one error naming the file and the key; the value is dropped, the default applies
-    assert sorted(str(e) for e in s.errors) == sorted([
-        f"{s.project_path}: compaction.reserveTokens must be a non-negative integer, found -1",
-        f'{s.user_path}: retry.maxRetries must be a non-negative integer, found "3"',
-    ])
+    assert sorted(str(e) for e in s.errors) == sorted(
+        [
+            f"{s.project_path}: compaction.reserveTokens must be a non-negative integer, found -1",
+            f'{s.user_path}: retry.maxRetries must be a non-negative integer, found "3"',
+        ]
+    )
     assert s.compaction_settings().reserve_tokens == 16384 and s.retry_settings().max_retries == 3
     assert s.validate() == []  # nothing left for a reader to trip over
 
@@ -116,15 +131,23 @@ def test_unknown_keys_are_preserved(tmp_path: Path) -> None:
 
 
 def test_old_keys_are_migrated_in_memory_only(tmp_path: Path) -> None:
-    s = settings_for(tmp_path, user={"queueMode": "all", "skills": {"customDirectories": ["~/sk"], "enableSkillCommands": False},
-                                     "retry": {"maxDelayMs": 5}})
+    s = settings_for(
+        tmp_path,
+        user={
+            "queueMode": "all",
+            "skills": {"customDirectories": ["~/sk"], "enableSkillCommands": False},
+            "retry": {"maxDelayMs": 5},
+        },
+    )
     assert s.steering_mode == "all" and s.skill_paths == ["~/sk"] and s.enable_skill_commands is False
     assert s.retry_settings().provider.max_retry_delay_ms == 5
     assert "queueMode" in json.loads((tmp_path / "agent" / "settings.json").read_text())
 
 
 def test_resource_lists_resolve_per_scope(tmp_path: Path) -> None:
-    s = settings_for(tmp_path, user={"skills": ["mine", "-mine/old", "!**/draft*"]}, project={"skills": ["../team", "+x"]})
+    s = settings_for(
+        tmp_path, user={"skills": ["mine", "-mine/old", "!**/draft*"]}, project={"skills": ["../team", "+x"]}
+    )
     project, user = s.resource_entries("skills")
     assert (project.scope, user.scope) == ("project", "user")
     assert project.paths == ((tmp_path / "proj" / "team").resolve(), (tmp_path / "proj" / ".pi" / "x").resolve())
@@ -179,7 +202,9 @@ def test_http_idle_timeout_can_be_disabled(tmp_path: Path) -> None:
         (None, None, [], []),
     ],
 )
-def test_resolve_default_tools(tmp_path: Path, user: list | None, project: list | None, cli: list | None, expected: list) -> None:
+def test_resolve_default_tools(
+    tmp_path: Path, user: list | None, project: list | None, cli: list | None, expected: list
+) -> None:
     s = settings_for(
         tmp_path,
         user={"defaultTools": user} if user is not None else {},

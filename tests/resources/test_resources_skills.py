@@ -22,8 +22,15 @@ from pi_core.resources.skills import (
 from pi_hookspecs import Skill
 
 
-def make_skill(directory: Path, name: str | None = None, description: str | None = "Does a thing. Use when asked.",
-               *, file: str = "SKILL.md", extra: str = "", body: str = "Instructions.") -> Path:
+def make_skill(
+    directory: Path,
+    name: str | None = None,
+    description: str | None = "Does a thing. Use when asked.",
+    *,
+    file: str = "SKILL.md",
+    extra: str = "",
+    body: str = "Instructions.",
+) -> Path:
     lines = ["---"]
     if name is not None:
         lines.append(f"name: {name}")
@@ -123,11 +130,19 @@ def test_symlinks_are_followed_and_deduplicated(tmp_path: Path, project: Path, a
 
 
 def test_valid_skill_metadata(tmp_path: Path) -> None:
-    path = make_skill(tmp_path / "pdf-tools", "pdf-tools", "Extract PDFs.", extra="disable-model-invocation: true\nlicense: MIT")
+    path = make_skill(
+        tmp_path / "pdf-tools", "pdf-tools", "Extract PDFs.", extra="disable-model-invocation: true\nlicense: MIT"
+    )
     skill, diagnostics = load_skill_file(path, "user")
     assert diagnostics == []
-    assert skill == Skill(name="pdf-tools", description="Extract PDFs.", file_path=str(path), base_dir=str(path.parent),
-                          source="user", disable_model_invocation=True)
+    assert skill == Skill(
+        name="pdf-tools",
+        description="Extract PDFs.",
+        file_path=str(path),
+        base_dir=str(path.parent),
+        source="user",
+        disable_model_invocation=True,
+    )
 
 
 @pytest.mark.parametrize(
@@ -174,13 +189,19 @@ def test_broken_frontmatter(tmp_path: Path) -> None:
     path.parent.mkdir()
     path.write_text("---\nname: bad\ndescription: [unclosed\n---\nbody\n")
     skill, diagnostics = load_skill_file(path)
-    assert skill is None and "invalid YAML frontmatter" in str(diagnostics[0]) and str(diagnostics[0]).startswith(str(path))
+    assert (
+        skill is None
+        and "invalid YAML frontmatter" in str(diagnostics[0])
+        and str(diagnostics[0]).startswith(str(path))
+    )
     plain = tmp_path / "bad" / "other.md"
     plain.write_text("---\n: : :\n---\n")
     assert load_skill_file(plain) == (None, [])
     odd = make_skill(tmp_path / "odd", "odd", extra="disable-model-invocation: yes please")
     skill, diagnostics = load_skill_file(odd)
-    assert skill is not None and not skill.disable_model_invocation and "disable-model-invocation" in str(diagnostics[0])
+    assert (
+        skill is not None and not skill.disable_model_invocation and "disable-model-invocation" in str(diagnostics[0])
+    )
 
 
 # --------------------------------------------------------------------------- locations and precedence
@@ -202,7 +223,9 @@ def test_precedence_and_collisions(tmp_path: Path, project: Path, agent_dir: Pat
     (agent_dir / "settings.json").write_text(json.dumps({"skills": [str(tmp_path / "mine")]}))
     order = list(places)
     for winner in order:
-        result = load(project, agent_dir, home, cli_paths=[str(tmp_path / "cli")], extension_paths=[str(tmp_path / "ext")])
+        result = load(
+            project, agent_dir, home, cli_paths=[str(tmp_path / "cli")], extension_paths=[str(tmp_path / "ext")]
+        )
         assert [s.file_path for s in result.skills] == [str(places[winner])]
         collisions = [d for d in result.diagnostics if d.kind == "collision"]
         assert [d.path for d in collisions] == [str(places[name]) for name in order[order.index(winner) + 1 :]]
@@ -216,7 +239,12 @@ def test_sources(project: Path, agent_dir: Path, home: Path, tmp_path: Path) -> 
     make_skill(tmp_path / "c", "c")
     make_skill(tmp_path / "e", "e")
     result = load(project, agent_dir, home, cli_paths=[str(tmp_path / "c")], extension_paths=[str(tmp_path / "e")])
-    assert [(s.name, s.source) for s in result.skills] == [("p", "project"), ("u", "user"), ("c", "cli"), ("e", "extension")]
+    assert [(s.name, s.source) for s in result.skills] == [
+        ("p", "project"),
+        ("u", "user"),
+        ("c", "cli"),
+        ("e", "extension"),
+    ]
 
 
 def test_untrusted_project_contributes_no_skills(project: Path, agent_dir: Path, home: Path) -> None:
@@ -245,7 +273,14 @@ def test_no_skills_keeps_explicit_paths(project: Path, agent_dir: Path, home: Pa
     make_skill(agent_dir / "skills" / "u", "u")
     make_skill(tmp_path / "c", "c")
     make_skill(tmp_path / "e", "e")
-    result = load(project, agent_dir, home, include_defaults=False, cli_paths=[str(tmp_path / "c")], extension_paths=[str(tmp_path / "e")])
+    result = load(
+        project,
+        agent_dir,
+        home,
+        include_defaults=False,
+        cli_paths=[str(tmp_path / "c")],
+        extension_paths=[str(tmp_path / "e")],
+    )
     assert names(result) == ["c", "e"]
 
 
@@ -253,11 +288,15 @@ def test_settings_exclusions_and_bad_paths(project: Path, agent_dir: Path, home:
     make_skill(agent_dir / "skills" / "keep", "keep")
     make_skill(agent_dir / "skills" / "old", "old")
     make_skill(agent_dir / "skills" / "draft-x", "draft-x")
-    (agent_dir / "settings.json").write_text(json.dumps({"skills": ["-skills/old", "!skills/draft-*", "missing", "settings.json"]}))
+    (agent_dir / "settings.json").write_text(
+        json.dumps({"skills": ["-skills/old", "!skills/draft-*", "missing", "settings.json"]})
+    )
     result = load(project, agent_dir, home)
     assert names(result) == ["keep"]
-    assert messages(result) == [f"{agent_dir / 'missing'}: skill path does not exist",
-                                f"{agent_dir / 'settings.json'}: skill path is not a Markdown file"]
+    assert messages(result) == [
+        f"{agent_dir / 'missing'}: skill path does not exist",
+        f"{agent_dir / 'settings.json'}: skill path is not a Markdown file",
+    ]
 
 
 def test_relative_cli_paths_resolve_from_cwd(project: Path, agent_dir: Path, home: Path) -> None:
@@ -275,8 +314,10 @@ def test_body_is_read_on_demand(tmp_path: Path) -> None:
     path.write_text(path.read_text().replace("fmt.sh", "format.sh"))
     assert read_skill_body(skill) == "Run `scripts/format.sh`."
     expanded = format_skill_invocation(skill, "  src/  ")
-    assert expanded == (f'<skill name="fmt" location="{path}">\nRelative paths in this skill are relative to {path.parent}.\n\n'
-                        "Run `scripts/format.sh`.\n</skill>\n\nsrc/")
+    assert expanded == (
+        f'<skill name="fmt" location="{path}">\nRelative paths in this skill are relative to {path.parent}.\n\n'
+        "Run `scripts/format.sh`.\n</skill>\n\nsrc/"
+    )
     assert expand_skill_command("/skill:fmt src/", [skill]) == expanded
     assert expand_skill_command("/skill:nope x", [skill]) is None
     assert expand_skill_command("/fmt", [skill]) is None

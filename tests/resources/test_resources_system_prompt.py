@@ -21,14 +21,24 @@ DOCS = Path("/opt/pi/docs")
 
 
 def skill(name: str, description: str = "Does things.", *, hidden: bool = False) -> Skill:
-    return Skill(name=name, description=description, file_path=f"/skills/{name}/SKILL.md", base_dir=f"/skills/{name}",
-                 disable_model_invocation=hidden)
+    return Skill(
+        name=name,
+        description=description,
+        file_path=f"/skills/{name}/SKILL.md",
+        base_dir=f"/skills/{name}",
+        disable_model_invocation=hidden,
+    )
 
 
 def options(**kwargs: object) -> SystemPromptOptions:
     defaults: dict[str, object] = {
         "selected_tools": ["read", "bash", "edit", "write"],
-        "tool_snippets": {"read": "Read a file", "bash": "Run a command", "edit": "Edit a file", "write": "Write a file"},
+        "tool_snippets": {
+            "read": "Read a file",
+            "bash": "Run a command",
+            "edit": "Edit a file",
+            "write": "Write a file",
+        },
         "cwd": "/work/repo",
     }
     defaults.update(kwargs)
@@ -42,8 +52,12 @@ def body(section: str) -> str:
 
 def test_fixed_section_order_then_custom_sections() -> None:
     sections = build_system_prompt_sections(
-        options(append_system_prompt=["Always run the tests."], context_files=[ContextFile(path="/work/AGENTS.md", content="Use uv.")],
-                skills=[skill("lint")], sections={"zeta": "z", "alpha": "a"}),
+        options(
+            append_system_prompt=["Always run the tests."],
+            context_files=[ContextFile(path="/work/AGENTS.md", content="Use uv.")],
+            skills=[skill("lint")],
+            sections={"zeta": "z", "alpha": "a"},
+        ),
         docs_dir=DOCS,
     )
     assert list(sections) == [*SECTION_ORDER, "zeta", "alpha"]
@@ -63,8 +77,12 @@ def test_empty_optional_sections_are_left_out() -> None:
 
 def test_custom_prompt_replaces_preamble_tools_rules_and_docs() -> None:
     sections = build_system_prompt_sections(
-        options(custom_prompt="You are a release bot.", append_system_prompt=["extra"],
-                context_files=[ContextFile(path="/AGENTS.md", content="x")], skills=[skill("lint")]),
+        options(
+            custom_prompt="You are a release bot.",
+            append_system_prompt=["extra"],
+            context_files=[ContextFile(path="/AGENTS.md", content="x")],
+            skills=[skill("lint")],
+        ),
         docs_dir=DOCS,
     )
     assert list(sections) == ["preamble", "addendum", "project_context", "skills", "cwd"]
@@ -73,9 +91,12 @@ def test_custom_prompt_replaces_preamble_tools_rules_and_docs() -> None:
 
 def test_tool_list_shows_declared_tools_with_snippets() -> None:
     sections = build_system_prompt_sections(
-        options(selected_tools=["read", "bash", "codemode", "custom"], hidden_tools=["bash"],
-                tool_snippets={"read": "Read a file", "bash": "Run a command", "codemode": "Run a script"},
-                tool_guidelines={"bash": ["Prefer bash for git"], "read": ["Read before editing"]}),
+        options(
+            selected_tools=["read", "bash", "codemode", "custom"],
+            hidden_tools=["bash"],
+            tool_snippets={"read": "Read a file", "bash": "Run a command", "codemode": "Run a script"},
+            tool_guidelines={"bash": ["Prefer bash for git"], "read": ["Read before editing"]},
+        ),
         docs_dir=DOCS,
     )
     tools = body(sections["tools"])
@@ -89,8 +110,10 @@ def test_tool_list_shows_declared_tools_with_snippets() -> None:
 
 def test_rules_combine_tool_and_prompt_guidelines_without_duplicates() -> None:
     sections = build_system_prompt_sections(
-        options(tool_guidelines={"edit": ["Keep edits small", "Keep edits small"], "grep": ["Not selected"]},
-                prompt_guidelines=[" Keep edits small ", "Answer in English"]),
+        options(
+            tool_guidelines={"edit": ["Keep edits small", "Keep edits small"], "grep": ["Not selected"]},
+            prompt_guidelines=[" Keep edits small ", "Answer in English"],
+        ),
         docs_dir=DOCS,
     )
     rules = body(sections["rules"]).split("\n")
@@ -105,7 +128,8 @@ def test_invalid_custom_section_names_are_reported() -> None:
     seen: list[ResourceDiagnostic] = []
     sections = build_system_prompt_sections(
         options(sections={"Bad Name": "x", "preamble": "y", "9lives": "z", "ok_name-2": "fine", "cwd": "/elsewhere"}),
-        docs_dir=DOCS, diagnostics=seen,
+        docs_dir=DOCS,
+        diagnostics=seen,
     )
     assert [name for name in sections if name not in SECTION_ORDER] == ["ok_name-2"]
     assert body(sections["cwd"]) == "/elsewhere" and list(sections).index("cwd") == 4
@@ -114,7 +138,10 @@ def test_invalid_custom_section_names_are_reported() -> None:
 
 
 def test_project_context_wraps_each_file_with_its_path() -> None:
-    files = [ContextFile(path="/home/me/.pi/agent/AGENTS.md", content="global"), ContextFile(path='/w/"q"/AGENTS.md', content="local")]
+    files = [
+        ContextFile(path="/home/me/.pi/agent/AGENTS.md", content="global"),
+        ContextFile(path='/w/"q"/AGENTS.md', content="local"),
+    ]
     text = body(build_system_prompt_sections(options(context_files=files), docs_dir=DOCS)["project_context"])
     assert '<project_instructions path="/home/me/.pi/agent/AGENTS.md">\nglobal\n</project_instructions>' in text
     assert '<project_instructions path="/w/&quot;q&quot;/AGENTS.md">\nlocal\n</project_instructions>' in text
@@ -160,9 +187,14 @@ def test_skills_section_depends_on_the_selected_tools() -> None:
 
 
 def test_render_joins_non_empty_sections_in_order() -> None:
-    assert render_system_prompt({"preamble": "P", "tools": "", "blank": " \n", "x": "<x>\n1\n</x>", "gone": None}) == "P\n\n<x>\n1\n</x>"
+    assert (
+        render_system_prompt({"preamble": "P", "tools": "", "blank": " \n", "x": "<x>\n1\n</x>", "gone": None})
+        == "P\n\n<x>\n1\n</x>"
+    )
     opts = options()
-    assert build_system_prompt(opts, docs_dir=DOCS) == render_system_prompt(build_system_prompt_sections(opts, docs_dir=DOCS))
+    assert build_system_prompt(opts, docs_dir=DOCS) == render_system_prompt(
+        build_system_prompt_sections(opts, docs_dir=DOCS)
+    )
     assert build_system_prompt(options(force_system_prompt="forced"), docs_dir=DOCS) == "forced"
 
 
@@ -186,7 +218,9 @@ def test_diff_patches_only_changed_sections_and_keeps_the_prefix() -> None:
     replayed = apply_system_prompt_patch(new, patch)
     assert replayed == newer
     # the untouched prefix is byte-identical, so a provider's prompt cache still hits
-    assert render_system_prompt(replayed).startswith(render_system_prompt({k: old[k] for k in ("preamble", "tools", "rules", "docs")}))
+    assert render_system_prompt(replayed).startswith(
+        render_system_prompt({k: old[k] for k in ("preamble", "tools", "rules", "docs")})
+    )
 
 
 def test_diff_ignores_removed_markers_in_the_old_state() -> None:

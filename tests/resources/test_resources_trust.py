@@ -89,8 +89,14 @@ def test_reads_a_file_written_by_the_typescript_pi(agent_dir: Path, tmp_path: Pa
     assert store.get(tmp_path / "x") is True  # null means "no decision": the parent decides
 
 
-@pytest.mark.parametrize(("content", "fragment"), [("{oops", "invalid JSON at line 1"), ("[]", "expected a JSON object"),
-                                                   ('{"/a": "yes"}', 'value for "/a" must be true, false or null')])
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ("{oops", "invalid JSON at line 1"),
+        ("[]", "expected a JSON object"),
+        ('{"/a": "yes"}', 'value for "/a" must be true, false or null'),
+    ],
+)
 def test_malformed_store_names_the_file(agent_dir: Path, content: str, fragment: str) -> None:
     (agent_dir / "trust.json").write_text(content)
     with pytest.raises(TrustStoreError) as info:
@@ -123,7 +129,9 @@ def test_a_bare_pi_dir_needs_no_trust(project: Path, home: Path) -> None:
     assert not has_trust_requiring_project_resources(project, home=home)
 
 
-@pytest.mark.parametrize("entry", ["settings.json", "mcp.json", "extensions", "skills", "prompts", "themes", "SYSTEM.md", "APPEND_SYSTEM.md"])
+@pytest.mark.parametrize(
+    "entry", ["settings.json", "mcp.json", "extensions", "skills", "prompts", "themes", "SYSTEM.md", "APPEND_SYSTEM.md"]
+)
 def test_protected_pi_entries(project: Path, home: Path, entry: str) -> None:
     target = project / ".pi" / entry
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -175,7 +183,9 @@ class Calls:
         return self.answer
 
 
-async def resolve(project: Path, agent_dir: Path, home: Path, calls: Calls | None = None, **kwargs: Any) -> TrustDecision:
+async def resolve(
+    project: Path, agent_dir: Path, home: Path, calls: Calls | None = None, **kwargs: Any
+) -> TrustDecision:
     calls = calls or Calls()
     return await resolve_project_trust(
         project, ask_plugins=calls.ask_plugins, ask_user=calls.ask_user, agent_dir=agent_dir, home=home, **kwargs
@@ -214,10 +224,17 @@ async def test_undecided_plugins_fall_back_to_saved_decision(project: Path, agen
     assert decision == TrustDecision(True, "saved", os.path.realpath(project.parent))
 
 
-@pytest.mark.parametrize(("default", "expected"), [("always", TrustDecision(True, "default")),
-                                                    ("never", TrustDecision(False, "default")),
-                                                    ("ask", TrustDecision(False, "no-ui"))])
-async def test_default_project_trust_from_user_settings(project: Path, agent_dir: Path, home: Path, default: str, expected: TrustDecision) -> None:
+@pytest.mark.parametrize(
+    ("default", "expected"),
+    [
+        ("always", TrustDecision(True, "default")),
+        ("never", TrustDecision(False, "default")),
+        ("ask", TrustDecision(False, "no-ui")),
+    ],
+)
+async def test_default_project_trust_from_user_settings(
+    project: Path, agent_dir: Path, home: Path, default: str, expected: TrustDecision
+) -> None:
     protected(project)
     (project / ".pi" / "settings.json").write_text(json.dumps({"defaultProjectTrust": "always"}))  # ignored: user-only
     (agent_dir / "settings.json").write_text(json.dumps({"defaultProjectTrust": default}))
@@ -265,7 +282,11 @@ async def test_with_the_real_plugin_host(project: Path, agent_dir: Path, home: P
         def project_trust(self, event: Any) -> Any:
             return ProjectTrustResult(trusted="yes" if event.cwd.endswith("project") else "no", remember=True)
 
-    host = PluginHost(LoadOptions(cwd=str(project), agent_dir=agent_dir, sdk_plugins=[Policy], entry_points=False, builtins=[]))
-    decision = await resolve_project_trust(project, ask_plugins=host.decide_project_trust, agent_dir=agent_dir, home=home)
+    host = PluginHost(
+        LoadOptions(cwd=str(project), agent_dir=agent_dir, sdk_plugins=[Policy], entry_points=False, builtins=[])
+    )
+    decision = await resolve_project_trust(
+        project, ask_plugins=host.decide_project_trust, agent_dir=agent_dir, home=home
+    )
     assert decision == TrustDecision(True, "plugin")
     assert json.loads((agent_dir / "trust.json").read_text()) == {os.path.realpath(project): True}

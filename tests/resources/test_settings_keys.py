@@ -23,7 +23,9 @@ document itself below wherever pi 1.6.0's package or the reference docs are pres
 def reference_doc() -> Path | None:
     candidates = [Path("/work/shared/reference/pi-docs/settings.md")]
     if os.environ.get("PI_TS"):
-        candidates.append(Path(os.environ["PI_TS"]).parent / "node_modules/@earendil-works/pi-coding-agent/docs/settings.md")
+        candidates.append(
+            Path(os.environ["PI_TS"]).parent / "node_modules/@earendil-works/pi-coding-agent/docs/settings.md"
+        )
     candidates.append(Path.home() / ".cache/pi-ts-1.6.0/node_modules/@earendil-works/pi-coding-agent/docs/settings.md")
     return next((path for path in candidates if path.is_file()), None)
 
@@ -93,7 +95,9 @@ def test_pending_interactive_keys_are_named_in_the_docs() -> None:
 
 
 @pytest.mark.parametrize("entry", KEYS, ids=lambda e: e.key)
-def test_a_wrong_value_is_one_error_naming_file_and_key_and_the_default_applies(tmp_path: Path, entry: SettingKey) -> None:
+def test_a_wrong_value_is_one_error_naming_file_and_key_and_the_default_applies(
+    tmp_path: Path, entry: SettingKey
+) -> None:
     data: dict[str, object] = {}
     node = data
     *parents, leaf = entry.key.split(".")
@@ -156,9 +160,12 @@ def test_unknown_keys_are_reported_unless_a_plugin_claims_them(tmp_path: Path) -
     path = tmp_path / "settings.json"
     assert [str(e) for e in settings.errors] == [f"{path}: unknown setting retry.maxRetry"]
     assert [str(e) for e in unknown_key_errors(settings, ["pluggable-pi-otel"])] == [
-        f"{path}: unknown setting fancyMode", f"{path}: unknown setting sandbox"
+        f"{path}: unknown setting fancyMode",
+        f"{path}: unknown setting sandbox",
     ]
-    assert [str(e) for e in unknown_key_errors(settings, ["pluggable-pi-sandbox"])] == [f"{path}: unknown setting fancyMode"]
+    assert [str(e) for e in unknown_key_errors(settings, ["pluggable-pi-sandbox"])] == [
+        f"{path}: unknown setting fancyMode"
+    ]
     assert settings.get("fancyMode") is True  # kept as it is, never rewritten
 
 
@@ -166,7 +173,8 @@ def test_groups_must_be_objects(tmp_path: Path) -> None:
     (tmp_path / "settings.json").write_text(json.dumps({"compaction": "yes", "retry": {"provider": 5}}))
     settings = load_settings(tmp_path, agent_dir=tmp_path)
     assert sorted(str(e).split(": ", 1)[1] for e in settings.errors) == [
-        'compaction must be an object, found "yes"', "retry.provider must be an object, found 5"
+        'compaction must be an object, found "yes"',
+        "retry.provider must be an object, found 5",
     ]
     assert settings.compaction_settings().enabled and settings.retry_settings().provider.max_retries == 0
     assert "compaction" in GROUPS and "retry.provider" in GROUPS
@@ -189,8 +197,9 @@ def test_user_only_keys_in_a_project_file_are_one_warning_each(tmp_path: Path) -
     agent, project = tmp_path / "agent", tmp_path / "project"
     (project / ".pi").mkdir(parents=True)
     agent.mkdir()
-    (project / ".pi" / "settings.json").write_text(json.dumps({"httpProxy": "http://p:1", "defaultProjectTrust": "always",
-                                                               "defaultModel": "m"}))
+    (project / ".pi" / "settings.json").write_text(
+        json.dumps({"httpProxy": "http://p:1", "defaultProjectTrust": "always", "defaultModel": "m"})
+    )
     settings = load_settings(project, agent_dir=agent, project_trusted=True)
     where = project / ".pi" / "settings.json"
     assert [str(e) for e in settings.errors] == [

@@ -54,8 +54,12 @@ def test_lifetimes_and_the_refresh_delay() -> None:
 
 async def start_warming(cwd: Path, *plugins: Any) -> tuple[Any, list[StreamOptions], list[Any]]:
     """A session on a model whose cache lives 11 s (a refresh after 1 s)."""
-    script = FauxScript([FauxResponse(text="answer", usage=BIG_PROMPT)], fallback=lambda context: FauxResponse(
-        text="", usage={"input": 0, "output": 1, "cache_read": 100_000, "cache_write": 0}))
+    script = FauxScript(
+        [FauxResponse(text="answer", usage=BIG_PROMPT)],
+        fallback=lambda context: FauxResponse(
+            text="", usage={"input": 0, "output": 1, "cache_read": 100_000, "cache_write": 0}
+        ),
+    )
     model = faux_model(script, id="cached", cost=COST, promptCache={"short": 11})
     sent: list[StreamOptions] = []
     holder: dict[str, Any] = {}
@@ -64,8 +68,9 @@ async def start_warming(cwd: Path, *plugins: Any) -> tuple[Any, list[StreamOptio
         sent.append(options)
         return holder["runtime"].session.models.stream(model, context, options)
 
-    runtime = await create_agent_session(cwd=cwd, model=model, plugins=list(plugins), installed_plugins=False,
-                                         stream_fn=recording_stream)
+    runtime = await create_agent_session(
+        cwd=cwd, model=model, plugins=list(plugins), installed_plugins=False, stream_fn=recording_stream
+    )
     holder["runtime"] = runtime
     events: list[Any] = []
     runtime.subscribe(events.append)

@@ -34,8 +34,9 @@ def summary_reply(text: str = "## Goal\nSummarised.") -> Any:
 
 async def test_manual_compaction_writes_a_summary_and_shrinks_the_context(cwd: Path) -> None:
     write_settings({"compaction": {"keepRecentTokens": 10}})
-    runtime, script, events = await start(cwd, "a " * 30, "b " * 30, "c " * 30, summary_reply(), summary_reply(),
-                                          "after")
+    runtime, script, events = await start(
+        cwd, "a " * 30, "b " * 30, "c " * 30, summary_reply(), summary_reply(), "after"
+    )
     await long_history(runtime)
     entry = await runtime.session.compact("focus on the questions")
     assert entry is not None and entry.summary.startswith("## Goal")
@@ -58,8 +59,13 @@ async def test_plugin_compaction_and_the_last_whole_result_wins(cwd: Path) -> No
         @hookimpl
         def session_before_compact(self, event: Any) -> Any:
             p = event.preparation
-            return {"compaction": {"summary": "plugin summary", "firstKeptEntryId": p.first_kept_entry_id,
-                                   "tokensBefore": p.tokens_before}}
+            return {
+                "compaction": {
+                    "summary": "plugin summary",
+                    "firstKeptEntryId": p.first_kept_entry_id,
+                    "tokensBefore": p.tokens_before,
+                }
+            }
 
     class NoCancel:
         @hookimpl(trylast=True)
@@ -71,8 +77,15 @@ async def test_plugin_compaction_and_the_last_whole_result_wins(cwd: Path) -> No
     entry = await runtime.session.compact()
     assert entry.summary == "plugin summary" and entry.from_hook is True
 
-    runtime2, _, _ = await start(cwd, "a " * 30, "b " * 30, "c " * 30, summary_reply("## Goal\npi's own"),
-                                 summary_reply("## Goal\npi's own"), plugins=(Custom, NoCancel))
+    runtime2, _, _ = await start(
+        cwd,
+        "a " * 30,
+        "b " * 30,
+        "c " * 30,
+        summary_reply("## Goal\npi's own"),
+        summary_reply("## Goal\npi's own"),
+        plugins=(Custom, NoCancel),
+    )
     await long_history(runtime2)
     entry = await runtime2.session.compact()
     assert entry.summary.startswith("## Goal\npi's own") and not entry.from_hook
@@ -87,8 +100,9 @@ async def test_a_cancelled_or_failed_compaction_writes_nothing(cwd: Path) -> Non
         def session_compact_failed(self, event: Any) -> None:
             failed.append((event.aborted, event.error_message))
 
-    runtime, _, _ = await start(cwd, "a " * 30, "b " * 30, "c " * 30,
-                                FauxResponse(text="partial", stop_reason="length"), plugins=(Observer,))
+    runtime, _, _ = await start(
+        cwd, "a " * 30, "b " * 30, "c " * 30, FauxResponse(text="partial", stop_reason="length"), plugins=(Observer,)
+    )
     await long_history(runtime)
     with pytest.raises(Exception, match="output limit"):
         await runtime.session.compact()
@@ -106,8 +120,14 @@ async def test_overflow_compacts_then_continues(cwd: Path) -> None:
             compacted.append((event.reason, event.will_retry))
 
     runtime, script, events = await start(
-        cwd, "a " * 30, "b " * 30, "c " * 30,
-        FauxResponse(error_message=OVERFLOW), summary_reply(), summary_reply(), "answer after compaction",
+        cwd,
+        "a " * 30,
+        "b " * 30,
+        "c " * 30,
+        FauxResponse(error_message=OVERFLOW),
+        summary_reply(),
+        summary_reply(),
+        "answer after compaction",
         plugins=(Observer,),
     )
     await long_history(runtime)
@@ -222,8 +242,9 @@ async def test_tree_navigation_with_a_branch_summary(cwd: Path) -> None:
         def session_tree(self, event: Any) -> None:
             trees.append(event)
 
-    runtime, _, _ = await start(cwd, "answer one", "answer two", summary_reply("## Goal\nbranch summary"),
-                                "answer three", plugins=(Observer,))
+    runtime, _, _ = await start(
+        cwd, "answer one", "answer two", summary_reply("## Goal\nbranch summary"), "answer three", plugins=(Observer,)
+    )
     session = runtime.session
     await session.prompt("question one")
     await session.prompt("question two")
@@ -345,7 +366,9 @@ async def test_tool_result_and_tool_call_hooks_in_a_real_run(cwd: Path) -> None:
             return None
 
     runtime, script, _ = await start(
-        cwd, calls(("read", {"path": "secret.txt"}), ("bash", {"command": "rm -rf build"})), "done",
+        cwd,
+        calls(("read", {"path": "secret.txt"}), ("bash", {"command": "rm -rf build"})),
+        "done",
         plugins=(Policy,),
     )
     await runtime.session.prompt("go")
@@ -362,11 +385,14 @@ async def test_prepare_loadout_hides_declarations_and_replaces_descriptions(cwd:
 
     def loadout(info: Any) -> Any:
         assert "orchestrator" in info.declared and "helper_tool" in info.callable
-        return {"descriptions": {"orchestrator": "Run scripts; it can call: " + ", ".join(sorted(info.callable))},
-                "hiddenDeclarations": ["helper_tool"]}
+        return {
+            "descriptions": {"orchestrator": "Run scripts; it can call: " + ", ".join(sorted(info.callable))},
+            "hiddenDeclarations": ["helper_tool"],
+        }
 
-    orchestrator = h.ToolDefinition(name="orchestrator", description="Orchestrate.", execute=lambda a, c: "ok",
-                                    prepare_loadout=loadout)
+    orchestrator = h.ToolDefinition(
+        name="orchestrator", description="Orchestrate.", execute=lambda a, c: "ok", prepare_loadout=loadout
+    )
     runtime, script, _ = await start(cwd, "ok", custom_tools=[helper_tool, orchestrator])
     await runtime.session.prompt("hi")
     from pi_core.ai import current_tools
@@ -413,7 +439,9 @@ async def test_required_extensions_cannot_be_bypassed_from_a_project(cwd: Path, 
     trusted, _, _ = await start(cwd, "ok", approve=True)  # the project can neither disable nor un-require it
     assert any(r.name == "policy" and r.status == "loaded" for r in trusted.session.plugins.records)
     policy.write_text("raise ImportError('policy engine missing')\n")
-    with pytest.raises(RequiredExtensionError, match="'policy' error: import failed: ImportError: policy engine missing"):
+    with pytest.raises(
+        RequiredExtensionError, match="'policy' error: import failed: ImportError: policy engine missing"
+    ):
         await start(cwd, "ok")
     policy.unlink()
     with pytest.raises(RequiredExtensionError, match="'policy' is not installed"):

@@ -63,8 +63,9 @@ async def test_async_message_end_cannot_reorder_persistence_and_tool_call_sees_t
             last = ctx.session_manager.get_branch()[-1]
             seen.append((last.message.role, last.message.tool_calls()[0].id == event.tool_call_id))
 
-    runtime, _, _ = await start(cwd, calls(("read", {"path": "notes.txt"}), ("bash", {"command": "echo x"})), "ok",
-                                plugins=(Slow,))
+    runtime, _, _ = await start(
+        cwd, calls(("read", {"path": "notes.txt"}), ("bash", {"command": "echo x"})), "ok", plugins=(Slow,)
+    )
     await runtime.session.prompt("go")
     assert seen == [("assistant", True), ("assistant", False)]
     roles = [e["message"]["role"] for e in lines(runtime.session.session_file)[1:] if e["type"] == "message"]
@@ -134,8 +135,9 @@ async def test_busy_session_needs_steer_or_follow_up(cwd: Path) -> None:
         await release.wait()
         return "released"
 
-    runtime, _script, events = await start(cwd, calls(("wait_here", {})), "first done", "after follow-up",
-                                          custom_tools=[wait_here])
+    runtime, _script, events = await start(
+        cwd, calls(("wait_here", {})), "first done", "after follow-up", custom_tools=[wait_here]
+    )
     session = runtime.session
     task = asyncio.create_task(session.prompt("start"))
     while not any(e.type == "tool_execution_start" for e in events):
@@ -156,8 +158,7 @@ async def test_before_agent_start_adds_messages_and_forces_the_prompt_for_one_ru
     class Persona:
         @hookimpl
         def before_agent_start(self, event: Any) -> Any:
-            return {"message": {"customType": "persona", "content": "Be terse."},
-                    "systemPrompt": "You are a pirate."}
+            return {"message": {"customType": "persona", "content": "Be terse."}, "systemPrompt": "You are a pirate."}
 
     runtime, script, _ = await start(cwd, "arr", "second", plugins=(Persona,))
     await runtime.session.prompt("hi")
@@ -184,7 +185,10 @@ async def test_tools_activated_during_a_run_are_declared_on_the_next_request(cwd
         return "loaded"
 
     runtime, script, _ = await start(
-        cwd, calls(("load_weather", {})), calls(("weather", {"city": "Oslo"})), "done",
+        cwd,
+        calls(("load_weather", {})),
+        calls(("weather", {"city": "Oslo"})),
+        "done",
         custom_tools=[weather, load_weather],
     )
     await runtime.session.prompt("weather?")
@@ -194,8 +198,11 @@ async def test_tools_activated_during_a_run_are_declared_on_the_next_request(cwd
     assert "weather" not in declared[0] and "weather" in declared[1]
     results = [m for m in runtime.session.messages if m.role == "toolResult"]
     assert results[-1].content[0].text == "sunny in Oslo"
-    patches = [e["message"] for e in lines(runtime.session.session_file) if e["type"] == "message"
-               and e["message"]["role"] == "system"]
+    patches = [
+        e["message"]
+        for e in lines(runtime.session.session_file)
+        if e["type"] == "message" and e["message"]["role"] == "system"
+    ]
     assert len(patches) == 2 and [t["name"] for t in patches[1]["toolsAdded"]] == ["weather"]
 
 
@@ -209,8 +216,12 @@ async def test_turn_end_and_before_settle_drafts_are_committed(cwd: Path) -> Non
         @hookimpl
         def turn_end(self, event: Any) -> Any:
             seen.append(("turn_end", event.outcome, event.context.model_copy()))
-            return {"entries": [*event.entries, {"type": "custom", "customType": "turn-log",
-                                                 "data": {"turn": event.turn_index}}]}
+            return {
+                "entries": [
+                    *event.entries,
+                    {"type": "custom", "customType": "turn-log", "data": {"turn": event.turn_index}},
+                ]
+            }
 
         @hookimpl
         def agent_before_settle(self, event: Any) -> Any:
@@ -218,8 +229,12 @@ async def test_turn_end_and_before_settle_drafts_are_committed(cwd: Path) -> Non
             if self.reminded:
                 return None
             self.reminded = True
-            return {"entries": [{"type": "custom_message", "customType": "review",
-                                 "content": "Review the diff.", "display": False}], "continue": True}
+            return {
+                "entries": [
+                    {"type": "custom_message", "customType": "review", "content": "Review the diff.", "display": False}
+                ],
+                "continue": True,
+            }
 
     class Late:
         @hookimpl(trylast=True)
@@ -335,8 +350,11 @@ async def test_send_message_entries_labels_and_session_name(cwd: Path) -> None:
     assert any(e.type == "session_info_changed" and e.name == "groceries" for e in events)
     assert session.sm.get_session_name() == "groceries"
     # as pi 1.6.0: a message stored while idle is announced to clients, start then end
-    announced = [(e.type, e.message.custom_type) for e in events
-                 if e.type in ("message_start", "message_end") and getattr(e.message, "role", None) == "custom"]
+    announced = [
+        (e.type, e.message.custom_type)
+        for e in events
+        if e.type in ("message_start", "message_end") and getattr(e.message, "role", None) == "custom"
+    ]
     assert announced == [("message_start", "note"), ("message_end", "note")]
 
 
@@ -385,8 +403,9 @@ async def test_nested_tool_calls_go_through_the_pipeline(cwd: Path) -> None:
         missing = await ctx.execute_tool("nope", {})
         return f"{read.text_content().splitlines()[0]} | {shell.text_content()} | {missing.text_content()}"
 
-    runtime, _, events = await start(cwd, calls(("orchestrate", {})), "done", plugins=(Gate,),
-                                     custom_tools=[orchestrate])
+    runtime, _, events = await start(
+        cwd, calls(("orchestrate", {})), "done", plugins=(Gate,), custom_tools=[orchestrate]
+    )
     await runtime.session.prompt("go")
     result = next(m for m in runtime.session.messages if m.role == "toolResult")
     assert result.content[0].text.startswith("alpha | no shell for scripts | Tool nope not found")
@@ -398,12 +417,17 @@ async def test_nested_tool_calls_go_through_the_pipeline(cwd: Path) -> None:
     record = result.nested_calls
     assert record is not None and record.complete
     assert [(c.id, c.name, c.status) for c in record.calls] == [
-        (f"{parent}/1", "read", "ok"), (f"{parent}/2", "bash", "error"), (f"{parent}/3", "nope", "error")
+        (f"{parent}/1", "read", "ok"),
+        (f"{parent}/2", "bash", "error"),
+        (f"{parent}/3", "nope", "error"),
     ]
     assert record.calls[0].arguments == {"path": "notes.txt"} and record.calls[0].duration_ms is not None
     assert record.calls[1].error == "no shell for scripts"
-    saved = [e["message"] for e in lines(runtime.session.session_file) if e["type"] == "message"
-             and e["message"]["role"] == "toolResult"]
+    saved = [
+        e["message"]
+        for e in lines(runtime.session.session_file)
+        if e["type"] == "message" and e["message"]["role"] == "toolResult"
+    ]
     assert [c["name"] for c in saved[0]["nestedCalls"]["calls"]] == ["read", "bash", "nope"]
     assert "content" not in saved[0]["nestedCalls"]["calls"][0]  # never results
 
@@ -412,8 +436,10 @@ async def test_nested_usage_counts_for_the_caller_and_the_record_is_bounded(cwd:
     from pi_core.runtime.nested import MAX_RECORDED_CALLS
 
     def priced(n: int) -> h.ToolResult:
-        return h.ToolResult(content=[h.TextContent(text="ok")],
-                            usage=h.Usage(input=n, output=1, total_tokens=n + 1, cost=h.Cost(total=0.5)))
+        return h.ToolResult(
+            content=[h.TextContent(text="ok")],
+            usage=h.Usage(input=n, output=1, total_tokens=n + 1, cost=h.Cost(total=0.5)),
+        )
 
     @h.tool(exposure="codemode")
     def model_call(n: int) -> h.ToolResult:
@@ -437,8 +463,9 @@ async def test_nested_usage_counts_for_the_caller_and_the_record_is_bounded(cwd:
         await ctx.execute_tool("inner", {})
         return "done"
 
-    runtime, _, _ = await start(cwd, calls(("outer", {})), calls(("outer", {"many": True})), "ok",
-                                custom_tools=[model_call, inner, outer])
+    runtime, _, _ = await start(
+        cwd, calls(("outer", {})), calls(("outer", {"many": True})), "ok", custom_tools=[model_call, inner, outer]
+    )
     await runtime.session.prompt("go")
     first, second = [m for m in runtime.session.messages if m.role == "toolResult"]
     assert first.usage is not None and (first.usage.input, first.usage.output) == (11, 2)  # every depth
@@ -467,8 +494,9 @@ async def test_tools_a_before_agent_start_handler_registers_through_ctx_stay_act
             if event.prompt == "no shell":
                 event.system_prompt_options.selected_tools.remove("bash")
 
-    runtime, script, _ = await start(cwd, calls(("glossary", {"word": "pi"})), "done", "ok",
-                                     plugins=(LateServer, Chooser))
+    runtime, script, _ = await start(
+        cwd, calls(("glossary", {"word": "pi"})), "done", "ok", plugins=(LateServer, Chooser)
+    )
     await runtime.session.prompt("define pi")
     from pi_core.ai import current_system_prompt, current_tools
 
@@ -492,11 +520,17 @@ async def test_a_custom_message_sent_during_a_run_without_a_turn_is_stored_at_th
     runtime, script, events = await start(cwd, calls(("read", {"path": "notes.txt"})), "done", plugins=(Noter,))
     await runtime.session.prompt("read it")
     assert script.requests == 2
-    roles = [e["message"]["role"] if e["type"] == "message" else e["type"] for e in lines(runtime.session.session_file)
-             if e["type"] in ("message", "custom_message")]
+    roles = [
+        e["message"]["role"] if e["type"] == "message" else e["type"]
+        for e in lines(runtime.session.session_file)
+        if e["type"] in ("message", "custom_message")
+    ]
     assert roles[-4:] == ["assistant", "toolResult", "custom_message", "assistant"]
     second = [m.role for m in script.contexts[1].messages]
     assert second[-3:] == ["assistant", "toolResult", "user"]  # the note, in the model's view
-    announced = [e.type for e in events if e.type in ("message_start", "message_end")
-                 and getattr(e.message, "role", None) == "custom"]
+    announced = [
+        e.type
+        for e in events
+        if e.type in ("message_start", "message_end") and getattr(e.message, "role", None) == "custom"
+    ]
     assert announced == ["message_start", "message_end"]

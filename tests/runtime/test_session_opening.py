@@ -14,13 +14,34 @@ from pi_core.runtime import create_agent_session
 
 def write_old_session(path: Path, cwd: Path) -> None:
     records = [
-        {"type": "session", "version": 3, "id": "0195b2a4-7c1e-7a30-9a4e-2f0d6c1b8e55",
-         "timestamp": "2026-11-29T14:00:00.000Z", "cwd": str(cwd)},
-        {"type": "message", "id": "a1b2c3d4", "parentId": None, "timestamp": "2026-11-29T14:00:01.000Z",
-         "message": {"role": "user", "content": "Hello", "timestamp": 1795960801000}},
-        {"type": "message", "id": "b2c3d4e5", "parentId": "a1b2c3d4", "timestamp": "2026-11-29T14:00:03.000Z",
-         "message": {"role": "assistant", "content": [{"type": "text", "text": "Hi!"}], "provider": "faux",
-                     "model": "thinker", "stopReason": "stop", "timestamp": 1795960803000}},
+        {
+            "type": "session",
+            "version": 3,
+            "id": "0195b2a4-7c1e-7a30-9a4e-2f0d6c1b8e55",
+            "timestamp": "2026-11-29T14:00:00.000Z",
+            "cwd": str(cwd),
+        },
+        {
+            "type": "message",
+            "id": "a1b2c3d4",
+            "parentId": None,
+            "timestamp": "2026-11-29T14:00:01.000Z",
+            "message": {"role": "user", "content": "Hello", "timestamp": 1795960801000},
+        },
+        {
+            "type": "message",
+            "id": "b2c3d4e5",
+            "parentId": "a1b2c3d4",
+            "timestamp": "2026-11-29T14:00:03.000Z",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Hi!"}],
+                "provider": "faux",
+                "model": "thinker",
+                "stopReason": "stop",
+                "timestamp": 1795960803000,
+            },
+        },
     ]
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
 

@@ -39,8 +39,13 @@ async def test_a_compaction_summary_is_retried_after_a_transient_error(cwd: Path
     entry = await runtime.session.compact()
     assert entry is not None and entry.summary.startswith("## Goal")
     assert retry_events(events) == [
-        {"type": "summarization_retry_scheduled", "attempt": 1, "maxAttempts": 3, "delayMs": 1,
-         "errorMessage": TRANSIENT},
+        {
+            "type": "summarization_retry_scheduled",
+            "attempt": 1,
+            "maxAttempts": 3,
+            "delayMs": 1,
+            "errorMessage": TRANSIENT,
+        },
         {"type": "summarization_retry_attempt_start", "source": "compaction", "reason": "manual"},
         {"type": "summarization_retry_finished"},
     ]
@@ -60,16 +65,16 @@ async def test_a_branch_summary_retry_gives_up_after_the_budget(cwd: Path) -> No
     with pytest.raises(Exception, match="Overloaded"):
         await session.navigate_tree(second_user.id, summarize=True)
     assert [e["type"] for e in retry_events(events)] == [
-        "summarization_retry_scheduled", "summarization_retry_attempt_start", "summarization_retry_finished"
+        "summarization_retry_scheduled",
+        "summarization_retry_attempt_start",
+        "summarization_retry_finished",
     ]
     assert retry_events(events)[1] == {"type": "summarization_retry_attempt_start", "source": "branchSummary"}
 
 
 async def test_no_retry_when_retries_are_off(cwd: Path) -> None:
     write_settings({"compaction": {"keepRecentTokens": 10}, "retry": {"enabled": False}})
-    runtime, _, events = await start(
-        cwd, "a " * 30, "b " * 30, "c " * 30, FauxResponse(error_message=TRANSIENT)
-    )
+    runtime, _, events = await start(cwd, "a " * 30, "b " * 30, "c " * 30, FauxResponse(error_message=TRANSIENT))
     for i in range(3):
         await runtime.session.prompt(f"question {i} " + "word " * 40)
     assert await runtime.session.compact(raise_errors=False) is None

@@ -196,5 +196,6 @@ def test_the_branch_of_a_session_with_or_without_forks_is_the_parent_walk(seed: 
         leaf = session.get_leaf_id()
         assert [e.id for e in session.get_branch()] == _walk(session, leaf)
         assert [m.content for m in session.build_session_context().messages] == [
-            session.get_entry(i).message.content for i in _walk(session, leaf)  # type: ignore[union-attr]
+            session.get_entry(i).message.content
+            for i in _walk(session, leaf)  # type: ignore[union-attr]
         ]

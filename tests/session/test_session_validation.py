@@ -31,13 +31,28 @@ def entry(kind: str, n: int, **fields: Any) -> dict[str, Any]:
     return {"type": kind, "id": f"e{n:07d}", "parentId": f"e{n - 1:07d}" if n else None, "timestamp": TS, **fields}
 
 
-USAGE = {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 3,
-         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
+USAGE = {
+    "input": 1,
+    "output": 2,
+    "cacheRead": 0,
+    "cacheWrite": 0,
+    "totalTokens": 3,
+    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+}
 
 
 def assistant(content: Any, **extra: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": content, "api": "openai-completions", "provider": "p", "model": "m",
-            "usage": USAGE, "stopReason": "stop", "timestamp": 1, **extra}
+    return {
+        "role": "assistant",
+        "content": content,
+        "api": "openai-completions",
+        "provider": "p",
+        "model": "m",
+        "usage": USAGE,
+        "stopReason": "stop",
+        "timestamp": 1,
+        **extra,
+    }
 
 
 def corpus() -> list[dict[str, Any]]:
@@ -45,25 +60,61 @@ def corpus() -> list[dict[str, Any]]:
     raws = [
         entry("message", 0, message={"role": "user", "content": "hi", "timestamp": 1}),
         entry("message", 1, message=assistant([{"type": "text", "text": "hello"}])),
-        entry("message", 2, message=assistant([
-            {"type": "thinking", "thinking": "hm", "thinkingSignature": "sig"},
-            {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "ls"}},
-        ], stopReason="toolUse")),
-        entry("message", 3, message={"role": "toolResult", "toolCallId": "c1", "toolName": "bash",
-                                     "content": [{"type": "text", "text": "out"},
-                                                 {"type": "image", "data": "aGk=", "mimeType": "image/png"}],
-                                     "isError": False, "timestamp": 2}),
+        entry(
+            "message",
+            2,
+            message=assistant(
+                [
+                    {"type": "thinking", "thinking": "hm", "thinkingSignature": "sig"},
+                    {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "ls"}},
+                ],
+                stopReason="toolUse",
+            ),
+        ),
+        entry(
+            "message",
+            3,
+            message={
+                "role": "toolResult",
+                "toolCallId": "c1",
+                "toolName": "bash",
+                "content": [
+                    {"type": "text", "text": "out"},
+                    {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+                ],
+                "isError": False,
+                "timestamp": 2,
+            },
+        ),
         entry("message", 4, message={"role": "user", "content": [{"type": "text", "text": "x"}], "timestamp": 3}),
         entry("message", 5, message={"role": "user", "content": None, "timestamp": 3}),  # normalised to []
         entry("message", 6, message={"role": "system", "timestamp": 3, "content": None}),  # normalised to ""
-        entry("message", 7, message={"role": "bashExecution", "command": "ls", "output": "a", "exitCode": 0,
-                                     "cancelled": False, "truncated": False, "timestamp": 4}),
-        entry("message", 8, message={"role": "custom", "customType": "note", "content": "c", "display": True,
-                                     "timestamp": 4}),
+        entry(
+            "message",
+            7,
+            message={
+                "role": "bashExecution",
+                "command": "ls",
+                "output": "a",
+                "exitCode": 0,
+                "cancelled": False,
+                "truncated": False,
+                "timestamp": 4,
+            },
+        ),
+        entry(
+            "message",
+            8,
+            message={"role": "custom", "customType": "note", "content": "c", "display": True, "timestamp": 4},
+        ),
         entry("message", 9, message={"role": "brandNewRole", "timestamp": 5, "what": 1}),  # unknown role
         entry("message", 10, message=assistant([{"type": "hologram", "data": 1}, {"type": "text", "text": "t"}])),
-        entry("message", 11, message={"role": "user", "content": "extra keys", "timestamp": 1, "mood": "fine"},
-              future={"kept": True}),
+        entry(
+            "message",
+            11,
+            message={"role": "user", "content": "extra keys", "timestamp": 1, "mood": "fine"},
+            future={"kept": True},
+        ),
         entry("message", 12, message={"role": "user", "content": "snake", "timestamp": 1}, parent_id="e0000011"),
         entry("model_change", 13, provider="p", modelId="m"),
         entry("thinking_level_change", 14, thinkingLevel="high"),
@@ -113,8 +164,11 @@ def test_each_entry_gets_the_model_and_error_of_the_full_validator() -> None:
     models = [model for model, _ in in_bulk]
     assert any(isinstance(m, UnknownEntry) and m.type == "some_future_type" for m in models)
     assert any(isinstance(m, MessageEntry) and isinstance(m.message, UnknownMessage) for m in models)
-    assert any(isinstance(m, MessageEntry) and any(isinstance(b, UnknownContent) for b in m.message.content)
-               for m in models if getattr(m.message, "role", None) == "assistant")
+    assert any(
+        isinstance(m, MessageEntry) and any(isinstance(b, UnknownContent) for b in m.message.content)
+        for m in models
+        if getattr(m.message, "role", None) == "assistant"
+    )
     assert sum(error is not None for _, error in in_bulk) == 4
 
 
@@ -180,9 +234,14 @@ def test_a_file_validated_line_by_line_gives_each_entry_the_full_validators_mode
 
 def test_an_older_format_is_migrated_from_its_parsed_lines(tmp_path: Path) -> None:
     header = {"type": "session", "version": 2, "id": "s", "timestamp": TS, "cwd": "/p"}
-    raws = [entry("message", 0, message={"role": "hookMessage", "customType": "k", "content": "c", "display": True,
-                                         "timestamp": 1}),
-            entry("message", 1, message={"role": "user", "content": "hi", "timestamp": 2})]
+    raws = [
+        entry(
+            "message",
+            0,
+            message={"role": "hookMessage", "customType": "k", "content": "c", "display": True, "timestamp": 1},
+        ),
+        entry("message", 1, message={"role": "user", "content": "hi", "timestamp": 2}),
+    ]
     path = tmp_path / "s.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in [header, *raws]))
     with SessionManager.open(path) as session:
@@ -272,11 +331,16 @@ def test_a_refused_line_in_a_run_of_lines_costs_only_its_run(tmp_path: Path, bad
     an entry of the wrong shape) sends its run line by line, and every line keeps its
     number and its entry."""
     header = {"type": "session", "version": 3, "id": "s", "timestamp": TS, "cwd": "/p"}
-    lines = [json.dumps(entry("message", n, message={"role": "user", "content": f"q{n}", "timestamp": n}))
-             for n in range(1500)]
+    lines = [
+        json.dumps(entry("message", n, message={"role": "user", "content": f"q{n}", "timestamp": n}))
+        for n in range(1500)
+    ]
     broken = bad_at % 2 == 0
-    lines[bad_at] = "{not json" if broken else json.dumps(entry("message", bad_at, message={"role": "user",
-                                                                                            "content": 7, "timestamp": 1}))
+    lines[bad_at] = (
+        "{not json"
+        if broken
+        else json.dumps(entry("message", bad_at, message={"role": "user", "content": 7, "timestamp": 1}))
+    )
     path = tmp_path / "s.jsonl"
     path.write_text("\n".join([json.dumps(header), *lines]) + "\n")
     with SessionManager.open(path) as session:

@@ -39,9 +39,11 @@ class Deployer:
         def settings_seen(ctx: Any) -> str:
             """Report the settings."""
             key = "deployer"
-            return (f"effective={ctx.get_settings().get(key)} user={ctx.get_settings('user').get(key)} "
-                    f"project={ctx.get_settings('project').get(key)} trusted={ctx.is_project_trusted()} "
-                    f"target={ctx.get_flag('target')}")
+            return (
+                f"effective={ctx.get_settings().get(key)} user={ctx.get_settings('user').get(key)} "
+                f"project={ctx.get_settings('project').get(key)} trusted={ctx.is_project_trusted()} "
+                f"target={ctx.get_flag('target')}"
+            )
 
         register(deploy)
         register(settings_seen)
@@ -56,7 +58,10 @@ def test_dialogs_take_the_scripted_answers_and_every_ui_call_is_recorded(pi: PiH
     assert [c.method for c in pi.ui.calls] == ["select", "confirm", "input", "set_status", "set_widget", "notify"]
     select = pi.ui.of("select")[0]
     assert (select.title, select.args["options"], select.answer) == (
-        "Deploy where?", ["staging", "production"], "production")
+        "Deploy where?",
+        ["staging", "production"],
+        "production",
+    )
     assert pi.ui.of("confirm")[0].args["message"] == "to production"
     assert pi.ui.notifications == [("info", "deployed to production (dry run)")]
     assert pi.ui.status == {"deploy": "deployed production"}
@@ -83,8 +88,7 @@ def test_a_trusted_project_s_settings_count_an_untrusted_one_s_do_not(pi: PiHarn
     pi.use(Deployer).configure(deployer="user").configure_project(deployer="project").trust_project()
     pi.flag("target", "production")
     pi.script(call("settings_seen"), ECHO)
-    assert pi.prompt("show").text == (
-        "effective=project user=user project=project trusted=True target=production")
+    assert pi.prompt("show").text == ("effective=project user=user project=project trusted=True target=production")
 
 
 def test_an_untrusted_project_s_settings_are_ignored(pi: PiHarness) -> None:
@@ -101,8 +105,13 @@ def test_options_of_the_command_line(pi: PiHarness) -> None:
 
 def test_setting_up_after_the_first_prompt_is_refused(pi: PiHarness) -> None:
     pi.prompt("hi")
-    for late in (lambda: pi.trust_project(), lambda: pi.flag("x"), lambda: pi.set_mode("tui"),
-                 lambda: pi.configure_project(a=1), lambda: pi.set_options(tools=[])):
+    for late in (
+        lambda: pi.trust_project(),
+        lambda: pi.flag("x"),
+        lambda: pi.set_mode("tui"),
+        lambda: pi.configure_project(a=1),
+        lambda: pi.set_options(tools=[]),
+    ):
         try:
             late()
         except RuntimeError as exc:

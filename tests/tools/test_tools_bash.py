@@ -248,8 +248,9 @@ def test_commands_start_no_watcher_thread(tmp_path: Path) -> None:
 
     async def one(tag: str) -> tuple[bytes, int]:
         chunks: list[bytes] = []
-        outcome = await run_in_process_group(["sh", "-c", f"echo {tag}; exit 3"], cwd=str(tmp_path), env=None,
-                                             on_data=chunks.append)
+        outcome = await run_in_process_group(
+            ["sh", "-c", f"echo {tag}; exit 3"], cwd=str(tmp_path), env=None, on_data=chunks.append
+        )
         if sys.version_info < (3, 12):
             watcher = asyncio.get_child_watcher()
             assert type(watcher).__name__ == "PidfdWatcher"

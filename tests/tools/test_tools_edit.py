@@ -119,7 +119,9 @@ async def test_no_edits(edit, ctx, tmp_path):
 
 async def test_missing_file_and_directory(edit, ctx, tmp_path):
     missing = await call(edit, ctx, path="nope.txt", edits=one("a", "b"))
-    assert missing.is_error and text(missing) == "Could not edit nope.txt: file not found. Use write to create a new file."
+    assert (
+        missing.is_error and text(missing) == "Could not edit nope.txt: file not found. Use write to create a new file."
+    )
     (tmp_path / "d").mkdir()
     directory = await call(edit, ctx, path="d", edits=one("a", "b"))
     assert text(directory) == "Could not edit d: it is a directory."
@@ -131,7 +133,7 @@ async def test_fuzzy_match_tolerates_trailing_whitespace_quotes_and_dashes(edit,
     result = await call(edit, ctx, path="a.txt", edits=one('say("hello")\nrange 1-2', 'say("bye")\nrange 3-4'))
     assert not result.is_error, text(result)
     # Touched lines take the new text; untouched lines keep their trailing spaces.
-    assert target.read_text() == "keep  \nsay(\"bye\")\nrange 3-4\nkeep too  \n"
+    assert target.read_text() == 'keep  \nsay("bye")\nrange 3-4\nkeep too  \n'
 
 
 async def test_fuzzy_match_applies_nfkc(edit, ctx, tmp_path):
@@ -177,8 +179,18 @@ def test_display_diff_elides_distant_context():
     diff, first = display_diff(old, new)
     assert first == 10
     assert diff.splitlines() == [
-        "    ...", "  6 l6", "  7 l7", "  8 l8", "  9 l9", "-10 l10", "+10 L10",
-        " 11 l11", " 12 l12", " 13 l13", " 14 l14", "    ...",
+        "    ...",
+        "  6 l6",
+        "  7 l7",
+        "  8 l8",
+        "  9 l9",
+        "-10 l10",
+        "+10 L10",
+        " 11 l11",
+        " 12 l12",
+        " 13 l13",
+        " 14 l14",
+        "    ...",
     ]
 
 

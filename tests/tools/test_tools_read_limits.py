@@ -154,7 +154,10 @@ CHILD = textwrap.dedent(
 def _read_in_child(cwd: Path, **args: object) -> dict[str, object]:
     out = subprocess.run(
         [sys.executable, "-c", CHILD, str(Path(__file__).parent), str(cwd), json.dumps(args)],
-        capture_output=True, text=True, timeout=120, check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     result: dict[str, object] = json.loads(out.stdout)
     return result
@@ -212,8 +215,18 @@ def test_python_grep_skips_a_1gb_binary_file_without_loading_it(tmp_path):
     _sparse(tmp_path / "disk.img", b"needle\n")
     write(tmp_path / "notes.txt", "a needle here\n")
     out = subprocess.run(
-        [sys.executable, "-c", GREP_CHILD, str(Path(__file__).parent), str(tmp_path), json.dumps({"pattern": "needle"})],
-        capture_output=True, text=True, timeout=120, check=True,
+        [
+            sys.executable,
+            "-c",
+            GREP_CHILD,
+            str(Path(__file__).parent),
+            str(tmp_path),
+            json.dumps({"pattern": "needle"}),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     result = json.loads(out.stdout)
     assert result["text"] == "notes.txt:1: a needle here"

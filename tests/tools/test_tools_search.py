@@ -70,7 +70,9 @@ async def test_grep_options(backend, project):
     tool, ctx = grep_tool(backend), FakeToolContext(project)
     insensitive = await call(tool, ctx, pattern="NEEDLE", ignoreCase=True, glob="*.py", path="src")
     assert sorted(text(insensitive).splitlines()) == [
-        "app.py:4:     print('needle')", "nested/open.py:1: needle = 'visible'", "util.py:1: NEEDLE = 1",
+        "app.py:4:     print('needle')",
+        "nested/open.py:1: needle = 'visible'",
+        "util.py:1: NEEDLE = 1",
     ]
     literal = await call(tool, ctx, pattern="print('", literal=True)
     assert text(literal) == "src/app.py:4:     print('needle')"
@@ -201,7 +203,14 @@ def test_glob_matching_rules():
 async def test_ls_lists_sorted_entries_with_directory_marks(project):
     result = await call(create_ls_tool(), FakeToolContext(project), path=".")
     assert text(result).splitlines() == [
-        ".git/", ".gitignore", ".hidden/", "build/", "debug.log", "image.bin", "keep.log", "src/",
+        ".git/",
+        ".gitignore",
+        ".hidden/",
+        "build/",
+        "debug.log",
+        "image.bin",
+        "keep.log",
+        "src/",
     ]
 
 
@@ -231,7 +240,10 @@ async def test_ls_skips_dangling_links(tmp_path):
 async def test_grep_globs_never_bring_back_ignored_files(backend, project):
     tool, ctx = grep_tool(backend), FakeToolContext(project)
     by_path = await call(tool, ctx, pattern="needle", glob="src/**/*.py")
-    assert sorted(text(by_path).splitlines()) == ["src/app.py:4:     print('needle')", "src/nested/open.py:1: needle = 'visible'"]
+    assert sorted(text(by_path).splitlines()) == [
+        "src/app.py:4:     print('needle')",
+        "src/nested/open.py:1: needle = 'visible'",
+    ]
     negated = await call(tool, ctx, pattern="needle", glob="!*.py")
     assert text(negated) == "keep.log:1: needle in a re-included log"
 

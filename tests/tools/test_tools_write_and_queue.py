@@ -67,8 +67,10 @@ async def test_parallel_edits_to_one_file_lose_nothing(ctx, tmp_path):
     target = write(tmp_path / "shared.txt", "".join(f"slot {i}: empty\n" for i in range(count)))
     edit = create_edit_tool()
     results = await asyncio.gather(
-        *(call(edit, ctx, path="shared.txt", edits=[{"oldText": f"slot {i}: empty", "newText": f"slot {i}: done"}])
-          for i in range(count))
+        *(
+            call(edit, ctx, path="shared.txt", edits=[{"oldText": f"slot {i}: empty", "newText": f"slot {i}: done"}])
+            for i in range(count)
+        )
     )
     assert not any(r.is_error for r in results), [text(r) for r in results if r.is_error]
     assert target.read_text() == "".join(f"slot {i}: done\n" for i in range(count))

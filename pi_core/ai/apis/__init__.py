@@ -61,16 +61,18 @@ def known_apis() -> list[str]:
     return sorted(_APIS)
 
 
-_HTTP_APIS = frozenset({
-    "anthropic-messages",
-    "openai-responses",
-    "openai-completions",
-    "google-generative-ai",
-    "google-vertex",
-    "mistral-conversations",
-    "azure-openai-responses",
-    "openai-codex-responses",
-})
+_HTTP_APIS = frozenset(
+    {
+        "anthropic-messages",
+        "openai-responses",
+        "openai-completions",
+        "google-generative-ai",
+        "google-vertex",
+        "mistral-conversations",
+        "azure-openai-responses",
+        "openai-codex-responses",
+    }
+)
 
 
 def preload(api: str) -> threading.Thread | None:

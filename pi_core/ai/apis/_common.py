@@ -104,7 +104,9 @@ def requested_delay(headers: Any, status: int | None = None) -> float | None:
         if seconds is None:
             continue
         prefix, limit = kind
-        remaining = lowered.get(f"{prefix}-remaining-{limit}" if prefix == "x-ratelimit" else f"{prefix}-{limit}-remaining")
+        remaining = lowered.get(
+            f"{prefix}-remaining-{limit}" if prefix == "x-ratelimit" else f"{prefix}-{limit}-remaining"
+        )
         (others if remaining not in (None, "0") else exhausted).append(seconds)
     if exhausted:
         return max(exhausted)

@@ -312,7 +312,9 @@ class _Connection:
 
     __slots__ = ("expires", "h11", "origin", "reader", "writer")
 
-    def __init__(self, origin: tuple[str, str, int], reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, origin: tuple[str, str, int], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         self.origin = origin
         self.reader = reader
         self.writer = writer
@@ -478,7 +480,9 @@ class HttpClient:
             connection = await self._connect(origin, connect_timeout)
         return await self._exchange(connection, message, body, timeout)
 
-    async def _exchange(self, connection: _Connection, message: h11.Request, body: bytes, timeout: float | None) -> Response:
+    async def _exchange(
+        self, connection: _Connection, message: h11.Request, body: bytes, timeout: float | None
+    ) -> Response:
         try:
             await connection.send(message, timeout)
             if body:

@@ -54,8 +54,23 @@ names (see :func:`claude_code_identity`)."""
 CLAUDE_CODE_TOOLS = {
     name.lower(): name
     for name in (
-        "Read", "Write", "Edit", "Bash", "Grep", "Glob", "AskUserQuestion", "EnterPlanMode", "ExitPlanMode",
-        "KillShell", "NotebookEdit", "Skill", "Task", "TaskOutput", "TodoWrite", "WebFetch", "WebSearch",
+        "Read",
+        "Write",
+        "Edit",
+        "Bash",
+        "Grep",
+        "Glob",
+        "AskUserQuestion",
+        "EnterPlanMode",
+        "ExitPlanMode",
+        "KillShell",
+        "NotebookEdit",
+        "Skill",
+        "Task",
+        "TaskOutput",
+        "TodoWrite",
+        "WebFetch",
+        "WebSearch",
     )
 }
 
@@ -335,8 +350,10 @@ def claude_code_identity(payload: dict[str, Any], cache: dict[str, Any] | None) 
     messages = []
     for message in payload.get("messages") or []:
         content = message.get("content")
-        if message.get("role") == "assistant" and isinstance(content, list) and any(
-            b.get("type") == "tool_use" and b.get("name", "").lower() in CLAUDE_CODE_TOOLS for b in content
+        if (
+            message.get("role") == "assistant"
+            and isinstance(content, list)
+            and any(b.get("type") == "tool_use" and b.get("name", "").lower() in CLAUDE_CODE_TOOLS for b in content)
         ):
             message = _renamed_message(message)
         messages.append(message)

@@ -276,10 +276,26 @@ def convert_messages(model: Model, messages: list[Any]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- tools
 
 _NAME_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"})
-_SUBSCHEMAS = frozenset({
-    "additionalProperties", "unevaluatedProperties", "propertyNames", "items", "prefixItems", "additionalItems",
-    "unevaluatedItems", "contains", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "contentSchema",
-})
+_SUBSCHEMAS = frozenset(
+    {
+        "additionalProperties",
+        "unevaluatedProperties",
+        "propertyNames",
+        "items",
+        "prefixItems",
+        "additionalItems",
+        "unevaluatedItems",
+        "contains",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "contentSchema",
+    }
+)
 
 
 def const_as_enum(schema: Any, names: bool = False) -> Any:
@@ -315,11 +331,15 @@ def convert_tools(tools: list[ToolDeclaration]) -> list[dict[str, Any]]:
     for tool in tools:
         declaration = _TOOLS.get(tool, "gemini")
         if declaration is MISSING:
-            declaration = _TOOLS.put(tool, "gemini", {
-                "name": tool.name,
-                "description": tool.description,
-                "parametersJsonSchema": const_as_enum(tool.parameters or {"type": "object", "properties": {}}),
-            })
+            declaration = _TOOLS.put(
+                tool,
+                "gemini",
+                {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parametersJsonSchema": const_as_enum(tool.parameters or {"type": "object", "properties": {}}),
+                },
+            )
         declarations.append(declaration)
     return [{"functionDeclarations": declarations}]
 
@@ -384,7 +404,13 @@ async def stream_gemini(
     state = GeminiStream(model, out)
     try:
         await _common.post_sse(
-            url, payload=payload, headers=headers, options=options, out=out, on_event=state.handle, error_events=error_event
+            url,
+            payload=payload,
+            headers=headers,
+            options=options,
+            out=out,
+            on_event=state.handle,
+            error_events=error_event,
         )
     except _common.HttpStatusError as error:
         raise google_error(error) from None
@@ -460,7 +486,9 @@ class GeminiStream:
                 stop = _STOP_REASONS.get(reason, "error")
                 if stop == "stop" and message.tool_calls():
                     stop = "toolUse"
-                out.stop(stop, raw=reason, error_message=None if stop != "error" else f"Provider stopped with: {reason}")
+                out.stop(
+                    stop, raw=reason, error_message=None if stop != "error" else f"Provider stopped with: {reason}"
+                )
         blocked = _common.field(chunk, "promptFeedback", "blockReason")
         if isinstance(blocked, str) and blocked and candidate is None:
             out.stop("error", raw=blocked, error_message=f"Provider blocked the prompt: {blocked}")

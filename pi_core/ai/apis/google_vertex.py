@@ -106,9 +106,7 @@ def endpoint(model: Model, options: StreamOptions, *, express: bool) -> str:
     return _common.join_url(host, f"{API_VERSION}/{path}")
 
 
-async def stream_google_vertex(
-    model: Model, context: LlmContext, options: StreamOptions, out: MessageBuilder
-) -> None:
+async def stream_google_vertex(model: Model, context: LlmContext, options: StreamOptions, out: MessageBuilder) -> None:
     """Run one streaming Vertex AI request, reporting it through ``out``."""
     payload = google_shared.build_request(model, context, options, flash_lite=False)
     headers = _common.base_headers(model, options)

@@ -81,7 +81,12 @@ def _assistant_message(message: AssistantMessage) -> dict[str, Any] | None:
         elif isinstance(block, ToolCall):
             arguments = json.dumps(block.arguments or {}, separators=(",", ":"), ensure_ascii=False)
             calls.append(
-                {"id": block.id, "type": "function", "function": {"name": block.name, "arguments": arguments}, "index": 0}
+                {
+                    "id": block.id,
+                    "type": "function",
+                    "function": {"name": block.name, "arguments": arguments},
+                    "index": 0,
+                }
             )
     if not parts and not calls:
         return None
@@ -307,7 +312,11 @@ class _ChunkState:
                     out.text_delta(self.open.switch("text"), item)
             elif isinstance(item, dict) and item.get("type") == "thinking":
                 pieces = item.get("thinking")
-                text = "".join(p.get("text") or "" for p in pieces if isinstance(p, dict)) if isinstance(pieces, list) else ""
+                text = (
+                    "".join(p.get("text") or "" for p in pieces if isinstance(p, dict))
+                    if isinstance(pieces, list)
+                    else ""
+                )
                 if text:
                     out.thinking_delta(self.open.switch("thinking"), text)
             elif isinstance(item, dict) and item.get("type") == "text":

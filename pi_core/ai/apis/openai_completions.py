@@ -73,10 +73,24 @@ def detect_compat(model: Model) -> dict[str, Any]:
     # Hosts known to reject OpenAI's `store` field; every other one gets `store: false`
     # (as pi 1.6.0 sends it, e.g. to a local OpenAI-compatible server).
     non_standard = (
-        is_nvidia or is_xai or is_together or is_deepseek or is_zai or is_moonshot
+        is_nvidia
+        or is_xai
+        or is_together
+        or is_deepseek
+        or is_zai
+        or is_moonshot
         or provider in ("cerebras", "opencode", "cloudflare-workers-ai", "cloudflare-ai-gateway", "ant-ling")
-        or any(host in url for host in ("cerebras.ai", "chutes.ai", "opencode.ai", "api.cloudflare.com",
-                                        "gateway.ai.cloudflare.com", "api.ant-ling.com"))
+        or any(
+            host in url
+            for host in (
+                "cerebras.ai",
+                "chutes.ai",
+                "opencode.ai",
+                "api.cloudflare.com",
+                "gateway.ai.cloudflare.com",
+                "api.ant-ling.com",
+            )
+        )
     )
     return {
         "supportsStore": not non_standard,
@@ -158,8 +172,10 @@ def _assistant_message(message: AssistantMessage, model: Model, compat: dict[str
             {
                 "id": call.id,
                 "type": "function",
-                "function": {"name": call.name, "arguments": json.dumps(call.arguments or {}, separators=(",", ":"),
-                                                                       ensure_ascii=False)},
+                "function": {
+                    "name": call.name,
+                    "arguments": json.dumps(call.arguments or {}, separators=(",", ":"), ensure_ascii=False),
+                },
             }
             for call in calls
         ]
@@ -299,7 +315,10 @@ def convert_messages(model: Model, prompt: str, messages: list[Any], compat: dic
                 if compat["requiresAssistantAfterToolResult"]:
                     params.append({"role": "assistant", "content": TOOL_RESULTS_BRIDGE})
                 params.append(
-                    {"role": "user", "content": [{"type": "text", "text": "Attached image(s) from tool result:"}, *images]}
+                    {
+                        "role": "user",
+                        "content": [{"type": "text", "text": "Attached image(s) from tool result:"}, *images],
+                    }
                 )
                 last_role = "user"
     _CONVERTED_PREFIX.save(key, messages, params, (mark_at, mark_length, None) if mark_at >= 0 else None)
@@ -410,9 +429,7 @@ def sampling_params(model: Model, options: StreamOptions) -> dict[str, Any]:
 
 
 def build_payload(model: Model, context: LlmContext, options: StreamOptions, compat: dict[str, Any]) -> dict[str, Any]:
-    prepared = prepare_context(
-        model, context, mid_conversation_system=supports_mid_conversation_system(model, False)
-    )
+    prepared = prepare_context(model, context, mid_conversation_system=supports_mid_conversation_system(model, False))
     payload: dict[str, Any] = {
         "model": model.id,
         "messages": convert_messages(model, prepared.system_prompt, prepared.messages, compat),

@@ -332,8 +332,9 @@ def _open_item(event: dict[str, Any], slots: dict[int, int], out: MessageBuilder
     elif kind == "message":
         slots[position] = out.text_start()
     elif kind == "function_call":
-        index = out.tool_start(f"{item.get('call_id')}|{item.get('id')}", item.get("name") or "",
-                               namespace=item.get("namespace"))
+        index = out.tool_start(
+            f"{item.get('call_id')}|{item.get('id')}", item.get("name") or "", namespace=item.get("namespace")
+        )
         slots[position] = index
         if item.get("arguments"):
             out.tool_delta(index, item["arguments"])

@@ -225,7 +225,8 @@ class CallbackServer:
             body = _PAGE.format(title=html.escape(title), detail=html.escape(detail)).encode()
             writer.write(
                 f"HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nCache-Control: no-store\r\n"
-                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+                + body
             )
             await writer.drain()
         except (OSError, TimeoutError, asyncio.IncompleteReadError):
@@ -306,7 +307,13 @@ async def wait_for_code(
 
 
 async def browser_login_code(
-    callbacks: LoginCallbacks, server: CallbackServer | None, *, url: str, instructions: str, state: str, redirect_uri: str
+    callbacks: LoginCallbacks,
+    server: CallbackServer | None,
+    *,
+    url: str,
+    instructions: str,
+    state: str,
+    redirect_uri: str,
 ) -> str:
     """Open ``url`` in the user's browser, then the authorization code from the
     redirect to ``server`` or from what the user pastes (:func:`wait_for_code`); the
@@ -314,7 +321,9 @@ async def browser_login_code(
     try:
         callbacks.open_url(url, instructions)
         code = await wait_for_code(
-            callbacks, server, state=state,
+            callbacks,
+            server,
+            state=state,
             message="Complete login in your browser, or paste the authorization code / redirect URL here",
             placeholder=redirect_uri,
         )

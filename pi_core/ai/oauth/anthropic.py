@@ -47,7 +47,11 @@ def _url(name: str) -> str:
 
 
 def _credentials(data: Any, what: str) -> OAuthCredentials:
-    if not isinstance(data, dict) or not data.get("access_token") or not isinstance(data.get("expires_in"), int | float):
+    if (
+        not isinstance(data, dict)
+        or not data.get("access_token")
+        or not isinstance(data.get("expires_in"), int | float)
+    ):
         raise LoginError(f"{what} returned an unexpected answer: {str(data)[:200]}")
     return OAuthCredentials(
         access=data["access_token"],
@@ -102,7 +106,10 @@ async def login(callbacks: LoginCallbacks) -> OAuthCredentials:
             "Complete login in your browser, then copy the code Anthropic shows and paste it here.",
         )
         code = await wait_for_code(
-            callbacks, None, state=state, message="Paste the code Anthropic shows after you sign in",
+            callbacks,
+            None,
+            state=state,
+            message="Paste the code Anthropic shows after you sign in",
             placeholder="code#state",
         )
         callbacks.progress("Exchanging authorization code for tokens...")
@@ -113,9 +120,12 @@ async def login(callbacks: LoginCallbacks) -> OAuthCredentials:
     server = await start_callback_server("Anthropic", CALLBACK_PATH, state, (port, 0) if port else (0,))
     redirect_uri = server.redirect_uri() if server else f"http://localhost:{CALLBACK_PORT}{CALLBACK_PATH}"
     code = await browser_login_code(
-        callbacks, server, url=_authorize_url(redirect_uri, challenge, state),
+        callbacks,
+        server,
+        url=_authorize_url(redirect_uri, challenge, state),
         instructions="Complete login in your browser. If the browser is on another machine, paste the final redirect URL here.",
-        state=state, redirect_uri=redirect_uri,
+        state=state,
+        redirect_uri=redirect_uri,
     )
     return await _exchange(code, state, verifier, redirect_uri)
 

@@ -84,7 +84,11 @@ async def _copilot_token(github_token: str, enterprise_domain: str | None) -> OA
         headers={"Authorization": f"Bearer {github_token}", **COPILOT_HEADERS},
         what="Copilot token exchange",
     )
-    if not isinstance(body, dict) or not isinstance(body.get("token"), str) or not isinstance(body.get("expires_at"), int | float):
+    if (
+        not isinstance(body, dict)
+        or not isinstance(body.get("token"), str)
+        or not isinstance(body.get("expires_at"), int | float)
+    ):
         raise LoginError(f"unexpected Copilot token answer: {str(body)[:200]}")
     extra: dict[str, Any] = {"enterpriseUrl": enterprise_domain} if enterprise_domain else {}
     return OAuthCredentials(
@@ -126,10 +130,17 @@ async def _enable(token: str, model_ids: list[str], enterprise_domain: str | Non
     for model_id in model_ids:
         try:
             status, _ = await request_json(
-                "POST", f"{base}/models/{model_id}/policy", json_body={"state": "enabled"},
-                headers={"Authorization": f"Bearer {token}", **COPILOT_HEADERS,
-                         "openai-intent": "chat-policy", "x-interaction-type": "chat-policy"},
-                what="Copilot model policy", accept_status=(400, 403, 404, 429),
+                "POST",
+                f"{base}/models/{model_id}/policy",
+                json_body={"state": "enabled"},
+                headers={
+                    "Authorization": f"Bearer {token}",
+                    **COPILOT_HEADERS,
+                    "openai-intent": "chat-policy",
+                    "x-interaction-type": "chat-policy",
+                },
+                what="Copilot model policy",
+                accept_status=(400, 403, 404, 429),
             )
         except LoginError:
             continue
@@ -141,7 +152,9 @@ async def _enable(token: str, model_ids: list[str], enterprise_domain: str | Non
 
 
 async def login(callbacks: LoginCallbacks) -> OAuthCredentials:
-    answer = await callbacks.prompt("GitHub Enterprise URL/domain (blank for github.com)", placeholder="company.ghe.com")
+    answer = await callbacks.prompt(
+        "GitHub Enterprise URL/domain (blank for github.com)", placeholder="company.ghe.com"
+    )
     enterprise = normalize_domain(answer)
     if answer.strip() and not enterprise:
         raise LoginError("invalid GitHub Enterprise URL/domain")
@@ -149,8 +162,11 @@ async def login(callbacks: LoginCallbacks) -> OAuthCredentials:
     github = _github_url(domain)
     form_headers = {"User-Agent": USER_AGENT}
     _, device = await request_json(
-        "POST", f"{github}/login/device/code", form={"client_id": CLIENT_ID, "scope": "read:user"},
-        headers=form_headers, what="GitHub device code request",
+        "POST",
+        f"{github}/login/device/code",
+        form={"client_id": CLIENT_ID, "scope": "read:user"},
+        headers=form_headers,
+        what="GitHub device code request",
     )
     if (
         not isinstance(device, dict)
@@ -167,13 +183,15 @@ async def login(callbacks: LoginCallbacks) -> OAuthCredentials:
 
     async def poll() -> Poll:
         _, body = await request_json(
-            "POST", f"{github}/login/oauth/access_token",
+            "POST",
+            f"{github}/login/oauth/access_token",
             form={
                 "client_id": CLIENT_ID,
                 "device_code": device["device_code"],
                 "grant_type": "urn:ietf:params:oauth:grant-type:device_code",
             },
-            headers=form_headers, what="GitHub device authorization",
+            headers=form_headers,
+            what="GitHub device authorization",
         )
         if isinstance(body, dict) and isinstance(body.get("access_token"), str):
             return Poll("complete", body["access_token"])
@@ -190,8 +208,11 @@ async def login(callbacks: LoginCallbacks) -> OAuthCredentials:
 
     interval = device.get("interval")
     github_token = await poll_device_code(
-        callbacks, poll, interval=float(interval) if isinstance(interval, int | float) else None,
-        expires_in=float(device["expires_in"]), wait_first=True,
+        callbacks,
+        poll,
+        interval=float(interval) if isinstance(interval, int | float) else None,
+        expires_in=float(device["expires_in"]),
+        wait_first=True,
     )
     credentials = await _copilot_token(github_token, enterprise)
     available, pending = await _account_models(credentials.access, enterprise)

@@ -118,16 +118,23 @@ async def _browser(callbacks: LoginCallbacks) -> OAuthCredentials:
         }
     )
     code = await browser_login_code(
-        callbacks, server, url=f"{_base()}/oauth/authorize?{query}",
-        instructions="A browser window should open. Complete login to finish.", state=state, redirect_uri=redirect_uri,
+        callbacks,
+        server,
+        url=f"{_base()}/oauth/authorize?{query}",
+        instructions="A browser window should open. Complete login to finish.",
+        state=state,
+        redirect_uri=redirect_uri,
     )
     return await _exchange(code, verifier, redirect_uri)
 
 
 async def _device(callbacks: LoginCallbacks) -> OAuthCredentials:
     status, body = await request_json(
-        "POST", f"{_base()}/api/accounts/deviceauth/usercode", json_body={"client_id": CLIENT_ID},
-        what="OpenAI Codex device code request", accept_status=(404,),
+        "POST",
+        f"{_base()}/api/accounts/deviceauth/usercode",
+        json_body={"client_id": CLIENT_ID},
+        what="OpenAI Codex device code request",
+        accept_status=(404,),
     )
     if status == 404:
         raise LoginError("device code login is not enabled for this server: use the browser login")
@@ -143,9 +150,11 @@ async def _device(callbacks: LoginCallbacks) -> OAuthCredentials:
 
     async def poll() -> Poll:
         status, answer = await request_json(
-            "POST", f"{_base()}/api/accounts/deviceauth/token",
+            "POST",
+            f"{_base()}/api/accounts/deviceauth/token",
             json_body={"device_auth_id": device_id, "user_code": user_code},
-            what="OpenAI Codex device authorization", accept_status=(400, 403, 404, 428),
+            what="OpenAI Codex device authorization",
+            accept_status=(400, 403, 404, 428),
         )
         if 200 <= status < 300:
             if isinstance(answer, dict) and answer.get("authorization_code") and answer.get("code_verifier"):

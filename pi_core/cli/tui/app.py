@@ -63,7 +63,9 @@ class InteractiveApp:
         self.ui = TerminalUI(self.dialogs, on_change=self._ui_changed)
         self._runtime: SessionRuntime | None = None
         self.renderer = EventRenderer(self.out, self.live, lambda: self.session, self.invalidate)
-        self.jobs = Jobs(self.out, self.live, self.renderer, lambda: self.session if self.is_open else None, self.invalidate)
+        self.jobs = Jobs(
+            self.out, self.live, self.renderer, lambda: self.session if self.is_open else None, self.invalidate
+        )
         self.exiting = False
         self._entries_at_open = 0
         """Entries the session had when it opened (the header names them)."""
@@ -75,7 +77,9 @@ class InteractiveApp:
         install_sequences()
         self.keymap = load_keymap()
         self.keys = KeyActions(self)
-        completer = PiCompleter(self.command_infos, self.argument_values, lambda: self.session.cwd if self.is_open else os.getcwd())
+        completer = PiCompleter(
+            self.command_infos, self.argument_values, lambda: self.session.cwd if self.is_open else os.getcwd()
+        )
         self.input = InputLine(
             self.output,
             self.live,
@@ -144,9 +148,15 @@ class InteractiveApp:
         true_color, _ = settings.lookup("terminal", "trueColor")
         self.out.set_true_color(true_color if isinstance(true_color, bool) else None)
         prompt.color_depth = (
-            None if not isinstance(true_color, bool) else ColorDepth.TRUE_COLOR if true_color else ColorDepth.DEPTH_8_BIT
+            None
+            if not isinstance(true_color, bool)
+            else ColorDepth.TRUE_COLOR
+            if true_color
+            else ColorDepth.DEPTH_8_BIT
         )
-        self.theme = load_theme(self.args.theme or settings.get("theme"), settings, self.session.cwd, self.theme_problems)
+        self.theme = load_theme(
+            self.args.theme or settings.get("theme"), settings, self.session.cwd, self.theme_problems
+        )
         self.apply_theme()
         if self._started:
             for problem in self.theme_problems:
@@ -289,7 +299,9 @@ class InteractiveApp:
         self.renderer.echoed.append(text)
         images = self.input.take_images()
         self.start_job(
-            session.prompt(text, images=images, source="interactive", streaming_behavior="steer"), kind="prompt", status="Working"
+            session.prompt(text, images=images, source="interactive", streaming_behavior="steer"),
+            kind="prompt",
+            status="Working",
         )
 
     async def _await_prompt_job(self) -> None:

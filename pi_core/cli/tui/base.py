@@ -50,6 +50,7 @@ class CommandHost(Protocol):
     def renderer(self) -> Any:
         """The :class:`~pi_core.cli.tui.render.EventRenderer` (markdown, plugin renderers)."""
         ...
+
     def plugin_shortcuts(self) -> list[Any]: ...
     def set_scoped_models(self, refs: list[str]) -> None: ...
     def set_draft(self, text: str) -> None: ...
@@ -64,6 +65,7 @@ class CommandHost(Protocol):
         """The models Ctrl+P cycles through (``--models`` or ``enabledModels``), with
         their optional thinking level; empty: every available model."""
         ...
+
     def request_exit(self) -> None: ...
     def command_infos(self) -> list[CommandInfo]: ...
     def start_job(
@@ -91,14 +93,12 @@ class Builtin:
     argument_hint: str = ""
 
 
-
 def ago(moment: datetime) -> str:
     seconds = (datetime.now(UTC) - moment).total_seconds()
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
             return f"{int(seconds // size)}{unit} ago"
     return "just now"
-
 
 
 # --------------------------------------------------------------------------- replay
@@ -116,7 +116,9 @@ def replay(app: CommandHost, limit: int = 20) -> None:
         if isinstance(entry, MessageEntry) and getattr(entry.message, "role", "") != "system":
             items.append(entry.message)
         elif isinstance(entry, CustomMessageEntry) and entry.display:
-            items.append(CustomMessage(custom_type=entry.custom_type, content=entry.content, display=True, details=entry.details))
+            items.append(
+                CustomMessage(custom_type=entry.custom_type, content=entry.content, display=True, details=entry.details)
+            )
         elif isinstance(entry, CustomEntry) and entry.custom_type in entry_renderers:
             items.append(entry)
         elif isinstance(entry, CompactionEntry | BranchSummaryEntry):
@@ -134,7 +136,9 @@ def replay(app: CommandHost, limit: int = 20) -> None:
             if text:
                 renderer.block(renderer.markdown(text))
             for call in item.tool_calls():
-                if not renderer.plugin_tool_render(call.name, "render_call", call.arguments, {"expanded": renderer.expanded}):
+                if not renderer.plugin_tool_render(
+                    call.name, "render_call", call.arguments, {"expanded": renderer.expanded}
+                ):
                     renderer.block(Text(f"⚙ {call.name} {compact_args(call.arguments)}", style="cyan"))
             if item.stop_reason == "aborted":
                 renderer.block(Text("⏹ Aborted", style="yellow"))
@@ -143,7 +147,9 @@ def replay(app: CommandHost, limit: int = 20) -> None:
             if renderer.plugin_tool_render(item.tool_name, "render_result", item, options):
                 continue
             lines, more = preview(content_text(item.content), 2)
-            body = "\n".join("    " + line for line in lines or ["(no output)"]) + (f"\n    … ({more} more lines)" if more else "")
+            body = "\n".join("    " + line for line in lines or ["(no output)"]) + (
+                f"\n    … ({more} more lines)" if more else ""
+            )
             renderer.block(Text(body, style="red" if item.is_error else "dim"))
         elif isinstance(item, BashExecutionMessage):
             app.out.print(Text(f"$ {item.command}", style="bold"))

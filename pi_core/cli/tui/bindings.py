@@ -53,6 +53,7 @@ class KeyHost(CommandHost, Protocol):
     def is_open(self) -> bool:
         """The runtime is open (``session`` can be used)."""
         ...
+
     @property
     def live(self) -> LiveView: ...
     @property
@@ -123,7 +124,11 @@ class KeyActions:
             except KeyError_:
                 continue
             taken_by = app.keymap.owner(prompt_keys[0])
-            out.append(PluginShortcut(f"plugin:{registered.plugin}:{key}", [key], prompt_keys, shortcut, registered.plugin, taken_by))
+            out.append(
+                PluginShortcut(
+                    f"plugin:{registered.plugin}:{key}", [key], prompt_keys, shortcut, registered.plugin, taken_by
+                )
+            )
         return out
 
     def _plugin_shortcut_handler(self, shortcut: PluginShortcut) -> Callable[[KeyPressEvent], None]:
@@ -135,7 +140,9 @@ class KeyActions:
                 try:
                     await maybe_await(shortcut.definition.handler(ctx))
                 except Exception as exc:
-                    app.out.line(f"✖ shortcut {shortcut.keys[0]} of plugin {shortcut.plugin}: {type(exc).__name__}: {exc}", "red")
+                    app.out.line(
+                        f"✖ shortcut {shortcut.keys[0]} of plugin {shortcut.plugin}: {type(exc).__name__}: {exc}", "red"
+                    )
 
             app.jobs.spawn(run())
 
@@ -241,7 +248,9 @@ class KeyActions:
         scoped = app.scoped_models
         candidates = scoped or [(m, None) for m in session.models.available(session.model)]
         if len(candidates) < 2:
-            app.live.flash("Only one model to cycle through (/scoped-models)" if candidates else "No model available", 2.0)
+            app.live.flash(
+                "Only one model to cycle through (/scoped-models)" if candidates else "No model available", 2.0
+            )
             app.invalidate()
             return
         refs = [m.ref for m, _ in candidates]
@@ -253,14 +262,18 @@ class KeyActions:
             return
         if level is not None:
             await session.set_thinking_level(level)
-        app.out.line(f"Model: {model.ref} (thinking {session.thinking_level})" + ("" if scoped else " · all models"), "green")
+        app.out.line(
+            f"Model: {model.ref} (thinking {session.thinking_level})" + ("" if scoped else " · all models"), "green"
+        )
 
     async def cycle_thinking(self) -> None:
         app = self.app
         session = app.session
         levels = supported_thinking_levels(session.model) if session.model is not None else ["off"]
         if len(levels) < 2:
-            app.live.flash(f"{session.model.ref if session.model else 'This model'} has no thinking levels to cycle", 2.0)
+            app.live.flash(
+                f"{session.model.ref if session.model else 'This model'} has no thinking levels to cycle", 2.0
+            )
             app.invalidate()
             return
         current = session.thinking_level
@@ -269,7 +282,9 @@ class KeyActions:
 
     def toggle_tool_output(self) -> None:
         expanded = self.app.renderer.toggle_expanded()
-        self.app.out.line("Tool output: in full (Ctrl+O collapses)" if expanded else "Tool output: previews (Ctrl+O expands)", "dim")
+        self.app.out.line(
+            "Tool output: in full (Ctrl+O collapses)" if expanded else "Tool output: previews (Ctrl+O expands)", "dim"
+        )
 
     def toggle_thinking(self) -> None:
         """Ctrl+T: as pi 1.6.0, saved as ``hideThinkingBlock`` in the user settings."""
@@ -296,7 +311,9 @@ class KeyActions:
             app.invalidate()
             return
         draft = app.input.get_draft()
-        with tempfile.NamedTemporaryFile("w", suffix=".md", prefix="pi-draft-", delete=False, encoding="utf-8") as handle:
+        with tempfile.NamedTemporaryFile(
+            "w", suffix=".md", prefix="pi-draft-", delete=False, encoding="utf-8"
+        ) as handle:
             handle.write(draft)
             path = handle.name
         try:

@@ -69,7 +69,9 @@ async def cmd_fork(app: CommandHost, args: str) -> None:
     if not options:
         app.out.line("Nothing to fork from: this session has no user messages yet", "yellow")
         return
-    entry_id = await app.dialogs.choose("Fork from which message?", options, message="The new session ends just before it.")
+    entry_id = await app.dialogs.choose(
+        "Fork from which message?", options, message="The new session ends just before it."
+    )
     if entry_id is None:
         return
     result = await app.runtime.fork(entry_id)
@@ -149,7 +151,9 @@ def _shown(kind: str, labelled: bool, mode: str) -> bool:
     return kind != "meta"
 
 
-def tree_options(app: CommandHost, mode: str = "default", folded: set[str] | frozenset[str] = frozenset()) -> tuple[list[Option[str]], int]:
+def tree_options(
+    app: CommandHost, mode: str = "default", folded: set[str] | frozenset[str] = frozenset()
+) -> tuple[list[Option[str]], int]:
     """The entries of the session tree that filter ``mode`` shows, indented where the
     tree branches; the descendants of ``folded`` entries are left out."""
     sm = app.session.sm
@@ -202,7 +206,8 @@ async def cmd_tree(app: CommandHost, args: str) -> None:
             actions=app.keymap.picker_actions(TREE_ACTIONS),
             default=default if index is None else index,
             query=query,
-            message=notes or "● active branch. A user message goes back to before it (its text returns to the input line).",
+            message=notes
+            or "● active branch. A user message goes back to before it (its text returns to the input line).",
         )
         notes = ""
         if picked is None:
@@ -248,7 +253,11 @@ async def cmd_tree(app: CommandHost, args: str) -> None:
     else:
         summarize = await app.dialogs.choose(
             "Summarise the branch you leave?",
-            [Option("no", "No", key="n"), Option("yes", "Yes", key="y"), Option("custom", "Yes, with instructions…", key="i")],
+            [
+                Option("no", "No", key="n"),
+                Option("yes", "Yes", key="y"),
+                Option("custom", "Yes, with instructions…", key="i"),
+            ],
             filterable=False,
         )
     if summarize is None:
@@ -395,7 +404,9 @@ async def cmd_name(app: CommandHost, args: str) -> None:
     name = args.strip()
     if not name:
         current = app.session.sm.get_session_name()
-        app.out.line(f"Session name: {current}" if current else "This session has no name (/name <name> sets one)", "dim")
+        app.out.line(
+            f"Session name: {current}" if current else "This session has no name (/name <name> sets one)", "dim"
+        )
         return
     await app.session.set_session_name(name)
 
@@ -466,7 +477,11 @@ async def cmd_help(app: CommandHost, args: str) -> None:
     table.add_column(style="bold cyan", no_wrap=True)
     table.add_column()
     for info in app.command_infos():
-        hint = f" {BUILTINS[info.name].argument_hint}" if info.name in BUILTINS and BUILTINS[info.name].argument_hint else ""
+        hint = (
+            f" {BUILTINS[info.name].argument_hint}"
+            if info.name in BUILTINS and BUILTINS[info.name].argument_hint
+            else ""
+        )
         source = "" if info.source == "built-in" else f"  ({info.source})"
         table.add_row(Text(f"/{info.name}{hint}"), Text(f"{info.description}{source}"))
     app.out.print(table)
@@ -479,6 +494,7 @@ While pi works: Enter steers · Alt+Enter queues a follow-up · Alt+Up takes the
 !cmd runs a shell command (output goes to the model) · !!cmd keeps the output out of the context
 @path completes a file name · Ctrl+C clears the line, twice exits · Ctrl+D exits"""
 
+
 async def cmd_hotkeys(app: CommandHost, args: str) -> None:
     keymap = app.keymap
     table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
@@ -490,13 +506,17 @@ async def cmd_hotkeys(app: CommandHost, args: str) -> None:
     for shortcut in app.plugin_shortcuts():
         description = shortcut.definition.description or "(no description)"
         taken = f"; not bound: the key is pi's {shortcut.taken_by}" if shortcut.taken_by else ""
-        table.add_row(Text(display(shortcut.keys[0])), Text(f"{description}  (plugin {shortcut.plugin}{taken})"), Text(""))
+        table.add_row(
+            Text(display(shortcut.keys[0])), Text(f"{description}  (plugin {shortcut.plugin}{taken})"), Text("")
+        )
     app.out.print(table)
     for title, actions in PICKER_KEYS:
         app.out.line(title, "bold")
         for action in actions:
             app.out.print(Text.assemble(("  " + keymap.describe(action.id), "cyan"), ("  " + action.description, "")))
-    app.out.print(Text.assemble(("  ↑↓ Enter Esc", "cyan"), ("  in every picker: move, pick, cancel; typing filters", "")))
+    app.out.print(
+        Text.assemble(("  ↑↓ Enter Esc", "cyan"), ("  in every picker: move, pick, cancel; typing filters", ""))
+    )
     app.out.line(f"Remap keys in {keymap.path} (pi 1.6.0's keybindings.json format; /reload applies it)", "dim")
 
 
@@ -566,7 +586,9 @@ def _login_options(app: CommandHost) -> list[Option[str]]:
 
 async def cmd_login(app: CommandHost, args: str) -> None:
     models = app.session.models
-    provider = args.strip() or await app.dialogs.choose("Log in to which provider?", _login_options(app), filterable=True)
+    provider = args.strip() or await app.dialogs.choose(
+        "Log in to which provider?", _login_options(app), filterable=True
+    )
     if not provider:
         return
     method = models.login_method(provider)
@@ -623,8 +645,10 @@ async def cmd_logout(app: CommandHost, args: str) -> None:
         if not stored:
             app.out.line("No stored credentials. Environment variables and models.json are unchanged.", "dim")
             return
-        options = [Option(p, models.provider_name(p), "login" if e.get("type") == "oauth" else "API key")
-                   for p, e in sorted(stored.items())]
+        options = [
+            Option(p, models.provider_name(p), "login" if e.get("type") == "oauth" else "API key")
+            for p, e in sorted(stored.items())
+        ]
         provider = await app.dialogs.choose("Log out of which provider?", options) or ""
         if not provider:
             return
@@ -690,5 +714,3 @@ def builtin_argument_values(app: CommandHost, name: str, prefix: str) -> list[tu
         model = app.session.model
         return [(level, "") for level in (supported_thinking_levels(model) if model else ["off"])]
     return []
-
-

@@ -79,7 +79,9 @@ def path_completions(word: str, cwd: str) -> Iterator[Completion]:
 
 
 class PiCompleter(Completer):
-    def __init__(self, commands: Callable[[], list[CommandInfo]], arguments: ArgumentValues, cwd: Callable[[], str]) -> None:
+    def __init__(
+        self, commands: Callable[[], list[CommandInfo]], arguments: ArgumentValues, cwd: Callable[[], str]
+    ) -> None:
         self.commands = commands
         self.arguments = arguments
         self.cwd = cwd

@@ -105,7 +105,9 @@ class Chooser(Generic[T]):
         dialog with that action (see :class:`Picked`)."""
         self.action = "select"
         self.app: Application[Option[T] | None] = Application(
-            layout=Layout(HSplit([Window(FormattedTextControl(self._fragments, show_cursor=False), dont_extend_height=True)])),
+            layout=Layout(
+                HSplit([Window(FormattedTextControl(self._fragments, show_cursor=False), dont_extend_height=True)])
+            ),
             key_bindings=self._bindings(),
             style=style or STYLE,
             full_screen=False,
@@ -324,8 +326,15 @@ class Dialogs:
 
         async def run() -> None:
             chooser = Chooser(
-                title, options, message=message, default=default, filterable=filterable,
-                output=self.output, actions=actions, query=query, style=self.style,
+                title,
+                options,
+                message=message,
+                default=default,
+                filterable=filterable,
+                output=self.output,
+                actions=actions,
+                query=query,
+                style=self.style,
             )
             option = await chooser.run(allow_empty=True)
             if chooser.action == "select" and option is None:
@@ -338,7 +347,9 @@ class Dialogs:
         await self.exclusive(run)
         return result[0] if result else None
 
-    async def confirm(self, title: str, message: str = "", *, timeout: float | None = None, record: bool = True) -> bool:
+    async def confirm(
+        self, title: str, message: str = "", *, timeout: float | None = None, record: bool = True
+    ) -> bool:
         options: list[Option[bool]] = [Option(True, "Yes", key="y"), Option(False, "No", key="n")]
         answer: bool | None = await self.choose(
             title, options, message=message, timeout=timeout, filterable=False, record=record

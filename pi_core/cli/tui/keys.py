@@ -56,31 +56,40 @@ ACTIONS: tuple[Action, ...] = (
     Action("app.session.resume", (), "Resume a session"),
 )
 PICKER_KEYS: tuple[tuple[str, tuple[Action, ...]], ...] = (
-    ("/tree", (
-        Action("app.tree.editLabel", ("shift+l",), "Edit the label of the entry"),
-        Action("app.tree.foldOrUp", ("ctrl+left", "alt+left"), "Fold the branch, or move up"),
-        Action("app.tree.unfoldOrDown", ("ctrl+right", "alt+right"), "Unfold the branch, or move down"),
-        Action("app.tree.filter.default", ("ctrl+d",), "Filter: default"),
-        Action("app.tree.filter.noTools", ("ctrl+t",), "Filter: no tool results"),
-        Action("app.tree.filter.userOnly", ("ctrl+u",), "Filter: your messages only"),
-        Action("app.tree.filter.labeledOnly", ("ctrl+l",), "Filter: labelled entries only"),
-        Action("app.tree.filter.all", ("ctrl+a",), "Filter: everything"),
-        Action("app.tree.filter.cycleForward", ("ctrl+o",), "Next filter"),
-    )),
-    ("Session picker (/resume)", (
-        Action("app.session.rename", ("ctrl+r",), "Rename the session"),
-        Action("app.session.delete", ("ctrl+d",), "Delete the session"),
-        Action("app.session.toggleSort", ("ctrl+s",), "Sort: recent / created / name"),
-        Action("app.session.toggleNamedFilter", ("ctrl+n",), "Named sessions only"),
-        Action("app.session.togglePath", ("ctrl+p",), "Show paths"),
-        Action("tui.input.tab", ("tab",), "This folder / every folder"),
-    )),
-    ("/scoped-models", (
-        Action("app.models.toggle", ("space",), "Enable or disable the model (Enter too)"),
-        Action("app.models.enableAll", ("ctrl+a",), "Enable all"),
-        Action("app.models.clearAll", ("ctrl+x",), "Clear all"),
-        Action("app.models.save", ("ctrl+s",), "Save to enabledModels"),
-    )),
+    (
+        "/tree",
+        (
+            Action("app.tree.editLabel", ("shift+l",), "Edit the label of the entry"),
+            Action("app.tree.foldOrUp", ("ctrl+left", "alt+left"), "Fold the branch, or move up"),
+            Action("app.tree.unfoldOrDown", ("ctrl+right", "alt+right"), "Unfold the branch, or move down"),
+            Action("app.tree.filter.default", ("ctrl+d",), "Filter: default"),
+            Action("app.tree.filter.noTools", ("ctrl+t",), "Filter: no tool results"),
+            Action("app.tree.filter.userOnly", ("ctrl+u",), "Filter: your messages only"),
+            Action("app.tree.filter.labeledOnly", ("ctrl+l",), "Filter: labelled entries only"),
+            Action("app.tree.filter.all", ("ctrl+a",), "Filter: everything"),
+            Action("app.tree.filter.cycleForward", ("ctrl+o",), "Next filter"),
+        ),
+    ),
+    (
+        "Session picker (/resume)",
+        (
+            Action("app.session.rename", ("ctrl+r",), "Rename the session"),
+            Action("app.session.delete", ("ctrl+d",), "Delete the session"),
+            Action("app.session.toggleSort", ("ctrl+s",), "Sort: recent / created / name"),
+            Action("app.session.toggleNamedFilter", ("ctrl+n",), "Named sessions only"),
+            Action("app.session.togglePath", ("ctrl+p",), "Show paths"),
+            Action("tui.input.tab", ("tab",), "This folder / every folder"),
+        ),
+    ),
+    (
+        "/scoped-models",
+        (
+            Action("app.models.toggle", ("space",), "Enable or disable the model (Enter too)"),
+            Action("app.models.enableAll", ("ctrl+a",), "Enable all"),
+            Action("app.models.clearAll", ("ctrl+x",), "Clear all"),
+            Action("app.models.save", ("ctrl+s",), "Save to enabledModels"),
+        ),
+    ),
 )
 """Keys of the pickers (remappable like the others)."""
 BY_ID = {a.id: a for a in ACTIONS}
@@ -118,9 +127,23 @@ _EXTRA_SEQUENCES: dict[str, tuple[tuple[str, ...], Keys]] = {
     "ctrl+enter": (("\x1b[13;5u", "\x1b[27;5;13~"), Keys.F22),
 }
 _NAMED = {
-    "enter": "enter", "return": "enter", "escape": "escape", "esc": "escape", "tab": "tab", "space": "space",
-    "backspace": "backspace", "delete": "delete", "insert": "insert", "up": "up", "down": "down", "left": "left",
-    "right": "right", "home": "home", "end": "end", "pageup": "pageup", "pagedown": "pagedown",
+    "enter": "enter",
+    "return": "enter",
+    "escape": "escape",
+    "esc": "escape",
+    "tab": "tab",
+    "space": "space",
+    "backspace": "backspace",
+    "delete": "delete",
+    "insert": "insert",
+    "up": "up",
+    "down": "down",
+    "left": "left",
+    "right": "right",
+    "home": "home",
+    "end": "end",
+    "pageup": "pageup",
+    "pagedown": "pagedown",
 }
 _installed = False
 

@@ -308,7 +308,9 @@ class IndentedMarkdown(Markdown):
 class EventRenderer:
     """A runtime listener: turns session events into transcript output and live state."""
 
-    def __init__(self, transcript: Transcript, live: LiveView, session: Callable[[], AgentSession], changed: Callable[[], None]) -> None:
+    def __init__(
+        self, transcript: Transcript, live: LiveView, session: Callable[[], AgentSession], changed: Callable[[], None]
+    ) -> None:
         self.out = transcript
         self.live = live
         self.session = session
@@ -362,10 +364,14 @@ class EventRenderer:
     def toggle_expanded(self) -> bool:
         self.expanded = not self.expanded
         if self.expanded and self.recent_results:
-            self.out.line(f"── output of the last {len(self.recent_results)} tool call(s) in full (Ctrl+O collapses) ──", "dim")
+            self.out.line(
+                f"── output of the last {len(self.recent_results)} tool call(s) in full (Ctrl+O collapses) ──", "dim"
+            )
             for name, text, is_error in self.recent_results:
                 self.out.print(Text(f"⚙ {name}", style="cyan"))
-                self.out.print(Text(plain(text.rstrip("\n")) or "(no output)", style="red" if is_error else "tool.output"))
+                self.out.print(
+                    Text(plain(text.rstrip("\n")) or "(no output)", style="red" if is_error else "tool.output")
+                )
         return self.expanded
 
     def markdown(self, text: str) -> Any:
@@ -440,7 +446,7 @@ class EventRenderer:
             return
         registry = self._registry()
         renderers = registry.entry_renderers if registry is not None else {}
-        for entry in sm.get_entries()[self.seen_entries:]:
+        for entry in sm.get_entries()[self.seen_entries :]:
             if isinstance(entry, CustomMessageEntry) and entry.display:
                 # a plugin's message stored while idle has no message events: draw it here
                 key = (entry.custom_type, content_text(entry.content))
@@ -448,7 +454,9 @@ class EventRenderer:
                     self.drawn_custom.remove(key)
                 else:
                     self.draw_custom_message(
-                        CustomMessage(custom_type=entry.custom_type, content=entry.content, display=True, details=entry.details)
+                        CustomMessage(
+                            custom_type=entry.custom_type, content=entry.content, display=True, details=entry.details
+                        )
                     )
             elif renderers:
                 self.render_entry(entry, renderers)
@@ -461,7 +469,9 @@ class EventRenderer:
         if registered is not None:
             self._plugin_render(
                 f"entry renderer {entry.custom_type!r} of plugin {registered.plugin}",
-                registered.value.render, entry, {"expanded": self.expanded},
+                registered.value.render,
+                entry,
+                {"expanded": self.expanded},
             )
 
     def __call__(self, event: Any) -> None:
@@ -525,7 +535,9 @@ class EventRenderer:
         registered = registry.message_renderers.get(message.custom_type) if registry is not None else None
         if registered is not None and self._plugin_render(
             f"message renderer {message.custom_type!r} of plugin {registered.plugin}",
-            registered.value.render, message, {"expanded": self.expanded},
+            registered.value.render,
+            message,
+            {"expanded": self.expanded},
         ):
             return
         lines, more = preview(content_text(message.content), PREVIEW_LINES)
@@ -555,7 +567,9 @@ class EventRenderer:
         if self.plugin_tool_render(event.tool_name, "render_call", event.args, {"expanded": self.expanded}):
             return
         self.block(
-            Text.assemble(("  ↳ " if nested else "", "dim"), ("⚙ ", "cyan"), (event.tool_name, "bold cyan"), (f" {args}", "cyan"))
+            Text.assemble(
+                ("  ↳ " if nested else "", "dim"), ("⚙ ", "cyan"), (event.tool_name, "bold cyan"), (f" {args}", "cyan")
+            )
         )
 
     def on_tool_execution_update(self, event: ToolExecutionUpdateEvent) -> None:
@@ -615,7 +629,9 @@ class EventRenderer:
             self.out.print(Text("Compaction cancelled", style="yellow"))
         elif event.result:
             before = event.result.get("tokensBefore") or 0
-            self.out.print(Text(f"✔ Compacted ({event.reason}): {human_tokens(before)} tokens summarised", style="green"))
+            self.out.print(
+                Text(f"✔ Compacted ({event.reason}): {human_tokens(before)} tokens summarised", style="green")
+            )
 
     def on_auto_retry_start(self, event: AutoRetryStartEvent) -> None:
         self.out.print(

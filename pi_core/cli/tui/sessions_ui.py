@@ -80,7 +80,11 @@ class SessionPicker:
     notes: list[str] = field(default_factory=list)
 
     def infos(self) -> list[SessionInfo]:
-        infos = SessionManager.list_all(self.session_dir) if self.all_folders else SessionManager.list(self.cwd, self.session_dir)
+        infos = (
+            SessionManager.list_all(self.session_dir)
+            if self.all_folders
+            else SessionManager.list(self.cwd, self.session_dir)
+        )
         if self.named_only:
             infos = [i for i in infos if i.name]
         if self.sort == "created":
@@ -164,7 +168,9 @@ class SessionPicker:
             self.notes.append("The current session cannot be deleted")
             return
         title = info.name or one_line(info.first_message or info.id, 60)
-        if not await self.dialogs.confirm(f"Delete session {title!r}?", f"{info.path} is removed for good", record=False):
+        if not await self.dialogs.confirm(
+            f"Delete session {title!r}?", f"{info.path} is removed for good", record=False
+        ):
             return
         try:
             os.remove(info.path)
@@ -329,7 +335,9 @@ async def cmd_export(app: CommandHost, args: str) -> None:
 async def cmd_share(app: CommandHost, args: str) -> None:
     gh = shutil.which("gh")
     if gh is None:
-        app.out.line("✖ /share needs the GitHub CLI (gh): install it from https://cli.github.com and run gh auth login", "red")
+        app.out.line(
+            "✖ /share needs the GitHub CLI (gh): install it from https://cli.github.com and run gh auth login", "red"
+        )
         return
     if not app.session.sm.get_entries():
         app.out.line("Nothing to share: the session has no entries yet", "yellow")
@@ -346,8 +354,15 @@ async def cmd_share(app: CommandHost, args: str) -> None:
         except ImportError:
             page = await asyncio.to_thread(_write_jsonl, app, Path(scratch) / "session.jsonl")
         process = await asyncio.create_subprocess_exec(
-            gh, "gist", "create", "--desc", f"pi session {app.session.sm.get_session_id()}", str(page),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+            gh,
+            "gist",
+            "create",
+            "--desc",
+            f"pi session {app.session.sm.get_session_id()}",
+            str(page),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
         )
         stdout, stderr = await process.communicate()
     if process.returncode != 0:

@@ -40,16 +40,42 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("theme", "choice", "system", "Colour theme of the terminal (/settings lists the themes found)"),
     SettingSpec("defaultThinkingLevel", "choice", "medium", "Thinking level at startup", tuple(THINKING_LEVELS)),
     SettingSpec("hideThinkingBlock", "bool", False, "Hide thinking blocks in the transcript (Ctrl+T toggles)"),
-    SettingSpec("quietStartup", "choice", False, "Startup header: false shows all, header only the header, true nothing", (False, "header", True)),
-    SettingSpec("steeringMode", "choice", "one-at-a-time", "How queued steering messages are delivered", ("one-at-a-time", "all")),
-    SettingSpec("followUpMode", "choice", "one-at-a-time", "How queued follow-up messages are delivered", ("one-at-a-time", "all")),
+    SettingSpec(
+        "quietStartup",
+        "choice",
+        False,
+        "Startup header: false shows all, header only the header, true nothing",
+        (False, "header", True),
+    ),
+    SettingSpec(
+        "steeringMode",
+        "choice",
+        "one-at-a-time",
+        "How queued steering messages are delivered",
+        ("one-at-a-time", "all"),
+    ),
+    SettingSpec(
+        "followUpMode",
+        "choice",
+        "one-at-a-time",
+        "How queued follow-up messages are delivered",
+        ("one-at-a-time", "all"),
+    ),
     SettingSpec("doubleEscapeAction", "choice", "tree", "Double Esc on an empty input line", ("tree", "fork", "none")),
-    SettingSpec("treeFilterMode", "choice", "default", "Initial filter of /tree", ("default", "no-tools", "user-only", "labeled-only", "all")),
+    SettingSpec(
+        "treeFilterMode",
+        "choice",
+        "default",
+        "Initial filter of /tree",
+        ("default", "no-tools", "user-only", "labeled-only", "all"),
+    ),
     SettingSpec("externalEditor", "text", "", "Command Ctrl+G opens (default: $VISUAL, $EDITOR)"),
     SettingSpec("markdown.codeBlockIndent", "text", "  ", "Prefix of rendered code block lines"),
     SettingSpec("autocompleteMaxVisible", "int", 5, "Visible completion entries (3 to 20)"),
     SettingSpec("showCacheMissNotices", "bool", False, "Notices about prompt cache misses"),
-    SettingSpec("transport", "choice", "auto", "Preferred provider transport", ("auto", "sse", "websocket", "websocket-cached")),
+    SettingSpec(
+        "transport", "choice", "auto", "Preferred provider transport", ("auto", "sse", "websocket", "websocket-cached")
+    ),
     SettingSpec("compaction.enabled", "bool", True, "Automatic compaction"),
     SettingSpec("compaction.reserveTokens", "int", 16384, "Free context tokens below which compaction starts"),
     SettingSpec("compaction.keepRecentTokens", "int", 20000, "Recent tokens kept without summarising"),
@@ -59,8 +85,12 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("images.autoResize", "bool", True, "Resize images to at most 2000x2000 before sending"),
     SettingSpec("images.blockImages", "bool", False, "Never send images to models"),
     SettingSpec("enableSkillCommands", "bool", True, "Register skills as /skill:name commands"),
-    SettingSpec("defaultProjectTrust", "choice", "ask", "Fallback project trust (user file only)", ("ask", "always", "never")),
-    SettingSpec("cacheWarming", "choice", "idle", "Keep prompt caches warm (user file only)", ("off", "streaming", "idle")),
+    SettingSpec(
+        "defaultProjectTrust", "choice", "ask", "Fallback project trust (user file only)", ("ask", "always", "never")
+    ),
+    SettingSpec(
+        "cacheWarming", "choice", "idle", "Keep prompt caches warm (user file only)", ("off", "streaming", "idle")
+    ),
 )
 
 
@@ -106,7 +136,12 @@ def refresh_settings(settings: Settings) -> None:
     if settings.cwd is None or settings.user_path is None:
         return
     fresh = load_settings(settings.cwd, agent_dir=settings.user_path.parent, project_trusted=settings.project_trusted)
-    settings.user, settings.project, settings.merged, settings.errors = fresh.user, fresh.project, fresh.merged, fresh.errors
+    settings.user, settings.project, settings.merged, settings.errors = (
+        fresh.user,
+        fresh.project,
+        fresh.merged,
+        fresh.errors,
+    )
 
 
 def _shown(value: Any) -> str:
@@ -191,7 +226,9 @@ async def _ask_value(app: CommandHost, spec: SettingSpec, current: Any) -> Any:
         if not choices:
             return _CANCEL
         default = choices.index(current) if current in choices else 0
-        picked = await app.dialogs.choose(spec.key, [Option(c, _shown(c)) for c in choices], default=default, record=False)
+        picked = await app.dialogs.choose(
+            spec.key, [Option(c, _shown(c)) for c in choices], default=default, record=False
+        )
         return _CANCEL if picked is None and None not in choices else picked
     answer = await app.dialogs.text(spec.key, default="" if current is None else str(current), record=False)
     if answer is None:
@@ -223,8 +260,12 @@ async def cmd_scoped_models(app: CommandHost, args: str) -> None:
             f"Models for Ctrl+P cycling ({len(chosen) or 'all'} enabled)",
             options,
             actions=app.keymap.picker_actions(
-                [("app.models.toggle", "toggle"), ("app.models.enableAll", "all"), ("app.models.clearAll", "clear"),
-                 ("app.models.save", "save")]
+                [
+                    ("app.models.toggle", "toggle"),
+                    ("app.models.enableAll", "all"),
+                    ("app.models.clearAll", "clear"),
+                    ("app.models.save", "save"),
+                ]
             ),
             query=query,
             default=index,

@@ -91,7 +91,10 @@ def print_header(
     if quiet != "header":
         resources = session.services.resources
         tools = session.tools
-        loaded = [f"{len(session.plugins.loaded)} plugins", f"{len(tools.active_names)} of {len(tools.all_definitions())} tools active"]
+        loaded = [
+            f"{len(session.plugins.loaded)} plugins",
+            f"{len(tools.active_names)} of {len(tools.all_definitions())} tools active",
+        ]
         if resources.context_files:
             loaded.append(", ".join(os.path.basename(c.path) for c in resources.context_files))
         if resources.skills:
@@ -111,7 +114,9 @@ def print_header(
             name = sm.get_session_name() or sm.get_session_id()
             out.line(f"Session {name}: {entries_at_open} entries", "dim")
     _startup_warnings(session, out)
-    out.line("/help commands · /hotkeys keys · !cmd shell · Enter send · Shift+Enter or Ctrl+J new line · Ctrl+D exit", "dim")
+    out.line(
+        "/help commands · /hotkeys keys · !cmd shell · Enter send · Shift+Enter or Ctrl+J new line · Ctrl+D exit", "dim"
+    )
 
 
 def _startup_warnings(session: AgentSession, out: Transcript) -> None:

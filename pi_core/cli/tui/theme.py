@@ -30,14 +30,61 @@ from rich.theme import Theme as RichTheme
 from ..._paths import agent_dir, project_dir
 
 TOKENS: tuple[str, ...] = (
-    "accent", "border", "borderAccent", "borderMuted", "success", "error", "warning", "muted", "dim", "text",
-    "thinkingText", "scrollbarTrack", "scrollbarThumb", "selectedBg", "searchMatchBg", "searchMatchText",
-    "userMessageBg", "userMessageText", "customMessageBg", "customMessageText", "customMessageLabel",
-    "toolPendingBg", "toolSuccessBg", "toolErrorBg", "toolTitle", "toolOutput", "mdHeading", "mdLink", "mdLinkUrl",
-    "mdCode", "mdCodeBlock", "mdCodeBlockBorder", "mdQuote", "mdQuoteBorder", "mdHr", "mdListBullet",
-    "toolDiffAdded", "toolDiffRemoved", "toolDiffContext", "syntaxComment", "syntaxKeyword", "syntaxFunction",
-    "syntaxVariable", "syntaxString", "syntaxNumber", "syntaxType", "syntaxOperator", "syntaxPunctuation",
-    "thinkingOff", "thinkingMinimal", "thinkingLow", "thinkingMedium", "thinkingHigh", "thinkingXhigh", "thinkingMax",
+    "accent",
+    "border",
+    "borderAccent",
+    "borderMuted",
+    "success",
+    "error",
+    "warning",
+    "muted",
+    "dim",
+    "text",
+    "thinkingText",
+    "scrollbarTrack",
+    "scrollbarThumb",
+    "selectedBg",
+    "searchMatchBg",
+    "searchMatchText",
+    "userMessageBg",
+    "userMessageText",
+    "customMessageBg",
+    "customMessageText",
+    "customMessageLabel",
+    "toolPendingBg",
+    "toolSuccessBg",
+    "toolErrorBg",
+    "toolTitle",
+    "toolOutput",
+    "mdHeading",
+    "mdLink",
+    "mdLinkUrl",
+    "mdCode",
+    "mdCodeBlock",
+    "mdCodeBlockBorder",
+    "mdQuote",
+    "mdQuoteBorder",
+    "mdHr",
+    "mdListBullet",
+    "toolDiffAdded",
+    "toolDiffRemoved",
+    "toolDiffContext",
+    "syntaxComment",
+    "syntaxKeyword",
+    "syntaxFunction",
+    "syntaxVariable",
+    "syntaxString",
+    "syntaxNumber",
+    "syntaxType",
+    "syntaxOperator",
+    "syntaxPunctuation",
+    "thinkingOff",
+    "thinkingMinimal",
+    "thinkingLow",
+    "thinkingMedium",
+    "thinkingHigh",
+    "thinkingXhigh",
+    "thinkingMax",
     "bashMode",
 )
 FALLBACKS = {
@@ -62,8 +109,22 @@ _OKLCH = re.compile(rf"^oklch\(\s*({_NUMBER})(%)?\s+({_NUMBER})\s+({_NUMBER})(?:
 _HEX = re.compile(r"^#([0-9a-f]{3}|[0-9a-f]{6})$", re.I)
 _CUBE = (0, 95, 135, 175, 215, 255)
 _BASIC = (
-    (0, 0, 0), (128, 0, 0), (0, 128, 0), (128, 128, 0), (0, 0, 128), (128, 0, 128), (0, 128, 128), (192, 192, 192),
-    (128, 128, 128), (255, 0, 0), (0, 255, 0), (255, 255, 0), (0, 0, 255), (255, 0, 255), (0, 255, 255), (255, 255, 255),
+    (0, 0, 0),
+    (128, 0, 0),
+    (0, 128, 0),
+    (128, 128, 0),
+    (0, 0, 128),
+    (128, 0, 128),
+    (0, 128, 128),
+    (192, 192, 192),
+    (128, 128, 128),
+    (255, 0, 0),
+    (0, 255, 0),
+    (255, 255, 0),
+    (0, 0, 255),
+    (255, 0, 255),
+    (0, 255, 255),
+    (255, 255, 255),
 )
 
 
@@ -148,12 +209,24 @@ def _gamut_intersection(a: float, b: float, l1: float, c1: float, l0: float, cus
 
 def _st_mid(a: float, b: float) -> tuple[float, float]:
     s = 0.11516993 + 1 / (
-        7.44778970 + 4.15901240 * b
-        + a * (-2.19557347 + 1.75198401 * b + a * (-2.13704948 - 10.02301043 * b + a * (-4.24894561 + 5.38770819 * b + 4.69891013 * a)))
+        7.44778970
+        + 4.15901240 * b
+        + a
+        * (
+            -2.19557347
+            + 1.75198401 * b
+            + a * (-2.13704948 - 10.02301043 * b + a * (-4.24894561 + 5.38770819 * b + 4.69891013 * a))
+        )
     )
     t = 0.11239642 + 1 / (
-        1.61320320 - 0.68124379 * b
-        + a * (0.40370612 + 0.90148123 * b + a * (-0.27087943 + 0.61223990 * b + a * (0.00299215 - 0.45399568 * b - 0.14661872 * a)))
+        1.61320320
+        - 0.68124379 * b
+        + a
+        * (
+            0.40370612
+            + 0.90148123 * b
+            + a * (-0.27087943 + 0.61223990 * b + a * (0.00299215 - 0.45399568 * b - 0.14661872 * a))
+        )
     )
     return s, t
 
@@ -251,7 +324,7 @@ def parse_color(value: Any) -> str | None:
     if match := _OKLCH.match(value):
         lightness = float(match.group(1)) / (100 if match.group(2) else 1)
         return "#{:02x}{:02x}{:02x}".format(*oklch_to_rgb(lightness, float(match.group(3)), float(match.group(4))))
-    raise ThemeError(f"invalid colour {value!r} (use #rrggbb, 0-255, okhsl(...), oklch(...), a var or \"\")")
+    raise ThemeError(f'invalid colour {value!r} (use #rrggbb, 0-255, okhsl(...), oklch(...), a var or "")')
 
 
 # --------------------------------------------------------------------------- themes
@@ -282,16 +355,34 @@ class Theme:
         to the theme's tokens, and rich's markdown styles."""
         s = self._style
         styles = {
-            "red": s("error"), "green": s("success"), "yellow": s("warning"), "cyan": s("accent"),
-            "blue": s("accent"), "magenta": s("customMessageLabel"), "dim": s("dim"),
-            "bold cyan": s("accent", "bold"), "bold green": s("bashMode", "bold"), "bold": s("userMessageText", "bold"),
-            "dim italic": s("thinkingText", "italic"), "tool": s("toolTitle"), "tool.output": s("toolOutput"),
-            "tool.error": s("error"), "thinking": s("thinkingText", "italic"),
-            "markdown.h1": s("mdHeading", "bold"), "markdown.h2": s("mdHeading", "bold"),
-            "markdown.h3": s("mdHeading", "bold"), "markdown.h4": s("mdHeading"), "markdown.h5": s("mdHeading"),
-            "markdown.h6": s("mdHeading"), "markdown.code": s("mdCode"), "markdown.code_block": s("mdCodeBlock"),
-            "markdown.link": s("mdLink"), "markdown.link_url": s("mdLinkUrl", "underline"),
-            "markdown.block_quote": s("mdQuote"), "markdown.hr": s("mdHr"), "markdown.item.bullet": s("mdListBullet"),
+            "red": s("error"),
+            "green": s("success"),
+            "yellow": s("warning"),
+            "cyan": s("accent"),
+            "blue": s("accent"),
+            "magenta": s("customMessageLabel"),
+            "dim": s("dim"),
+            "bold cyan": s("accent", "bold"),
+            "bold green": s("bashMode", "bold"),
+            "bold": s("userMessageText", "bold"),
+            "dim italic": s("thinkingText", "italic"),
+            "tool": s("toolTitle"),
+            "tool.output": s("toolOutput"),
+            "tool.error": s("error"),
+            "thinking": s("thinkingText", "italic"),
+            "markdown.h1": s("mdHeading", "bold"),
+            "markdown.h2": s("mdHeading", "bold"),
+            "markdown.h3": s("mdHeading", "bold"),
+            "markdown.h4": s("mdHeading"),
+            "markdown.h5": s("mdHeading"),
+            "markdown.h6": s("mdHeading"),
+            "markdown.code": s("mdCode"),
+            "markdown.code_block": s("mdCodeBlock"),
+            "markdown.link": s("mdLink"),
+            "markdown.link_url": s("mdLinkUrl", "underline"),
+            "markdown.block_quote": s("mdQuote"),
+            "markdown.hr": s("mdHr"),
+            "markdown.item.bullet": s("mdListBullet"),
             "markdown.item.number": s("mdListBullet"),
         }
         return RichTheme(styles, inherit=True)
@@ -345,11 +436,11 @@ def theme_from_json(data: Any, where: str) -> Theme:
         raise ThemeError(f"{where}: \"name\" must be a non-empty string without '/'")
     appearance = data.get("appearance", "dark")
     if appearance not in ("dark", "light"):
-        raise ThemeError(f"{where}: \"appearance\" must be \"dark\" or \"light\"")
+        raise ThemeError(f'{where}: "appearance" must be "dark" or "light"')
     variables = data.get("vars") or {}
     colors = data.get("colors")
     if not isinstance(variables, dict) or not isinstance(colors, dict):
-        raise ThemeError(f"{where}: \"vars\" and \"colors\" must be objects")
+        raise ThemeError(f'{where}: "vars" and "colors" must be objects')
     unknown = sorted(set(colors) - set(TOKENS))
     if unknown:
         raise ThemeError(f"{where}: unknown colour token(s) {', '.join(unknown)}")
@@ -377,7 +468,9 @@ def theme_from_json(data: Any, where: str) -> Theme:
 
 
 def _builtin(name: str) -> Theme:
-    text = resources.files(__package__ or "pi_core.cli.tui").joinpath("themes", f"{name}.json").read_text(encoding="utf-8")
+    text = (
+        resources.files(__package__ or "pi_core.cli.tui").joinpath("themes", f"{name}.json").read_text(encoding="utf-8")
+    )
     return theme_from_json(json.loads(text), f"built-in theme {name}")
 
 
@@ -434,7 +527,9 @@ def load_theme(name: Any, settings: Any, cwd: str, problems: list[str] | None = 
         path = available_themes(settings, cwd).get(wanted)
         if path is None:
             if problems is not None:
-                problems.append(f"Theme {wanted!r} not found (built in: dark, light; custom themes: {agent_dir() / 'themes'}): using dark")
+                problems.append(
+                    f"Theme {wanted!r} not found (built in: dark, light; custom themes: {agent_dir() / 'themes'}): using dark"
+                )
         else:
             try:
                 theme = theme_from_json(json.loads(Path(path).read_text(encoding="utf-8-sig")), path)

@@ -60,5 +60,7 @@ def lend_credentials(request: CredentialRequest) -> RequestCredentials | None:
 @hookimpl
 def register_providers(register: Callable[[Any], Any]) -> None:
     # pi makes the conversation acceptable to the model first (its rules for every API)
-    register(ApiDefinition(name=API, stream="pi_bedrock.api:stream", transcript=TranscriptRules(tool_call_id_max_length=64)))
+    register(
+        ApiDefinition(name=API, stream="pi_bedrock.api:stream", transcript=TranscriptRules(tool_call_id_max_length=64))
+    )
     register(CredentialSource(provider=PROVIDER, resolve=lend_credentials, available=credentials_available))

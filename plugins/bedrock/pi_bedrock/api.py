@@ -369,8 +369,9 @@ async def stream(model: Model, context: LlmContext, options: StreamOptions, out:
 
     async def send() -> httpx2.Response:
         signed = await authorize(target, url, body, plain)  # signed anew for each attempt
-        request = client.build_request("POST", url, content=body, headers=signed,
-                                       timeout=httpx2.Timeout(timeout, connect=connect))
+        request = client.build_request(
+            "POST", url, content=body, headers=signed, timeout=httpx2.Timeout(timeout, connect=connect)
+        )
         response = await client.send(request, stream=True)
         if response.status_code >= 400:
             try:

@@ -39,8 +39,13 @@ THINKING_BINDING_BETA = "thinking-binding-controls-2026-08-01"
 MIN_ANSWER_TOKENS = 1024
 THINKING_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
 LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
-_IMAGE_FORMATS = {"image/jpeg": "jpeg", "image/jpg": "jpeg", "image/png": "png", "image/gif": "gif",
-                  "image/webp": "webp"}
+_IMAGE_FORMATS = {
+    "image/jpeg": "jpeg",
+    "image/jpg": "jpeg",
+    "image/png": "png",
+    "image/gif": "gif",
+    "image/webp": "webp",
+}
 _GPT_EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "max"}
 _GPT_OSS_EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "high", "max": "high"}
 
@@ -113,7 +118,8 @@ def thinking_level(model: Model, requested: str | None) -> str:
         return "off"
     mapping = model.thinking_level_map or {}
     allowed = [
-        name for name in LEVELS
+        name
+        for name in LEVELS
         if not (name in mapping and mapping[name] is None) and not (name in ("xhigh", "max") and name not in mapping)
     ]
     level = requested or "off"
@@ -169,7 +175,9 @@ def thinking_fields(model: Model, level: str, options: StreamOptions, budget: in
 
 
 def _gov_cloud(model: Model, options: StreamOptions) -> bool:
-    region = str(options.extra.get("region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "")
+    region = str(
+        options.extra.get("region") or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or ""
+    )
     model_id = model.id.lower()
     return region.lower().startswith("us-gov-") or model_id.startswith(("us-gov.", "arn:aws-us-gov:"))
 
@@ -243,8 +251,9 @@ def _assistant_content(message: AssistantMessage, model: Model) -> list[dict[str
             if text:
                 content.append(text)
         elif isinstance(block, ToolCall):
-            content.append({"toolUse": {"toolUseId": block.id, "name": block.name,
-                                        "input": _strip_empty_keys(block.arguments)}})
+            content.append(
+                {"toolUse": {"toolUseId": block.id, "name": block.name, "input": _strip_empty_keys(block.arguments)}}
+            )
         elif isinstance(block, ThinkingContent):
             if block.redacted:
                 if block.thinking_signature:
@@ -255,8 +264,13 @@ def _assistant_content(message: AssistantMessage, model: Model) -> list[dict[str
             if not signed:
                 content.append({"reasoningContent": {"reasoningText": {"text": block.thinking}}})
             elif block.thinking_signature and block.thinking_signature.strip():
-                content.append({"reasoningContent": {"reasoningText": {
-                    "text": block.thinking, "signature": block.thinking_signature}}})
+                content.append(
+                    {
+                        "reasoningContent": {
+                            "reasoningText": {"text": block.thinking, "signature": block.thinking_signature}
+                        }
+                    }
+                )
             else:
                 content.append({"text": block.thinking})
     return content
@@ -301,12 +315,19 @@ def convert_messages(messages: list[Any], model: Model, retention: str) -> list[
                 images = [b for b in blocks if isinstance(b, ImageContent)]
                 if claude and item.is_error and images:
                     blocks = _without_images(blocks, ERROR_IMAGE_PLACEHOLDER)
-                    after.append({"text": f"Images from the error result of tool call {item.tool_call_id} "
-                                          f"({item.tool_name}):"})
+                    after.append(
+                        {"text": f"Images from the error result of tool call {item.tool_call_id} ({item.tool_name}):"}
+                    )
                     after.extend(image_block(image) for image in images)
-                results.append({"toolResult": {"toolUseId": item.tool_call_id,
-                                               "content": _tool_result_content(blocks),
-                                               "status": "error" if item.is_error else "success"}})
+                results.append(
+                    {
+                        "toolResult": {
+                            "toolUseId": item.tool_call_id,
+                            "content": _tool_result_content(blocks),
+                            "status": "error" if item.is_error else "success",
+                        }
+                    }
+                )
             result.append({"role": "user", "content": results + after})
     if retention != "none" and supports_prompt_caching(model) and result and result[-1]["role"] == "user":
         result[-1]["content"].append(_cache_point(retention))
@@ -316,11 +337,18 @@ def convert_messages(messages: list[Any], model: Model, retention: str) -> list[
 def tool_config(tools: list[ToolDeclaration], choice: Any) -> dict[str, Any] | None:
     if not tools or choice == "none":
         return None
-    config: dict[str, Any] = {"tools": [
-        {"toolSpec": {"name": tool.name, "description": tool.description,
-                      "inputSchema": {"json": tool.parameters or {"type": "object", "properties": {}}}}}
-        for tool in tools
-    ]}
+    config: dict[str, Any] = {
+        "tools": [
+            {
+                "toolSpec": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "inputSchema": {"json": tool.parameters or {"type": "object", "properties": {}}},
+                }
+            }
+            for tool in tools
+        ]
+    }
     if choice == "auto":
         config["toolChoice"] = {"auto": {}}
     elif choice == "any":

@@ -41,35 +41,64 @@ def converse_frames(
         kind = block["type"]
         if kind == "text":
             for piece in _pieces(block["text"]):
-                frames.append(aws_event("contentBlockDelta", {"contentBlockIndex": index, "delta": {"text": piece},
-                                                              "p": "abc"}))
+                frames.append(
+                    aws_event("contentBlockDelta", {"contentBlockIndex": index, "delta": {"text": piece}, "p": "abc"})
+                )
         elif kind == "reasoning":
             for piece in _pieces(block["text"]):
-                frames.append(aws_event("contentBlockDelta", {
-                    "contentBlockIndex": index, "delta": {"reasoningContent": {"text": piece}}, "p": "ab"}))
-            frames.append(aws_event("contentBlockDelta", {
-                "contentBlockIndex": index, "delta": {"reasoningContent": {"signature": block["signature"]}}}))
+                frames.append(
+                    aws_event(
+                        "contentBlockDelta",
+                        {"contentBlockIndex": index, "delta": {"reasoningContent": {"text": piece}}, "p": "ab"},
+                    )
+                )
+            frames.append(
+                aws_event(
+                    "contentBlockDelta",
+                    {"contentBlockIndex": index, "delta": {"reasoningContent": {"signature": block["signature"]}}},
+                )
+            )
         elif kind == "redacted":
             for chunk in block["chunks"]:
-                frames.append(aws_event("contentBlockDelta", {
-                    "contentBlockIndex": index, "delta": {"reasoningContent": {"redactedContent": chunk}}}))
+                frames.append(
+                    aws_event(
+                        "contentBlockDelta",
+                        {"contentBlockIndex": index, "delta": {"reasoningContent": {"redactedContent": chunk}}},
+                    )
+                )
         elif kind == "tool":
-            frames.append(aws_event("contentBlockStart", {
-                "contentBlockIndex": index, "start": {"toolUse": {"toolUseId": block["id"], "name": block["name"]}},
-                "p": "abcd"}))
+            frames.append(
+                aws_event(
+                    "contentBlockStart",
+                    {
+                        "contentBlockIndex": index,
+                        "start": {"toolUse": {"toolUseId": block["id"], "name": block["name"]}},
+                        "p": "abcd",
+                    },
+                )
+            )
             for piece in block["json"]:
-                frames.append(aws_event("contentBlockDelta", {
-                    "contentBlockIndex": index, "delta": {"toolUse": {"input": piece}}}))
+                frames.append(
+                    aws_event("contentBlockDelta", {"contentBlockIndex": index, "delta": {"toolUse": {"input": piece}}})
+                )
         frames.append(aws_event("contentBlockStop", {"contentBlockIndex": index, "p": "a"}))
     frames.append(aws_event("messageStop", {"stopReason": stop_reason, "p": "abc"}))
-    frames.append(aws_event("metadata", {
-        "usage": usage or {"inputTokens": 30, "outputTokens": 8, "totalTokens": 38},
-        "metrics": {"latencyMs": 120}, "p": "abcdef"}))
+    frames.append(
+        aws_event(
+            "metadata",
+            {
+                "usage": usage or {"inputTokens": 30, "outputTokens": 8, "totalTokens": 38},
+                "metrics": {"latencyMs": 120},
+                "p": "abcdef",
+            },
+        )
+    )
     return frames
 
 
-def verify_sigv4(request: Recorded, *, key: str = ACCESS_KEY, secret: str = SECRET_KEY,
-                 token: str | None = None) -> re.Match[str]:
+def verify_sigv4(
+    request: Recorded, *, key: str = ACCESS_KEY, secret: str = SECRET_KEY, token: str | None = None
+) -> re.Match[str]:
     """Check the request's SigV4 ``Authorization`` against a signature botocore computes
     for the same method, path, signed headers, body and time; returns its parts."""
     from botocore.auth import SigV4Auth
@@ -86,8 +115,9 @@ def verify_sigv4(request: Recorded, *, key: str = ACCESS_KEY, secret: str = SECR
         assert request.headers["x-amz-security-token"] == token
     assert match["date"] == request.headers["x-amz-date"][:8]
     headers = {name: request.headers[name] for name in names}
-    aws = AWSRequest(method="POST", url=f"http://{request.headers['host']}{request.path}", data=request.raw,
-                     headers=headers)
+    aws = AWSRequest(
+        method="POST", url=f"http://{request.headers['host']}{request.path}", data=request.raw, headers=headers
+    )
     aws.context["timestamp"] = request.headers["x-amz-date"]
     signer = SigV4Auth(Credentials(key, secret, token), "bedrock", match["region"])
     expected = signer.signature(signer.string_to_sign(aws, signer.canonical_request(aws)), aws)

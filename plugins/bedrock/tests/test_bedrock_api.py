@@ -36,8 +36,11 @@ from pi_hookspecs import (
     UserMessage,
 )
 
-BASH = ToolDeclaration(name="bash", description="Run a command",
-                       parameters={"type": "object", "properties": {"command": {"type": "string"}}})
+BASH = ToolDeclaration(
+    name="bash",
+    description="Run a command",
+    parameters={"type": "object", "properties": {"command": {"type": "string"}}},
+)
 CLAUDE = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 
 
@@ -49,10 +52,22 @@ def wire() -> Iterator[WireServer]:
 @pytest.fixture(autouse=True)
 def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Fixed keys in the environment, no AWS files, no metadata service."""
-    for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_SESSION_TOKEN",
-                 "AWS_BEARER_TOKEN_BEDROCK", "AWS_BEDROCK_SKIP_AUTH", "AWS_ENDPOINT_URL", "AWS_BEDROCK_FORCE_CACHE",
-                 "AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "PI_CACHE_RETENTION", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-                 "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_WEB_IDENTITY_TOKEN_FILE"):
+    for name in (
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_SESSION_TOKEN",
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "AWS_BEDROCK_SKIP_AUTH",
+        "AWS_ENDPOINT_URL",
+        "AWS_BEDROCK_FORCE_CACHE",
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
+        "PI_CACHE_RETENTION",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
@@ -64,19 +79,25 @@ def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 def bedrock_model(server: WireServer | None, model_id: str = CLAUDE, **fields: object) -> Model:
     values: dict[str, object] = {
-        "id": model_id, "name": "Claude Sonnet 4.5", "provider": "amazon-bedrock", "api": "bedrock-converse-stream",
+        "id": model_id,
+        "name": "Claude Sonnet 4.5",
+        "provider": "amazon-bedrock",
+        "api": "bedrock-converse-stream",
         "base_url": server.url if server else "https://bedrock-runtime.us-east-1.amazonaws.com",
-        "reasoning": True, "input": ["text", "image"],
+        "reasoning": True,
+        "input": ["text", "image"],
         "cost": ModelCost(input=3, output=15, cache_read=0.3, cache_write=3.75),
-        "context_window": 200_000, "max_tokens": 64_000,
+        "context_window": 200_000,
+        "max_tokens": 64_000,
     }
     values.update(fields)
     return Model(**values)  # type: ignore[arg-type]
 
 
 def ctx(*messages: object, tools: list[ToolDeclaration] | None = None) -> LlmContext:
-    return LlmContext(system_prompt="You are pi.", messages=list(messages or [UserMessage(content="hi")]),
-                      tools=tools or [])
+    return LlmContext(
+        system_prompt="You are pi.", messages=list(messages or [UserMessage(content="hi")]), tools=tools or []
+    )
 
 
 def bedrock_stream(model: Model, context: LlmContext, options: StreamOptions | None = None) -> AssistantMessageStream:
@@ -97,14 +118,28 @@ def bedrock_stream(model: Model, context: LlmContext, options: StreamOptions | N
 
 
 async def test_thinking_text_parallel_tools_usage_and_a_signed_request(wire: WireServer) -> None:
-    usage = {"inputTokens": 120, "outputTokens": 80, "totalTokens": 1400, "cacheReadInputTokens": 1000,
-             "cacheWriteInputTokens": 200, "cacheDetails": [{"ttl": "1h", "inputTokens": 50}]}
-    wire.enqueue(aws_event_stream(converse_frames([
-        {"type": "reasoning", "text": "Two things to check.", "signature": "SIG=="},
-        {"type": "text", "text": "Running both."},
-        {"type": "tool", "id": "tooluse_a1", "name": "bash", "json": ['{"comm', 'and": "ls"}']},
-        {"type": "tool", "id": "tooluse_b2", "name": "bash", "json": ['{"command": "pwd"}']},
-    ], stop_reason="tool_use", usage=usage)))
+    usage = {
+        "inputTokens": 120,
+        "outputTokens": 80,
+        "totalTokens": 1400,
+        "cacheReadInputTokens": 1000,
+        "cacheWriteInputTokens": 200,
+        "cacheDetails": [{"ttl": "1h", "inputTokens": 50}],
+    }
+    wire.enqueue(
+        aws_event_stream(
+            converse_frames(
+                [
+                    {"type": "reasoning", "text": "Two things to check.", "signature": "SIG=="},
+                    {"type": "text", "text": "Running both."},
+                    {"type": "tool", "id": "tooluse_a1", "name": "bash", "json": ['{"comm', 'and": "ls"}']},
+                    {"type": "tool", "id": "tooluse_b2", "name": "bash", "json": ['{"command": "pwd"}']},
+                ],
+                stop_reason="tool_use",
+                usage=usage,
+            )
+        )
+    )
     options = StreamOptions(session_id="s", thinking_level="medium", max_tokens=4096, temperature=0.2)
     s = bedrock_stream(bedrock_model(wire), ctx(tools=[BASH]), options)
     events = await collect(s)
@@ -114,12 +149,19 @@ async def test_thinking_text_parallel_tools_usage_and_a_signed_request(wire: Wir
     assert isinstance(thinking, ThinkingContent)
     assert thinking.thinking == "Two things to check." and thinking.thinking_signature == "SIG=="
     assert isinstance(text, TextContent) and text.text == "Running both."
-    assert isinstance(first, ToolCall) and (first.id, first.name, first.arguments) == ("tooluse_a1", "bash",
-                                                                                      {"command": "ls"})
+    assert isinstance(first, ToolCall) and (first.id, first.name, first.arguments) == (
+        "tooluse_a1",
+        "bash",
+        {"command": "ls"},
+    )
     assert isinstance(second, ToolCall) and second.arguments == {"command": "pwd"}
     assert message.stop_reason == "toolUse" and message.raw_stop_reason == "tool_use"
     assert (message.usage.input, message.usage.output, message.usage.cache_read, message.usage.cache_write) == (
-        120, 80, 1000, 200)
+        120,
+        80,
+        1000,
+        200,
+    )
     assert message.usage.cache_write_1h == 50 and message.usage.total_tokens == 1400
     assert message.usage.cost.total > 0
     kinds = [e.type for e in events]
@@ -138,25 +180,46 @@ async def test_thinking_text_parallel_tools_usage_and_a_signed_request(wire: Wir
     assert body["inferenceConfig"] == {"maxTokens": 4096 + 8192, "temperature": 0.2}
     assert body["additionalModelRequestFields"] == {
         "thinking": {"type": "enabled", "budget_tokens": 8192, "display": "summarized"},
-        "anthropic_beta": ["interleaved-thinking-2025-05-14"]}
-    assert body["toolConfig"] == {"tools": [{"toolSpec": {"name": "bash", "description": "Run a command",
-                                                          "inputSchema": {"json": BASH.parameters}}}]}
+        "anthropic_beta": ["interleaved-thinking-2025-05-14"],
+    }
+    assert body["toolConfig"] == {
+        "tools": [
+            {"toolSpec": {"name": "bash", "description": "Run a command", "inputSchema": {"json": BASH.parameters}}}
+        ]
+    }
 
 
 async def test_replay_of_the_same_model_and_of_another(wire: WireServer) -> None:
-    wire.enqueue(aws_event_stream(converse_frames([
-        {"type": "reasoning", "text": "Plan.", "signature": "SIG"},
-        {"type": "tool", "id": "tooluse_1", "name": "bash", "json": ['{"command": "ls"}']},
-    ], stop_reason="tool_use")))
+    wire.enqueue(
+        aws_event_stream(
+            converse_frames(
+                [
+                    {"type": "reasoning", "text": "Plan.", "signature": "SIG"},
+                    {"type": "tool", "id": "tooluse_1", "name": "bash", "json": ['{"command": "ls"}']},
+                ],
+                stop_reason="tool_use",
+            )
+        )
+    )
     model = bedrock_model(wire)
     first = await bedrock_stream(model, ctx(tools=[BASH])).result()
     foreign = AssistantMessage(
-        api="openai-responses", provider="openai", model="gpt-x", stop_reason="toolUse",
-        content=[ThinkingContent(thinking="their thoughts", thinking_signature="{}"),
-                 ToolCall(id="call_9|fc_9", name="bash", arguments={"command": "pwd", "": 1})],
+        api="openai-responses",
+        provider="openai",
+        model="gpt-x",
+        stop_reason="toolUse",
+        content=[
+            ThinkingContent(thinking="their thoughts", thinking_signature="{}"),
+            ToolCall(id="call_9|fc_9", name="bash", arguments={"command": "pwd", "": 1}),
+        ],
     )
-    failed = AssistantMessage(api="bedrock-converse-stream", provider="amazon-bedrock", model=CLAUDE,
-                              stop_reason="error", content=[TextContent(text="broken")])
+    failed = AssistantMessage(
+        api="bedrock-converse-stream",
+        provider="amazon-bedrock",
+        model=CLAUDE,
+        stop_reason="error",
+        content=[TextContent(text="broken")],
+    )
     history = [
         SystemMessage(content="Leading prompt.", tools_added=[BASH]),
         UserMessage(content="hi"),
@@ -176,22 +239,33 @@ async def test_replay_of_the_same_model_and_of_another(wire: WireServer) -> None
     assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant", "user", "user"]
     assert messages[1]["content"] == [
         {"reasoningContent": {"reasoningText": {"text": "Plan.", "signature": "SIG"}}},
-        {"toolUse": {"toolUseId": "tooluse_1", "name": "bash", "input": {"command": "ls"}}}]
-    assert messages[2]["content"] == [{"toolResult": {"toolUseId": "tooluse_1", "content": [{"text": "a.txt"}],
-                                                      "status": "success"}}]
+        {"toolUse": {"toolUseId": "tooluse_1", "name": "bash", "input": {"command": "ls"}}},
+    ]
+    assert messages[2]["content"] == [
+        {"toolResult": {"toolUseId": "tooluse_1", "content": [{"text": "a.txt"}], "status": "success"}}
+    ]
     # another model's thinking becomes text, its tool-call id Bedrock-safe, empty keys dropped
-    assert messages[3]["content"] == [{"text": "their thoughts"}, {"toolUse": {
-        "toolUseId": "call_9_fc_9", "name": "bash", "input": {"command": "pwd"}}}]
-    assert messages[4]["content"][0]["toolResult"] == {"toolUseId": "call_9_fc_9", "status": "error",
-                                                       "content": [{"text": "No result provided"}]}
-    assert messages[5]["content"] == [{"text": "look"}, {"image": {"format": "png", "source": {"bytes": "iVBORw0="}}},
-                                      {"cachePoint": {"type": "default"}}]
+    assert messages[3]["content"] == [
+        {"text": "their thoughts"},
+        {"toolUse": {"toolUseId": "call_9_fc_9", "name": "bash", "input": {"command": "pwd"}}},
+    ]
+    assert messages[4]["content"][0]["toolResult"] == {
+        "toolUseId": "call_9_fc_9",
+        "status": "error",
+        "content": [{"text": "No result provided"}],
+    }
+    assert messages[5]["content"] == [
+        {"text": "look"},
+        {"image": {"format": "png", "source": {"bytes": "iVBORw0="}}},
+        {"cachePoint": {"type": "default"}},
+    ]
 
 
 async def test_redacted_reasoning_is_kept_and_replayed(wire: WireServer) -> None:
     chunks = [base64.b64encode(b"opaque-").decode(), base64.b64encode(b"payload").decode()]
-    wire.enqueue(aws_event_stream(converse_frames([{"type": "redacted", "chunks": chunks},
-                                                   {"type": "text", "text": "Answer."}])))
+    wire.enqueue(
+        aws_event_stream(converse_frames([{"type": "redacted", "chunks": chunks}, {"type": "text", "text": "Answer."}]))
+    )
     model = bedrock_model(wire, "openai.gpt-test-v1:0", name="GPT test")
     options = StreamOptions(thinking_level="high")
     message = await bedrock_stream(model, ctx(), options).result()
@@ -210,24 +284,38 @@ async def test_redacted_reasoning_is_kept_and_replayed(wire: WireServer) -> None
 
 async def test_adaptive_thinking_and_long_cache_retention(wire: WireServer) -> None:
     wire.enqueue(aws_event_stream(converse_frames([{"type": "text", "text": "ok"}])))
-    model = bedrock_model(wire, "global.anthropic.claude-opus-4-7-v1", name="Claude Opus 4.7",
-                          thinking_level_map={"xhigh": "xhigh", "max": "max"})
+    model = bedrock_model(
+        wire,
+        "global.anthropic.claude-opus-4-7-v1",
+        name="Claude Opus 4.7",
+        thinking_level_map={"xhigh": "xhigh", "max": "max"},
+    )
     options = StreamOptions(thinking_level="xhigh", extra={"cache_retention": "long"})
     await bedrock_stream(model, ctx(), options).result()
     body = wire.requests[0].body
     assert body["additionalModelRequestFields"] == {
-        "thinking": {"type": "adaptive", "display": "summarized",
-                     "block_binding": {"prefix_mismatch_behavior": "drop_block"}},
-        "output_config": {"effort": "xhigh"}, "anthropic_beta": ["thinking-binding-controls-2026-08-01"]}
+        "thinking": {
+            "type": "adaptive",
+            "display": "summarized",
+            "block_binding": {"prefix_mismatch_behavior": "drop_block"},
+        },
+        "output_config": {"effort": "xhigh"},
+        "anthropic_beta": ["thinking-binding-controls-2026-08-01"],
+    }
     assert body["inferenceConfig"] == {"maxTokens": 64_000}
     assert body["system"][1] == {"cachePoint": {"type": "default", "ttl": "1h"}}
 
 
-@pytest.mark.parametrize(("reason", "stop", "error"), [
-    ("end_turn", "stop", None), ("stop_sequence", "stop", None), ("max_tokens", "length", None),
-    ("model_context_window_exceeded", "length", None),
-    ("guardrail_intervened", "error", "Provider stopped with: guardrail_intervened"),
-])
+@pytest.mark.parametrize(
+    ("reason", "stop", "error"),
+    [
+        ("end_turn", "stop", None),
+        ("stop_sequence", "stop", None),
+        ("max_tokens", "length", None),
+        ("model_context_window_exceeded", "length", None),
+        ("guardrail_intervened", "error", "Provider stopped with: guardrail_intervened"),
+    ],
+)
 async def test_stop_reasons(wire: WireServer, reason: str, stop: str, error: str | None) -> None:
     wire.enqueue(aws_event_stream(converse_frames([{"type": "text", "text": "words"}], stop_reason=reason)))
     message = await bedrock_stream(bedrock_model(wire), ctx()).result()
@@ -236,9 +324,11 @@ async def test_stop_reasons(wire: WireServer, reason: str, stop: str, error: str
 
 
 async def test_throttling_http_error_retry_after_and_classification(wire: WireServer) -> None:
-    throttled = json_error(429, {"message": "Too many requests, please wait before trying again."},
-                           headers={"x-amzn-errortype": "ThrottlingException:http://internal.amazon.com/coral/",
-                                    "retry-after": "0"})
+    throttled = json_error(
+        429,
+        {"message": "Too many requests, please wait before trying again."},
+        headers={"x-amzn-errortype": "ThrottlingException:http://internal.amazon.com/coral/", "retry-after": "0"},
+    )
     wire.enqueue(throttled)
     message = await bedrock_stream(bedrock_model(wire), ctx()).result()
     assert message.stop_reason == "error"
@@ -255,12 +345,18 @@ async def test_throttling_http_error_retry_after_and_classification(wire: WireSe
     verify_sigv4(wire.requests[1])  # signed afresh for the retry
 
 
-@pytest.mark.parametrize(("status", "body", "kind"), [
-    (400, {"__type": "com.amazon.bedrock#ValidationException",
-           "message": "Input is too long for requested model."}, "context_overflow"),
-    (403, {"message": "The security token included in the request is invalid."}, "auth"),
-    (503, {"message": "Bedrock is unable to process your request."}, "retryable"),
-])
+@pytest.mark.parametrize(
+    ("status", "body", "kind"),
+    [
+        (
+            400,
+            {"__type": "com.amazon.bedrock#ValidationException", "message": "Input is too long for requested model."},
+            "context_overflow",
+        ),
+        (403, {"message": "The security token included in the request is invalid."}, "auth"),
+        (503, {"message": "Bedrock is unable to process your request."}, "retryable"),
+    ],
+)
 async def test_http_errors(wire: WireServer, status: int, body: dict[str, str], kind: str) -> None:
     headers = {"x-amzn-errortype": "ServiceUnavailableException"} if status == 503 else {}
     if status == 403:
@@ -333,14 +429,17 @@ async def test_inference_profile_arn_gives_the_region(wire: WireServer, monkeypa
     message = await bedrock_stream(bedrock_model(wire, arn, name="my profile"), ctx()).result()
     assert message.text() == "ok", message.error_message
     request = wire.requests[0]
-    assert request.path == ("/model/arn%3Aaws%3Abedrock%3Aap-southeast-2%3A123456789012%3Aapplication-inference-"
-                            "profile%2Fabc123/converse-stream")
+    assert request.path == (
+        "/model/arn%3Aaws%3Abedrock%3Aap-southeast-2%3A123456789012%3Aapplication-inference-"
+        "profile%2Fabc123/converse-stream"
+    )
     assert verify_sigv4(request)["region"] == "ap-southeast-2"
 
 
 async def test_profile_from_the_shared_files(wire: WireServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     (tmp_path / "aws-credentials").write_text(
-        "[work]\naws_access_key_id = AKIDWORKPROFILE\naws_secret_access_key = work-secret\n")
+        "[work]\naws_access_key_id = AKIDWORKPROFILE\naws_secret_access_key = work-secret\n"
+    )
     (tmp_path / "aws-config").write_text("[profile work]\nregion = eu-west-3\n")
     monkeypatch.setenv("AWS_ENDPOINT_URL", wire.url)
     wire.enqueue(aws_event_stream(converse_frames([{"type": "text", "text": "ok"}])))
@@ -397,10 +496,15 @@ async def test_hooks_and_headers(wire: WireServer) -> None:
         headers["Authorization"] = "stolen"  # the signature's headers cannot be set from outside
 
     async def on_payload(payload: dict[str, Any]) -> dict[str, Any]:
-        return {**payload, "modelId": "us.anthropic.claude-haiku-4-5-v1:0", "performanceConfig": {"latency": "optimized"}}
+        return {
+            **payload,
+            "modelId": "us.anthropic.claude-haiku-4-5-v1:0",
+            "performanceConfig": {"latency": "optimized"},
+        }
 
-    options = StreamOptions(headers={"X-From-Options": "1"}, on_headers=on_headers, on_payload=on_payload,
-                            on_raw_event=raw.append)
+    options = StreamOptions(
+        headers={"X-From-Options": "1"}, on_headers=on_headers, on_payload=on_payload, on_raw_event=raw.append
+    )
     await bedrock_stream(bedrock_model(wire), ctx(), options).result()
     request = wire.requests[0]
     assert request.path == "/model/us.anthropic.claude-haiku-4-5-v1%3A0/converse-stream"

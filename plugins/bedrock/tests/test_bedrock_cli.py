@@ -31,8 +31,13 @@ def wire() -> Iterator[WireServer]:
 def aws(pi_agent_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wire: WireServer) -> dict[str, str]:
     """A private agent dir (the kit's ``pi_agent_dir``), and the environment of a user
     with AWS keys whose Bedrock endpoint is the loopback server."""
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK", "AWS_ENDPOINT_URL",
-                 "AWS_DEFAULT_REGION"):
+    for name in (
+        "AWS_PROFILE",
+        "AWS_SESSION_TOKEN",
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "AWS_ENDPOINT_URL",
+        "AWS_DEFAULT_REGION",
+    ):
         monkeypatch.delenv(name, raising=False)
     return {
         "AWS_ACCESS_KEY_ID": ACCESS_KEY,
@@ -47,12 +52,18 @@ def aws(pi_agent_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wir
 
 def test_print_mode_answers_through_pi_bedrock(wire: WireServer, aws: dict[str, str], tmp_path: Path) -> None:
     wire.enqueue(
-        aws_event_stream(converse_frames(
-            [{"type": "tool", "id": "tooluse_1", "name": "bash", "json": ['{"command": ', '"echo from-bash"}']}],
-            stop_reason="tool_use")),
-        aws_event_stream(converse_frames([{"type": "text", "text": "The command printed from-bash."}],
-                                         usage={"inputTokens": 50, "outputTokens": 9, "totalTokens": 59,
-                                                "cacheReadInputTokens": 40})),
+        aws_event_stream(
+            converse_frames(
+                [{"type": "tool", "id": "tooluse_1", "name": "bash", "json": ['{"command": ', '"echo from-bash"}']}],
+                stop_reason="tool_use",
+            )
+        ),
+        aws_event_stream(
+            converse_frames(
+                [{"type": "text", "text": "The command printed from-bash."}],
+                usage={"inputTokens": 50, "outputTokens": 9, "totalTokens": 59, "cacheReadInputTokens": 40},
+            )
+        ),
     )
     env = {**aws, "PI_EXTENSIONS": "bedrock", "PYTHONPROFILEIMPORTTIME": "1"}
     done = run_pi("-p", "--no-session", "--model", MODEL, "run it", cwd=tmp_path, env=env)
@@ -65,8 +76,11 @@ def test_print_mode_answers_through_pi_bedrock(wire: WireServer, aws: dict[str, 
     assert verify_sigv4(first)["region"] == "us-west-2"
     verify_sigv4(second)
     tool_turn = second.body["messages"]
-    assert tool_turn[1]["content"][0]["toolUse"] == {"toolUseId": "tooluse_1", "name": "bash",
-                                                    "input": {"command": "echo from-bash"}}
+    assert tool_turn[1]["content"][0]["toolUse"] == {
+        "toolUseId": "tooluse_1",
+        "name": "bash",
+        "input": {"command": "echo from-bash"},
+    }
     result = tool_turn[2]["content"][0]["toolResult"]
     assert result["toolUseId"] == "tooluse_1" and "from-bash" in json.dumps(result["content"])
 
@@ -92,8 +106,14 @@ def test_core_runs_never_import_botocore(wire: WireServer, aws: dict[str, str], 
     model = configure_local_endpoint(wire.url)
     modules = tmp_path / "modules.txt"
     env = {**os.environ, **aws, "PI_EXTENSIONS": "bedrock", "MODULES_FILE": str(modules)}
-    done = subprocess.run([sys.executable, "-c", LAUNCHER, "-p", "--no-session", "--model", model, "hi"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", LAUNCHER, "-p", "--no-session", "--model", model, "hi"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "plain answer"
     loaded = set(modules.read_text().split())
@@ -101,8 +121,9 @@ def test_core_runs_never_import_botocore(wire: WireServer, aws: dict[str, str], 
     assert not {name for name in loaded if name.split(".")[0] == "botocore"}  # ...and costs nothing until used
 
 
-def test_without_the_plugin_one_line_says_what_to_install(wire: WireServer, aws: dict[str, str],
-                                                          tmp_path: Path) -> None:
+def test_without_the_plugin_one_line_says_what_to_install(
+    wire: WireServer, aws: dict[str, str], tmp_path: Path
+) -> None:
     done = run_pi("-p", "--no-session", "--model", MODEL, "hi", cwd=tmp_path, env={**aws, "PI_EXTENSIONS": ""})
     assert done.returncode == 1
     lines = [line for line in done.stderr.splitlines() if line.strip()]

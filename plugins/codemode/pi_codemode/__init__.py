@@ -35,6 +35,7 @@ def __getattr__(name: str) -> Any:
     globals()[name] = value
     return value
 
+
 __all__ = [
     "STORE_ENTRY",
     "Catalog",

@@ -135,7 +135,10 @@ def build_description(listed: Sequence[CatalogTool], budget: int, *, declared_no
         group = groups.setdefault(key, _Group(namespace, []))
         section = _section(tool)
         group.entries.append(_Entry(tool, section, math.ceil(len(section) / CHARS_PER_TOKEN)))
-    ordered = [groups[""], *sorted((g for k, g in groups.items() if k), key=lambda g: g.namespace.name if g.namespace else "")]
+    ordered = [
+        groups[""],
+        *sorted((g for k, g in groups.items() if k), key=lambda g: g.namespace.name if g.namespace else ""),
+    ]
     shown = _select(ordered, budget)
     parts = [INTRO, GLOBALS]
     if declared_note:

@@ -22,7 +22,9 @@ class Discovery:
         self.catalog = catalog
         self.index = index
 
-    def search_tools(self, query: str, limit: int = DEFAULT_LIMIT, namespace: str | None = None) -> list[dict[str, Any]]:
+    def search_tools(
+        self, query: str, limit: int = DEFAULT_LIMIT, namespace: str | None = None
+    ) -> list[dict[str, Any]]:
         if not isinstance(query, str):
             raise TypeError("search_tools() query must be a string")
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
@@ -47,7 +49,9 @@ class Discovery:
             raise TypeError("describe_namespace() name must be a string")
         for namespace in self.catalog.namespaces():
             if namespace_matches(namespace, name):
-                members = [t for t in self.catalog.tools if t.namespace is not None and t.namespace.name == namespace.name]
+                members = [
+                    t for t in self.catalog.tools if t.namespace is not None and t.namespace.name == namespace.name
+                ]
                 return {
                     "name": namespace.name,
                     "aliases": list(namespace.aliases),

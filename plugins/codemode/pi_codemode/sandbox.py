@@ -49,10 +49,18 @@ MAX_SUSPENSIONS = 250_000
 DEFAULT_MAX_WORKERS = 2
 
 GLOBALS = (
-    "text", "image", "store", "load", "search_tools", "describe_tool", "describe_namespace", "call_tool", "call_tool_async",
+    "text",
+    "image",
+    "store",
+    "load",
+    "search_tools",
+    "describe_tool",
+    "describe_namespace",
+    "call_tool",
+    "call_tool_async",
 )
 
-GLOBALS_STUBS = '''from typing import Any
+GLOBALS_STUBS = """from typing import Any
 
 ALL_TOOLS: list[dict[str, Any]]
 def text(value: object) -> None: ...
@@ -64,7 +72,7 @@ def describe_tool(name: str) -> Any: ...  # str, or None
 def describe_namespace(name: str) -> Any: ...  # dict, or None
 def call_tool(tool: str, /, **args: Any) -> Any: ...
 async def call_tool_async(tool: str, /, **args: Any) -> Any: ...
-'''
+"""
 
 PRELUDE = (
     "import asyncio\n"
@@ -99,7 +107,9 @@ class SessionSetup:
         return {
             "tools": ExternalModule(dict.fromkeys(self.idents, host), stubs=self.tools_stubs),
             "async_tools": ExternalModule(dict.fromkeys(self.idents, host), stubs=self.async_stubs),
-            "codemode": ExternalModule({**dict.fromkeys(GLOBALS, host), "ALL_TOOLS": self.all_tools}, stubs=GLOBALS_STUBS),
+            "codemode": ExternalModule(
+                {**dict.fromkeys(GLOBALS, host), "ALL_TOOLS": self.all_tools}, stubs=GLOBALS_STUBS
+            ),
         }
 
 
@@ -120,7 +130,10 @@ async def _prepare(pool: AsyncMonty, setup: SessionSetup) -> AsyncMontySession:
     from pydantic_monty import AsyncFunctionSnapshot, CollectStreams, MontyComplete
 
     session = pool.checkout(
-        script_name="script.py", limits=_limits(), type_check=True, external_modules=setup.modules()  # type: ignore[arg-type]
+        script_name="script.py",
+        limits=_limits(),
+        type_check=True,
+        external_modules=setup.modules(),  # type: ignore[arg-type]
     )
     await session.__aenter__()
     try:

@@ -64,12 +64,16 @@ class ScriptStore:
         try:
             dumped = json.dumps(value, allow_nan=False)
         except (TypeError, ValueError) as exc:
-            raise TypeError(f"store({key!r}, …): the value must be JSON (dict, list, str, int, float, bool): {exc}") from None
+            raise TypeError(
+                f"store({key!r}, …): the value must be JSON (dict, list, str, int, float, bool): {exc}"
+            ) from None
         if len(dumped) > MAX_VALUE_CHARS:
             raise ValueError(f"store({key!r}, …): {len(dumped)} characters of JSON, at most {MAX_VALUE_CHARS}")
         total = sum(len(v) for k, v in self._values.items() if k != key) + len(dumped)
         if total > MAX_TOTAL_CHARS:
-            raise ValueError(f"store({key!r}, …): the store would hold {total} characters of JSON, at most {MAX_TOTAL_CHARS}")
+            raise ValueError(
+                f"store({key!r}, …): the store would hold {total} characters of JSON, at most {MAX_TOTAL_CHARS}"
+            )
         self._values[key] = dumped
         self._set[key] = json.loads(dumped)
         self._deleted.discard(key)

@@ -203,7 +203,9 @@ def _fits(value: Any, kind: str) -> bool:
     if isinstance(value, bool):
         return "bool" in pieces or any(p.startswith("Literal[") and repr(value) in p for p in pieces)
     if isinstance(value, int):
-        return "int" in pieces or "float" in pieces or any(p.startswith("Literal[") and repr(value) in p for p in pieces)
+        return (
+            "int" in pieces or "float" in pieces or any(p.startswith("Literal[") and repr(value) in p for p in pieces)
+        )
     if isinstance(value, float):
         return "float" in pieces
     if isinstance(value, str):

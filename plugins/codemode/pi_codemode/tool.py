@@ -152,7 +152,9 @@ class CodemodeTool:
         outcome = Outcome(error is None, time.perf_counter() - started, run.output, run.console, error, run.calls)
         return render_result(outcome, options.max_output_tokens)
 
-    async def _run(self, run: ScriptRun, catalog: Catalog, code: str, options: ScriptOptions, signal: Any) -> str | None:
+    async def _run(
+        self, run: ScriptRun, catalog: Catalog, code: str, options: ScriptOptions, signal: Any
+    ) -> str | None:
         """Run the script within its deadline; ``None`` when it succeeded, else the error."""
         from .output import OutputLimitError
         from .runner import ScriptAbort, ScriptExit

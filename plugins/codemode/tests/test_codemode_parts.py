@@ -18,8 +18,11 @@ from pi_hookspecs import CustomEntry, ToolDefinition, ToolNamespace
 
 def _tool(name: str, parameters: dict[str, Any] | None = None, **fields: Any) -> ToolDefinition:
     return ToolDefinition(
-        name=name, description=fields.pop("description", f"The {name} tool."), execute=lambda a, c: "",
-        parameters=parameters or {"type": "object", "properties": {}}, **fields,
+        name=name,
+        description=fields.pop("description", f"The {name} tool."),
+        execute=lambda a, c: "",
+        parameters=parameters or {"type": "object", "properties": {}},
+        **fields,
     )
 
 
@@ -82,8 +85,20 @@ def test_stubs_map_names_defaults_and_nulls() -> None:
     assert "    from_: Start date." in stub.document("Find events.")
     free = build_stub(_tool("anything", {"type": "object"}), "anything")
     assert free.signature() == "def anything(**kwargs: Any) -> str:"
-    nested = {"type": "object", "properties": {"edits": {"type": "array", "description": "Changes.", "items": {
-        "type": "object", "properties": {"old": {"type": "string"}, "new": {"type": "string"}}, "required": ["old"]}}}}
+    nested = {
+        "type": "object",
+        "properties": {
+            "edits": {
+                "type": "array",
+                "description": "Changes.",
+                "items": {
+                    "type": "object",
+                    "properties": {"old": {"type": "string"}, "new": {"type": "string"}},
+                    "required": ["old"],
+                },
+            }
+        },
+    }
     assert "edits: Changes. Shape: [{old: str, new?: str}, ...]" in build_stub(_tool("e", nested), "e").document("E.")
     structured = build_stub(_tool("calc", output_schema={"type": "object", "properties": {}}), "calc")
     assert structured.returns == "dict[str, Any]"
@@ -136,7 +151,11 @@ def test_output_rendering_truncates_to_a_file(tmp_path: Path) -> None:
 
 def test_reaches_tools() -> None:
     assert reaches_tools({"code": "tools.mcp__docs__search(q='x')\nprint(1)"}) == [
-        "mcp__docs__search", "print", "q", "tools", "x",
+        "mcp__docs__search",
+        "print",
+        "q",
+        "tools",
+        "x",
     ]
     assert reaches_tools({"code": "search_tools('jira')"}) == "all"
     assert reaches_tools({"code": "call_tool(name)"}) == "all"

@@ -64,7 +64,7 @@ def test_the_type_check_rejects_a_wrong_call_before_anything_runs(pi: PiHarness)
     )
     assert ledger.calls == []  # not even the valid first calls ran
     assert "Argument `count` does not match any known parameter of function `bump`" in unknown_arg.text
-    assert "Expected `int`, found `Literal[\"two\"]`" in wrong_type.text
+    assert 'Expected `int`, found `Literal["two"]`' in wrong_type.text
     assert "no_such_tool" in unknown_tool.text
     for result in (unknown_arg, wrong_type, unknown_tool):
         assert result.is_error and "nothing ran" in result.text and "No tool calls were made." in result.text
@@ -74,7 +74,9 @@ def test_too_many_tool_calls_fail_the_script(pi: PiHarness, monkeypatch: pytest.
     monkeypatch.setattr(runner, "MAX_TOOL_CALLS", 3)
     ledger = Ledger()
     setup(pi, *inventory_tools(ledger))
-    _, [result] = codemode(pi, "for i in range(10):\n    try:\n        tools.bump(n=i)\n    except Exception:\n        pass\n")
+    _, [result] = codemode(
+        pi, "for i in range(10):\n    try:\n        tools.bump(n=i)\n    except Exception:\n        pass\n"
+    )
     assert result.is_error and "more than 3 tool calls" in result.text
     assert ledger.calls == [("bump", 0), ("bump", 1), ("bump", 2)]
 

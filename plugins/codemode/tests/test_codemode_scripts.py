@@ -65,7 +65,7 @@ def test_a_failing_call_raises_inside_the_script_and_can_be_caught(pi: PiHarness
         '    tools.explode(message="boom: disk on fire")\n'
         "except RuntimeError as error:\n"
         '    text(f"caught: {error}")\n'
-        'tools.bump(n=2)\n',
+        "tools.bump(n=2)\n",
     )
     assert not result.is_error, result.text
     assert "caught: boom: disk on fire" in result.text
@@ -150,9 +150,7 @@ def test_images_are_shown_and_saved(pi: PiHarness) -> None:
     (pi.project / "dot.png").write_bytes(base64.b64decode(PNG))
     _, [result] = codemode(
         pi,
-        'img = tools.read(path="dot.png")\n'
-        "image(img)\n"
-        f'image("data:image/png;base64,{PNG}")\n',
+        f'img = tools.read(path="dot.png")\nimage(img)\nimage("data:image/png;base64,{PNG}")\n',
     )
     assert not result.is_error, result.text
     images = [b for b in result.message.content if b.type == "image"]

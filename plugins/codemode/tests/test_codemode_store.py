@@ -56,7 +56,9 @@ def test_each_branch_sees_the_values_written_on_its_path(pi: PiHarness) -> None:
     assert _value(result) == [1, "from the root path"]
     # ...and back on the original path the value is still 2
     leaf = next(
-        e["id"] for e in reversed(pi.session_entries()) if e.get("customType") == STORE_ENTRY and e["data"]["set"] == {"cursor": 2}
+        e["id"]
+        for e in reversed(pi.session_entries())
+        if e.get("customType") == STORE_ENTRY and e["data"]["set"] == {"cursor": 2}
     )
     pi.run(pi.session.navigate_tree(leaf))
     _, [result] = codemode(pi, 'load("cursor")', prompt="original branch")

@@ -129,9 +129,19 @@ def _entry_from_args(ns: argparse.Namespace, command: list[str]) -> dict[str, An
         if oauth:
             entry["oauth"] = oauth
     elif command:
-        if ns.header or ns.bearer_token_env_var or any(
-            v is not None
-            for v in (ns.oauth_client_id, ns.oauth_client_secret, ns.oauth_callback_port, ns.oauth_client_name, ns.oauth_client_registration)
+        if (
+            ns.header
+            or ns.bearer_token_env_var
+            or any(
+                v is not None
+                for v in (
+                    ns.oauth_client_id,
+                    ns.oauth_client_secret,
+                    ns.oauth_callback_port,
+                    ns.oauth_client_name,
+                    ns.oauth_client_registration,
+                )
+            )
         ):
             raise UsageError("--header, --bearer-token-env-var and --oauth-* are for --url servers")
         entry["command"] = command[0]
@@ -269,7 +279,10 @@ async def cmd_login(ns: argparse.Namespace) -> int:
     entry = _find(ns)
 
     def show(url: str) -> None:
-        print(f'Sign in to MCP server "{entry.name}": open this URL in a browser on this machine:\n\n  {url}\n', file=sys.stderr)
+        print(
+            f'Sign in to MCP server "{entry.name}": open this URL in a browser on this machine:\n\n  {url}\n',
+            file=sys.stderr,
+        )
         print("Waiting for the browser to return (Ctrl-C cancels)...", file=sys.stderr)
         open_browser(url)
 

@@ -31,7 +31,10 @@ async def run_command(manager: McpManager | None, args: str, ctx: Any, *, disabl
     if action == "status":
         from .manager import status_hint
 
-        notify(format_status(manager.config, manager.connections, tools=True, empty_hint=status_hint(manager.agent)), "info")
+        notify(
+            format_status(manager.config, manager.connections, tools=True, empty_hint=status_hint(manager.agent)),
+            "info",
+        )
         return
     if action not in ("reconnect", "login", "logout") or len(words) != 2:
         notify(USAGE, "error")
@@ -66,7 +69,9 @@ async def run_command(manager: McpManager | None, args: str, ctx: Any, *, disabl
         if connection is not None:
             connection.signed_out()
         notify(
-            f'Signed out of MCP server "{entry.name}".' if removed else f'No stored credentials for MCP server "{entry.name}".',
+            f'Signed out of MCP server "{entry.name}".'
+            if removed
+            else f'No stored credentials for MCP server "{entry.name}".',
             "info",
         )
         return

@@ -125,7 +125,9 @@ class OAuthConfig(_Model):
             if self.callback_url is not None:
                 parts = urlsplit(self.callback_url)
                 if parts.hostname not in ("localhost", "127.0.0.1") or parts.path != "/callback":
-                    raise ValueError('with clientRegistration "cimd" callbackUrl must be http://localhost or 127.0.0.1 with the path /callback')
+                    raise ValueError(
+                        'with clientRegistration "cimd" callbackUrl must be http://localhost or 127.0.0.1 with the path /callback'
+                    )
         return self
 
 
@@ -163,7 +165,7 @@ class ServerConfig(_Model):
         if data.get("type") == "sse":
             raise ValueError(
                 'type "sse": the legacy SSE transport is not supported; use the server\'s streamable HTTP URL '
-                '(often ending in /mcp instead of /sse)'
+                "(often ending in /mcp instead of /sse)"
             )
         if "exposure" in data:
             data["exposure"] = _exposure(data["exposure"])
@@ -386,16 +388,25 @@ def _add_file(
             if existing is None:
                 loaded.errors.append(
                     _server_error(
-                        path, name, 'has no "command" or "url" and there is no user-level server of that name to override'
+                        path,
+                        name,
+                        'has no "command" or "url" and there is no user-level server of that name to override',
                     )
                 )
                 continue
             existing.config = override.apply(existing.config)
             existing.overridden_by = str(path)
             continue
-        if scope == "project" and isinstance(value, Mapping) and isinstance(value.get("auth"), Mapping) and "provider" in value["auth"]:
+        if (
+            scope == "project"
+            and isinstance(value, Mapping)
+            and isinstance(value.get("auth"), Mapping)
+            and "provider" in value["auth"]
+        ):
             loaded.errors.append(
-                _server_error(path, name, '"auth.provider" may only be set in the user-level mcp.json, not in a project file')
+                _server_error(
+                    path, name, '"auth.provider" may only be set in the user-level mcp.json, not in a project file'
+                )
             )
             continue
         try:
@@ -476,12 +487,16 @@ def expand_value(value: str, what: str, env: Mapping[str, str] | None = None) ->
                 stdin=subprocess.DEVNULL,
             )
         except subprocess.TimeoutExpired:
-            raise ConfigValueError(f"{what}: command {command!r} did not finish within {COMMAND_TIMEOUT_SECONDS:g}s") from None
+            raise ConfigValueError(
+                f"{what}: command {command!r} did not finish within {COMMAND_TIMEOUT_SECONDS:g}s"
+            ) from None
         except OSError as exc:
             raise ConfigValueError(f"{what}: command {command!r} could not run: {exc}") from None
         if done.returncode != 0:
             detail = done.stderr.strip().splitlines()[-1:] or [""]
-            raise ConfigValueError(f"{what}: command {command!r} failed with exit status {done.returncode} {detail[0]}".rstrip())
+            raise ConfigValueError(
+                f"{what}: command {command!r} failed with exit status {done.returncode} {detail[0]}".rstrip()
+            )
         return done.stdout.strip()
 
     def substitute(match: re.Match[str]) -> str:
@@ -559,7 +574,6 @@ def _pid_alive(pid: int) -> bool:
     except OSError:  # someone else's process
         return True
     return True
-
 
 
 def saved_project_trust(cwd: str | os.PathLike[str], agent: Path | None = None) -> bool:

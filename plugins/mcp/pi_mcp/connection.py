@@ -562,7 +562,9 @@ class McpConnection:
         if self.entry.config.transport != "stdio" or self._session is not session or self._closed:
             return
         if self.log is not None:
-            self.log.write(self.name, "warning", "pi", "a request timed out: the server is restarted before the next one")
+            self.log.write(
+                self.name, "warning", "pi", "a request timed out: the server is restarted before the next one"
+            )
         self._drop()
         self._set("disconnected", "a request timed out; the server starts again with the next request")
 

@@ -133,12 +133,14 @@ def registered_servers(loaded: LoadedConfig) -> list[dict[str, Any]]:
         *((e, False) for e in loaded.servers.values() if e.scope == "plugin"),
         *((e, True) for e in loaded.shadowed),
     ]:
-        out.append({
-            "name": entry.name,
-            "plugin": entry.source.removeprefix("plugin "),
-            "config": entry.config.model_dump(mode="json", by_alias=True, exclude_none=True),
-            "overridden": overridden,
-        })
+        out.append(
+            {
+                "name": entry.name,
+                "plugin": entry.source.removeprefix("plugin "),
+                "config": entry.config.model_dump(mode="json", by_alias=True, exclude_none=True),
+                "overridden": overridden,
+            }
+        )
     return out
 
 
@@ -250,16 +252,15 @@ class McpManager:
             except Exception as exc:  # another plugin's handler: reported, MCP goes on
                 self._notify(f"mcp_servers_change handler failed: {type(exc).__name__}: {exc}", "warning")
         removed = [
-            connection for name, connection in self.connections.items()
+            connection
+            for name, connection in self.connections.items()
             if connection.entry.scope == "plugin" and self.config.servers.get(name) is not connection.entry
         ]
         for connection in removed:
             self._withdraw(connection.name)
             del self.connections[connection.name]
             self._closing.add(connection)  # until closed: close() waits for it too
-        added = [
-            entry for name, entry in self.config.servers.items() if entry.enabled and name not in self.connections
-        ]
+        added = [entry for name, entry in self.config.servers.items() if entry.enabled and name not in self.connections]
         for entry in added:
             connection = self._connection(entry)
             self.connections[entry.name] = connection
@@ -504,7 +505,13 @@ class McpManager:
         except StaleContextError:
             return
         settled = not any(c.pending for c in self.connections.values())
-        if settled and indirect and CODEMODE not in active and TOOL_SEARCH not in active and "unreachable" not in self._warned:
+        if (
+            settled
+            and indirect
+            and CODEMODE not in active
+            and TOOL_SEARCH not in active
+            and "unreachable" not in self._warned
+        ):
             self._warned.add("unreachable")
             self._notify(
                 "MCP tools with codemode or deferred exposure cannot be called: neither codemode nor tool_search is "
@@ -548,13 +555,12 @@ class McpManager:
             if not ways:
                 continue
             summary = server_summary(connection) or "(no description)"
-            lines.append(f"- {connection.name} ({namespace_name(connection.name)}): {summary} Tools: {'; '.join(ways)}.")
+            lines.append(
+                f"- {connection.name} ({namespace_name(connection.name)}): {summary} Tools: {'; '.join(ways)}."
+            )
         if not lines:
             return None
-        head = (
-            "These MCP servers' tools are not declared to you. Their tools are named "
-            "mcp__<server>__<tool>."
-        )
+        head = "These MCP servers' tools are not declared to you. Their tools are named mcp__<server>__<tool>."
         return "\n".join([head, *lines])
 
     # ------------------------------------------------------------------ control
@@ -583,4 +589,3 @@ class McpManager:
 
 def status_hint(agent: Path) -> str:
     return f" Add them to {agent / 'mcp.json'} or .pi/mcp.json (pi mcp add NAME -- COMMAND ARGS...)."
-

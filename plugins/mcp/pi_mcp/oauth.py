@@ -338,7 +338,9 @@ class CallbackServer:
         try:
             self._server = await asyncio.start_server(self._handle, self.host, self.port)
         except OSError as exc:
-            raise RuntimeError(f"cannot listen on {self.host}:{self.port} for the sign-in callback: {exc.strerror or exc}") from None
+            raise RuntimeError(
+                f"cannot listen on {self.host}:{self.port} for the sign-in callback: {exc.strerror or exc}"
+            ) from None
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
@@ -391,7 +393,9 @@ class CallbackServer:
         assert self._result is not None
         params = await self._result
         if "error" in params:
-            raise RuntimeError(f"the authorization server refused: {params.get('error_description') or params['error']}")
+            raise RuntimeError(
+                f"the authorization server refused: {params.get('error_description') or params['error']}"
+            )
         return AuthorizationCodeResult(code=params["code"], state=params.get("state"), iss=params.get("iss"))
 
 
@@ -456,12 +460,14 @@ async def sign_in(
 
         provider.context.redirect_handler = redirect_handler
         # the whole sign-in (the user approving in a browser) runs inside the connect
-        waiting = dataclasses.replace(entry, config=entry.config.model_copy(update={"timeout": max(timeout, entry.config.timeout)}))
+        waiting = dataclasses.replace(
+            entry, config=entry.config.model_copy(update={"timeout": max(timeout, entry.config.timeout)})
+        )
         connection = McpConnection(waiting, cwd, auth=lambda _c: provider)
         try:
             await asyncio.wait_for(connection.session(), timeout)
         except TimeoutError:
-            raise RuntimeError(f"sign-in to MCP server \"{entry.name}\" did not finish within {timeout:g}s") from None
+            raise RuntimeError(f'sign-in to MCP server "{entry.name}" did not finish within {timeout:g}s') from None
         finally:
             await connection.close()
         if not signed["flow"]:

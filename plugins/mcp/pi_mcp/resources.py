@@ -47,7 +47,9 @@ def _item_json(server: str, item: Any) -> dict[str, Any]:
 
 
 def _json_result(data: dict[str, Any]) -> ToolResult:
-    return ToolResult(content=[TextContent(text=json.dumps(data, indent=2, ensure_ascii=False))], structured_content=data)
+    return ToolResult(
+        content=[TextContent(text=json.dumps(data, indent=2, ensure_ascii=False))], structured_content=data
+    )
 
 
 def _pick(servers: Sequence[McpConnection], name: str) -> McpConnection:
@@ -185,7 +187,9 @@ def read_result(server: str, uri: str, result: Any) -> ToolResult:
                 with tempfile.NamedTemporaryFile(prefix="pi-mcp-resource-", suffix=suffix, delete=False) as handle:
                     handle.write(base64.b64decode(blob))
                 data["path"] = handle.name
-                content.append(TextContent(text=f"[binary resource {item.uri} ({mime or 'unknown type'}) saved to {handle.name}]"))
+                content.append(
+                    TextContent(text=f"[binary resource {item.uri} ({mime or 'unknown type'}) saved to {handle.name}]")
+                )
         contents.append(data)
     if not content:
         content.append(TextContent(text=f"(resource {uri} is empty)"))

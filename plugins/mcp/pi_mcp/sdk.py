@@ -97,7 +97,10 @@ def _run_package_init(name: str) -> None:
     """Run the deferred ``__init__`` of package ``name`` (once)."""
     with _init_lock:
         module = sys.modules[name]
-        if "__getattr__" not in module.__dict__ or getattr(module.__dict__["__getattr__"], "__module__", None) != __name__:
+        if (
+            "__getattr__" not in module.__dict__
+            or getattr(module.__dict__["__getattr__"], "__module__", None) != __name__
+        ):
             return  # run already (or a package this module did not defer)
         del module.__dict__["__getattr__"]
         spec = module.__spec__

@@ -91,7 +91,9 @@ def format_status(
         if tools and connection.state == "connected":
             lines.extend(tool_lines(connection))
     for shadowed in config.shadowed:
-        lines.append(f"{shadowed.name}: registered by {shadowed.source.removeprefix('plugin ')}, overridden by mcp.json")
+        lines.append(
+            f"{shadowed.name}: registered by {shadowed.source.removeprefix('plugin ')}, overridden by mcp.json"
+        )
     for note in config.notes:
         lines.append(f"note: {note}")
     for error in config.errors:

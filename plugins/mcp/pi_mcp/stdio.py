@@ -156,7 +156,9 @@ async def stop_process(process: anyio.abc.Process, stdin_grace: float | None = N
         await _wait_exit(process, TERM_GRACE_SECONDS)
 
 
-async def spawn_process(command: str, args: list[str], *, env: dict[str, str], cwd: str, errlog: IO[str]) -> anyio.abc.Process:
+async def spawn_process(
+    command: str, args: list[str], *, env: dict[str, str], cwd: str, errlog: IO[str]
+) -> anyio.abc.Process:
     """Start a server process (leading its own process group); no SDK needed."""
     return await anyio.open_process(
         [command, *args],

@@ -194,7 +194,9 @@ def error_result(server: str, tool: str, message: str) -> ToolResult:
     return ToolResult.error(message, details={"server": server, "tool": tool})
 
 
-async def call_mcp_tool(connection: McpConnection, tool: str, args: dict[str, Any], ctx: Any, pi_name: str) -> ToolResult:
+async def call_mcp_tool(
+    connection: McpConnection, tool: str, args: dict[str, Any], ctx: Any, pi_name: str
+) -> ToolResult:
     """Run one call and convert what comes back (failures become error results)."""
     from mcp.shared.exceptions import MCPError
     from pydantic import ValidationError

@@ -121,9 +121,7 @@ async def start(
     """A started session on the scripted model with pluggable-pi-mcp (and ``plugins``)."""
     script = FauxScript(list(responses))
     kwargs.setdefault("installed_plugins", False)
-    runtime = await create_agent_session(
-        cwd=cwd, model=faux_model(script), plugins=list(plugins), ui=ui, **kwargs
-    )
+    runtime = await create_agent_session(cwd=cwd, model=faux_model(script), plugins=list(plugins), ui=ui, **kwargs)
     return runtime, script
 
 

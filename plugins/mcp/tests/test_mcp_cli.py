@@ -25,18 +25,45 @@ def servers(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())["mcpServers"]  # type: ignore[no-any-return]
 
 
-async def test_add_stdio_and_http_servers(pi_agent_dir: Path, pi_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+async def test_add_stdio_and_http_servers(
+    pi_agent_dir: Path, pi_project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     write_json(pi_agent_dir / "mcp.json", {"autoEnableCodemode": False, "mcpServers": {"keep": {"command": "k"}}})
-    assert await main(["add", "files", "--env", "ROOT=${HOME}", "--exposure", "direct", "--", "npx", "-y", "srv", "--flag"]) == 0
+    assert (
+        await main(
+            ["add", "files", "--env", "ROOT=${HOME}", "--exposure", "direct", "--", "npx", "-y", "srv", "--flag"]
+        )
+        == 0
+    )
     assert capsys.readouterr().out.startswith(f'Added stdio server "files" in {pi_agent_dir / "mcp.json"}')
-    assert await main(
-        ["add", "docs", "--url", "https://example.com/mcp", "--header", "X-A=1", "--bearer-token-env-var", "DOCS_TOKEN",
-         "--oauth-client-id", "cid", "--oauth-callback-port", "8765", "--description", "Docs"]
-    ) == 0
+    assert (
+        await main(
+            [
+                "add",
+                "docs",
+                "--url",
+                "https://example.com/mcp",
+                "--header",
+                "X-A=1",
+                "--bearer-token-env-var",
+                "DOCS_TOKEN",
+                "--oauth-client-id",
+                "cid",
+                "--oauth-callback-port",
+                "8765",
+                "--description",
+                "Docs",
+            ]
+        )
+        == 0
+    )
     data = json.loads((pi_agent_dir / "mcp.json").read_text())
     assert data["autoEnableCodemode"] is False and list(data["mcpServers"]) == ["keep", "files", "docs"]
     assert data["mcpServers"]["files"] == {
-        "command": "npx", "args": ["-y", "srv", "--flag"], "env": {"ROOT": "${HOME}"}, "exposure": "direct"
+        "command": "npx",
+        "args": ["-y", "srv", "--flag"],
+        "env": {"ROOT": "${HOME}"},
+        "exposure": "direct",
     }
     assert data["mcpServers"]["docs"] == {
         "url": "https://example.com/mcp",
@@ -49,7 +76,9 @@ async def test_add_stdio_and_http_servers(pi_agent_dir: Path, pi_project: Path, 
     assert servers(pi_agent_dir / "mcp.json")["files"] == {"command": "uvx", "args": ["other"]}
 
 
-async def test_add_to_the_project_and_remove(pi_agent_dir: Path, pi_project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+async def test_add_to_the_project_and_remove(
+    pi_agent_dir: Path, pi_project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert await main(["add", "-l", "tools", "--", "tools-mcp"]) == 0
     assert servers(pi_project / ".pi" / "mcp.json") == {"tools": {"command": "tools-mcp"}}
     assert not (pi_agent_dir / "mcp.json").exists()
@@ -71,7 +100,9 @@ async def test_add_to_the_project_and_remove(pi_agent_dir: Path, pi_project: Pat
         (["list", "--", "cmd"], "only go with pi mcp add"),
     ],
 )
-async def test_usage_errors_are_explained(argv: list[str], message: str, pi_agent_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+async def test_usage_errors_are_explained(
+    argv: list[str], message: str, pi_agent_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert await main(argv) == 2
     assert message in capsys.readouterr().err
     assert not (pi_agent_dir / "mcp.json").exists()
@@ -120,7 +151,12 @@ def test_pi_mcp_list_in_a_subprocess(pi_agent_dir: Path, pi_project: Path) -> No
     (pi_agent_dir / "trust.json").unlink()
     write_mcp_json(
         pi_agent_dir,
-        {"fx": stdio(), "stuck": stdio("--hang", timeout=0.5), "gone": {"command": "pi-no-such-command"}, "bad": {"type": "sse", "url": "http://x"}},
+        {
+            "fx": stdio(),
+            "stuck": stdio("--hang", timeout=0.5),
+            "gone": {"command": "pi-no-such-command"},
+            "bad": {"type": "sse", "url": "http://x"},
+        },
     )
     done = run_pi(pi_agent_dir, pi_project, "list", "--json")
     assert done.returncode == 1
@@ -128,7 +164,10 @@ def test_pi_mcp_list_in_a_subprocess(pi_agent_dir: Path, pi_project: Path) -> No
     states = {s["name"]: s["state"] for s in report["servers"]}
     assert states == {"fx": "connected", "stuck": "failed", "gone": "failed"}
     errors = {s["name"]: s.get("error", "") for s in report["servers"]}
-    assert "did not finish starting within 0.5s" in errors["stuck"] and "cannot start 'pi-no-such-command'" in errors["gone"]
+    assert (
+        "did not finish starting within 0.5s" in errors["stuck"]
+        and "cannot start 'pi-no-such-command'" in errors["gone"]
+    )
     assert report["errors"][0].startswith(f'{pi_agent_dir / "mcp.json"}: server "bad": type "sse"')
     assert report["notes"] == [
         f"{pi_project / '.pi' / 'mcp.json'} (servers proj) is not read: the project is not trusted "
@@ -154,24 +193,49 @@ def test_pi_print_mode_round_trips_a_direct_tool_of_an_installed_pi_mcp(pi_agent
     server = WireServer()
     try:
         write_mcp_json(pi_agent_dir, {"fx": stdio(toolExposure={"echo": "direct"})})
-        write_json(pi_agent_dir / "models.json", {"providers": {"local": {
-            "baseUrl": f"{server.url}/v1", "api": "openai-completions", "apiKey": "test-key",
-            "models": [{"id": "m", "contextWindow": 32000, "maxTokens": 1024}],
-        }}})
+        write_json(
+            pi_agent_dir / "models.json",
+            {
+                "providers": {
+                    "local": {
+                        "baseUrl": f"{server.url}/v1",
+                        "api": "openai-completions",
+                        "apiKey": "test-key",
+                        "models": [{"id": "m", "contextWindow": 32000, "maxTokens": 1024}],
+                    }
+                }
+            },
+        )
         usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
         server.enqueue(
-            chat_chunks([
-                {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                                 "function": {"name": "mcp__fx__echo", "arguments": ""}}]},
-                {"tool_calls": [{"index": 0, "function": {"arguments": json.dumps({"text": "over the wire"})}}]},
-            ], finish_reason="tool_calls", usage=usage),
+            chat_chunks(
+                [
+                    {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {"name": "mcp__fx__echo", "arguments": ""},
+                            }
+                        ]
+                    },
+                    {"tool_calls": [{"index": 0, "function": {"arguments": json.dumps({"text": "over the wire"})}}]},
+                ],
+                finish_reason="tool_calls",
+                usage=usage,
+            ),
             chat_chunks([{"content": "The server echoed it."}], usage=usage),
         )
         env = env_without_pi()
         env.update(PI_CODING_AGENT_DIR=str(pi_agent_dir), PI_EXTENSIONS="mcp")
         done = subprocess.run(
             [sys.executable, "-m", "pi_core", "-p", "--no-session", "--model", "local/m", "echo it"],
-            cwd=pi_project, env=env, capture_output=True, text=True, timeout=90,
+            cwd=pi_project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=90,
         )
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == "The server echoed it."

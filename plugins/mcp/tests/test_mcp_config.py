@@ -75,7 +75,9 @@ def test_an_invalid_entry_is_reported_with_file_server_and_field_and_the_others_
 
 
 def test_server_name_rules(pi_agent_dir: Path, pi_project: Path) -> None:
-    write_mcp_json(pi_agent_dir, {"bad name": {"command": "a"}, "dev-radius": {"command": "a"}, "dev_radius": {"command": "b"}})
+    write_mcp_json(
+        pi_agent_dir, {"bad name": {"command": "a"}, "dev-radius": {"command": "a"}, "dev_radius": {"command": "b"}}
+    )
     loaded = load_config(cwd=pi_project, project_trusted=False)
     assert list(loaded.servers) == ["dev-radius"]
     assert any('invalid server name "bad name"' in e for e in loaded.errors)
@@ -90,12 +92,18 @@ def test_broken_files_are_reported_by_path(pi_agent_dir: Path, pi_project: Path)
     assert '"mcpServers" must be an object' in load_config(cwd=pi_project, project_trusted=False).errors[0]
 
 
-def test_project_file_only_in_trusted_projects_and_replaces_or_overrides_user_entries(pi_agent_dir: Path, pi_project: Path) -> None:
+def test_project_file_only_in_trusted_projects_and_replaces_or_overrides_user_entries(
+    pi_agent_dir: Path, pi_project: Path
+) -> None:
     write_mcp_json(
         pi_agent_dir,
         {
             "shared": {"command": "user-cmd", "env": {"TOKEN": "secret"}},
-            "internal": {"url": "https://internal/mcp", "headers": {"Authorization": "Bearer x"}, "exposure": "deferred"},
+            "internal": {
+                "url": "https://internal/mcp",
+                "headers": {"Authorization": "Bearer x"},
+                "exposure": "deferred",
+            },
         },
     )
     write_mcp_json(
@@ -122,7 +130,9 @@ def test_project_file_only_in_trusted_projects_and_replaces_or_overrides_user_en
     internal = trusted.servers["internal"]
     assert internal.config.enabled is False and internal.config.tool_exposure == {"search": "direct"}
     assert internal.config.headers == {"Authorization": "Bearer x"} and internal.config.exposure == "deferred"
-    assert internal.source == str(pi_agent_dir / "mcp.json") and internal.overridden_by == str(pi_project / ".pi" / "mcp.json")
+    assert internal.source == str(pi_agent_dir / "mcp.json") and internal.overridden_by == str(
+        pi_project / ".pi" / "mcp.json"
+    )
     assert trusted.servers["local"].config.command == "local-cmd"
 
 
@@ -167,7 +177,10 @@ def test_tool_names_are_cleaned_and_collisions_get_a_hash() -> None:
     names = tool_names("dev-radius", ["search", "get.item", "get_item", "x" * 80])
     assert names["search"] == "mcp__dev_radius__search"
     assert names["get.item"] != names["get_item"]
-    assert names["get.item"].startswith("mcp__dev_radius__get_item_") and len(names["get.item"]) == len("mcp__dev_radius__get_item_") + 8
+    assert (
+        names["get.item"].startswith("mcp__dev_radius__get_item_")
+        and len(names["get.item"]) == len("mcp__dev_radius__get_item_") + 8
+    )
     assert len(names["x" * 80]) == 64
     assert tool_names("dev-radius", ["get.item"])["get.item"] == "mcp__dev_radius__get_item"
 
@@ -192,7 +205,9 @@ def test_saved_project_trust_for_shell_commands(pi_agent_dir: Path, pi_project: 
     assert saved_project_trust(pi_project) is False
     write_json(pi_agent_dir / "trust.json", {os.path.realpath(pi_project.parent): True})
     assert saved_project_trust(pi_project) is True
-    write_json(pi_agent_dir / "trust.json", {os.path.realpath(pi_project): False, os.path.realpath(pi_project.parent): True})
+    write_json(
+        pi_agent_dir / "trust.json", {os.path.realpath(pi_project): False, os.path.realpath(pi_project.parent): True}
+    )
     assert saved_project_trust(pi_project) is False
     (pi_agent_dir / "trust.json").unlink()
     write_json(pi_agent_dir / "settings.json", {"defaultProjectTrust": "always"})

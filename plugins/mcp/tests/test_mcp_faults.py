@@ -31,8 +31,10 @@ class Ctx:
 
 
 def connect(tmp_path: Path, timeout: float = TIMEOUT) -> McpConnection:
-    config = parse_server("bad", {"command": sys.executable, "args": [str(FAULTY), "--pidfile", str(tmp_path / "pids")],
-                                  "timeout": timeout})
+    config = parse_server(
+        "bad",
+        {"command": sys.executable, "args": [str(FAULTY), "--pidfile", str(tmp_path / "pids")], "timeout": timeout},
+    )
     return McpConnection(ServerEntry("bad", config, "test"), str(tmp_path), log=McpLog(tmp_path / "mcp.log"))
 
 

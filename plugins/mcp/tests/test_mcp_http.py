@@ -28,7 +28,9 @@ def no_retry_waits(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(mcp_http, "RETRY_DELAYS", (0.0, 0.0))
 
 
-async def test_http_server_calls_with_expanded_headers(http_server: HttpServer, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_http_server_calls_with_expanded_headers(
+    http_server: HttpServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PI_TEST_TOKEN", "abc")
     connection = McpConnection(entry("web", url=http_server.url, headers={"X-Token": "t-${PI_TEST_TOKEN}"}), ".")
     try:
@@ -177,7 +179,12 @@ async def test_oauth_sign_in_storage_refresh_and_sign_out(pi_agent_dir: Path) ->
 
 async def test_sign_in_refuses_servers_that_do_not_use_oauth(pi_agent_dir: Path) -> None:
     with pytest.raises(ValueError, match="does not use OAuth: it sets an Authorization header"):
-        await sign_in(entry("h", url="http://127.0.0.1:9/mcp", headers={"Authorization": "Bearer x"}), pi_agent_dir, ".", on_url=browser)
+        await sign_in(
+            entry("h", url="http://127.0.0.1:9/mcp", headers={"Authorization": "Bearer x"}),
+            pi_agent_dir,
+            ".",
+            on_url=browser,
+        )
     with pytest.raises(ValueError, match="stdio server"):
         await sign_in(entry("s", command="x"), pi_agent_dir, ".", on_url=browser)
 
@@ -206,5 +213,7 @@ def test_the_issuer_of_a_configured_metadata_document() -> None:
     from pi_mcp.oauth import issuer_of
 
     assert issuer_of("https://example.okta.com/.well-known/openid-configuration") == "https://example.okta.com"
-    assert issuer_of("https://as.example/.well-known/oauth-authorization-server/tenant1") == "https://as.example/tenant1"
+    assert (
+        issuer_of("https://as.example/.well-known/oauth-authorization-server/tenant1") == "https://as.example/tenant1"
+    )
     assert issuer_of("http://127.0.0.1:9/realms/x/.well-known/openid-configuration") == "http://127.0.0.1:9/realms/x"

@@ -44,8 +44,6 @@ def test_when_the_sdks_layout_refuses_the_deferred_import_the_sdk_is_imported_wh
 
 def test_a_package_imported_before_is_left_as_it_is() -> None:
     out = _run(
-        "import sys, mcp\n"
-        "from pi_mcp import sdk\n"
-        "print(sdk._defer_package_inits(), 'ClientSession' in vars(mcp))\n"
+        "import sys, mcp\nfrom pi_mcp import sdk\nprint(sdk._defer_package_inits(), 'ClientSession' in vars(mcp))\n"
     )
     assert out == ["[]", "True"]

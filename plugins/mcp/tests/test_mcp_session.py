@@ -64,7 +64,9 @@ class Orchestrator:
     def register_tools(self, register: Any) -> None:
         async def execute(args: dict[str, Any], ctx: Any) -> ToolResult:
             result = await ctx.execute_tool(args["tool"], args.get("args", {}))
-            return ToolResult(content=result.content, structured_content=result.structured_content, is_error=result.is_error)
+            return ToolResult(
+                content=result.content, structured_content=result.structured_content, is_error=result.is_error
+            )
 
         register(
             ToolDefinition(
@@ -122,7 +124,11 @@ async def test_policy_plugins_gate_and_patch_mcp_calls(pi_agent_dir: Path, pi_pr
     write_mcp_json(pi_agent_dir, {"fx": stdio(exposure="direct")})
     runtime, script = await start(
         pi_project,
-        calls(("mcp__fx__grow", {"tool": "fresh"}), ("mcp__fx__echo", {"text": "quiet"}), ("mcp__fx__lookup", {"key": "k"})),
+        calls(
+            ("mcp__fx__grow", {"tool": "fresh"}),
+            ("mcp__fx__echo", {"text": "quiet"}),
+            ("mcp__fx__lookup", {"key": "k"}),
+        ),
         "done",
         plugins=(McpPlugin, Policy),
     )
@@ -174,7 +180,9 @@ async def test_codemode_is_not_switched_on_when_the_user_deselected_it(pi_agent_
         await runtime.dispose()
 
 
-async def test_deferred_servers_activate_tool_search_and_unreachable_tools_warn(pi_agent_dir: Path, pi_project: Path) -> None:
+async def test_deferred_servers_activate_tool_search_and_unreachable_tools_warn(
+    pi_agent_dir: Path, pi_project: Path
+) -> None:
     write_mcp_json(pi_agent_dir, {"fx": stdio(exposure="deferred")})
     runtime, _ = await start(pi_project, plugins=(McpPlugin, Orchestrator("tool_search")))
     try:
@@ -217,8 +225,13 @@ async def test_tool_exposure_per_tool(pi_agent_dir: Path, pi_project: Path) -> N
 async def test_list_changed_adds_and_withdraws_tools(pi_agent_dir: Path, pi_project: Path) -> None:
     write_mcp_json(pi_agent_dir, {"fx": stdio(exposure="direct")})
     runtime, script = await start(
-        pi_project, calls(("mcp__fx__grow", {"tool": "fresh"})), "grown", calls(("mcp__fx__fresh", {})), "ok",
-        calls(("mcp__fx__shrink", {"tool": "fresh"})), "gone",
+        pi_project,
+        calls(("mcp__fx__grow", {"tool": "fresh"})),
+        "grown",
+        calls(("mcp__fx__fresh", {})),
+        "ok",
+        calls(("mcp__fx__shrink", {"tool": "fresh"})),
+        "gone",
     )
     try:
         connection = await connected(runtime, "fx")
@@ -258,7 +271,9 @@ async def test_resource_tools(pi_agent_dir: Path, pi_project: Path) -> None:
 
         everything, page, templates, text, binary, missing = result_texts(script, 1)
         assert [r["uri"] for r in json.loads(everything)["resources"]] == [
-            "file:///notes.txt", "file:///pixel.png", "file:///data.bin"
+            "file:///notes.txt",
+            "file:///pixel.png",
+            "file:///data.bin",
         ]  # three pages merged, the MCP App resource left out
         first = json.loads(page)
         assert first["server"] == "fx" and len(first["resources"]) == 2 and first["nextCursor"] == "2"
@@ -306,8 +321,11 @@ async def test_other_plugins_register_servers(pi_agent_dir: Path, pi_project: Pa
         assert [s.name for s in manager.config.shadowed] == ["fx"]
         assert outcomes[0] == 'MCP server: invalid server name "bad name": use only letters, digits, "_" and "-"'
         assert outcomes[1].startswith('MCP server "broken": type "sse"')
-        assert any('plugin Greedy: register_mcp_servers failed: ValueError: MCP server "extra" is already registered by plugin "Provider"' in e
-                   for e in manager.config.errors)
+        assert any(
+            'plugin Greedy: register_mcp_servers failed: ValueError: MCP server "extra" is already registered by plugin "Provider"'
+            in e
+            for e in manager.config.errors
+        )
     finally:
         await runtime.dispose()
 
@@ -415,7 +433,10 @@ async def test_the_mcp_servers_section_uses_the_server_instructions(pi_agent_dir
         await connected(runtime, "fx")
         await runtime.session.prompt("hi")
         section = system_sections(runtime).get("mcp_servers")
-        assert section is not None and "- fx (mcp__fx): Tickets of the team. Tools: call them from codemode scripts." in section
+        assert (
+            section is not None
+            and "- fx (mcp__fx): Tickets of the team. Tools: call them from codemode scripts." in section
+        )
         definition = runtime.session.tools.get("mcp__fx__echo")
         assert definition.namespace.instructions == "Tickets of the team.\nMore text."
     finally:
@@ -465,7 +486,9 @@ async def test_a_resumed_session_declares_the_mcp_tools_it_had_loaded(pi_agent_d
         await resumed.dispose()
 
 
-async def test_tool_search_finds_a_deferred_server_tool_and_the_next_request_calls_it(pi_agent_dir: Path, pi_project: Path) -> None:
+async def test_tool_search_finds_a_deferred_server_tool_and_the_next_request_calls_it(
+    pi_agent_dir: Path, pi_project: Path
+) -> None:
     """pluggable-pi-mcp with the real pluggable-pi-tool-search: the deferred server switches tool_search on, the
     model's search loads the tool, and the next request of the same run declares and calls it."""
     from pi_tool_search import ToolSearchPlugin

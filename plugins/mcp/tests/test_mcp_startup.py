@@ -122,7 +122,9 @@ async def test_a_server_that_never_answers_holds_the_first_request_only_for_its_
     # pi's own bound on the first prompt's wait is out of the way: only the server's
     # timeout (1 s) can end the wait, or the prompt would run into the test's WAIT
     monkeypatch.setattr(pi_mcp.manager, "DIRECT_WAIT_SECONDS", 600.0)
-    write_mcp_json(pi_agent_dir, {"mute": stdio("--hang", exposure="direct", timeout=1), "fx": stdio(exposure="direct")})
+    write_mcp_json(
+        pi_agent_dir, {"mute": stdio("--hang", exposure="direct", timeout=1), "fx": stdio(exposure="direct")}
+    )
     ui = CaptureUI()
     runtime, script = await start(pi_project, calls(("mcp__fx__echo", {"text": "still here"})), "ok", ui=ui)
     try:
@@ -209,26 +211,53 @@ def test_pi_print_mode_declares_the_tool_of_a_slow_starting_server_in_its_first_
 
     server = WireServer()
     try:
-        write_mcp_json(pi_agent_dir, {
-            "slow": stdio("--start-delay", "0.5", exposure="direct"),
-            "other": stdio(exposure="codemode"),
-        })
-        write_json(pi_agent_dir / "models.json", {"providers": {"local": {
-            "baseUrl": f"{server.url}/v1", "api": "openai-completions", "apiKey": "test-key",
-            "models": [{"id": "m", "contextWindow": 32000, "maxTokens": 1024}],
-        }}})
+        write_mcp_json(
+            pi_agent_dir,
+            {
+                "slow": stdio("--start-delay", "0.5", exposure="direct"),
+                "other": stdio(exposure="codemode"),
+            },
+        )
+        write_json(
+            pi_agent_dir / "models.json",
+            {
+                "providers": {
+                    "local": {
+                        "baseUrl": f"{server.url}/v1",
+                        "api": "openai-completions",
+                        "apiKey": "test-key",
+                        "models": [{"id": "m", "contextWindow": 32000, "maxTokens": 1024}],
+                    }
+                }
+            },
+        )
         server.enqueue(
-            chat_chunks([
-                {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                                 "function": {"name": "mcp__slow__echo", "arguments": json.dumps({"text": "slowly"})}}]},
-            ], finish_reason="tool_calls"),
+            chat_chunks(
+                [
+                    {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {"name": "mcp__slow__echo", "arguments": json.dumps({"text": "slowly"})},
+                            }
+                        ]
+                    },
+                ],
+                finish_reason="tool_calls",
+            ),
             chat_chunks([{"content": "Echoed."}]),
         )
         env = env_without_pi()
         env.update(PI_CODING_AGENT_DIR=str(pi_agent_dir), PI_EXTENSIONS="mcp")
         done = subprocess.run(
             [sys.executable, "-m", "pi_core", "-p", "--no-session", "--model", "local/m", "echo it"],
-            cwd=pi_project, env=env, capture_output=True, text=True, timeout=90,
+            cwd=pi_project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=90,
         )
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == "Echoed."

@@ -132,7 +132,9 @@ async def test_list_changed_relists_the_tools(fx: McpConnection) -> None:
 async def test_a_server_that_never_starts_times_out(tmp_path: Path) -> None:
     connection = make(**stdio("--hang", "--pidfile", str(tmp_path / "pids")), timeout=0.5)
     started = time.monotonic()
-    with pytest.raises(McpUnavailableError, match=r'MCP server "fx" failed to connect: did not finish starting within 0\.5s'):
+    with pytest.raises(
+        McpUnavailableError, match=r'MCP server "fx" failed to connect: did not finish starting within 0\.5s'
+    ):
         await connection.session()
     assert time.monotonic() - started < 5
     assert connection.state == "failed"
@@ -140,7 +142,9 @@ async def test_a_server_that_never_starts_times_out(tmp_path: Path) -> None:
     assert [pid for pid in read_pids(tmp_path / "pids") if alive(pid)] == []
 
 
-async def test_missing_commands_and_bad_values_are_clear_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_missing_commands_and_bad_values_are_clear_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     missing = make(command="pi-no-such-server-command")
     with pytest.raises(McpUnavailableError, match="cannot start 'pi-no-such-server-command'"):
         await missing.session()
@@ -168,7 +172,9 @@ async def test_env_expansion_and_cwd_reach_the_server(tmp_path: Path, monkeypatc
     )
     try:
         await connection.session()
-        values = [(await connection.call_tool("env", {"variable": v})).content[0].text for v in ("TOKEN", "MODE", "CMD")]
+        values = [
+            (await connection.call_tool("env", {"variable": v})).content[0].text for v in ("TOKEN", "MODE", "CMD")
+        ]
         assert values == ["Bearer s3cret", "default", "computed"]
         # a stdio server sees a minimal environment plus its configured env
         assert (await connection.call_tool("env", {"variable": "PI_TEST_NOT_PASSED"})).content[0].text == "<unset>"

@@ -81,16 +81,24 @@ def describe_failure(exc: BaseException, url: str, timeout: float) -> str:
         if item is None or any(item is seen for seen in chain):
             continue
         chain.append(item)
-        todo.extend([item.__cause__, item.__context__, getattr(item, "reason", None) if isinstance(
-            getattr(item, "reason", None), BaseException) else None])
+        todo.extend(
+            [
+                item.__cause__,
+                item.__context__,
+                getattr(item, "reason", None) if isinstance(getattr(item, "reason", None), BaseException) else None,
+            ]
+        )
         todo.extend(arg for arg in item.args if isinstance(arg, BaseException))
     texts = " ".join(str(item) for item in chain)
     if isinstance(exc, rx.ConnectTimeout):
         return f"timeout: could not connect to {address} within {timeout:g} s (OTEL_EXPORTER_OTLP_TIMEOUT)"
     if isinstance(exc, rx.Timeout) or any(isinstance(item, (TimeoutError, socket.timeout)) for item in chain):
         return f"timeout: {url} did not answer within {timeout:g} s (OTEL_EXPORTER_OTLP_TIMEOUT)"
-    if any(isinstance(item, socket.gaierror) or type(item).__name__ == "NameResolutionError" for item in chain) \
-            or "Name or service not known" in texts or "nodename nor servname" in texts:
+    if (
+        any(isinstance(item, socket.gaierror) or type(item).__name__ == "NameResolutionError" for item in chain)
+        or "Name or service not known" in texts
+        or "nodename nor servname" in texts
+    ):
         return f"DNS: the host name {host!r} of {url} does not resolve"
     if any(isinstance(item, ConnectionRefusedError) for item in chain) or "Connection refused" in texts:
         return f"refused: nothing accepts connections at {address} ({url})"
@@ -148,8 +156,10 @@ class Pipeline:
         self.dropped = 0
         settings = config.settings
         self.endpoint = (
-            os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-            or settings.endpoint or "http://localhost:4318"
+            os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+            or settings.endpoint
+            or "http://localhost:4318"
         )
         self.exported_spans = 0
         self._cond = threading.Condition()
@@ -246,8 +256,12 @@ class Pipeline:
         """The process ends now: a request still waiting for an answer is a timeout
         (recorded), and the status file is written."""
         for signal, (_, url) in list(self._inflight.items()):
-            self._outcome(signal, url, "error", f"timeout: {url} did not answer within "
-                          f"{self.timeouts[signal]:g} s (OTEL_EXPORTER_OTLP_TIMEOUT)")
+            self._outcome(
+                signal,
+                url,
+                "error",
+                f"timeout: {url} did not answer within {self.timeouts[signal]:g} s (OTEL_EXPORTER_OTLP_TIMEOUT)",
+            )
         self.write_status(force=True)
 
     def last_results(self) -> dict[str, dict[str, Any]]:
@@ -290,8 +304,11 @@ class Pipeline:
             try:
                 lines = st.record(self.state_dir, results)
             except OSError as exc:
-                lines = [] if self._status_failed else [
-                    f"pluggable-pi-otel: cannot write {self.state_dir / st.STATUS_FILE}: {exc}"]
+                lines = (
+                    []
+                    if self._status_failed
+                    else [f"pluggable-pi-otel: cannot write {self.state_dir / st.STATUS_FILE}: {exc}"]
+                )
                 self._status_failed = True
             for signal, entry in results.items():
                 self._written[signal] = (entry["result"], entry["error"])
@@ -368,21 +385,29 @@ class Pipeline:
             from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
             # No timer thread (math.inf): this thread collects after exports and at exit.
-            self._reader = PeriodicExportingMetricReader(self._make_exporter("metrics"), export_interval_millis=math.inf)
+            self._reader = PeriodicExportingMetricReader(
+                self._make_exporter("metrics"), export_interval_millis=math.inf
+            )
             meter = MeterProvider(resource=resource, metric_readers=[self._reader], shutdown_on_exit=False).get_meter(
                 "pi_otel", _version("pluggable-pi-otel")
             )
             self._instruments = {
                 sc.METRIC_TOKEN_USAGE: meter.create_histogram(
-                    sc.METRIC_TOKEN_USAGE, unit="{token}", description="Tokens used by GenAI requests",
+                    sc.METRIC_TOKEN_USAGE,
+                    unit="{token}",
+                    description="Tokens used by GenAI requests",
                     explicit_bucket_boundaries_advisory=list(sc.TOKEN_BUCKETS),
                 ),
                 sc.METRIC_OPERATION_DURATION: meter.create_histogram(
-                    sc.METRIC_OPERATION_DURATION, unit="s", description="Duration of GenAI operations",
+                    sc.METRIC_OPERATION_DURATION,
+                    unit="s",
+                    description="Duration of GenAI operations",
                     explicit_bucket_boundaries_advisory=list(sc.DURATION_BUCKETS),
                 ),
                 sc.METRIC_TIME_TO_FIRST_CHUNK: meter.create_histogram(
-                    sc.METRIC_TIME_TO_FIRST_CHUNK, unit="s", description="Time to the first chunk of a streamed response",
+                    sc.METRIC_TIME_TO_FIRST_CHUNK,
+                    unit="s",
+                    description="Time to the first chunk of a streamed response",
                     explicit_bucket_boundaries_advisory=list(sc.DURATION_BUCKETS),
                 ),
                 sc.METRIC_COST: meter.create_counter(
@@ -392,7 +417,8 @@ class Pipeline:
                     sc.METRIC_TOOL_CALLS, unit="{call}", description="Tool calls by tool and outcome"
                 ),
                 sc.METRIC_HOOK_OUTCOMES: meter.create_counter(
-                    sc.METRIC_HOOK_OUTCOMES, unit="{outcome}",
+                    sc.METRIC_HOOK_OUTCOMES,
+                    unit="{outcome}",
                     description="Hook handlers that blocked, transformed, handled, cancelled or failed, by plugin",
                 ),
             }
@@ -402,16 +428,22 @@ class Pipeline:
         upper = signal.upper()
         settings = self.config.settings
         protocol = (
-            env.get(f"OTEL_EXPORTER_OTLP_{upper}_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-            or settings.protocol or "http/protobuf"
+            env.get(f"OTEL_EXPORTER_OTLP_{upper}_PROTOCOL")
+            or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+            or settings.protocol
+            or "http/protobuf"
         ).strip()
         # The timeout in seconds, from the variables in milliseconds (see export_timeout).
         kwargs: dict[str, Any] = {"timeout": self.timeouts[signal]}
-        has_env_endpoint = bool(env.get(f"OTEL_EXPORTER_OTLP_{upper}_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
+        has_env_endpoint = bool(
+            env.get(f"OTEL_EXPORTER_OTLP_{upper}_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        )
         if settings.endpoint and not has_env_endpoint:
             base = settings.endpoint.rstrip("/")
             kwargs["endpoint"] = base if protocol == "grpc" else f"{base}/v1/{signal}"
-        if settings.headers and not (env.get(f"OTEL_EXPORTER_OTLP_{upper}_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS")):
+        if settings.headers and not (
+            env.get(f"OTEL_EXPORTER_OTLP_{upper}_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS")
+        ):
             kwargs["headers"] = dict(settings.headers)
         if protocol == "http/protobuf":
             kwargs["session"] = _recording_session(self, signal)

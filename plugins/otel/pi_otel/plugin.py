@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         def submit(self, roots: list[SpanRecord], points: list[Point]) -> None: ...
         def flush(self, exit_timeout: float, grace: float = ...) -> bool: ...
 
+
 MAX_MESSAGE = 500
 """Hook messages (block reasons, errors) and status descriptions are cut to this length."""
 
@@ -160,7 +161,10 @@ class OtelPlugin:
         complete = pipeline.flush(self._config.settings.exit_timeout_ms / 1000)
         if os.environ.get("PI_OTEL_DEBUG") == "1":
             waited = (time.perf_counter() - started) * 1000
-            print(f"pluggable-pi-otel: exit flush {waited:.1f} ms, pipeline {pipeline.state}, complete {complete}", file=sys.stderr)
+            print(
+                f"pluggable-pi-otel: exit flush {waited:.1f} ms, pipeline {pipeline.state}, complete {complete}",
+                file=sys.stderr,
+            )
         # With the export process, only a process that could not take the telemetry is
         # reported here; what the collector did is in its log (PI_OTEL_LOG).
         if not complete and self.mode in ("print", "json"):
@@ -221,7 +225,8 @@ class OtelPlugin:
             self.retries += 1
             kind, message = self.last_error or ("_OTHER", None)
             self.run.event(
-                sc.RETRY_EVENT, {sc.PI_RETRY_ATTEMPT: self.retries, sc.ERROR_TYPE: kind, sc.PI_ERROR_MESSAGE: _cut(message)}
+                sc.RETRY_EVENT,
+                {sc.PI_RETRY_ATTEMPT: self.retries, sc.ERROR_TYPE: kind, sc.PI_ERROR_MESSAGE: _cut(message)},
             )
 
     @hookimpl
@@ -311,7 +316,9 @@ class OtelPlugin:
         }
         name = f"{sc.CHAT} {model}" if model else sc.CHAT
         parent = self._parent()
-        return parent.child(name, "client", start, attributes) if parent else SpanRecord(name, "client", start, attributes)
+        return (
+            parent.child(name, "client", start, attributes) if parent else SpanRecord(name, "client", start, attributes)
+        )
 
     @hookimpl
     def message_start(self, event: Any) -> None:
@@ -388,8 +395,11 @@ class OtelPlugin:
         if not failed or input_tokens or usage.output:
             self._point(sc.METRIC_TOKEN_USAGE, input_tokens, {**common, sc.TOKEN_TYPE: "input"})
             self._point(sc.METRIC_TOKEN_USAGE, usage.output, {**common, sc.TOKEN_TYPE: "output"})
-        self._point(sc.METRIC_OPERATION_DURATION, (end - chat.start_ns) / 1e9,
-                    {**common, sc.ERROR_TYPE: chat.attributes.get(sc.ERROR_TYPE)})
+        self._point(
+            sc.METRIC_OPERATION_DURATION,
+            (end - chat.start_ns) / 1e9,
+            {**common, sc.ERROR_TYPE: chat.attributes.get(sc.ERROR_TYPE)},
+        )
         if ttfc is not None:
             self._point(sc.METRIC_TIME_TO_FIRST_CHUNK, ttfc, common)
         if usage.cost.total > 0:
@@ -425,7 +435,11 @@ class OtelPlugin:
         }
         name = f"{sc.EXECUTE_TOOL} {event.tool_name}"
         start = now_ns()
-        record = parent.child(name, "internal", start, attributes) if parent else SpanRecord(name, "internal", start, attributes)
+        record = (
+            parent.child(name, "internal", start, attributes)
+            if parent
+            else SpanRecord(name, "internal", start, attributes)
+        )
         self.tools[event.tool_call_id] = record
 
     @hookimpl
@@ -443,12 +457,18 @@ class OtelPlugin:
             if self.capture:
                 record.fail("blocked" if blocked else "tool_error", _cut(text))
             else:
-                record.fail("blocked" if blocked else "tool_error", "blocked" if blocked else "the tool reported an error")
+                record.fail(
+                    "blocked" if blocked else "tool_error", "blocked" if blocked else "the tool reported an error"
+                )
         elif self.capture:
             record.attributes[sc.TOOL_CALL_RESULT] = text
         record.end()
         nested = event.parent_tool_call_id is not None
-        self._point(sc.METRIC_TOOL_CALLS, 1, {sc.TOOL_NAME: event.tool_name, sc.PI_TOOL_OUTCOME: outcome, sc.PI_TOOL_NESTED: nested})
+        self._point(
+            sc.METRIC_TOOL_CALLS,
+            1,
+            {sc.TOOL_NAME: event.tool_name, sc.PI_TOOL_OUTCOME: outcome, sc.PI_TOOL_NESTED: nested},
+        )
         if record.parent is None:
             self._submit(record)
 
@@ -502,8 +522,11 @@ class OtelPlugin:
     def _compaction_record(self, reason: str, will_retry: bool) -> SpanRecord:
         if self.compaction is None or self.compaction.ended:
             # No session_before_compact (it failed before asking the plugins): an instant span.
-            attributes = {sc.PI_COMPACTION_REASON: reason, sc.PI_COMPACTION_WILL_RETRY: will_retry,
-                          sc.CONVERSATION_ID: self.conversation_id}
+            attributes = {
+                sc.PI_COMPACTION_REASON: reason,
+                sc.PI_COMPACTION_WILL_RETRY: will_retry,
+                sc.CONVERSATION_ID: self.conversation_id,
+            }
             parent = self._parent()
             start = now_ns()
             self.compaction = (
@@ -544,8 +567,11 @@ class OtelPlugin:
                     sc.PI_COST: usage.cost.total,
                 }
             )
-            common = {sc.OPERATION_NAME: sc.CHAT, sc.PROVIDER_NAME: record.attributes.get(sc.PROVIDER_NAME),
-                      sc.REQUEST_MODEL: record.attributes.get(sc.REQUEST_MODEL)}
+            common = {
+                sc.OPERATION_NAME: sc.CHAT,
+                sc.PROVIDER_NAME: record.attributes.get(sc.PROVIDER_NAME),
+                sc.REQUEST_MODEL: record.attributes.get(sc.REQUEST_MODEL),
+            }
             self._point(sc.METRIC_TOKEN_USAGE, input_tokens, {**common, sc.TOKEN_TYPE: "input"})
             self._point(sc.METRIC_TOKEN_USAGE, usage.output, {**common, sc.TOKEN_TYPE: "output"})
             if usage.cost.total > 0:

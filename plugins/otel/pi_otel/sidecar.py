@@ -66,15 +66,19 @@ def decode_span(data: dict[str, Any], parent: SpanRecord | None = None) -> SpanR
 
 
 def encode(roots: list[SpanRecord], points: list[Point]) -> bytes:
-    line = {"roots": [encode_span(root) for root in roots],
-            "points": [[p.instrument, p.value, p.attributes] for p in points]}
+    line = {
+        "roots": [encode_span(root) for root in roots],
+        "points": [[p.instrument, p.value, p.attributes] for p in points],
+    }
     return json.dumps(line, separators=(",", ":"), default=str).encode() + b"\n"
 
 
 def decode(line: bytes) -> tuple[list[SpanRecord], list[Point]]:
     data = json.loads(line)
-    return ([decode_span(root) for root in data["roots"]],
-            [Point(name, value, attributes) for name, value, attributes in data["points"]])
+    return (
+        [decode_span(root) for root in data["roots"]],
+        [Point(name, value, attributes) for name, value, attributes in data["points"]],
+    )
 
 
 # ----------------------------------------------------------------------------- pi's side
@@ -204,8 +208,10 @@ def start(config: OtelConfig) -> Any:
 def _endpoint(config: OtelConfig) -> str:
     env = os.environ
     return (
-        env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-        or config.settings.endpoint or "http://localhost:4318"
+        env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        or config.settings.endpoint
+        or "http://localhost:4318"
     )
 
 
@@ -264,8 +270,10 @@ def finish(pipeline: Any, header: dict[str, Any], directory: Path) -> None:
             _log(f"pluggable-pi-otel: {trees} span trees dropped: cannot write the spool in {directory}: {exc}")
         else:
             if debug:
-                _log(f"pluggable-pi-otel: another export process holds {lock.path.name}: "
-                     f"{trees} span trees handed over in {path}")
+                _log(
+                    f"pluggable-pi-otel: another export process holds {lock.path.name}: "
+                    f"{trees} span trees handed over in {path}"
+                )
         pipeline.write_status(force=True)
         return
     started = time.monotonic()
@@ -291,11 +299,15 @@ def finish(pipeline: Any, header: dict[str, Any], directory: Path) -> None:
         _, trees = pipeline.pending()
         pipeline.abandon()
         if debug:
-            _log(f"pluggable-pi-otel: {trees} span trees not sent to {pipeline.endpoint} within "
-                 f"{pipeline.timeout:g} s of pi's exit")
+            _log(
+                f"pluggable-pi-otel: {trees} span trees not sent to {pipeline.endpoint} within "
+                f"{pipeline.timeout:g} s of pi's exit"
+            )
     if debug and complete:
-        _log(f"pluggable-pi-otel: exported {pipeline.exported_spans} spans to {pipeline.endpoint} "
-             f"({(time.monotonic() - started) * 1000:.0f} ms after pi closed the pipe)")
+        _log(
+            f"pluggable-pi-otel: exported {pipeline.exported_spans} spans to {pipeline.endpoint} "
+            f"({(time.monotonic() - started) * 1000:.0f} ms after pi closed the pipe)"
+        )
 
 
 def _adopt(pipeline: Any, directory: Path, key: str, deadline: float) -> tuple[float, int]:

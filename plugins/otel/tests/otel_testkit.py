@@ -224,7 +224,9 @@ def export_processes(agent: Path) -> list[int]:
                 continue
             if marker not in (entry / "environ").read_bytes().split(b"\0"):
                 continue
-            state = next((line for line in (entry / "status").read_text().splitlines() if line.startswith("State:")), "")
+            state = next(
+                (line for line in (entry / "status").read_text().splitlines() if line.startswith("State:")), ""
+            )
         except OSError:
             continue
         if "Z" not in state.split(":", 1)[-1]:  # a zombie has ended
@@ -244,15 +246,24 @@ def wait_for(condition: Callable[[], bool], timeout: float, step: float = 0.05) 
 
 
 def text_reply(text: str, *, prompt_tokens: int = 10, completion_tokens: int = 5) -> Canned:
-    return chat_chunks([{"content": text}],
-                       usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                              "total_tokens": prompt_tokens + completion_tokens})
+    return chat_chunks(
+        [{"content": text}],
+        usage={
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    )
 
 
 def tool_reply(name: str, args: dict[str, Any], call_id: str) -> Canned:
     return chat_chunks(
         [
-            {"tool_calls": [{"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}]},
+            {
+                "tool_calls": [
+                    {"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": ""}}
+                ]
+            },
             {"tool_calls": [{"index": 0, "function": {"arguments": json.dumps(args)}}]},
         ],
         finish_reason="tool_calls",
@@ -261,11 +272,27 @@ def tool_reply(name: str, args: dict[str, Any], call_id: str) -> Canned:
 
 
 def configure_model(agent: Path, server: WireServer) -> str:
-    (agent / "models.json").write_text(json.dumps({"providers": {"local": {
-        "baseUrl": f"{server.url}/v1", "api": "openai-completions", "apiKey": "test-key",
-        "models": [{"id": "local-model", "contextWindow": 32000, "maxTokens": 1024,
-                    "cost": {"input": 1.0, "output": 2.0, "cacheRead": 0, "cacheWrite": 0}}],
-    }}}))
+    (agent / "models.json").write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "local": {
+                        "baseUrl": f"{server.url}/v1",
+                        "api": "openai-completions",
+                        "apiKey": "test-key",
+                        "models": [
+                            {
+                                "id": "local-model",
+                                "contextWindow": 32000,
+                                "maxTokens": 1024,
+                                "cost": {"input": 1.0, "output": 2.0, "cacheRead": 0, "cacheWrite": 0},
+                            }
+                        ],
+                    }
+                }
+            }
+        )
+    )
     return "local/local-model"
 
 

@@ -24,7 +24,7 @@ from otel_testkit import (
     tool_reply,
 )
 
-POLICY = '''
+POLICY = """
 from pi_hookspecs import hookimpl
 
 
@@ -39,7 +39,7 @@ class Policy:
         text = "".join(block.text for block in event.content if block.type == "text")
         if "secret" in text:
             return {"content": [{"type": "text", "text": text.replace("secret", "******")}]}
-'''
+"""
 
 
 @pytest.fixture
@@ -86,7 +86,13 @@ def run(agent: Path, project: Path, wire: WireServer, endpoint: str, **env: str)
     policy = project.parent / "policy.py"
     policy.write_text(textwrap.dedent(POLICY))
     return run_pi(
-        "-p", "--no-session", "--model", model, "-e", str(policy), "do the things",
+        "-p",
+        "--no-session",
+        "--model",
+        model,
+        "-e",
+        str(policy),
+        "do the things",
         cwd=project,
         env=pi_env(agent, PI_EXTENSIONS="otel,codemode", OTEL_EXPORTER_OTLP_ENDPOINT=endpoint, **env),
     )
@@ -96,8 +102,9 @@ def by_name(spans: list[Span], name: str) -> list[Span]:
     return [span for span in spans if span.name == name]
 
 
-def test_a_run_is_exported_as_genai_spans_and_metrics(agent: Path, project: Path, wire: WireServer,
-                                                        collector: Collector) -> None:
+def test_a_run_is_exported_as_genai_spans_and_metrics(
+    agent: Path, project: Path, wire: WireServer, collector: Collector
+) -> None:
     script(wire)
     done = run(agent, project, wire, collector.url)
     assert done.returncode == 0, done.stderr
@@ -108,8 +115,14 @@ def test_a_run_is_exported_as_genai_spans_and_metrics(agent: Path, project: Path
     spans = received.spans
     names = sorted(span.name for span in spans)
     assert names == sorted(
-        ["invoke_agent", *["chat local-model"] * 4, "execute_tool bash", "execute_tool bash",
-         "execute_tool codemode", "execute_tool bash"]
+        [
+            "invoke_agent",
+            *["chat local-model"] * 4,
+            "execute_tool bash",
+            "execute_tool bash",
+            "execute_tool codemode",
+            "execute_tool bash",
+        ]
     ), names
     (run_span,) = by_name(spans, "invoke_agent")
     ids = {span.span_id: span for span in spans}
@@ -136,8 +149,11 @@ def test_a_run_is_exported_as_genai_spans_and_metrics(agent: Path, project: Path
     assert 0 <= last["gen_ai.response.time_to_first_chunk"] < 30
     assert last["pi.cost.usd"] == pytest.approx((40 * 1.0 + 7 * 2.0) / 1e6)
     # no content unless asked for
-    assert not any(key.startswith(("gen_ai.input", "gen_ai.output", "gen_ai.tool.call.arg", "gen_ai.tool.call.res"))
-                   for span in spans for key in span.attributes)
+    assert not any(
+        key.startswith(("gen_ai.input", "gen_ai.output", "gen_ai.tool.call.arg", "gen_ai.tool.call.res"))
+        for span in spans
+        for key in span.attributes
+    )
 
     tools = {span.attributes["gen_ai.tool.call.id"]: span for span in spans if span.name.startswith("execute_tool")}
     assert set(tools) == {"call_1", "call_2", "call_3", "call_3/1"}
@@ -152,7 +168,7 @@ def test_a_run_is_exported_as_genai_spans_and_metrics(agent: Path, project: Path
     assert tools["call_1"].attributes["gen_ai.tool.type"] == "function"
     assert tools["call_1"].attributes["gen_ai.tool.description"]
     # the redaction: a transformed tool_result, naming the plugin
-    (event_name, event), = tools["call_1"].events
+    ((event_name, event),) = tools["call_1"].events
     assert event_name == "pi.hook.transformed"
     assert event["pi.hook.name"] == "tool_result" and event["pi.hook.outcome"] == "transformed"
     plugin = event["pi.plugin.name"]
@@ -161,10 +177,18 @@ def test_a_run_is_exported_as_genai_spans_and_metrics(agent: Path, project: Path
     blocked = tools["call_2"]
     assert blocked.status_code == 2 and blocked.attributes["error.type"] == "blocked"  # STATUS_CODE_ERROR
     assert blocked.attributes["pi.tool.outcome"] == "blocked"
-    assert blocked.events == [("pi.hook.blocked", {
-        "pi.hook.name": "tool_call", "pi.plugin.name": plugin, "pi.hook.outcome": "blocked",
-        "pi.hook.message": "forbidden commands are not run here", "gen_ai.tool.call.id": "call_2",
-    })]
+    assert blocked.events == [
+        (
+            "pi.hook.blocked",
+            {
+                "pi.hook.name": "tool_call",
+                "pi.plugin.name": plugin,
+                "pi.hook.outcome": "blocked",
+                "pi.hook.message": "forbidden commands are not run here",
+                "gen_ai.tool.call.id": "call_2",
+            },
+        )
+    ]
     assert tools["call_1"].status_code == 0 and tools["call_1"].attributes["pi.tool.outcome"] == "ok"
     # every child inside its parent's time
     for span in spans:
@@ -182,12 +206,19 @@ def test_a_run_is_exported_as_genai_spans_and_metrics(agent: Path, project: Path
     durations = {a["gen_ai.operation.name"]: p for a, p in metrics["gen_ai.client.operation.duration"]}
     assert durations["chat"].count == 4 and durations["invoke_agent"].count == 1
     assert metrics["gen_ai.client.operation.time_to_first_chunk"][0][1].count == 4
-    calls = {(a["gen_ai.tool.name"], a["pi.tool.outcome"], a["pi.tool.nested"]): p.as_int
-             for a, p in metrics["pi.tool.calls"]}
-    assert calls == {("bash", "ok", False): 1, ("bash", "blocked", False): 1, ("codemode", "ok", False): 1,
-                     ("bash", "ok", True): 1}
-    outcomes = {(a["pi.hook.name"], a["pi.plugin.name"], a["pi.hook.outcome"]): p.as_int
-                for a, p in metrics["pi.hook.outcomes"]}
+    calls = {
+        (a["gen_ai.tool.name"], a["pi.tool.outcome"], a["pi.tool.nested"]): p.as_int
+        for a, p in metrics["pi.tool.calls"]
+    }
+    assert calls == {
+        ("bash", "ok", False): 1,
+        ("bash", "blocked", False): 1,
+        ("codemode", "ok", False): 1,
+        ("bash", "ok", True): 1,
+    }
+    outcomes = {
+        (a["pi.hook.name"], a["pi.plugin.name"], a["pi.hook.outcome"]): p.as_int for a, p in metrics["pi.hook.outcomes"]
+    }
     assert outcomes == {("tool_result", plugin, "transformed"): 1, ("tool_call", plugin, "blocked"): 1}
     ((_, cost),) = metrics["pi.cost.usage"]
     assert cost.as_double == pytest.approx((70 * 1.0 + 22 * 2.0) / 1e6)
@@ -267,7 +298,7 @@ def test_in_process_export_waits_for_a_collector_only_while_it_deserves_it(
     assert waits["down"] <= waits["up"] + 500 and waits["hangs"] <= waits["up"] + 500
 
 
-OBSERVER = '''
+OBSERVER = """
 import json, os, sys
 from pi_hookspecs import hookimpl
 
@@ -277,18 +308,28 @@ class Observer:
     def session_shutdown(self):
         with open(os.environ["OBSERVED"], "w") as fh:
             json.dump(sorted(m for m in sys.modules if m.startswith("opentelemetry")), fh)
-'''
+"""
 
 
-def test_without_an_endpoint_nothing_is_imported_or_exported(agent: Path, project: Path, wire: WireServer,
-                                                             tmp_path: Path) -> None:
+def test_without_an_endpoint_nothing_is_imported_or_exported(
+    agent: Path, project: Path, wire: WireServer, tmp_path: Path
+) -> None:
     observer = tmp_path / "observer.py"
     observer.write_text(textwrap.dedent(OBSERVER))
     observed = tmp_path / "observed.json"
     model = configure_model(agent, wire)
     wire.enqueue(tool_reply("bash", {"command": "echo hi"}, "call_1"), text_reply("Fine."))
-    done = run_pi("-p", "--no-session", "--model", model, "-e", str(observer), "go", cwd=project,
-                  env=pi_env(agent, PI_EXTENSIONS="otel", OBSERVED=str(observed)))
+    done = run_pi(
+        "-p",
+        "--no-session",
+        "--model",
+        model,
+        "-e",
+        str(observer),
+        "go",
+        cwd=project,
+        env=pi_env(agent, PI_EXTENSIONS="otel", OBSERVED=str(observed)),
+    )
     assert done.returncode == 0 and done.stdout.strip() == "Fine.", done.stderr
     assert json.loads(observed.read_text()) == []
     listing = run_pi("extensions", "list", "--json", cwd=project, env=pi_env(agent, PI_EXTENSIONS="otel"))
@@ -302,4 +343,6 @@ def test_invalid_settings_are_reported_naming_the_file(agent: Path, project: Pat
     wire.enqueue(text_reply("Still answering."))
     done = run_pi("-p", "--no-session", "--model", model, "go", cwd=project, env=pi_env(agent, PI_EXTENSIONS="otel"))
     assert done.returncode == 0 and done.stdout.strip() == "Still answering."
-    assert f"invalid settings in {agent / 'settings.json'}: otel.endpoint: Input should be a valid string" in done.stderr
+    assert (
+        f"invalid settings in {agent / 'settings.json'}: otel.endpoint: Input should be a valid string" in done.stderr
+    )

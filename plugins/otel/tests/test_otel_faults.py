@@ -77,8 +77,11 @@ def no_export_processes(agent: Path, timeout: float) -> float | None:
     [
         {"OTEL_EXPORTER_OTLP_TIMEOUT": "2000"},
         # the per-signal variables win over the general one (60 s here)
-        {"OTEL_EXPORTER_OTLP_TIMEOUT": "60000", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "2000",
-         "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT": "2000"},
+        {
+            "OTEL_EXPORTER_OTLP_TIMEOUT": "60000",
+            "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "2000",
+            "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT": "2000",
+        },
     ],
     ids=["general", "per-signal"],
 )
@@ -105,8 +108,10 @@ def test_a_hanging_collector_leaves_one_export_process_for_at_most_the_timeout(
         hanging.close()
     lines = log_lines(log)
     traces = [line for line in lines if "traces:" in line]
-    assert traces == [f"pluggable-pi-otel: traces: timeout: {hanging.url}/v1/traces did not answer within 2 s "
-                      "(OTEL_EXPORTER_OTLP_TIMEOUT)"], lines
+    assert traces == [
+        f"pluggable-pi-otel: traces: timeout: {hanging.url}/v1/traces did not answer within 2 s "
+        "(OTEL_EXPORTER_OTLP_TIMEOUT)"
+    ], lines
     assert not any("refused" in line for line in lines), lines
     shown = status(agent, project, "--json")
     assert shown.returncode == 0, shown.stderr

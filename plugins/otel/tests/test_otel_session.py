@@ -59,8 +59,13 @@ def one(spans: list[Span], name: str) -> Span:
 
 def test_retries_compaction_and_hook_outcomes(pi: PiHarness, collector: Collector) -> None:
     pi.configure(
-        otel={"endpoint": collector.url, "serviceName": "pi-ci", "resourceAttributes": {"team": "qa"},
-              "headers": {"x-token": "t1"}, "agentName": "reviewer"},
+        otel={
+            "endpoint": collector.url,
+            "serviceName": "pi-ci",
+            "resourceAttributes": {"team": "qa"},
+            "headers": {"x-token": "t1"},
+            "agentName": "reviewer",
+        },
         retry={"baseDelayMs": 1},
         compaction={"keepRecentTokens": 1},
     )
@@ -80,8 +85,7 @@ def test_retries_compaction_and_hook_outcomes(pi: PiHarness, collector: Collecto
     assert all(headers.get("x-token") == "t1" for headers in collector.headers)
     assert agent.status_code == 0  # the retry succeeded
     retry = [attrs for name, attrs in agent.events if name == "pi.retry"]
-    assert retry == [{"pi.retry.attempt": 1, "error.type": "429",
-                      "pi.error.message": retry[0]["pi.error.message"]}]
+    assert retry == [{"pi.retry.attempt": 1, "error.type": "429", "pi.error.message": retry[0]["pi.error.message"]}]
     assert "Too Many Requests" in retry[0]["pi.error.message"]
     failures = [attrs for name, attrs in agent.events if name == "pi.hook.failed"]
     assert len(failures) == 2  # one turn per attempt
@@ -95,7 +99,9 @@ def test_retries_compaction_and_hook_outcomes(pi: PiHarness, collector: Collecto
     assert "Too Many Requests" in failed.status_message
     assert answered.status_code == 0 and answered.attributes["gen_ai.response.finish_reasons"] == ["stop"]
     assert answered.events[0][0] == "pi.hook.transformed"
-    assert answered.events[0][1]["pi.hook.name"] == "message_end" and answered.events[0][1]["pi.plugin.name"] == "Meddler"
+    assert (
+        answered.events[0][1]["pi.hook.name"] == "message_end" and answered.events[0][1]["pi.plugin.name"] == "Meddler"
+    )
 
     compaction = one(spans, "pi.compaction")
     assert compaction.parent_span_id == ""  # a manual compaction: a trace of its own
@@ -104,12 +110,15 @@ def test_retries_compaction_and_hook_outcomes(pi: PiHarness, collector: Collecto
     assert compaction.attributes["gen_ai.usage.output_tokens"] > 0
     assert compaction.trace_id != agent.trace_id
 
-    outcomes = {(a["pi.hook.name"], a["pi.hook.outcome"]): p.as_int for a, p in collector.received.metrics["pi.hook.outcomes"]}
+    outcomes = {
+        (a["pi.hook.name"], a["pi.hook.outcome"]): p.as_int for a, p in collector.received.metrics["pi.hook.outcomes"]
+    }
     assert outcomes[("turn_start", "failed")] == 2 and outcomes[("message_end", "transformed")] == 1
 
 
-def test_content_is_recorded_only_when_asked_for(pi: PiHarness, collector: Collector,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_content_is_recorded_only_when_asked_for(
+    pi: PiHarness, collector: Collector, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
     pi.use(OtelPlugin)

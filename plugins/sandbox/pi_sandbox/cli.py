@@ -1,7 +1,7 @@
 """``pi sandbox``: show the policy, or try a command in the sandbox, from a shell.
 
-    pi sandbox status [--json]     the policy of the user's settings, and the backend
-    pi sandbox run -- COMMAND...   run a shell command confined as pi would run it
+pi sandbox status [--json]     the policy of the user's settings, and the backend
+pi sandbox run -- COMMAND...   run a shell command confined as pi would run it
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from .status import to_json
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pi sandbox", description="pluggable-pi-sandbox: the policy every command runs under.")
+    parser = argparse.ArgumentParser(
+        prog="pi sandbox", description="pluggable-pi-sandbox: the policy every command runs under."
+    )
     sub = parser.add_subparsers(dest="action", metavar="{status,run}")
     sub.required = True
     status = sub.add_parser("status", help="show the active policy and the backend")

@@ -36,11 +36,25 @@ MAX_SAVED_BYTES = 8 * 1024 * 1024
 saved is reported if it changes, not restored."""
 
 SAFE_CONFIG: dict[str, frozenset[str]] = {
-    "core": frozenset({
-        "repositoryformatversion", "filemode", "bare", "logallrefupdates", "ignorecase", "precomposeunicode",
-        "symlinks", "autocrlf", "eol", "safecrlf", "quotepath", "compression", "bigfilethreshold",
-        "sharedrepository", "longpaths",
-    }),
+    "core": frozenset(
+        {
+            "repositoryformatversion",
+            "filemode",
+            "bare",
+            "logallrefupdates",
+            "ignorecase",
+            "precomposeunicode",
+            "symlinks",
+            "autocrlf",
+            "eol",
+            "safecrlf",
+            "quotepath",
+            "compression",
+            "bigfilethreshold",
+            "sharedrepository",
+            "longpaths",
+        }
+    ),
     "remote": frozenset({"url", "fetch", "pushurl", "push", "tagopt", "prune", "mirror"}),
     "branch": frozenset({"remote", "merge", "rebase", "pushremote", "description"}),
     "init": frozenset({"defaultbranch"}),
@@ -315,20 +329,28 @@ def check(snapshot: Snapshot, plan: Plan) -> list[tuple[str, str]]:
             if problem is not None:
                 moved = _quarantine(dot_git)
                 repairs.append((dot_git, f"a new repository with {problem}: moved aside to {os.path.basename(moved)}"))
-        elif before is not None and now != before and not (
-            now is not None and before.kind == now.kind == "dir" and (before.dev, before.ino) == (now.dev, now.ino)
+        elif (
+            before is not None
+            and now != before
+            and not (
+                now is not None and before.kind == now.kind == "dir" and (before.dev, before.ino) == (now.dev, now.ino)
+            )
         ):
             repairs.append((dot_git, _put_back(project, dot_git, before, now)))
         for path in snapshot.missing:
             if os.path.lexists(path) and (problem := _new_part_problem(path)) is not None:
                 moved = _quarantine(path)
-                repairs.append((path, f"{problem} appeared in the repository: moved aside to {os.path.basename(moved)}"))
+                repairs.append(
+                    (path, f"{problem} appeared in the repository: moved aside to {os.path.basename(moved)}")
+                )
         if not snapshot.dot_pi and os.path.lexists(os.path.join(project, ".pi")):
             moved = _quarantine(os.path.join(project, ".pi"))
-            repairs.append((
-                os.path.join(project, ".pi"),
-                f"a new .pi folder (plugins and settings pi runs outside the sandbox): moved aside to {os.path.basename(moved)}",
-            ))
+            repairs.append(
+                (
+                    os.path.join(project, ".pi"),
+                    f"a new .pi folder (plugins and settings pi runs outside the sandbox): moved aside to {os.path.basename(moved)}",
+                )
+            )
         for path, saved in snapshot.saved.items():
             changed = _restore_files(path, saved)
             if changed:

@@ -155,7 +155,9 @@ def abi_version() -> int:
     if sys.platform != "linux":
         return 0
     try:
-        version = _syscall(ctypes.c_long(SYS_CREATE_RULESET), None, ctypes.c_size_t(0), ctypes.c_uint32(CREATE_RULESET_VERSION))
+        version = _syscall(
+            ctypes.c_long(SYS_CREATE_RULESET), None, ctypes.c_size_t(0), ctypes.c_uint32(CREATE_RULESET_VERSION)
+        )
     except OSError:
         return 0
     return max(version, 0)
@@ -203,7 +205,16 @@ class Ruleset:
                 return
             attr = struct.pack("=Qi", rights, fd)
             buf = ctypes.create_string_buffer(attr, len(attr))
-            if _syscall(ctypes.c_long(SYS_ADD_RULE), ctypes.c_int(self.fd), ctypes.c_int(RULE_PATH_BENEATH), buf, ctypes.c_uint32(0)) < 0:
+            if (
+                _syscall(
+                    ctypes.c_long(SYS_ADD_RULE),
+                    ctypes.c_int(self.fd),
+                    ctypes.c_int(RULE_PATH_BENEATH),
+                    buf,
+                    ctypes.c_uint32(0),
+                )
+                < 0
+            ):
                 raise LandlockError(ctypes.get_errno(), f"landlock_add_rule failed for {path}")
         finally:
             os.close(fd)
@@ -213,7 +224,12 @@ class Ruleset:
             return
         attr = struct.pack("QQ", rights, port)
         buf = ctypes.create_string_buffer(attr, len(attr))
-        if _syscall(ctypes.c_long(SYS_ADD_RULE), ctypes.c_int(self.fd), ctypes.c_int(RULE_NET_PORT), buf, ctypes.c_uint32(0)) < 0:
+        if (
+            _syscall(
+                ctypes.c_long(SYS_ADD_RULE), ctypes.c_int(self.fd), ctypes.c_int(RULE_NET_PORT), buf, ctypes.c_uint32(0)
+            )
+            < 0
+        ):
             raise LandlockError(ctypes.get_errno(), f"landlock_add_rule failed for port {port}")
 
     def restrict_self(self) -> None:
@@ -270,8 +286,9 @@ def apply(spec: dict[str, Any]) -> int:
     if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise LandlockError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
     isolated = bool(spec.get("private_shm"))  # new IPC namespace: System V IPC is the sandbox's own
-    install_seccomp(network=network, allow_tcp=network == "proxy" and abi >= 4, no_user_namespaces=True,
-                    no_sysv_ipc=not isolated)
+    install_seccomp(
+        network=network, allow_tcp=network == "proxy" and abi >= 4, no_user_namespaces=True, no_sysv_ipc=not isolated
+    )
     rules.restrict_self()
     return abi
 
@@ -294,29 +311,98 @@ setuid-root program behind for anyone to run outside the sandbox)."""
 
 SYSCALLS: dict[str, dict[str, int]] = {
     "x86_64": {
-        "chmod": 90, "fchmod": 91, "fchmodat": 268, "fchmodat2": 452, "creat": 85, "open": 2, "openat": 257,
-        "openat2": 437, "mknod": 133, "mknodat": 259, "keyctl": 250, "add_key": 248, "request_key": 249,
-        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "clone": 56, "clone3": 435,
-        "unshare": 272, "shmget": 29, "shmat": 30, "shmctl": 31, "shmdt": 67, "semget": 64, "semop": 65,
-        "semctl": 66, "semtimedop": 220, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "socket": 41,
+        "chmod": 90,
+        "fchmod": 91,
+        "fchmodat": 268,
+        "fchmodat2": 452,
+        "creat": 85,
+        "open": 2,
+        "openat": 257,
+        "openat2": 437,
+        "mknod": 133,
+        "mknodat": 259,
+        "keyctl": 250,
+        "add_key": 248,
+        "request_key": 249,
+        "io_uring_setup": 425,
+        "io_uring_enter": 426,
+        "io_uring_register": 427,
+        "clone": 56,
+        "clone3": 435,
+        "unshare": 272,
+        "shmget": 29,
+        "shmat": 30,
+        "shmctl": 31,
+        "shmdt": 67,
+        "semget": 64,
+        "semop": 65,
+        "semctl": 66,
+        "semtimedop": 220,
+        "msgget": 68,
+        "msgsnd": 69,
+        "msgrcv": 70,
+        "msgctl": 71,
+        "socket": 41,
     },
     "aarch64": {
-        "fchmod": 52, "fchmodat": 53, "fchmodat2": 452, "openat": 56, "openat2": 437, "mknodat": 33, "keyctl": 219,
-        "add_key": 217, "request_key": 218, "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427,
-        "clone": 220, "clone3": 435, "unshare": 97, "shmget": 194, "shmctl": 195, "shmat": 196, "shmdt": 197,
-        "semget": 190, "semctl": 191, "semtimedop": 192, "semop": 193, "msgget": 186, "msgctl": 187,
-        "msgrcv": 188, "msgsnd": 189, "socket": 198,
+        "fchmod": 52,
+        "fchmodat": 53,
+        "fchmodat2": 452,
+        "openat": 56,
+        "openat2": 437,
+        "mknodat": 33,
+        "keyctl": 219,
+        "add_key": 217,
+        "request_key": 218,
+        "io_uring_setup": 425,
+        "io_uring_enter": 426,
+        "io_uring_register": 427,
+        "clone": 220,
+        "clone3": 435,
+        "unshare": 97,
+        "shmget": 194,
+        "shmctl": 195,
+        "shmat": 196,
+        "shmdt": 197,
+        "semget": 190,
+        "semctl": 191,
+        "semtimedop": 192,
+        "semop": 193,
+        "msgget": 186,
+        "msgctl": 187,
+        "msgrcv": 188,
+        "msgsnd": 189,
+        "socket": 198,
     },
 }
 MODE_ARGUMENT = {
-    "chmod": 1, "fchmod": 1, "fchmodat": 2, "fchmodat2": 2, "creat": 1, "open": 2, "openat": 3, "mknod": 1,
+    "chmod": 1,
+    "fchmod": 1,
+    "fchmodat": 2,
+    "fchmodat2": 2,
+    "creat": 1,
+    "open": 2,
+    "openat": 3,
+    "mknod": 1,
     "mknodat": 2,
 }
 """Where each call that sets a file's mode takes it."""
 KEYRINGS = ("keyctl", "add_key", "request_key")
 IO_URING = ("io_uring_setup", "io_uring_enter", "io_uring_register")
-SYSV_IPC = ("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop", "msgget", "msgsnd",
-            "msgrcv", "msgctl")
+SYSV_IPC = (
+    "shmget",
+    "shmat",
+    "shmctl",
+    "shmdt",
+    "semget",
+    "semop",
+    "semctl",
+    "semtimedop",
+    "msgget",
+    "msgsnd",
+    "msgrcv",
+    "msgctl",
+)
 
 _LD_ABS_W = 0x20
 _JEQ_K = 0x15
@@ -478,8 +564,14 @@ def drop_capabilities() -> None:
             raise LandlockError(0, f"cannot drop capabilities on the {machine} architecture")
         header = struct.pack("Ii", LINUX_CAPABILITY_VERSION_3, 0)
         data = bytes(24)  # two {effective, permitted, inheritable} triples, all empty
-        if _syscall(ctypes.c_long(SYS_CAPSET[machine]), ctypes.create_string_buffer(header, len(header)),
-                    ctypes.create_string_buffer(data, len(data))) != 0:
+        if (
+            _syscall(
+                ctypes.c_long(SYS_CAPSET[machine]),
+                ctypes.create_string_buffer(header, len(header)),
+                ctypes.create_string_buffer(data, len(data)),
+            )
+            != 0
+        ):
             raise LandlockError(ctypes.get_errno(), "capset failed")
     left = _status_caps()
     kept = [key for key in ("CapInh", "CapPrm", "CapEff", "CapAmb") if left.get(key)]

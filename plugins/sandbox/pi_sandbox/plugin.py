@@ -108,7 +108,7 @@ class SandboxPlugin:
                 raise SandboxError(
                     f"{backend.detail} cannot keep what the sandbox promises here: "
                     + "; ".join(f"{name} ({why})" for name, why in missing.items())
-                    + f". To run commands with less, add \"acceptWeaker\": [{names}] to the sandbox settings in "
+                    + f'. To run commands with less, add "acceptWeaker": [{names}] to the sandbox settings in '
                     f"{Path(policy.agent_dir) / 'settings.json'}, or make bubblewrap work (unprivileged user namespaces)"
                 )
             self._sandbox = Sandbox(policy, backend, Path(policy.agent_dir) / "sandbox")
@@ -326,7 +326,9 @@ class SandboxPlugin:
         for kind, target, why, line in found:
             if kind == "network" and command.denied_hosts:
                 continue  # the proxy's own refusals say it better
-            refused.append(f"{'reading' if kind == 'read' else 'writing' if kind == 'write' else 'network'} {target} ({why})")
+            refused.append(
+                f"{'reading' if kind == 'read' else 'writing' if kind == 'write' else 'network'} {target} ({why})"
+            )
             await violations.emit(ctx, self._violation(command, kind, target, line))
         for host, port in command.denied_hosts:
             refused.append(f"network {host}:{port} (not in allowedHosts)")

@@ -151,7 +151,9 @@ class FilteringProxy:
             return
         url = urlsplit(target)
         if url.scheme.lower() != "http" or not url.hostname:
-            await _reply(writer, 400, "Bad Request", "pluggable-pi-sandbox proxy: only CONNECT and http:// URLs are proxied")
+            await _reply(
+                writer, 400, "Bad Request", "pluggable-pi-sandbox proxy: only CONNECT and http:// URLs are proxied"
+            )
             return
         host, port = normalize_host(url.hostname), url.port or 80
         if not await self._check(host, port, writer):
@@ -175,7 +177,10 @@ class FilteringProxy:
             return True
         self.denied.append((host, port))
         await _reply(
-            writer, 403, "Forbidden", f"pluggable-pi-sandbox: the network policy does not allow {host}:{port} (not in allowedHosts)"
+            writer,
+            403,
+            "Forbidden",
+            f"pluggable-pi-sandbox: the network policy does not allow {host}:{port} (not in allowedHosts)",
         )
         if self.on_denied is not None:
             result = self.on_denied(host, port)
@@ -189,7 +194,9 @@ class FilteringProxy:
         try:
             return await asyncio.wait_for(asyncio.open_connection(host, port), CONNECT_TIMEOUT)
         except (TimeoutError, OSError) as exc:
-            await _reply(writer, 502, "Bad Gateway", f"pluggable-pi-sandbox proxy: cannot connect to {host}:{port}: {exc}")
+            await _reply(
+                writer, 502, "Bad Gateway", f"pluggable-pi-sandbox proxy: cannot connect to {host}:{port}: {exc}"
+            )
             return None
 
 

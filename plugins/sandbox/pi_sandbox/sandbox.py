@@ -109,16 +109,24 @@ def weaker_guarantees(backend: Backend) -> dict[str, str]:
     if backend.name == "landlock":
         if landlock.has_capability(landlock.CAP_SYS_ADMIN):
             if backend.landlock_abi < 6:
-                weaker["abstract-sockets"] = f"Landlock ABI {backend.landlock_abi} (< 6) does not scope abstract unix sockets"
+                weaker["abstract-sockets"] = (
+                    f"Landlock ABI {backend.landlock_abi} (< 6) does not scope abstract unix sockets"
+                )
         else:
-            weaker["unix-sockets"] = "Landlock does not mediate connections to unix sockets by path (pi is not root: no mount namespace to hide them)"
+            weaker["unix-sockets"] = (
+                "Landlock does not mediate connections to unix sockets by path (pi is not root: no mount namespace to hide them)"
+            )
             if backend.landlock_abi < 6:
                 why = f"Landlock ABI {backend.landlock_abi} (< 6) does not scope signals"
                 weaker["signals"] = why
                 weaker["process-cleanup"] = why + ": a command can kill the launcher that ends its processes"
-                weaker["abstract-sockets"] = f"Landlock ABI {backend.landlock_abi} (< 6) does not scope abstract unix sockets"
+                weaker["abstract-sockets"] = (
+                    f"Landlock ABI {backend.landlock_abi} (< 6) does not scope abstract unix sockets"
+                )
     elif backend.name == "sandbox-exec":
-        weaker["process-cleanup"] = "sandbox-exec has no process namespace: a process that leaves pi's process group outlives the command"
+        weaker["process-cleanup"] = (
+            "sandbox-exec has no process namespace: a process that leaves pi's process group outlives the command"
+        )
     return weaker
 
 
@@ -176,7 +184,9 @@ class Sandbox:
         """Confine ``event`` (a ``BashSpawnEvent``) in place; once the command ended,
         :mod:`.guard` checks the repository and ``.pi`` (``on_repaired`` hears of repairs)."""
         policy, backend, the_plan = self.policy, self.backend, command.plan
-        kept = tuple(p for p in the_plan.protected if p == os.path.realpath(policy.agent_dir))  # Landlock keeps it read-only
+        kept = tuple(
+            p for p in the_plan.protected if p == os.path.realpath(policy.agent_dir)
+        )  # Landlock keeps it read-only
         snapshot = await asyncio.to_thread(
             guard.take, the_plan, restore_protected=backend.name == "landlock", kept=kept
         )
@@ -202,11 +212,18 @@ class Sandbox:
                 info_r, info_w = fds.pipe()
                 block_r, block_w = fds.pipe()
                 argv = bwrap.build_argv(
-                    backend.path, the_plan, inner, empty_file=self.empty_file(), info_fd=info_w, block_fd=block_r,
+                    backend.path,
+                    the_plan,
+                    inner,
+                    empty_file=self.empty_file(),
+                    info_fd=info_w,
+                    block_fd=block_r,
                     seccomp_fd=filter_fd,
                 )
                 event.pass_fds.extend([info_w, block_r])
-                task = asyncio.get_running_loop().create_task(self._serve_in_netns(fds, info_r, block_w, proxy, command))
+                task = asyncio.get_running_loop().create_task(
+                    self._serve_in_netns(fds, info_r, block_w, proxy, command)
+                )
                 self.tasks.add(task)
                 task.add_done_callback(self.tasks.discard)
                 _set_proxy_env(env, bwrap.PROXY_PORT)
@@ -219,7 +236,9 @@ class Sandbox:
 
                 cleanup.append(close_bwrap)
             else:
-                argv = bwrap.build_argv(backend.path, the_plan, inner, empty_file=self.empty_file(), seccomp_fd=filter_fd)
+                argv = bwrap.build_argv(
+                    backend.path, the_plan, inner, empty_file=self.empty_file(), seccomp_fd=filter_fd
+                )
         else:
             port = None
             if proxy is not None:

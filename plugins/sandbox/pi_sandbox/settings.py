@@ -202,8 +202,17 @@ class SandboxSettings:
         """Validate the value of the ``sandbox`` key; ``ValueError`` names the bad key."""
         if not isinstance(raw, dict):
             raise ValueError(f"{SETTINGS_KEY} must be an object")
-        known = {"preset", "backend", "denyRead", "allowWrite", "network", "allowedHosts", "env", "allowSockets",
-                 "acceptWeaker"}
+        known = {
+            "preset",
+            "backend",
+            "denyRead",
+            "allowWrite",
+            "network",
+            "allowedHosts",
+            "env",
+            "allowSockets",
+            "acceptWeaker",
+        }
         for key in raw:
             if key not in known:
                 raise ValueError(f"{SETTINGS_KEY}.{key}: unknown key (known: {', '.join(sorted(known))})")
@@ -213,7 +222,9 @@ class SandboxSettings:
             if value is None and default is None:
                 return None
             if value not in options:
-                raise ValueError(f"{SETTINGS_KEY}.{key}: must be one of {', '.join(repr(o) for o in options)}, not {value!r}")
+                raise ValueError(
+                    f"{SETTINGS_KEY}.{key}: must be one of {', '.join(repr(o) for o in options)}, not {value!r}"
+                )
             return value
 
         def strings(container: dict[str, object], key: str, where: str) -> tuple[str, ...]:

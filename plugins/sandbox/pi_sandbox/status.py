@@ -19,7 +19,11 @@ def summary(policy: Policy) -> str:
     """One line: the preset and the network (the ``/sandbox`` command's description)."""
     if not policy.enabled:
         return "sandbox off (preset off): commands run unconfined"
-    network = {"off": "network off", "on": "network on", "proxy": f"network via proxy to {len(policy.allowed_hosts)} host(s)"}
+    network = {
+        "off": "network off",
+        "on": "network on",
+        "proxy": f"network via proxy to {len(policy.allowed_hosts)} host(s)",
+    }
     return f"sandbox {policy.preset}, {network[policy.network]}"
 
 
@@ -84,7 +88,10 @@ def describe(
         lines.append(f"network: through pi's proxy, only to {hosts}")
     env = data["environment"]
     if env["mode"] == "minimal":
-        lines.append("environment: only PATH, HOME, LANG, TERM … (minimal)" + (f", plus {', '.join(env['allow'])}" if env["allow"] else ""))
+        lines.append(
+            "environment: only PATH, HOME, LANG, TERM … (minimal)"
+            + (f", plus {', '.join(env['allow'])}" if env["allow"] else "")
+        )
     else:
         allowed = f" (allowed: {', '.join(env['allow'])})" if env["allow"] else ""
         lines.append(f"environment: secrets removed (*_KEY, *_TOKEN, *_SECRET, AWS_* …){allowed}")

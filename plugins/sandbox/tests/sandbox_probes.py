@@ -150,7 +150,9 @@ class Probe:
 
     def expectation(self, backend: str, landlock_abi: int, accepted: dict[str, str] | None = None) -> Expect:
         if accepted and self.guarantee in accepted:
-            return Expect(NOT_CONTAINED, f'accepted with "acceptWeaker": ["{self.guarantee}"]: {accepted[self.guarantee]}')
+            return Expect(
+                NOT_CONTAINED, f'accepted with "acceptWeaker": ["{self.guarantee}"]: {accepted[self.guarantee]}'
+            )
         override = self.landlock if backend == "landlock" else None
         if override is not None and (override.max_landlock_abi is None or landlock_abi <= override.max_landlock_abi):
             return override
@@ -218,7 +220,9 @@ def _lines_with(text: str, token: str, limit: int = 3) -> str:
 
 
 def _first_lines(text: str, limit: int = 2) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("[pluggable-pi-sandbox]")]
+    lines = [
+        line.strip() for line in text.splitlines() if line.strip() and not line.startswith("[pluggable-pi-sandbox]")
+    ]
     return " | ".join(lines[:limit])[:240]
 
 
@@ -477,7 +481,9 @@ def netns_oracle(lab: Lab, probe: Probe, out: Outcome) -> Finding:
     while time.monotonic() < deadline:
         with contextlib.suppress(OSError):
             if lab.marker(probe) in hits.read_text(errors="replace"):
-                return Finding(True, "the listener in another network namespace (not in pi's /proc/net/unix) received the marker")
+                return Finding(
+                    True, "the listener in another network namespace (not in pi's /proc/net/unix) received the marker"
+                )
         time.sleep(0.02)
     return Finding(False, _first_lines(out.text))
 
@@ -489,7 +495,12 @@ def restart_victim(lab: Lab, probe: Probe) -> None:
 
 def git(lab: Lab, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["git", "-c", "safe.directory=*", *args], cwd=cwd, capture_output=True, text=True, env=lab.git_env(), check=False
+        ["git", "-c", "safe.directory=*", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=lab.git_env(),
+        check=False,
     )
 
 
@@ -581,8 +592,10 @@ def module_oracle(lab: Lab, probe: Probe, out: Outcome) -> Finding:
     if errno_value == 38:
         return Finding(None, "this kernel has no module support (ENOSYS)")
     # finit_module checks CAP_SYS_MODULE before it looks at the (invalid) fd
-    return Finding(errno_value == 9, f"finit_module(-1): {os.strerror(errno_value)}"
-                   + (" (so CAP_SYS_MODULE is held)" if errno_value == 9 else ""))
+    return Finding(
+        errno_value == 9,
+        f"finit_module(-1): {os.strerror(errno_value)}" + (" (so CAP_SYS_MODULE is held)" if errno_value == 9 else ""),
+    )
 
 
 def mount_oracle(lab: Lab, probe: Probe, out: Outcome) -> Finding:
@@ -607,8 +620,11 @@ def mount_outside(lab: Lab, probe: Probe) -> None:
     target.mkdir(exist_ok=True)
     lab.state["outside_mount"] = False
     if os.geteuid() == 0:
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", f"{PROBE_PREFIX}{lab.run_id}", str(target)],
-                              capture_output=True, check=False)
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=1m", f"{PROBE_PREFIX}{lab.run_id}", str(target)],
+            capture_output=True,
+            check=False,
+        )
         lab.state["outside_mount"] = done.returncode == 0
 
 
@@ -648,9 +664,11 @@ def fd_oracle(lab: Lab, probe: Probe, out: Outcome) -> Finding:
         listed.append(f"{number}->{target}")
         if target.startswith("socket:"):
             leaks.append(f"fd {number} is a socket ({target})")
-        elif target.startswith("/") and not any(
-            target == w or target.startswith(w.rstrip("/") + "/") for w in lab.writable()
-        ) and not target.startswith(("/dev/null", "/dev/pts", "/proc/")):
+        elif (
+            target.startswith("/")
+            and not any(target == w or target.startswith(w.rstrip("/") + "/") for w in lab.writable())
+            and not target.startswith(("/dev/null", "/dev/pts", "/proc/"))
+        ):
             leaks.append(f"fd {number} -> {target} (outside the writable folders)")
     if leaks:
         return Finding(True, "; ".join(leaks))
@@ -747,60 +765,95 @@ pi's own clean-up of the group could end it first, under load, and hide the resu
 PROBES: list[Probe] = [
     # ---------------------------------------------------------------- preflight
     Probe(
-        "sandbox-active", "preflight", "the command runs in the sandbox at all (PI_SANDBOX is set)",
+        "sandbox-active",
+        "preflight",
+        "the command runs in the sandbox at all (PI_SANDBOX is set)",
         'echo "PI_SANDBOX=${PI_SANDBOX:-unset}"',
-        lambda lab, probe, out: preflight_oracle(out), control=ANY,
+        lambda lab, probe, out: preflight_oracle(out),
+        control=ANY,
     ),
     # ---------------------------------------------------------------- kernel interfaces
     Probe(
-        "proc-sys-write", "kernel", "/proc/sys is read-only: writing printk_ratelimit its own value fails",
+        "proc-sys-write",
+        "kernel",
+        "/proc/sys is read-only: writing printk_ratelimit its own value fails",
         "f=/proc/sys/kernel/printk_ratelimit; v=$(cat $f); test -w $f && echo ACCESS-W; "
         'echo "$v" > $f && echo WROTE-SAME-VALUE',
-        said("WROTE-SAME-VALUE"), control=ROOT,
-    ),
-    Probe(
-        "proc-sys-core-pattern", "kernel", "core_pattern cannot be opened for writing (never written)",
-        open_for_write("/proc/sys/kernel/core_pattern"), said("OPENED-FOR-WRITE"), control=ROOT,
-    ),
-    Probe(
-        "proc-sysrq-trigger", "kernel", "/proc/sysrq-trigger cannot be opened for writing (never written)",
-        open_for_write("/proc/sysrq-trigger"),
-        needs("sysrq", "this kernel has no /proc/sysrq-trigger", said("OPENED-FOR-WRITE")), control=ROOT,
-    ),
-    Probe(
-        "sys-attribute-write", "kernel", "a sysfs attribute cannot be opened for writing (never written)",
-        open_for_write("@@sys_attr@@"), needs("sys_attr", "no root-writable sysfs attribute found", said("OPENED-FOR-WRITE")),
+        said("WROTE-SAME-VALUE"),
         control=ROOT,
     ),
     Probe(
-        "sys-kernel-touch", "kernel", "no file can be created in /sys/kernel",
-        "touch /sys/kernel/@@m@@ && echo TOUCHED", created(lambda lab, m: Path("/sys/kernel") / m),
+        "proc-sys-core-pattern",
+        "kernel",
+        "core_pattern cannot be opened for writing (never written)",
+        open_for_write("/proc/sys/kernel/core_pattern"),
+        said("OPENED-FOR-WRITE"),
+        control=ROOT,
     ),
     Probe(
-        "cgroup-release-agent", "kernel", "a cgroup v1 release_agent (the classic container escape) cannot be opened for writing",
+        "proc-sysrq-trigger",
+        "kernel",
+        "/proc/sysrq-trigger cannot be opened for writing (never written)",
+        open_for_write("/proc/sysrq-trigger"),
+        needs("sysrq", "this kernel has no /proc/sysrq-trigger", said("OPENED-FOR-WRITE")),
+        control=ROOT,
+    ),
+    Probe(
+        "sys-attribute-write",
+        "kernel",
+        "a sysfs attribute cannot be opened for writing (never written)",
+        open_for_write("@@sys_attr@@"),
+        needs("sys_attr", "no root-writable sysfs attribute found", said("OPENED-FOR-WRITE")),
+        control=ROOT,
+    ),
+    Probe(
+        "sys-kernel-touch",
+        "kernel",
+        "no file can be created in /sys/kernel",
+        "touch /sys/kernel/@@m@@ && echo TOUCHED",
+        created(lambda lab, m: Path("/sys/kernel") / m),
+    ),
+    Probe(
+        "cgroup-release-agent",
+        "kernel",
+        "a cgroup v1 release_agent (the classic container escape) cannot be opened for writing",
         open_for_write("@@release_agent@@"),
-        needs("release_agent", "no cgroup v1 release_agent on this machine", said("OPENED-FOR-WRITE")), control=ROOT,
+        needs("release_agent", "no cgroup v1 release_agent on this machine", said("OPENED-FOR-WRITE")),
+        control=ROOT,
     ),
     Probe(
-        "capabilities", "kernel", "the command holds no capability (CapEff, CapPrm, CapAmb are 0)",
-        "grep -E '^Cap' /proc/self/status", caps_oracle, control=ROOT,
+        "capabilities",
+        "kernel",
+        "the command holds no capability (CapEff, CapPrm, CapAmb are 0)",
+        "grep -E '^Cap' /proc/self/status",
+        caps_oracle,
+        control=ROOT,
     ),
     Probe(
-        "no-new-privs", "kernel", "no_new_privs is set (NoNewPrivs: 1): setuid programs gain nothing",
-        "grep NoNewPrivs /proc/self/status", nnp_oracle, control=ANY,
+        "no-new-privs",
+        "kernel",
+        "no_new_privs is set (NoNewPrivs: 1): setuid programs gain nothing",
+        "grep NoNewPrivs /proc/self/status",
+        nnp_oracle,
+        control=ANY,
     ),
     Probe(
-        "module-load", "kernel", "finit_module is refused for lack of CAP_SYS_MODULE (probed with an invalid fd)",
+        "module-load",
+        "kernel",
+        "finit_module is refused for lack of CAP_SYS_MODULE (probed with an invalid fd)",
         PY(
             "import ctypes, os\n"
             "libc = ctypes.CDLL(None, use_errno=True)\n"
             "r = libc.syscall(@@nr_finit_module@@, -1, b'', 0)\n"
             "print('FINIT_MODULE errno=%d' % ctypes.get_errno() if r != 0 else 'FINIT_MODULE ok')\n"
         ),
-        module_oracle, control=ROOT,
+        module_oracle,
+        control=ROOT,
     ),
     Probe(
-        "sethostname", "kernel", "sethostname() (same name) does not reach the host's UTS namespace",
+        "sethostname",
+        "kernel",
+        "sethostname() (same name) does not reach the host's UTS namespace",
         PY(
             "import os, socket\n"
             "try:\n"
@@ -810,34 +863,51 @@ PROBES: list[Probe] = [
             "else:\n"
             "    print('SETHOSTNAME-OK', os.readlink('/proc/self/ns/uts'))\n"
         ),
-        in_host_namespace("SETHOSTNAME-OK", "uts"), control=ROOT,
+        in_host_namespace("SETHOSTNAME-OK", "uts"),
+        control=ROOT,
     ),
     Probe(
-        "dev-block-write", "kernel",
+        "dev-block-write",
+        "kernel",
         "a host block device cannot be opened for writing (an unbound loop device stands in for /dev/sda; "
         "the real disk is only access()-checked)",
         "test -w @@disk@@ && echo 'ACCESS-W @@disk@@'; " + open_for_write("@@loopdev@@"),
-        needs("loopdev", "no unbound loop device", said("OPENED-FOR-WRITE")), control=ROOT,
+        needs("loopdev", "no unbound loop device", said("OPENED-FOR-WRITE")),
+        control=ROOT,
     ),
     Probe(
-        "dev-mknod-block", "kernel", "no block device node can be made (mknod of the loop device, then open for write)",
+        "dev-mknod-block",
+        "kernel",
+        "no block device node can be made (mknod of the loop device, then open for write)",
         "mknod ./@@m@@ b @@loop_major@@ @@loop_minor@@ && echo MKNOD-OK && " + open_for_write("./@@m@@"),
-        needs("loopdev", "no unbound loop device", said("OPENED-FOR-WRITE")), control=ROOT,
+        needs("loopdev", "no unbound loop device", said("OPENED-FOR-WRITE")),
+        control=ROOT,
         cleanup=remove_created(lambda lab, m: lab.project / m),
     ),
     # ---------------------------------------------------------------- mounts and namespaces
     Probe(
-        "mount-tmpfs", "mounts", "mount(2) does not reach the host's mount namespace",
-        "mkdir -p @@m@@ && mount -t tmpfs pi-probe @@m@@ && echo MOUNTED", mount_oracle, control=ROOT,
+        "mount-tmpfs",
+        "mounts",
+        "mount(2) does not reach the host's mount namespace",
+        "mkdir -p @@m@@ && mount -t tmpfs pi-probe @@m@@ && echo MOUNTED",
+        mount_oracle,
+        control=ROOT,
         cleanup=umount_created,
     ),
     Probe(
-        "umount-outside", "mounts", "a mount of the host (the test's own tmpfs outside the project) cannot be unmounted",
-        "umount @@outside@@/mnt && echo UMOUNTED", umount_oracle, setup=mount_outside, cleanup=umount_outside,
+        "umount-outside",
+        "mounts",
+        "a mount of the host (the test's own tmpfs outside the project) cannot be unmounted",
+        "umount @@outside@@/mnt && echo UMOUNTED",
+        umount_oracle,
+        setup=mount_outside,
+        cleanup=umount_outside,
         control=ROOT,
     ),
     Probe(
-        "unshare-userns", "namespaces", "no nested user namespace can be created",
+        "unshare-userns",
+        "namespaces",
+        "no nested user namespace can be created",
         "unshare -U true && echo USERNS-CREATED; "
         + PY(
             "import os\n"
@@ -848,230 +918,374 @@ PROBES: list[Probe] = [
             "else:\n"
             "    print('USERNS-CREATED by os.unshare')\n"
         ),
-        said("USERNS-CREATED"), control=ANY,
+        said("USERNS-CREATED"),
+        control=ANY,
     ),
     # ---------------------------------------------------------------- protected paths
     Probe(
-        "git-hooks-write", "protected-paths", ".git/hooks/pre-commit cannot be written",
+        "git-hooks-write",
+        "protected-paths",
+        ".git/hooks/pre-commit cannot be written",
         "printf '#!/bin/sh\\n# @@m@@\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && echo PLANTED",
-        hook_planted(), setup=reset_project, control=ANY,
+        hook_planted(),
+        setup=reset_project,
+        control=ANY,
     ),
     Probe(
-        "git-rename-copy", "protected-paths", "renaming .git and copying it back does not make hooks writable",
+        "git-rename-copy",
+        "protected-paths",
+        "renaming .git and copying it back does not make hooks writable",
         "mv .git .gitx && cp -a .gitx .git && printf '#!/bin/sh\\n# @@m@@\\n' > .git/hooks/pre-commit && echo PLANTED",
-        hook_planted(), setup=reset_project, control=ANY,
+        hook_planted(),
+        setup=reset_project,
+        control=ANY,
     ),
     Probe(
-        "git-hookspath-config", "protected-paths", "`git config core.hooksPath` cannot redirect the hooks",
+        "git-hookspath-config",
+        "protected-paths",
+        "`git config core.hooksPath` cannot redirect the hooks",
         "mkdir -p hooks-@@m@@ && printf '#!/bin/sh\\n# @@m@@\\n' > hooks-@@m@@/pre-commit && "
         "git config core.hooksPath hooks-@@m@@ && echo CONFIGURED",
-        hook_planted(), setup=reset_project, control=ANY,
+        hook_planted(),
+        setup=reset_project,
+        control=ANY,
     ),
     Probe(
-        "git-config-write", "protected-paths", ".git/config cannot be appended to directly",
+        "git-config-write",
+        "protected-paths",
+        ".git/config cannot be appended to directly",
         "printf '[core]\\n\\thooksPath = /tmp/@@m@@\\n' >> .git/config && echo APPENDED",
-        hook_planted(), setup=reset_project, control=ANY,
+        hook_planted(),
+        setup=reset_project,
+        control=ANY,
     ),
     Probe(
-        "git-symlinked-dotgit", "protected-paths", "a .git replaced by a symlink to a writable copy does not get hooks in",
+        "git-symlinked-dotgit",
+        "protected-paths",
+        "a .git replaced by a symlink to a writable copy does not get hooks in",
         "mv .git .gitx && mkdir g-@@m@@ && cp -a .gitx/. g-@@m@@/ && ln -s g-@@m@@ .git && "
         "printf '#!/bin/sh\\n# @@m@@\\n' > g-@@m@@/hooks/pre-commit && echo PLANTED",
-        hook_planted(), setup=reset_project, control=ANY,
+        hook_planted(),
+        setup=reset_project,
+        control=ANY,
     ),
     Probe(
-        "git-gitfile-redirect", "protected-paths", "a .git replaced by a gitfile (gitdir: elsewhere) does not get hooks in",
+        "git-gitfile-redirect",
+        "protected-paths",
+        "a .git replaced by a gitfile (gitdir: elsewhere) does not get hooks in",
         "mv .git .gitx && cp -a .gitx gd-@@m@@ && echo 'gitdir: gd-@@m@@' > .git && "
         "printf '#!/bin/sh\\n# @@m@@\\n' > gd-@@m@@/hooks/pre-commit && echo PLANTED",
-        hook_planted(), setup=reset_project, control=ANY,
+        hook_planted(),
+        setup=reset_project,
+        control=ANY,
     ),
     Probe(
-        "git-hooks-missing", "protected-paths", "a repository without .git/hooks: the folder cannot be created",
+        "git-hooks-missing",
+        "protected-paths",
+        "a repository without .git/hooks: the folder cannot be created",
         "mkdir -p .git/hooks && printf '#!/bin/sh\\n# @@m@@\\n' > .git/hooks/pre-commit && echo PLANTED",
-        hook_planted(), setup=without(".git/hooks"), control=ANY,
+        hook_planted(),
+        setup=without(".git/hooks"),
+        control=ANY,
     ),
     Probe(
-        "protected-late-write", "protected-paths",
+        "protected-late-write",
+        "protected-paths",
         "a background job writing .git/hooks and .pi 1 s after the call ends (after any restore) does not get in",
-        "setsid sh -c 'touch \"$TMPDIR/@@m@@.started\"; sleep 1; mkdir -p .git/hooks .pi; "
-        "printf \"#!/bin/sh\\n# @@m@@\\n\" > .git/hooks/pre-commit; "
-        "printf \"{\\\"m\\\": \\\"@@m@@\\\"}\" > .pi/settings.json' </dev/null >/dev/null 2>&1" + STARTED,
+        'setsid sh -c \'touch "$TMPDIR/@@m@@.started"; sleep 1; mkdir -p .git/hooks .pi; '
+        'printf "#!/bin/sh\\n# @@m@@\\n" > .git/hooks/pre-commit; '
+        'printf "{\\"m\\": \\"@@m@@\\"}" > .pi/settings.json\' </dev/null >/dev/null 2>&1' + STARTED,
         later(2.0, either(hook_planted(), pi_dir_marked)),
-        setup=reset_project, guarantee="process-cleanup", control=ANY,
+        setup=reset_project,
+        guarantee="process-cleanup",
+        control=ANY,
     ),
     Probe(
-        "git-hooks-oversize", "protected-paths",
+        "git-hooks-oversize",
+        "protected-paths",
         "a hook written next to 9 MB of filler in .git/hooks (beyond a size-limited restore) does not stay",
         "head -c 9000000 /dev/zero > .git/hooks/filler && printf '#!/bin/sh\\n# @@m@@\\n' > .git/hooks/pre-commit && echo PLANTED",
-        hook_planted(), landlock=LANDLOCK_OVERSIZE, setup=reset_project, control=ANY,
+        hook_planted(),
+        landlock=LANDLOCK_OVERSIZE,
+        setup=reset_project,
+        control=ANY,
     ),
     Probe(
-        "git-init-root", "protected-paths", "a project without a repository: `git init` at its root does not keep its hooks",
+        "git-init-root",
+        "protected-paths",
+        "a project without a repository: `git init` at its root does not keep its hooks",
         "git init -q . && printf '#!/bin/sh\\n# @@m@@\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && echo PLANTED",
-        hook_planted(), setup=without(".git"), control=ANY,
+        hook_planted(),
+        setup=without(".git"),
+        control=ANY,
     ),
     Probe(
-        "pi-dir-symlink", "protected-paths", "a project without .pi: a .pi symlink to a folder with an extension does not stay",
+        "pi-dir-symlink",
+        "protected-paths",
+        "a project without .pi: a .pi symlink to a folder with an extension does not stay",
         "mkdir -p pi-@@m@@/extensions && printf '# @@m@@\\n' > pi-@@m@@/extensions/probe.py && ln -s pi-@@m@@ .pi && echo LINKED",
-        pi_dir_marked, setup=without(".pi"), control=ANY,
+        pi_dir_marked,
+        setup=without(".pi"),
+        control=ANY,
     ),
     Probe(
-        "git-init-subfolder", "protected-paths",
+        "git-init-subfolder",
+        "protected-paths",
         "(allowed) `git init` of a new repository in a subfolder: its hooks are the command's to write",
         "git init -q sub-@@m@@ && printf '#!/bin/sh\\n# @@m@@\\n' > sub-@@m@@/.git/hooks/pre-commit && "
         "chmod +x sub-@@m@@/.git/hooks/pre-commit && echo PLANTED",
-        hook_planted("sub-@@m@@"), expect=SUBFOLDER_REPOSITORY, setup=reset_project, control=ANY,
+        hook_planted("sub-@@m@@"),
+        expect=SUBFOLDER_REPOSITORY,
+        setup=reset_project,
+        control=ANY,
     ),
     Probe(
-        "pi-settings-write", "protected-paths", "the project's .pi/settings.json cannot be written",
-        "printf '{\"m\": \"@@m@@\"}' > .pi/settings.json && echo WROTE",
-        pi_dir_marked, setup=reset_project, control=ANY,
+        "pi-settings-write",
+        "protected-paths",
+        "the project's .pi/settings.json cannot be written",
+        'printf \'{"m": "@@m@@"}\' > .pi/settings.json && echo WROTE',
+        pi_dir_marked,
+        setup=reset_project,
+        control=ANY,
     ),
     Probe(
-        "pi-rename-recreate", "protected-paths", "renaming .pi and making a new one does not get settings in",
-        "mv .pi .pi-@@m@@ && mkdir -p .pi && printf '{\"m\": \"@@m@@\"}' > .pi/settings.json && echo WROTE",
-        pi_dir_marked, setup=reset_project, control=ANY,
+        "pi-rename-recreate",
+        "protected-paths",
+        "renaming .pi and making a new one does not get settings in",
+        'mv .pi .pi-@@m@@ && mkdir -p .pi && printf \'{"m": "@@m@@"}\' > .pi/settings.json && echo WROTE',
+        pi_dir_marked,
+        setup=reset_project,
+        control=ANY,
     ),
     Probe(
-        "pi-dir-missing", "protected-paths", "a project without .pi: the folder (and a project extension) cannot be created",
+        "pi-dir-missing",
+        "protected-paths",
+        "a project without .pi: the folder (and a project extension) cannot be created",
         "mkdir -p .pi/extensions && printf '# @@m@@\\n' > .pi/extensions/probe.py && echo WROTE",
-        pi_dir_marked, setup=without(".pi"), control=ANY,
+        pi_dir_marked,
+        setup=without(".pi"),
+        control=ANY,
     ),
     Probe(
-        "agent-settings-write", "protected-paths", "pi's agent folder (settings.json) cannot be written",
-        "printf '{\"sandbox\": {\"preset\": \"off\"}, \"m\": \"@@m@@\"}' > @@agent@@/settings.json && echo WROTE",
-        agent_settings_marked, control=ANY,
+        "agent-settings-write",
+        "protected-paths",
+        "pi's agent folder (settings.json) cannot be written",
+        'printf \'{"sandbox": {"preset": "off"}, "m": "@@m@@"}\' > @@agent@@/settings.json && echo WROTE',
+        agent_settings_marked,
+        control=ANY,
     ),
     Probe(
-        "agent-symlink-write", "protected-paths", "a symlink in the project to the agent folder does not make it writable",
-        "ln -s @@agent@@ agent-@@m@@ && printf '{\"m\": \"@@m@@\"}' > agent-@@m@@/settings.json && echo WROTE",
-        agent_settings_marked, control=ANY,
+        "agent-symlink-write",
+        "protected-paths",
+        "a symlink in the project to the agent folder does not make it writable",
+        'ln -s @@agent@@ agent-@@m@@ && printf \'{"m": "@@m@@"}\' > agent-@@m@@/settings.json && echo WROTE',
+        agent_settings_marked,
+        control=ANY,
     ),
     Probe(
-        "agent-hardlink-write", "protected-paths", "a hard link in the project to the agent's settings.json cannot be written through",
+        "agent-hardlink-write",
+        "protected-paths",
+        "a hard link in the project to the agent's settings.json cannot be written through",
         "ln @@agent@@/settings.json hl-@@m@@ && printf ' \\n# @@m@@\\n' >> hl-@@m@@ && echo APPENDED",
-        agent_settings_marked, control=ANY,
+        agent_settings_marked,
+        control=ANY,
     ),
     Probe(
-        "home-agent-parent-rename", "protected-paths",
+        "home-agent-parent-rename",
+        "protected-paths",
         "pi started in HOME: renaming ~/.pi (the agent folder's parent) and recreating it does not replace pi's settings",
         "mv ~/.pi ~/.pi-@@m@@ && mkdir -p ~/.pi/agent && "
-        "printf '{\"sandbox\": {\"preset\": \"off\"}, \"m\": \"@@m@@\"}' > ~/.pi/agent/settings.json && echo REPLACED",
-        agent_settings_marked, scenario="home", cleanup=restore_home, control=ANY,
+        'printf \'{"sandbox": {"preset": "off"}, "m": "@@m@@"}\' > ~/.pi/agent/settings.json && echo REPLACED',
+        agent_settings_marked,
+        scenario="home",
+        cleanup=restore_home,
+        control=ANY,
     ),
     Probe(
-        "home-agent-rename", "protected-paths",
+        "home-agent-rename",
+        "protected-paths",
         "pi started in HOME: renaming ~/.pi/agent and recreating it does not replace pi's settings",
         "mv ~/.pi/agent ~/.pi/agent-@@m@@ && mkdir -p ~/.pi/agent && "
-        "printf '{\"sandbox\": {\"preset\": \"off\"}, \"m\": \"@@m@@\"}' > ~/.pi/agent/settings.json && echo REPLACED",
-        agent_settings_marked, scenario="home", cleanup=restore_home, control=ANY,
+        'printf \'{"sandbox": {"preset": "off"}, "m": "@@m@@"}\' > ~/.pi/agent/settings.json && echo REPLACED',
+        agent_settings_marked,
+        scenario="home",
+        cleanup=restore_home,
+        control=ANY,
     ),
     Probe(
-        "home-agent-extension", "protected-paths", "pi started in HOME: no extension can be dropped into ~/.pi/agent/extensions",
+        "home-agent-extension",
+        "protected-paths",
+        "pi started in HOME: no extension can be dropped into ~/.pi/agent/extensions",
         "mkdir -p ~/.pi/agent/extensions && printf '# @@m@@\\n' > ~/.pi/agent/extensions/@@m@@.py && echo DROPPED",
-        agent_settings_marked, scenario="home", cleanup=restore_home, control=ANY,
+        agent_settings_marked,
+        scenario="home",
+        cleanup=restore_home,
+        control=ANY,
     ),
     Probe(
-        "home-ssh-read", "credentials", "pi started in HOME: ~/.ssh (inside the writable folder) stays unreadable",
-        leak("cat ~/.ssh/id_rsa"), leaked("ssh"), scenario="home", control=ANY,
+        "home-ssh-read",
+        "credentials",
+        "pi started in HOME: ~/.ssh (inside the writable folder) stays unreadable",
+        leak("cat ~/.ssh/id_rsa"),
+        leaked("ssh"),
+        scenario="home",
+        control=ANY,
     ),
     Probe(
-        "home-ssh-rename", "credentials", "pi started in HOME: renaming ~/.ssh does not make the key readable",
+        "home-ssh-rename",
+        "credentials",
+        "pi started in HOME: renaming ~/.ssh does not make the key readable",
         leak("mv ~/.ssh ~/ssh-@@m@@ && cat ~/ssh-@@m@@/id_rsa"),
         either(leaked("ssh"), created(lambda lab, m: lab.home / f"ssh-{m}")),
-        scenario="home", cleanup=restore_home, control=ANY,
+        scenario="home",
+        cleanup=restore_home,
+        control=ANY,
     ),
     Probe(
-        "home-ssh-authorized-keys", "credentials", "pi started in HOME: no key can be added to ~/.ssh/authorized_keys",
+        "home-ssh-authorized-keys",
+        "credentials",
+        "pi started in HOME: no key can be added to ~/.ssh/authorized_keys",
         "echo 'ssh-ed25519 AAAAC3Nza @@m@@' >> ~/.ssh/authorized_keys && echo KEY-ADDED",
-        marked(lambda lab: lab.home / ".ssh" / "authorized_keys"), scenario="home", cleanup=restore_home, control=ANY,
+        marked(lambda lab: lab.home / ".ssh" / "authorized_keys"),
+        scenario="home",
+        cleanup=restore_home,
+        control=ANY,
     ),
     # ---------------------------------------------------------------- credentials
     Probe(
-        "env-api-key", "credentials", "an *_API_KEY of pi's environment is not passed to the command",
-        leak("env | grep -a PROBE_SECRET"), leaked("api_key"), control=ANY,
+        "env-api-key",
+        "credentials",
+        "an *_API_KEY of pi's environment is not passed to the command",
+        leak("env | grep -a PROBE_SECRET"),
+        leaked("api_key"),
+        control=ANY,
     ),
     Probe(
-        "env-database-url", "credentials", "a password inside a URL variable (DATABASE_URL) is not passed",
-        leak('echo "DATABASE_URL=$DATABASE_URL"'), leaked("database_password"), control=ANY,
+        "env-database-url",
+        "credentials",
+        "a password inside a URL variable (DATABASE_URL) is not passed",
+        leak('echo "DATABASE_URL=$DATABASE_URL"'),
+        leaked("database_password"),
+        control=ANY,
     ),
     Probe(
-        "env-sentry-dsn", "credentials", "a key inside SENTRY_DSN is not passed",
-        leak('echo "SENTRY_DSN=$SENTRY_DSN"'), leaked("sentry_key"), control=ANY,
+        "env-sentry-dsn",
+        "credentials",
+        "a key inside SENTRY_DSN is not passed",
+        leak('echo "SENTRY_DSN=$SENTRY_DSN"'),
+        leaked("sentry_key"),
+        control=ANY,
     ),
     Probe(
-        "ssh-key-read", "credentials", "~/.ssh/id_rsa cannot be read",
-        leak("cat ~/.ssh/id_rsa"), leaked("ssh"), control=ANY,
+        "ssh-key-read",
+        "credentials",
+        "~/.ssh/id_rsa cannot be read",
+        leak("cat ~/.ssh/id_rsa"),
+        leaked("ssh"),
+        control=ANY,
     ),
     Probe(
-        "auth-json-read", "credentials", "pi's auth.json cannot be read",
-        leak("cat @@agent@@/auth.json"), leaked("auth_json"), control=ANY,
+        "auth-json-read",
+        "credentials",
+        "pi's auth.json cannot be read",
+        leak("cat @@agent@@/auth.json"),
+        leaked("auth_json"),
+        control=ANY,
     ),
     Probe(
-        "session-transcripts", "credentials", "past session transcripts in the agent folder's sessions/ cannot be read",
-        leak("cat @@agent@@/sessions/*/*.jsonl"), leaked("transcript"), control=ANY,
+        "session-transcripts",
+        "credentials",
+        "past session transcripts in the agent folder's sessions/ cannot be read",
+        leak("cat @@agent@@/sessions/*/*.jsonl"),
+        leaked("transcript"),
+        control=ANY,
     ),
     Probe(
-        "keyring-read", "credentials", "a key in the user's kernel keyring (keyctl) cannot be read",
-        leak(PY(
-            "import ctypes, os\n"
-            "libc = ctypes.CDLL(None, use_errno=True)\n"
-            "libc.syscall.restype = ctypes.c_long\n"
-            "for ring in (-4, -3, -5):\n"
-            "    kid = libc.syscall(@@nr_keyctl@@, 10, ctypes.c_int(ring), b'user', b'@@keydesc@@', 0)\n"
-            "    if kid < 0:\n"
-            "        print('SEARCH-REFUSED', ring, os.strerror(ctypes.get_errno()))\n"
-            "        continue\n"
-            "    buf = ctypes.create_string_buffer(256)\n"
-            "    n = libc.syscall(@@nr_keyctl@@, 11, ctypes.c_long(kid), buf, 256)\n"
-            "    print('KEY', ring, buf.raw[:n].decode() if n > 0 else os.strerror(ctypes.get_errno()))\n"
-        )),
-        needs("keyring", "no user keyring here", leaked("keyring")), control=ANY,
+        "keyring-read",
+        "credentials",
+        "a key in the user's kernel keyring (keyctl) cannot be read",
+        leak(
+            PY(
+                "import ctypes, os\n"
+                "libc = ctypes.CDLL(None, use_errno=True)\n"
+                "libc.syscall.restype = ctypes.c_long\n"
+                "for ring in (-4, -3, -5):\n"
+                "    kid = libc.syscall(@@nr_keyctl@@, 10, ctypes.c_int(ring), b'user', b'@@keydesc@@', 0)\n"
+                "    if kid < 0:\n"
+                "        print('SEARCH-REFUSED', ring, os.strerror(ctypes.get_errno()))\n"
+                "        continue\n"
+                "    buf = ctypes.create_string_buffer(256)\n"
+                "    n = libc.syscall(@@nr_keyctl@@, 11, ctypes.c_long(kid), buf, 256)\n"
+                "    print('KEY', ring, buf.raw[:n].decode() if n > 0 else os.strerror(ctypes.get_errno()))\n"
+            )
+        ),
+        needs("keyring", "no user keyring here", leaked("keyring")),
+        control=ANY,
     ),
     # ---------------------------------------------------------------- other processes
     Probe(
-        "proc-ppid-environ", "processes", "pi's environment is not readable through /proc/PID/environ",
+        "proc-ppid-environ",
+        "processes",
+        "pi's environment is not readable through /proc/PID/environ",
         leak(f"for p in {PPID_AND_PI}; do tr '\\0' '\\n' < /proc/$p/environ; done | grep -a PROBE_SECRET"),
-        leaked("api_key"), control=ANY,
+        leaked("api_key"),
+        control=ANY,
     ),
     Probe(
-        "proc-environ-scan", "processes", "the API key appears in no /proc/*/environ the command can read",
-        leak("grep -rah -o 'PROBE_SECRET_API_KEY=[[:alnum:]]*' /proc/[0-9]*/environ /proc/[0-9]*/task/[0-9]*/environ "
-             "2>/dev/null | sort -u"),
-        leaked("api_key"), control=ANY,
+        "proc-environ-scan",
+        "processes",
+        "the API key appears in no /proc/*/environ the command can read",
+        leak(
+            "grep -rah -o 'PROBE_SECRET_API_KEY=[[:alnum:]]*' /proc/[0-9]*/environ /proc/[0-9]*/task/[0-9]*/environ "
+            "2>/dev/null | sort -u"
+        ),
+        leaked("api_key"),
+        control=ANY,
     ),
     Probe(
-        "proc-victim-environ", "processes", "another process's environment (same user, outside the sandbox) is not readable",
-        leak("tr '\\0' '\\n' < /proc/@@victim_pid@@/environ | grep -a VICTIM"), leaked("victim"), control=ANY,
+        "proc-victim-environ",
+        "processes",
+        "another process's environment (same user, outside the sandbox) is not readable",
+        leak("tr '\\0' '\\n' < /proc/@@victim_pid@@/environ | grep -a VICTIM"),
+        leaked("victim"),
+        control=ANY,
     ),
     Probe(
-        "proc-mem-read", "ptrace", "pi's memory is not readable through /proc/PID/mem",
-        leak(PY(
-            "import re, sys\n"
-            "found = set()\n"
-            "for pid in sorted({int(a) for a in sys.argv[1:] if int(a) > 1}):\n"
-            "    try:\n"
-            "        maps = open('/proc/%d/maps' % pid).read().splitlines()\n"
-            "        mem = open('/proc/%d/mem' % pid, 'rb', 0)\n"
-            "    except OSError as e:\n"
-            "        print('REFUSED', pid, e.strerror)\n"
-            "        continue\n"
-            "    for line in maps:\n"
-            "        if '[stack]' in line:\n"
-            "            a, b = (int(x, 16) for x in line.split()[0].split('-'))\n"
-            "            try:\n"
-            "                mem.seek(a)\n"
-            "                data = mem.read(b - a)\n"
-            "            except OSError as e:\n"
-            "                print('READ-REFUSED', pid, e.strerror)\n"
-            "                continue\n"
-            "            found.update(m.decode() for m in re.findall(rb'PROBE_SECRET_API_KEY=([0-9a-f]+)', data))\n"
-            "print('MEM', *sorted(found))\n",
-            PPID_AND_PI,
-        )),
-        leaked("api_key"), control=ANY,
+        "proc-mem-read",
+        "ptrace",
+        "pi's memory is not readable through /proc/PID/mem",
+        leak(
+            PY(
+                "import re, sys\n"
+                "found = set()\n"
+                "for pid in sorted({int(a) for a in sys.argv[1:] if int(a) > 1}):\n"
+                "    try:\n"
+                "        maps = open('/proc/%d/maps' % pid).read().splitlines()\n"
+                "        mem = open('/proc/%d/mem' % pid, 'rb', 0)\n"
+                "    except OSError as e:\n"
+                "        print('REFUSED', pid, e.strerror)\n"
+                "        continue\n"
+                "    for line in maps:\n"
+                "        if '[stack]' in line:\n"
+                "            a, b = (int(x, 16) for x in line.split()[0].split('-'))\n"
+                "            try:\n"
+                "                mem.seek(a)\n"
+                "                data = mem.read(b - a)\n"
+                "            except OSError as e:\n"
+                "                print('READ-REFUSED', pid, e.strerror)\n"
+                "                continue\n"
+                "            found.update(m.decode() for m in re.findall(rb'PROBE_SECRET_API_KEY=([0-9a-f]+)', data))\n"
+                "print('MEM', *sorted(found))\n",
+                PPID_AND_PI,
+            )
+        ),
+        leaked("api_key"),
+        control=ANY,
     ),
     Probe(
-        "ptrace-attach", "ptrace", "pi cannot be ptrace-attached (PTRACE_SEIZE: pi is never stopped)",
+        "ptrace-attach",
+        "ptrace",
+        "pi cannot be ptrace-attached (PTRACE_SEIZE: pi is never stopped)",
         PY(
             "import ctypes, os, sys\n"
             "libc = ctypes.CDLL(None, use_errno=True)\n"
@@ -1080,85 +1294,137 @@ PROBES: list[Probe] = [
             "    print('SEIZED' if r == 0 else 'REFUSED', pid, '' if r == 0 else os.strerror(ctypes.get_errno()))\n",
             PPID_AND_PI,
         ),
-        said("SEIZED"), control=ANY,
+        said("SEIZED"),
+        control=ANY,
     ),
     Probe(
-        "signal-stop-pi", "signals", "`kill -STOP` cannot stop pi (the command sends SIGCONT right after)",
+        "signal-stop-pi",
+        "signals",
+        "`kill -STOP` cannot stop pi (the command sends SIGCONT right after)",
         f'for p in {PPID_AND_PI}; do [ "$p" -gt 1 ] || continue; kill -STOP $p && echo "STOP-SENT $p"; kill -CONT $p; done',
-        stop_oracle, setup=lambda lab, probe: lab.reset_sigcont(), guarantee="signals", control=ANY,
+        stop_oracle,
+        setup=lambda lab, probe: lab.reset_sigcont(),
+        guarantee="signals",
+        control=ANY,
     ),
     Probe(
-        "signal-other-process", "signals", "a process outside the sandbox (same user) cannot be killed",
-        "kill -TERM @@victim_pid@@ && echo SIGNAL-SENT", victim_oracle, cleanup=restart_victim, guarantee="signals", control=ANY,
+        "signal-other-process",
+        "signals",
+        "a process outside the sandbox (same user) cannot be killed",
+        "kill -TERM @@victim_pid@@ && echo SIGNAL-SENT",
+        victim_oracle,
+        cleanup=restart_victim,
+        guarantee="signals",
+        control=ANY,
     ),
     Probe(
-        "setsid-survivor", "processes", "a `setsid` job does not outlive the tool call",
-        "setsid bash -c 'touch \"$TMPDIR/@@m@@.started\"; exec -a @@m@@ sleep 300' </dev/null >/dev/null 2>&1" + STARTED,
-        survivors, guarantee="process-cleanup", control=ANY,
+        "setsid-survivor",
+        "processes",
+        "a `setsid` job does not outlive the tool call",
+        "setsid bash -c 'touch \"$TMPDIR/@@m@@.started\"; exec -a @@m@@ sleep 300' </dev/null >/dev/null 2>&1"
+        + STARTED,
+        survivors,
+        guarantee="process-cleanup",
+        control=ANY,
     ),
     Probe(
-        "nohup-survivor", "processes", "a `nohup … &` job with its output redirected does not outlive the tool call",
+        "nohup-survivor",
+        "processes",
+        "a `nohup … &` job with its output redirected does not outlive the tool call",
         "nohup bash -c 'touch \"$TMPDIR/@@m@@.started\"; exec -a @@m@@ sleep 300' </dev/null >/dev/null 2>&1" + STARTED,
-        survivors, guarantee="process-cleanup", control=ANY,
+        survivors,
+        guarantee="process-cleanup",
+        control=ANY,
     ),
     Probe(
-        "fork-bomb-bounded", "processes",
+        "fork-bomb-bounded",
+        "processes",
         "a bounded fork bomb (127 shells) ends with the call, leaves nothing behind and pi survives",
         "ulimit -u; b() { if [ $1 -gt 0 ]; then b $(($1-1)) & b $(($1-1)) & wait; else exec -a @@m@@ sleep 3; fi; }; "
         "b 6 & sleep 0.5; echo BOMB procs=$(ls -d /proc/[0-9]* | wc -l)",
-        bomb_oracle, timeout=20, guarantee="process-cleanup",
+        bomb_oracle,
+        timeout=20,
+        guarantee="process-cleanup",
     ),
     Probe(
-        "sysv-shm-read", "processes", "a SysV shared-memory segment of a process outside cannot be read (IPC namespace)",
-        leak(PY(
-            "import ctypes, os\n"
-            "libc = ctypes.CDLL(None, use_errno=True)\n"
-            "libc.shmat.restype = ctypes.c_void_p\n"
-            "sid = libc.shmget(ctypes.c_int(@@shm_key@@), 0, 0)\n"
-            "if sid < 0:\n"
-            "    print('SHMGET-REFUSED', os.strerror(ctypes.get_errno()))\n"
-            "else:\n"
-            "    addr = libc.shmat(sid, None, 0o10000)\n"
-            "    if addr in (None, ctypes.c_void_p(-1).value):\n"
-            "        print('SHMAT-REFUSED', os.strerror(ctypes.get_errno()))\n"
-            "    else:\n"
-            "        print('SHM', ctypes.string_at(addr, 64).split(b'\\0')[0].decode())\n"
-        )),
-        needs("shm", "no SysV shared memory here", leaked("shm")), control=ANY,
+        "sysv-shm-read",
+        "processes",
+        "a SysV shared-memory segment of a process outside cannot be read (IPC namespace)",
+        leak(
+            PY(
+                "import ctypes, os\n"
+                "libc = ctypes.CDLL(None, use_errno=True)\n"
+                "libc.shmat.restype = ctypes.c_void_p\n"
+                "sid = libc.shmget(ctypes.c_int(@@shm_key@@), 0, 0)\n"
+                "if sid < 0:\n"
+                "    print('SHMGET-REFUSED', os.strerror(ctypes.get_errno()))\n"
+                "else:\n"
+                "    addr = libc.shmat(sid, None, 0o10000)\n"
+                "    if addr in (None, ctypes.c_void_p(-1).value):\n"
+                "        print('SHMAT-REFUSED', os.strerror(ctypes.get_errno()))\n"
+                "    else:\n"
+                "        print('SHM', ctypes.string_at(addr, 64).split(b'\\0')[0].decode())\n"
+            )
+        ),
+        needs("shm", "no SysV shared memory here", leaked("shm")),
+        control=ANY,
     ),
     # ---------------------------------------------------------------- file-system tricks
     Probe(
-        "write-home", "fs-writes", "nothing can be written in HOME (outside the project)",
-        "echo x > ~/@@m@@ && echo WROTE", created(lambda lab, m: lab.home / m),
-        cleanup=remove_created(lambda lab, m: lab.home / m), control=ANY,
+        "write-home",
+        "fs-writes",
+        "nothing can be written in HOME (outside the project)",
+        "echo x > ~/@@m@@ && echo WROTE",
+        created(lambda lab, m: lab.home / m),
+        cleanup=remove_created(lambda lab, m: lab.home / m),
+        control=ANY,
     ),
     Probe(
-        "write-etc", "fs-writes", "nothing can be written in /etc",
-        "echo x > /etc/@@m@@ && echo WROTE", created(lambda lab, m: Path("/etc") / m),
+        "write-etc",
+        "fs-writes",
+        "nothing can be written in /etc",
+        "echo x > /etc/@@m@@ && echo WROTE",
+        created(lambda lab, m: Path("/etc") / m),
         cleanup=remove_created(lambda lab, m: Path("/etc") / m),
     ),
     Probe(
-        "write-usr", "fs-writes", "nothing can be written in /usr",
-        "echo x > /usr/@@m@@ && echo WROTE", created(lambda lab, m: Path("/usr") / m),
+        "write-usr",
+        "fs-writes",
+        "nothing can be written in /usr",
+        "echo x > /usr/@@m@@ && echo WROTE",
+        created(lambda lab, m: Path("/usr") / m),
         cleanup=remove_created(lambda lab, m: Path("/usr") / m),
     ),
     Probe(
-        "write-host-tmp", "fs-writes", "the host's /tmp is not writable (the session's temp folder is elsewhere)",
-        "echo x > /tmp/@@m@@ && echo WROTE", created(lambda lab, m: Path("/tmp") / m),
-        cleanup=remove_created(lambda lab, m: Path("/tmp") / m), control=ANY,
+        "write-host-tmp",
+        "fs-writes",
+        "the host's /tmp is not writable (the session's temp folder is elsewhere)",
+        "echo x > /tmp/@@m@@ && echo WROTE",
+        created(lambda lab, m: Path("/tmp") / m),
+        cleanup=remove_created(lambda lab, m: Path("/tmp") / m),
+        control=ANY,
     ),
     Probe(
-        "dev-shm-write", "fs-writes", "the host's /dev/shm is not writable",
-        "echo x > /dev/shm/@@m@@ && echo WROTE", created(lambda lab, m: Path("/dev/shm") / m),
-        cleanup=remove_created(lambda lab, m: Path("/dev/shm") / m), control=ANY,
+        "dev-shm-write",
+        "fs-writes",
+        "the host's /dev/shm is not writable",
+        "echo x > /dev/shm/@@m@@ && echo WROTE",
+        created(lambda lab, m: Path("/dev/shm") / m),
+        cleanup=remove_created(lambda lab, m: Path("/dev/shm") / m),
+        control=ANY,
     ),
     Probe(
-        "proc-fd-reopen", "proc-fd", "a read-only fd on an outside file cannot be reopened for writing via /proc/self/fd",
+        "proc-fd-reopen",
+        "proc-fd",
+        "a read-only fd on an outside file cannot be reopened for writing via /proc/self/fd",
         "exec 3< @@outside@@/victim.txt; echo @@m@@ > /proc/self/fd/3; echo @@m@@ >> /dev/fd/3; echo TRIED",
-        marked(lambda lab: lab.outside / "victim.txt"), control=ANY,
+        marked(lambda lab: lab.outside / "victim.txt"),
+        control=ANY,
     ),
     Probe(
-        "proc-fd-inherited", "proc-fd", "the command inherits no fd of pi that reaches outside (file, folder, socket)",
+        "proc-fd-inherited",
+        "proc-fd",
+        "the command inherits no fd of pi that reaches outside (file, folder, socket)",
         PY(
             "import os\n"
             "shell = os.getppid()\n"
@@ -1173,25 +1439,37 @@ PROBES: list[Probe] = [
         fd_oracle,
     ),
     Probe(
-        "proc-root-write", "proc-fd", "/proc/PID/root of pi does not lead to a writable host root",
+        "proc-root-write",
+        "proc-fd",
+        "/proc/PID/root of pi does not lead to a writable host root",
         f"for p in {PPID_AND_PI} 1; do echo x > /proc/$p/root@@outside@@/@@m@@-$p && echo WROTE-$p; done",
         lambda lab, probe, out: (
             Finding(True, "a file appeared: " + ", ".join(p.name for p in lab.outside.glob(lab.marker(probe) + "-*")))
-            if list(lab.outside.glob(lab.marker(probe) + "-*")) else Finding(False, _first_lines(out.text))
+            if list(lab.outside.glob(lab.marker(probe) + "-*"))
+            else Finding(False, _first_lines(out.text))
         ),
         cleanup=remove_outside_marked,
         control=ANY,
     ),
     Probe(
-        "proc-root-read-key", "proc-fd", "/proc/PID/root of pi does not lead to a readable ~/.ssh",
-        leak(f"for p in {PPID_AND_PI} 1; do cat /proc/$p/root@@home@@/.ssh/id_rsa; done"), leaked("ssh"), control=ANY,
+        "proc-root-read-key",
+        "proc-fd",
+        "/proc/PID/root of pi does not lead to a readable ~/.ssh",
+        leak(f"for p in {PPID_AND_PI} 1; do cat /proc/$p/root@@home@@/.ssh/id_rsa; done"),
+        leaked("ssh"),
+        control=ANY,
     ),
     Probe(
-        "proc-cwd-denied", "proc-fd", "/proc/PID/cwd of a process sitting in ~/.ssh does not open the denied folder",
-        leak("cat /proc/@@victim_pid@@/cwd/id_rsa"), leaked("ssh"), control=ANY,
+        "proc-cwd-denied",
+        "proc-fd",
+        "/proc/PID/cwd of a process sitting in ~/.ssh does not open the denied folder",
+        leak("cat /proc/@@victim_pid@@/cwd/id_rsa"),
+        leaked("ssh"),
+        control=ANY,
     ),
     Probe(
-        "symlink-race", "symlink-race",
+        "symlink-race",
+        "symlink-race",
         "a symlink swapped between inside and outside by a background thread never lets a write land outside",
         PY(
             "import os, threading, time\n"
@@ -1220,36 +1498,56 @@ PROBES: list[Probe] = [
             "th.join()\n"
             "print('RACE-WRITES', ok, sorted(errors))\n"
         ),
-        race_oracle, cleanup=remove_created(lambda lab, m: lab.outside / "race" / m), control=ANY,
+        race_oracle,
+        cleanup=remove_created(lambda lab, m: lab.outside / "race" / m),
+        control=ANY,
     ),
     Probe(
-        "hardlink-outside-write", "hard-links", "a hard link in the project to an outside file cannot be written through",
+        "hardlink-outside-write",
+        "hard-links",
+        "a hard link in the project to an outside file cannot be written through",
         "ln @@outside@@/victim.txt hl-@@m@@ && echo @@m@@ >> hl-@@m@@ && echo APPENDED",
-        marked(lambda lab: lab.outside / "victim.txt"), control=ANY,
+        marked(lambda lab: lab.outside / "victim.txt"),
+        control=ANY,
     ),
     Probe(
-        "hardlink-denied-read", "hard-links", "a hard link in the project to ~/.ssh/id_rsa does not make it readable",
-        leak("ln ~/.ssh/id_rsa hk-@@m@@ && cat hk-@@m@@"), leaked("ssh"), control=ANY,
+        "hardlink-denied-read",
+        "hard-links",
+        "a hard link in the project to ~/.ssh/id_rsa does not make it readable",
+        leak("ln ~/.ssh/id_rsa hk-@@m@@ && cat hk-@@m@@"),
+        leaked("ssh"),
+        control=ANY,
     ),
     Probe(
-        "setuid-plant", "setuid", "no setuid-root program can be left in the project for other local users",
+        "setuid-plant",
+        "setuid",
+        "no setuid-root program can be left in the project for other local users",
         "cp /bin/sh ./@@m@@ && chmod 4755 ./@@m@@ && ls -l ./@@m@@",
-        setuid_oracle, cleanup=remove_created(lambda lab, m: lab.project / m), control=ROOT,
+        setuid_oracle,
+        cleanup=remove_created(lambda lab, m: lab.project / m),
+        control=ROOT,
     ),
     Probe(
-        "setuid-su", "setuid", "su/sudo give the command no privileges",
+        "setuid-su",
+        "setuid",
+        "su/sudo give the command no privileges",
         "su -s /bin/sh -c 'grep -E \"^(Uid|CapEff)\" /proc/self/status' root </dev/null 2>&1; "
         "sudo -n grep -E '^(Uid|CapEff)' /proc/self/status 2>&1; echo SU-TRIED",
         su_oracle,
     ),
     Probe(
-        "core-dump", "core-dumps", "a core dump does not leave the writable folders (core_pattern helper or path)",
+        "core-dump",
+        "core-dumps",
+        "a core dump does not leave the writable folders (core_pattern helper or path)",
         "ulimit -c unlimited 2>/dev/null; bash -c 'kill -SEGV $$'; echo CORE-TRIED",
-        core_oracle, cleanup=remove_cores,
+        core_oracle,
+        cleanup=remove_cores,
     ),
     # ---------------------------------------------------------------- network (off)
     Probe(
-        "tcp-loopback", "network", "no TCP connection to a listener on the host's 127.0.0.1",
+        "tcp-loopback",
+        "network",
+        "no TCP connection to a listener on the host's 127.0.0.1",
         PY(
             "import socket\n"
             "try:\n"
@@ -1260,10 +1558,13 @@ PROBES: list[Probe] = [
             "except OSError as e:\n"
             "    print('TCP-REFUSED', e.strerror)\n"
         ),
-        connected("tcp"), control=ANY,
+        connected("tcp"),
+        control=ANY,
     ),
     Probe(
-        "tcp6-loopback", "network", "no TCP connection to a listener on the host's ::1",
+        "tcp6-loopback",
+        "network",
+        "no TCP connection to a listener on the host's ::1",
         PY(
             "import socket\n"
             "try:\n"
@@ -1274,10 +1575,13 @@ PROBES: list[Probe] = [
             "except OSError as e:\n"
             "    print('TCP6-REFUSED', e.strerror)\n"
         ),
-        connected("tcp6"), control=ANY,
+        connected("tcp6"),
+        control=ANY,
     ),
     Probe(
-        "udp-loopback", "network", "no UDP datagram reaches a listener on the host's 127.0.0.1",
+        "udp-loopback",
+        "network",
+        "no UDP datagram reaches a listener on the host's 127.0.0.1",
         PY(
             "import socket\n"
             "try:\n"
@@ -1287,14 +1591,21 @@ PROBES: list[Probe] = [
             "except OSError as e:\n"
             "    print('UDP-REFUSED', e.strerror)\n"
         ),
-        connected("udp"), control=ANY,
+        connected("udp"),
+        control=ANY,
     ),
     Probe(
-        "dns-lookup", "network", "names do not resolve (getent through the system resolver)",
-        "getent ahosts @@dns_name@@ | head -3; echo GETENT-DONE", dns_oracle, control=ANY,
+        "dns-lookup",
+        "network",
+        "names do not resolve (getent through the system resolver)",
+        "getent ahosts @@dns_name@@ | head -3; echo GETENT-DONE",
+        dns_oracle,
+        control=ANY,
     ),
     Probe(
-        "dns-direct", "network", "no DNS query reaches the nameserver of /etc/resolv.conf (UDP 53)",
+        "dns-direct",
+        "network",
+        "no DNS query reaches the nameserver of /etc/resolv.conf (UDP 53)",
         PY(
             "import random, socket, struct\n"
             "q = struct.pack('>HHHHHH', random.randrange(65536), 0x0100, 1, 0, 0, 0)\n"
@@ -1307,10 +1618,13 @@ PROBES: list[Probe] = [
             "except OSError as e:\n"
             "    print('DNS-REFUSED', e)\n"
         ),
-        dns_direct_oracle, control=ANY,
+        dns_direct_oracle,
+        control=ANY,
     ),
     Probe(
-        "raw-socket", "network", "no raw IP socket in the host's network namespace",
+        "raw-socket",
+        "network",
+        "no raw IP socket in the host's network namespace",
         PY(
             "import os, socket\n"
             "try:\n"
@@ -1320,10 +1634,13 @@ PROBES: list[Probe] = [
             "else:\n"
             "    print('RAW-CREATED', os.readlink('/proc/self/ns/net'))\n"
         ),
-        in_host_namespace("RAW-CREATED", "net"), control=ROOT,
+        in_host_namespace("RAW-CREATED", "net"),
+        control=ROOT,
     ),
     Probe(
-        "packet-socket", "network", "no AF_PACKET socket in the host's network namespace",
+        "packet-socket",
+        "network",
+        "no AF_PACKET socket in the host's network namespace",
         PY(
             "import os, socket\n"
             "try:\n"
@@ -1333,53 +1650,86 @@ PROBES: list[Probe] = [
             "else:\n"
             "    print('PACKET-CREATED', os.readlink('/proc/self/ns/net'))\n"
         ),
-        in_host_namespace("PACKET-CREATED", "net"), control=ROOT,
+        in_host_namespace("PACKET-CREATED", "net"),
+        control=ROOT,
     ),
     Probe(
-        "abstract-unix", "network", "no connection to an abstract unix socket (\\0name) of a listener outside",
+        "abstract-unix",
+        "network",
+        "no connection to an abstract unix socket (\\0name) of a listener outside",
         unix_connect("\0@@abstract@@", "ABSTRACT"),
-        connected("abstract"), guarantee="abstract-sockets", control=ANY,
+        connected("abstract"),
+        guarantee="abstract-sockets",
+        control=ANY,
     ),
     Probe(
-        "unix-socket-outside", "unix-sockets", "no connection to a pathname unix socket in a folder outside the project",
+        "unix-socket-outside",
+        "unix-sockets",
+        "no connection to a pathname unix socket in a folder outside the project",
         unix_connect("@@unix_sock@@", "UNIX"),
-        connected("unix"), guarantee="unix-sockets", control=ANY,
+        connected("unix"),
+        guarantee="unix-sockets",
+        control=ANY,
     ),
     Probe(
-        "unix-docker-sock", "unix-sockets", "no connection to a docker.sock outside the default deny list (~/.docker/run)",
+        "unix-docker-sock",
+        "unix-sockets",
+        "no connection to a docker.sock outside the default deny list (~/.docker/run)",
         unix_connect("@@docker_sock@@", "DOCKER"),
-        connected("docker"), guarantee="unix-sockets", control=ANY,
+        connected("docker"),
+        guarantee="unix-sockets",
+        control=ANY,
     ),
     Probe(
-        "unix-runtime-dir", "unix-sockets", "no connection to a socket in $XDG_RUNTIME_DIR (a denied path)",
+        "unix-runtime-dir",
+        "unix-sockets",
+        "no connection to a socket in $XDG_RUNTIME_DIR (a denied path)",
         unix_connect("@@runtime_sock@@", "RUNTIME"),
-        connected("runtime"), guarantee="unix-sockets", control=ANY,
+        connected("runtime"),
+        guarantee="unix-sockets",
+        control=ANY,
     ),
     Probe(
-        "unix-socket-late", "unix-sockets",
+        "unix-socket-late",
+        "unix-sockets",
         "no connection to a unix socket outside the project that appears after the command started",
-        unix_connect("@@outside@@/sock/late.sock", "LATE", seconds=4), connected("late"),
-        expect=SOCKETS_BY_PATH, setup=late_socket, cleanup=close_late_socket, guarantee="unix-sockets", control=ANY,
+        unix_connect("@@outside@@/sock/late.sock", "LATE", seconds=4),
+        connected("late"),
+        expect=SOCKETS_BY_PATH,
+        setup=late_socket,
+        cleanup=close_late_socket,
+        guarantee="unix-sockets",
+        control=ANY,
     ),
     Probe(
-        "unix-socket-other-netns", "unix-sockets",
+        "unix-socket-other-netns",
+        "unix-sockets",
         "no connection to a unix socket outside the project bound by a process in another network namespace",
-        unix_connect("@@outside@@/sock/netns.sock", "NETNS"), netns_oracle, expect=SOCKETS_BY_PATH,
-        guarantee="unix-sockets", control=ANY,
+        unix_connect("@@outside@@/sock/netns.sock", "NETNS"),
+        netns_oracle,
+        expect=SOCKETS_BY_PATH,
+        guarantee="unix-sockets",
+        control=ANY,
     ),
     # ---------------------------------------------------------------- other kernel surfaces
     Probe(
-        "memfd-exec", "exec", "(allowed) a program written to a memfd and executed from it runs",
+        "memfd-exec",
+        "exec",
+        "(allowed) a program written to a memfd and executed from it runs",
         PY(
             "import os\n"
             "fd = os.memfd_create('probe', 0)\n"
             "os.write(fd, open('/bin/echo', 'rb').read())\n"
             "os.execv('/proc/self/fd/%d' % fd, ['echo', 'MEMFD-EXEC-RAN'])\n"
         ),
-        said("MEMFD-EXEC-RAN"), expect=CODE_RUNS, control=ANY,
+        said("MEMFD-EXEC-RAN"),
+        expect=CODE_RUNS,
+        control=ANY,
     ),
     Probe(
-        "io-uring", "kernel-surface", "io_uring_setup is refused",
+        "io-uring",
+        "kernel-surface",
+        "io_uring_setup is refused",
         PY(
             "import ctypes, os\n"
             "libc = ctypes.CDLL(None, use_errno=True)\n"
@@ -1387,10 +1737,15 @@ PROBES: list[Probe] = [
             "fd = libc.syscall(@@nr_io_uring_setup@@, 4, params)\n"
             "print('IO_URING-OK' if fd >= 0 else 'IO_URING-REFUSED ' + os.strerror(ctypes.get_errno()))\n"
         ),
-        said("IO_URING-OK"), expect=KERNEL_SURFACE, landlock=EXPECT_BLOCKED, control=ANY,
+        said("IO_URING-OK"),
+        expect=KERNEL_SURFACE,
+        landlock=EXPECT_BLOCKED,
+        control=ANY,
     ),
     Probe(
-        "bpf-map", "kernel-surface", "bpf() cannot create even an array map",
+        "bpf-map",
+        "kernel-surface",
+        "bpf() cannot create even an array map",
         PY(
             "import ctypes, os, struct\n"
             "libc = ctypes.CDLL(None, use_errno=True)\n"
@@ -1399,10 +1754,13 @@ PROBES: list[Probe] = [
             "fd = libc.syscall(@@nr_bpf@@, 0, buf, len(attr))\n"
             "print('BPF-OK' if fd >= 0 else 'BPF-REFUSED ' + os.strerror(ctypes.get_errno()))\n"
         ),
-        said("BPF-OK"), control=ROOT,
+        said("BPF-OK"),
+        control=ROOT,
     ),
     Probe(
-        "tty-reachable", "kernel-surface", "no terminal is reachable (so no TIOCSTI keystroke injection; nothing is injected)",
+        "tty-reachable",
+        "kernel-surface",
+        "no terminal is reachable (so no TIOCSTI keystroke injection; nothing is injected)",
         PY(
             "import os\n"
             "for fd in (0, 1, 2):\n"
@@ -1552,8 +1910,15 @@ class Lab:
             keyring=secrets.token_hex(16),
             shm=secrets.token_hex(16),
         )
-        for folder in (self.home / ".ssh", self.agent / "sessions" / "--past-project--", self.outside / "race",
-                       self.outside / "sock", self.home / ".docker" / "run", self.tmp, self.work_project):
+        for folder in (
+            self.home / ".ssh",
+            self.agent / "sessions" / "--past-project--",
+            self.outside / "race",
+            self.outside / "sock",
+            self.home / ".docker" / "run",
+            self.tmp,
+            self.work_project,
+        ):
             folder.mkdir(parents=True, exist_ok=True)
         # 0711 rather than 0700: a cell running beside this one, as another user, must be
         # able to reach this one's sockets (pi's bubblewrap mounts over every socket it
@@ -1563,9 +1928,13 @@ class Lab:
         (self.home / ".ssh").chmod(0o700)
         (self.home / ".ssh" / "id_rsa").write_text(f"-----BEGIN OPENSSH PRIVATE KEY----- {self.secrets['ssh']}\n")
         (self.home / ".ssh" / "id_rsa").chmod(0o600)
-        (self.agent / "auth.json").write_text(json.dumps({"anthropic": {"type": "api_key", "key": self.secrets["auth_json"]}}))
+        (self.agent / "auth.json").write_text(
+            json.dumps({"anthropic": {"type": "api_key", "key": self.secrets["auth_json"]}})
+        )
         (self.agent / "sessions" / "--past-project--" / "2025-01-01T00-00-00_past.jsonl").write_text(
-            json.dumps({"type": "message", "message": {"role": "user", "content": f"my token is {self.secrets['transcript']}"}})
+            json.dumps(
+                {"type": "message", "message": {"role": "user", "content": f"my token is {self.secrets['transcript']}"}}
+            )
             + "\n"
         )
         (self.outside / "victim.txt").write_text("original\n")
@@ -1598,8 +1967,12 @@ class Lab:
             self.listeners["tcp6"] = Listener("tcp6", socket.AF_INET6, socket.SOCK_STREAM, ("::1", 0))
         self.listeners["udp"] = Listener("udp", socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", 0))
         self.state["abstract"] = f"{PROBE_PREFIX}{self.run_id}-abstract"
-        self.listeners["abstract"] = Listener("abstract", socket.AF_UNIX, socket.SOCK_STREAM, "\0" + self.state["abstract"])
-        self.listeners["unix"] = Listener("unix", socket.AF_UNIX, socket.SOCK_STREAM, str(self.outside / "sock" / "probe.sock"))
+        self.listeners["abstract"] = Listener(
+            "abstract", socket.AF_UNIX, socket.SOCK_STREAM, "\0" + self.state["abstract"]
+        )
+        self.listeners["unix"] = Listener(
+            "unix", socket.AF_UNIX, socket.SOCK_STREAM, str(self.outside / "sock" / "probe.sock")
+        )
         self.listeners["docker"] = Listener(
             "docker", socket.AF_UNIX, socket.SOCK_STREAM, str(self.home / ".docker" / "run" / "docker.sock")
         )
@@ -1624,7 +1997,9 @@ class Lab:
         libc = _libc()
         self.state["keydesc"] = f"{PROBE_PREFIX}{self.run_id}-key"
         payload = self.secrets["keyring"].encode()
-        kid = libc.syscall(SYSCALLS["add_key"], b"user", self.state["keydesc"].encode(), payload, len(payload), ctypes.c_int(-4))
+        kid = libc.syscall(
+            SYSCALLS["add_key"], b"user", self.state["keydesc"].encode(), payload, len(payload), ctypes.c_int(-4)
+        )
         if kid >= 0:
             self.state["keyring"] = int(kid)
 
@@ -1653,7 +2028,9 @@ class Lab:
         for number in range(8):
             dev = Path(f"/dev/loop{number}")
             if dev.exists() and stat.S_ISBLK(dev.stat().st_mode) and not Path(f"/sys/block/loop{number}/loop").exists():
-                self.state.update(loopdev=str(dev), loop_major=os.major(dev.stat().st_rdev), loop_minor=os.minor(dev.stat().st_rdev))
+                self.state.update(
+                    loopdev=str(dev), loop_major=os.major(dev.stat().st_rdev), loop_minor=os.minor(dev.stat().st_rdev)
+                )
                 break
         disk = "/dev/sda"
         with contextlib.suppress(OSError):
@@ -1701,10 +2078,15 @@ class Lab:
         )
         python = shutil.which("python3", path=SYSTEM_PATH) or sys.executable
         flags = ["-n"] if os.geteuid() == 0 else ["-Urn"]
-        self.helpers.append(subprocess.Popen(
-            [unshare, *flags, python, "-I", "-c", code, str(path), str(hits)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        ))
+        self.helpers.append(
+            subprocess.Popen(
+                [unshare, *flags, python, "-I", "-c", code, str(path), str(hits)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        )
         deadline = time.monotonic() + 3
         while time.monotonic() < deadline and not path.exists():
             time.sleep(0.02)
@@ -1734,8 +2116,19 @@ class Lab:
             if name in ("tcp", "tcp6", "udp"):
                 values[f"{name}_port"] = str(listener.port)
         values.setdefault("tcp6_port", "1")
-        for key in ("abstract", "keydesc", "shm_key", "sys_attr", "release_agent", "loopdev", "loop_major",
-                    "loop_minor", "disk", "dns_name", "nameserver"):
+        for key in (
+            "abstract",
+            "keydesc",
+            "shm_key",
+            "sys_attr",
+            "release_agent",
+            "loopdev",
+            "loop_major",
+            "loop_minor",
+            "disk",
+            "dns_name",
+            "nameserver",
+        ):
             values[key] = str(self.state.get(key, ""))
         for name, number in SYSCALLS.items():
             values[f"nr_{name}"] = str(number)
@@ -1898,14 +2291,30 @@ def run_session(lab: Lab, scenario: str, probes: list[Probe]) -> tuple[list[Resu
         except Exception:
             verdict, detail = "error", "oracle failed: " + traceback.format_exc(limit=3)[-400:]
         finally:
-            for step in (probe.cleanup, lambda lab, probe: kill_marked(lab.marker(probe)), lambda lab, probe: lab.ensure_agent()):
+            for step in (
+                probe.cleanup,
+                lambda lab, probe: kill_marked(lab.marker(probe)),
+                lambda lab, probe: lab.ensure_agent(),
+            ):
                 if step is not None:
                     try:
                         step(lab, probe)
                     except Exception:
                         detail += " (clean-up failed: " + traceback.format_exc(limit=2)[-200:] + ")"
-        results.append(Result(probe.id, probe.cls, scenario, probe.what, expect.outcome, expect.reason, verdict,
-                              detail, text[:600], round(seconds, 3)))
+        results.append(
+            Result(
+                probe.id,
+                probe.cls,
+                scenario,
+                probe.what,
+                expect.outcome,
+                expect.reason,
+                verdict,
+                detail,
+                text[:600],
+                round(seconds, 3),
+            )
+        )
 
     def reply(index: int) -> Callable[[Any], Any]:
         def answer(context: Any) -> Any:
@@ -1931,7 +2340,9 @@ def run_session(lab: Lab, scenario: str, probes: list[Probe]) -> tuple[list[Resu
         harness.prompt(f"run the {scenario} probes")
     finally:
         sandbox_state = getattr(plugin, "_sandbox", None)
-        backend = getattr(getattr(sandbox_state, "backend", None), "detail", "") or ("none (preset off)" if lab.control else "?")
+        backend = getattr(getattr(sandbox_state, "backend", None), "detail", "") or (
+            "none (preset off)" if lab.control else "?"
+        )
         harness.close()
     return results, backend
 
@@ -1944,8 +2355,12 @@ def run_cell(args: argparse.Namespace) -> dict[str, Any]:
     lab = Lab(Path(args.root), args.run_id, args.backend, args.user, control=args.control)
     lab.landlock_abi = landlock.abi_version()
     info: dict[str, Any] = {
-        "backend": args.backend, "user": args.user, "uid": os.getuid(), "control": args.control,
-        "landlock_abi": lab.landlock_abi, "python": sys.executable,
+        "backend": args.backend,
+        "user": args.user,
+        "uid": os.getuid(),
+        "control": args.control,
+        "landlock_abi": lab.landlock_abi,
+        "python": sys.executable,
     }
     if not args.control:
         try:
@@ -1959,7 +2374,9 @@ def run_cell(args: argparse.Namespace) -> dict[str, Any]:
         if callable(weaker):
             lab.accepted = dict(weaker(chosen_backend))
         info["accepted_weaker"] = lab.accepted
-    probes = [p for p in catalogue() if (not args.control or p.controlled(args.user)) and (not args.only or p.id in args.only)]
+    probes = [
+        p for p in catalogue() if (not args.control or p.controlled(args.user)) and (not args.only or p.id in args.only)
+    ]
     started = time.monotonic()
     results: list[Result] = []
     backends: list[str] = []
@@ -2034,7 +2451,9 @@ def render_matrix(cells: list[dict[str, Any]]) -> str:
             classes[r.id] = r.cls
     ids = [p.id for p in PROBES if p.id in statuses] + sorted(i for i in statuses if i not in {p.id for p in PROBES})
     header = ["probe", "class", *(f"{b}/{u}" for b, u in order)]
-    rows = [header] + [[i, classes[i], *(statuses[i].get(k, "skipped" if "skip" in main[k] else "-") for k in order)] for i in ids]
+    rows = [header] + [
+        [i, classes[i], *(statuses[i].get(k, "skipped" if "skip" in main[k] else "-") for k in order)] for i in ids
+    ]
     widths = [max(len(row[c]) for row in rows) for c in range(len(header))]
     lines = ["pluggable-pi-sandbox adversarial probes (blocked / ESCAPED / not-contained)"]
     lines += ["  ".join(v.ljust(widths[c]) for c, v in enumerate(row)).rstrip() for row in rows]
@@ -2044,8 +2463,10 @@ def render_matrix(cells: list[dict[str, Any]]) -> str:
             lines.append(f"{key[0]}/{key[1]}: skipped: {cell['skip']}")
         else:
             escaped = [r.id for r in results_of(cell) if r.status() in ("ESCAPED", "ERROR")]
-            lines.append(f"{key[0]}/{key[1]}: {len(escaped)} escaped/error of {len(results_of(cell))} in {cell.get('seconds')} s"
-                         + (": " + ", ".join(escaped) if escaped else ""))
+            lines.append(
+                f"{key[0]}/{key[1]}: {len(escaped)} escaped/error of {len(results_of(cell))} in {cell.get('seconds')} s"
+                + (": " + ", ".join(escaped) if escaped else "")
+            )
     return "\n".join(lines)
 
 
@@ -2061,7 +2482,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--root", required=True)
     run.add_argument("--run-id", required=True)
     run.add_argument("--out", required=True)
-    run.add_argument("--control", action="store_true", help="no sandbox (preset off): check the oracles see the actions")
+    run.add_argument(
+        "--control", action="store_true", help="no sandbox (preset off): check the oracles see the actions"
+    )
     run.add_argument("--only", nargs="*", default=[])
     sub.add_parser("list", help="print the catalogue")
     args = parser.parse_args(argv)

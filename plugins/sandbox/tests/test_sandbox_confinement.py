@@ -38,7 +38,10 @@ def test_a_write_outside_the_project_fails_and_the_model_is_told(pi: PiHarness, 
 def test_writing_inside_the_project_and_the_temp_folder_works(pi: PiHarness, machine: Machine, backend: str) -> None:
     sandboxed(pi, backend)
     pi.script(
-        call("bash", command="mkdir -p src && echo hello > src/a.txt && cat src/a.txt && echo t > $TMPDIR/t && mv src/a.txt b.txt"),
+        call(
+            "bash",
+            command="mkdir -p src && echo hello > src/a.txt && cat src/a.txt && echo t > $TMPDIR/t && mv src/a.txt b.txt",
+        ),
         ECHO,
     )
     result = pi.prompt("write inside").tool_results[0]
@@ -50,7 +53,9 @@ def test_writing_inside_the_project_and_the_temp_folder_works(pi: PiHarness, mac
 
 def test_a_planted_private_key_cannot_be_read(pi: PiHarness, machine: Machine, backend: str) -> None:
     sandboxed(pi, backend)
-    pi.script(call("bash", command="cat ~/.ssh/id_rsa"), call("bash", command="cp ~/.ssh/id_rsa stolen; cat stolen"), ECHO)
+    pi.script(
+        call("bash", command="cat ~/.ssh/id_rsa"), call("bash", command="cp ~/.ssh/id_rsa stolen; cat stolen"), ECHO
+    )
     first, second = pi.prompt("read the key").tool_results
     for result in (first, second):
         assert result.is_error
@@ -97,7 +102,10 @@ def test_the_proxy_lets_an_allowed_host_through_and_refuses_others(
     pi.use(Audit)
     localhost = http_server.url.replace("127.0.0.1", "localhost")
     pi.script(
-        calls(("bash", {"command": fetch(http_server.url + "/allowed")}), ("bash", {"command": fetch(localhost + "/denied")})),
+        calls(
+            ("bash", {"command": fetch(http_server.url + "/allowed")}),
+            ("bash", {"command": fetch(localhost + "/denied")}),
+        ),
         ECHO,
     )
     allowed, denied = pi.prompt("fetch").tool_results
@@ -145,7 +153,12 @@ def test_protected_paths_stay_read_only_inside_the_project(pi: PiHarness, machin
 def test_the_strict_preset_keeps_even_the_project_read_only(pi: PiHarness, machine: Machine, backend: str) -> None:
     sandboxed(pi, backend, preset="strict")
     pi.write("notes.txt", "keep\n")
-    pi.script(call("bash", command="cat notes.txt; echo y > notes.txt; echo t > $TMPDIR/t; echo home=${HARMLESS_SETTING:-gone}"), ECHO)
+    pi.script(
+        call(
+            "bash", command="cat notes.txt; echo y > notes.txt; echo t > $TMPDIR/t; echo home=${HARMLESS_SETTING:-gone}"
+        ),
+        ECHO,
+    )
     result = pi.prompt("strict").tool_results[0]
     assert "keep" in result.text and "home=gone" in result.text
     assert (pi.project / "notes.txt").read_text() == "keep\n"
@@ -260,9 +273,7 @@ def test_a_codemode_script_calling_bash_is_sandboxed(pi: PiHarness, machine: Mac
             seen.append(event)
 
     sandboxed(pi, backend)
-    pi.use(pi_codemode.CodemodePlugin, Audit).configure(
-        sandbox={"backend": backend}, defaultTools=["+codemode"]
-    )
+    pi.use(pi_codemode.CodemodePlugin, Audit).configure(sandbox={"backend": backend}, defaultTools=["+codemode"])
     script = (
         'out = tools.bash(command="cat ~/.ssh/id_rsa; echo x > ~/outside; echo in > inside.txt; echo ran")\n'
         "print(out)\n"

@@ -38,18 +38,34 @@ def machine(tmp_path: Path) -> dict[str, Any]:
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PI_")}
-    env.update(HOME=str(home), TMPDIR=str(tmp), PI_CODING_AGENT_DIR=str(agent), PI_EXTENSIONS="sandbox",
-               PYTHONUNBUFFERED="1", OPENAI_API_KEY="sk-test-not-for-commands")
+    env.update(
+        HOME=str(home),
+        TMPDIR=str(tmp),
+        PI_CODING_AGENT_DIR=str(agent),
+        PI_EXTENSIONS="sandbox",
+        PYTHONUNBUFFERED="1",
+        OPENAI_API_KEY="sk-test-not-for-commands",
+    )
     return {"home": home, "agent": agent, "project": project, "env": env}
 
 
 @pytest.fixture
 def model(machine: dict[str, Any]) -> Iterator[WireServer]:
     server = WireServer()
-    (machine["agent"] / "models.json").write_text(json.dumps({"providers": {"local": {
-        "baseUrl": f"{server.url}/v1", "api": "openai-completions", "apiKey": "test-key",
-        "models": [{"id": "m", "contextWindow": 32000, "maxTokens": 1024}],
-    }}}))
+    (machine["agent"] / "models.json").write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "local": {
+                        "baseUrl": f"{server.url}/v1",
+                        "api": "openai-completions",
+                        "apiKey": "test-key",
+                        "models": [{"id": "m", "contextWindow": 32000, "maxTokens": 1024}],
+                    }
+                }
+            }
+        )
+    )
     try:
         yield server
     finally:
@@ -59,8 +75,16 @@ def model(machine: dict[str, Any]) -> Iterator[WireServer]:
 def bash_call(command: str, call_id: str = "call_1") -> Any:
     return chat_chunks(
         [
-            {"tool_calls": [{"index": 0, "id": call_id, "type": "function",
-                             "function": {"name": "bash", "arguments": json.dumps({"command": command})}}]},
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": json.dumps({"command": command})},
+                    }
+                ]
+            },
         ],
         finish_reason="tool_calls",
     )
@@ -68,8 +92,12 @@ def bash_call(command: str, call_id: str = "call_1") -> Any:
 
 def pi(machine: dict[str, Any], *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pi_core", *args], cwd=machine["project"], env=machine["env"],
-        capture_output=True, text=True, timeout=timeout,
+        [sys.executable, "-m", "pi_core", *args],
+        cwd=machine["project"],
+        env=machine["env"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 

@@ -112,7 +112,11 @@ def test_the_filter_removes_variables_with_credentials_unless_allowed() -> None:
     # strict: the allowlist of names, and then the same rule for the values
     assert sorted(filter_env(env, Policy(env_minimal=True))) == ["HOME", "LANG", "PATH"]
     assert sorted(filter_env(env, Policy(env_minimal=True, env_allow=("PI_EXTRA", "REDIS_URL")))) == [
-        "HOME", "LANG", "PATH", "PI_EXTRA", "REDIS_URL"
+        "HOME",
+        "LANG",
+        "PATH",
+        "PI_EXTRA",
+        "REDIS_URL",
     ]
 
 

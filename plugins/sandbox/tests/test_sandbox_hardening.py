@@ -34,7 +34,6 @@ ROOT = os.geteuid() == 0
 GIT = shutil.which("git")
 
 
-
 def run(pi: PiHarness, command: str) -> str:
     pi.script(call("bash", command=command), ECHO)
     return pi.prompt("probe").tool_results[0].text
@@ -63,7 +62,9 @@ HOOK = "#!/bin/sh\ntouch {marker}\n"
 # --------------------------------------------------------------------------- kernel
 
 
-def test_no_kernel_interface_is_writable_and_no_capability_is_left(pi: PiHarness, machine: Machine, backend: str) -> None:
+def test_no_kernel_interface_is_writable_and_no_capability_is_left(
+    pi: PiHarness, machine: Machine, backend: str
+) -> None:
     sandboxed(pi, backend)
     probe = (
         "v=$(cat /proc/sys/kernel/printk_ratelimit); "
@@ -95,8 +96,11 @@ def test_renaming_the_repository_and_copying_it_back_plants_no_hook(
     repository(pi.project)
     marker = tmp_path / "hook-ran"
     hook = HOOK.format(marker=marker)
-    run(pi, f"mv .git .gitx && cp -a .gitx .git && printf '{hook}' > .git/hooks/pre-commit && "
-            "chmod +x .git/hooks/pre-commit; git config core.hooksPath /tmp; echo done")
+    run(
+        pi,
+        f"mv .git .gitx && cp -a .gitx .git && printf '{hook}' > .git/hooks/pre-commit && "
+        "chmod +x .git/hooks/pre-commit; git config core.hooksPath /tmp; echo done",
+    )
     assert not commit_runs_a_hook(pi.project, marker)
     assert not (pi.project / ".gitx").exists() or not (pi.project / ".gitx" / "hooks" / "pre-commit").exists()
     assert "hookspath" not in (pi.project / ".git" / "config").read_text().lower()
@@ -109,8 +113,11 @@ def test_a_hook_or_a_configuration_written_directly_does_not_stay(
     sandboxed(pi, backend)
     repository(pi.project)
     marker = tmp_path / "hook-ran"
-    text = run(pi, f"printf '{HOOK.format(marker=marker)}' > .git/hooks/post-commit; chmod +x .git/hooks/post-commit; "
-                   "git config core.fsmonitor 'touch /tmp/x'; echo '[alias] x = !id' >> .git/config; echo done")
+    text = run(
+        pi,
+        f"printf '{HOOK.format(marker=marker)}' > .git/hooks/post-commit; chmod +x .git/hooks/post-commit; "
+        "git config core.fsmonitor 'touch /tmp/x'; echo '[alias] x = !id' >> .git/config; echo done",
+    )
     assert "done" in text
     assert not commit_runs_a_hook(pi.project, marker)
     config = (pi.project / ".git" / "config").read_text().lower()
@@ -118,15 +125,20 @@ def test_a_hook_or_a_configuration_written_directly_does_not_stay(
 
 
 @pytest.mark.skipif(GIT is None, reason="git is not installed")
-def test_a_symlinked_repository_cannot_be_swapped(pi: PiHarness, machine: Machine, backend: str, tmp_path: Path) -> None:
+def test_a_symlinked_repository_cannot_be_swapped(
+    pi: PiHarness, machine: Machine, backend: str, tmp_path: Path
+) -> None:
     sandboxed(pi, backend)
     real = pi.project / "repo.git"
     git("init", "-q", "--separate-git-dir", str(real), cwd=pi.project)
     (pi.project / ".git").unlink()
     (pi.project / ".git").symlink_to("repo.git")
     marker = tmp_path / "hook-ran"
-    run(pi, f"rm .git && git init -q . && printf '{HOOK.format(marker=marker)}' > .git/hooks/pre-commit && "
-            f"chmod +x .git/hooks/pre-commit; printf '{HOOK.format(marker=marker)}' > repo.git/hooks/pre-commit; echo done")
+    run(
+        pi,
+        f"rm .git && git init -q . && printf '{HOOK.format(marker=marker)}' > .git/hooks/pre-commit && "
+        f"chmod +x .git/hooks/pre-commit; printf '{HOOK.format(marker=marker)}' > repo.git/hooks/pre-commit; echo done",
+    )
     assert (pi.project / ".git").is_symlink() and os.readlink(pi.project / ".git") == "repo.git"
     assert not commit_runs_a_hook(pi.project, marker)
 
@@ -139,8 +151,11 @@ def test_a_new_repository_with_a_planted_hook_is_moved_aside(
     configuration that runs programs is moved aside where git never looks."""
     sandboxed(pi, backend)
     marker = tmp_path / "hook-ran"
-    text = run(pi, f"git init -q . && printf '{HOOK.format(marker=marker)}' > .git/hooks/pre-commit && "
-                   "chmod +x .git/hooks/pre-commit && echo planted")
+    text = run(
+        pi,
+        f"git init -q . && printf '{HOOK.format(marker=marker)}' > .git/hooks/pre-commit && "
+        "chmod +x .git/hooks/pre-commit && echo planted",
+    )
     assert "planted" in text and "moved aside" in text
     assert not (pi.project / ".git").exists() and (pi.project / ".git.pi-sandbox-quarantine").is_dir()
     assert git("status", cwd=pi.project).returncode != 0  # no repository here any more
@@ -166,13 +181,18 @@ def test_a_new_pi_folder_is_moved_aside(pi: PiHarness, machine: Machine, backend
 
 
 def test_the_safe_git_configuration_is_what_git_writes() -> None:
-    assert config_problem("[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n[remote \"origin\"]\n"
-                          "\turl = https://example.org/x.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
-                          "[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n[user]\n\tname = m\n") is None
+    assert (
+        config_problem(
+            '[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n[remote "origin"]\n'
+            "\turl = https://example.org/x.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
+            '[branch "main"]\n\tremote = origin\n\tmerge = refs/heads/main\n[user]\n\tname = m\n'
+        )
+        is None
+    )
     assert config_problem("[core]\n\thooksPath = /tmp\n") == "core.hookspath"
     assert config_problem("[core]\nfsmonitor = x\n") == "core.fsmonitor"
     assert config_problem("[alias]\n\tst = !sh\n") == "alias.st"
-    assert config_problem('[include]\n\tpath = ../x\n') == "include.path"
+    assert config_problem("[include]\n\tpath = ../x\n") == "include.path"
     assert config_problem('[filter "lfs"]\n\tsmudge = x\n') == "filter.smudge"
 
 
@@ -184,8 +204,11 @@ def test_pis_environment_and_processes_are_out_of_reach(
 ) -> None:
     monkeypatch.setenv("PROBE_SECRET_API_KEY", "value-only-pi-has")
     sandboxed(pi, backend)
-    text = run(pi, f"grep -l value-only-pi-has /proc/*/environ 2>/dev/null; "
-                   f"cat /proc/{os.getpid()}/environ 2>/dev/null | tr '\\0' '\\n' | grep -c value-only; echo done")
+    text = run(
+        pi,
+        f"grep -l value-only-pi-has /proc/*/environ 2>/dev/null; "
+        f"cat /proc/{os.getpid()}/environ 2>/dev/null | tr '\\0' '\\n' | grep -c value-only; echo done",
+    )
     assert "done" in text and "value-only-pi-has" not in text.replace("grep -l value-only-pi-has", "")
 
 
@@ -243,7 +266,9 @@ def test_unix_sockets_outside_the_project_are_hidden(
     assert "CONNECTED" not in run(pi, CONNECT.format(path=outside_socket) + "; echo done")
 
 
-def test_a_socket_allowed_by_path_is_reachable(pi: PiHarness, machine: Machine, backend: str, outside_socket: Path) -> None:
+def test_a_socket_allowed_by_path_is_reachable(
+    pi: PiHarness, machine: Machine, backend: str, outside_socket: Path
+) -> None:
     sandboxed(pi, backend, allowSockets=[str(outside_socket)])
     assert "CONNECTED" in run(pi, CONNECT.format(path=outside_socket))
 
@@ -264,7 +289,11 @@ def test_landlock_as_a_user_names_what_it_cannot_keep(monkeypatch: pytest.Monkey
     monkeypatch.setattr(sandbox_module.landlock, "has_capability", lambda cap: False)
     assert set(weaker_guarantees(Backend("landlock", "Landlock ABI 7", sys.executable, 7))) == {"unix-sockets"}
     assert set(weaker_guarantees(Backend("landlock", "Landlock ABI 5", sys.executable, 5))) == {
-        "unix-sockets", "signals", "process-cleanup", "abstract-sockets"}
+        "unix-sockets",
+        "signals",
+        "process-cleanup",
+        "abstract-sockets",
+    }
     monkeypatch.setattr(sandbox_module.landlock, "has_capability", lambda cap: True)
     assert weaker_guarantees(Backend("landlock", "Landlock ABI 7", sys.executable, 7)) == {}
     assert weaker_guarantees(Backend("bwrap", "bubblewrap", "/bin/bwrap")) == {}
@@ -279,5 +308,5 @@ def test_a_weaker_backend_refuses_every_command_until_the_user_accepts(
     pi.script(call("bash", command="echo ran"), ECHO)
     result = pi.prompt("run").tool_results[0]
     assert result.is_error and "ran" not in result.text.split("\n")[-1]
-    assert 'cannot keep what the sandbox promises here: unix-sockets' in result.text
+    assert "cannot keep what the sandbox promises here: unix-sockets" in result.text
     assert '"acceptWeaker": ["unix-sockets"]' in result.text and str(machine.agent / "settings.json") in result.text

@@ -27,14 +27,28 @@ def write_settings(directory: Path, data: object) -> Path:
 
 def test_the_defaults_are_workspace_write_with_network_off(tmp_path: Path) -> None:
     policy = load_policy(tmp_path / "agent", managed=tmp_path / "none.json")
-    assert (policy.preset, policy.network, policy.source, policy.write_project) == ("workspace-write", "off", "defaults", True)
+    assert (policy.preset, policy.network, policy.source, policy.write_project) == (
+        "workspace-write",
+        "off",
+        "defaults",
+        True,
+    )
     assert "~/.ssh" in policy.deny_read and "{agent}/auth.json" in policy.deny_read
 
 
 def test_user_settings_extend_the_defaults(tmp_path: Path) -> None:
     agent = tmp_path / "agent"
-    path = write_settings(agent, {"sandbox": {"allowedHosts": ["pypi.org"], "denyRead": ["~/work/secrets"],
-                                              "allowWrite": ["~/.cache/pip"], "env": {"allow": ["GITHUB_TOKEN"]}}})
+    path = write_settings(
+        agent,
+        {
+            "sandbox": {
+                "allowedHosts": ["pypi.org"],
+                "denyRead": ["~/work/secrets"],
+                "allowWrite": ["~/.cache/pip"],
+                "env": {"allow": ["GITHUB_TOKEN"]},
+            }
+        },
+    )
     policy = load_policy(agent, managed=tmp_path / "none.json")
     assert policy.source == str(path)
     assert policy.network == "proxy" and policy.allowed_hosts == ("pypi.org",)
@@ -61,8 +75,14 @@ def test_a_managed_file_wins_over_the_user(tmp_path: Path) -> None:
     ("content", "message"),
     [
         ("{nope", "settings.json:1:2: invalid JSON"),
-        ({"sandbox": {"preset": "lenient"}}, "sandbox.preset: must be one of 'strict', 'workspace-write', 'off', not 'lenient'"),
-        ({"sandbox": {"allowedHost": ["x"]}}, "sandbox.allowedHost: unknown key (known: acceptWeaker, allowSockets, allowWrite, allowedHosts,"),
+        (
+            {"sandbox": {"preset": "lenient"}},
+            "sandbox.preset: must be one of 'strict', 'workspace-write', 'off', not 'lenient'",
+        ),
+        (
+            {"sandbox": {"allowedHost": ["x"]}},
+            "sandbox.allowedHost: unknown key (known: acceptWeaker, allowSockets, allowWrite, allowedHosts,",
+        ),
         ({"sandbox": {"denyRead": "~/x"}}, "sandbox.denyRead: must be a list of strings"),
         ({"sandbox": {"env": {"allow": [1]}}}, "sandbox.env.allow: must be a list of strings"),
         ({"sandbox": {"env": {"pass": []}}}, "sandbox.env.pass: unknown key (known: allow, deny)"),
@@ -107,7 +127,9 @@ def test_preset_off_runs_commands_unconfined(pi: PiHarness, machine: Machine) ->
 def test_commands_cannot_change_the_users_settings(pi: PiHarness, machine: Machine) -> None:
     need_some_sandbox()
     pi.use(SandboxPlugin).configure(sandbox={"preset": "workspace-write"})
-    pi.script(call("bash", command='echo \'{"sandbox": {"preset": "off"}}\' > "$PI_CODING_AGENT_DIR/settings.json"'), ECHO)
+    pi.script(
+        call("bash", command='echo \'{"sandbox": {"preset": "off"}}\' > "$PI_CODING_AGENT_DIR/settings.json"'), ECHO
+    )
     result = pi.prompt("turn it off").tool_results[0]
     assert result.is_error
     assert json.loads((machine.agent / "settings.json").read_text()) == {"sandbox": {"preset": "workspace-write"}}
@@ -117,8 +139,18 @@ def test_commands_cannot_change_the_users_settings(pi: PiHarness, machine: Machi
 
 
 def test_the_environment_filter() -> None:
-    env = {"PATH": "/bin", "HOME": "/h", "OPENAI_API_KEY": "k", "GITHUB_TOKEN": "t", "AWS_PROFILE": "p",
-           "DB_PASSWORD": "pw", "EDITOR": "vi", "LC_ALL": "C", "PI_SESSION_ID": "s", "SSH_AUTH_SOCK": "/tmp/a"}
+    env = {
+        "PATH": "/bin",
+        "HOME": "/h",
+        "OPENAI_API_KEY": "k",
+        "GITHUB_TOKEN": "t",
+        "AWS_PROFILE": "p",
+        "DB_PASSWORD": "pw",
+        "EDITOR": "vi",
+        "LC_ALL": "C",
+        "PI_SESSION_ID": "s",
+        "SSH_AUTH_SOCK": "/tmp/a",
+    }
     filtered = filter_env(env, Policy())
     assert sorted(filtered) == ["EDITOR", "HOME", "LC_ALL", "PATH", "PI_SESSION_ID"]
     assert "GITHUB_TOKEN" in filter_env(env, Policy(env_allow=("GITHUB_TOKEN",)))
@@ -136,8 +168,9 @@ def test_the_plan_resolves_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     agent = home / ".pi" / "agent"
     agent.mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
-    policy = Policy(allow_write=("~/cache", "~/missing"), deny_read=(*DEFAULT_DENY_READ, "{project}/.env*"),
-                    agent_dir=str(agent))
+    policy = Policy(
+        allow_write=("~/cache", "~/missing"), deny_read=(*DEFAULT_DENY_READ, "{project}/.env*"), agent_dir=str(agent)
+    )
     (home / "project" / ".env.local").write_text("")
     the_plan = plan(policy, str(home / "project"))
     assert str(home / "project") in the_plan.writable and str(home / "cache") in the_plan.writable
@@ -147,7 +180,9 @@ def test_the_plan_resolves_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     )
     # the agent directory is below the temp folder here, so it is protected too
     assert the_plan.protected == [
-        str(agent), str(home / "project" / ".git" / "hooks"), str(home / "project" / ".git" / "config")
+        str(agent),
+        str(home / "project" / ".git" / "hooks"),
+        str(home / "project" / ".git" / "config"),
     ]
 
 
@@ -168,13 +203,15 @@ def test_refusals_are_recognised_in_output(tmp_path: Path) -> None:
     secret = tmp_path / "home" / ".ssh"
     secret.mkdir(parents=True)
     the_plan = Plan(cwd=str(tmp_path / "project"), writable=[str(tmp_path / "project")], deny=[str(secret)])
-    output = "\n".join([
-        f"bash: line 1: {tmp_path}/home/outside: Read-only file system",
-        f"cat: {secret}/id_rsa: Permission denied",
-        f"PermissionError: [Errno 13] Permission denied: '{tmp_path}/home/other'",
-        "cat: inside.txt: Permission denied",  # in the project: ordinary permissions
-        "curl: (6) Could not resolve host: example.com",
-    ])
+    output = "\n".join(
+        [
+            f"bash: line 1: {tmp_path}/home/outside: Read-only file system",
+            f"cat: {secret}/id_rsa: Permission denied",
+            f"PermissionError: [Errno 13] Permission denied: '{tmp_path}/home/other'",
+            "cat: inside.txt: Permission denied",  # in the project: ordinary permissions
+            "curl: (6) Could not resolve host: example.com",
+        ]
+    )
     found = [(kind, target) for kind, target, _, _ in find(output, the_plan)]
     assert found == [
         ("write", f"{tmp_path}/home/outside"),
@@ -199,20 +236,33 @@ def test_the_seccomp_program_jumps_stay_inside_it() -> None:
 def test_the_landlock_launcher_never_runs_a_command_it_could_not_confine(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     for bad in (["--network", "sideways", "--"], ["--deny"], ["--port", "x", "--"], ["--bogus", "1", "--"]):
-        done = subprocess.run([sys.executable, "-I", "-S", landlock.__file__, *bad, "touch", str(marker)],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", landlock.__file__, *bad, "touch", str(marker)], capture_output=True, text=True
+        )
         assert done.returncode == 126 and "cannot confine the command with Landlock" in done.stderr
         assert not marker.exists()
-    spec = {"network": "proxy", "proxy_port": 8080, "deny": ["/a b"], "write": ["/w"], "keep": [], "mask": ["/s"],
-            "empty": "/e"}
+    spec = {
+        "network": "proxy",
+        "proxy_port": 8080,
+        "deny": ["/a b"],
+        "write": ["/w"],
+        "keep": [],
+        "mask": ["/s"],
+        "empty": "/e",
+    }
     assert landlock.parse([*landlock.arguments(spec), "cmd", "--x"]) == (spec, ["cmd", "--x"])
 
 
 def test_the_seatbelt_profile(tmp_path: Path) -> None:
     (tmp_path / "project").mkdir()
     (tmp_path / "key").write_text("")
-    the_plan = Plan(cwd=str(tmp_path / "project"), writable=[str(tmp_path / "project")], protected=[],
-                    deny=[str(tmp_path / "key")], network="proxy")
+    the_plan = Plan(
+        cwd=str(tmp_path / "project"),
+        writable=[str(tmp_path / "project")],
+        protected=[],
+        deny=[str(tmp_path / "key")],
+        network="proxy",
+    )
     profile = seatbelt.profile(the_plan, proxy_port=4321)
     assert profile.startswith("(version 1)\n(deny default)\n")
     assert f'(deny file-read* file-write* (literal "{tmp_path}/key"))' in profile
@@ -227,6 +277,8 @@ def test_the_seatbelt_profile(tmp_path: Path) -> None:
 def test_sandbox_exec_confines_a_command(tmp_path: Path) -> None:  # pragma: no cover - macOS
     (tmp_path / "project").mkdir()
     the_plan = Plan(cwd=str(tmp_path / "project"), writable=[str(tmp_path / "project")], network="off")
-    argv = seatbelt.build_argv(the_plan, ["/bin/sh", "-c", f"echo ok > {tmp_path}/project/in; echo no > {tmp_path}/out"])
+    argv = seatbelt.build_argv(
+        the_plan, ["/bin/sh", "-c", f"echo ok > {tmp_path}/project/in; echo no > {tmp_path}/out"]
+    )
     subprocess.run(argv, cwd=tmp_path / "project", capture_output=True)
     assert (tmp_path / "project" / "in").exists() and not (tmp_path / "out").exists()

@@ -73,11 +73,19 @@ def _normal_user() -> tuple[str, int | None, dict[str, str]]:
     if os.geteuid() != 0:
         return sys.executable, None, {}  # the tests already run as a normal user
     if not SYSTEM_PYTHON.exists():
-        pytest.skip(f"the normal-user half needs {SYSTEM_PYTHON} (the dev venv's Python lives under /root, unreachable for uid {NOBODY})")
-    version = subprocess.run([str(SYSTEM_PYTHON), "-c", "import sys; print(*sys.version_info[:2])"],
-                             capture_output=True, text=True, check=False)
+        pytest.skip(
+            f"the normal-user half needs {SYSTEM_PYTHON} (the dev venv's Python lives under /root, unreachable for uid {NOBODY})"
+        )
+    version = subprocess.run(
+        [str(SYSTEM_PYTHON), "-c", "import sys; print(*sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if version.stdout.split() != [str(sys.version_info.major), str(sys.version_info.minor)]:
-        pytest.skip(f"{SYSTEM_PYTHON} is not Python {sys.version_info.major}.{sys.version_info.minor} (the venv's packages are built for it)")
+        pytest.skip(
+            f"{SYSTEM_PYTHON} is not Python {sys.version_info.major}.{sys.version_info.minor} (the venv's packages are built for it)"
+        )
     paths = [REPO, REPO / "hookspecs", REPO / "plugins" / "sandbox", Path(sysconfig.get_path("purelib"))]
     unreachable = [str(p) for p in paths if not _reachable_by_others(p)]
     if unreachable:
@@ -134,8 +142,21 @@ def run_driver(backend: str, user: str, *, control: bool = False) -> dict[str, A
     }
     if "PYTHONDONTWRITEBYTECODE" in os.environ:
         env["PYTHONDONTWRITEBYTECODE"] = os.environ["PYTHONDONTWRITEBYTECODE"]
-    argv = [python, str(DRIVER), "run", "--backend", backend, "--user", user, "--root", str(root),
-            "--run-id", run_id, "--out", str(root / "result.json")]
+    argv = [
+        python,
+        str(DRIVER),
+        "run",
+        "--backend",
+        backend,
+        "--user",
+        user,
+        "--root",
+        str(root),
+        "--run-id",
+        run_id,
+        "--out",
+        str(root / "result.json"),
+    ]
     if control:
         argv.append("--control")
     notes: list[str] = []
@@ -145,8 +166,16 @@ def run_driver(backend: str, user: str, *, control: bool = False) -> dict[str, A
         with open(root.parent / f"{root.name}.log", "w+b") as log:
             started = time.monotonic()
             process = subprocess.Popen(
-                argv, env=env, cwd=root, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True, user=uid, group=uid, extra_groups=[] if uid is not None else None,
+                argv,
+                env=env,
+                cwd=root,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                user=uid,
+                group=uid,
+                extra_groups=[] if uid is not None else None,
             )
             stopped_since: float | None = None
             while process.poll() is None:
@@ -184,7 +213,11 @@ def run_driver(backend: str, user: str, *, control: bool = False) -> dict[str, A
             (root.parent / f"{root.name}.log").unlink()
 
 
-CELLS = [*((backend, user, False) for backend, user in probes.CELL_ORDER), ("bwrap", "root", True), ("bwrap", "user", True)]
+CELLS = [
+    *((backend, user, False) for backend, user in probes.CELL_ORDER),
+    ("bwrap", "root", True),
+    ("bwrap", "user", True),
+]
 """Every run of this module: the matrix, then the two control runs (no sandbox)."""
 
 
@@ -240,7 +273,10 @@ def _write_report(cell: dict[str, Any]) -> None:
     if not target:
         return
     path = Path(target)
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid-{os.getppid() if os.environ.get('PYTEST_XDIST_WORKER') else os.getpid()}"
+    run = (
+        os.environ.get("PYTEST_XDIST_TESTRUNUID")
+        or f"pid-{os.getppid() if os.environ.get('PYTEST_XDIST_WORKER') else os.getpid()}"
+    )
     with open(f"{path}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         data: dict[str, Any] = {"run": run, "cells": []}
@@ -263,7 +299,11 @@ def report(request: pytest.FixtureRequest) -> Iterator[Callable[[dict[str, Any]]
         manager.register(_Summary(), "pi-sandbox-probe-summary")
 
     def record(cell: dict[str, Any]) -> None:
-        _CELLS[:] = [c for c in _CELLS if (c["backend"], c["user"], c.get("control")) != (cell["backend"], cell["user"], cell.get("control"))]
+        _CELLS[:] = [
+            c
+            for c in _CELLS
+            if (c["backend"], c["user"], c.get("control")) != (cell["backend"], cell["user"], cell.get("control"))
+        ]
         _CELLS.append(cell)
         print(probes.render_cell(cell))
         for note in cell.get("notes", []):
@@ -313,7 +353,9 @@ def test_every_oracle_sees_the_action_without_a_sandbox(
     results = probes.results_of(cell)
     assert {r.id for r in results} == {p.id for p in probes.catalogue() if p.controlled(user)}
     blind = [r for r in results if r.status(control=True) in ("BLIND", "ERROR")]
-    assert not blind, "oracles that did not see an unconfined command succeed:\n" + _explain(results, ("BLIND", "ERROR"), True)
+    assert not blind, "oracles that did not see an unconfined command succeed:\n" + _explain(
+        results, ("BLIND", "ERROR"), True
+    )
 
 
 def test_the_catalogue_is_large_and_explained() -> None:
@@ -358,8 +400,13 @@ def test_a_socket_pi_cannot_reach_does_not_stop_the_sandbox(pi: PiHarness, machi
     folder = Path(tempfile.mkdtemp(prefix=f"{probes.PROBE_PREFIX}foreign-", dir=_traversable_tmp()))
     os.chown(folder, NOBODY, NOBODY)  # mode 0700: pi (root in bubblewrap's namespace) cannot enter it
     code = "import socket, sys, time; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); print(1, flush=True); time.sleep(120)"
-    listener = subprocess.Popen([python, "-I", "-c", code, str(folder / "agent.sock")], stdout=subprocess.PIPE,
-                                user=NOBODY, group=NOBODY, extra_groups=[])
+    listener = subprocess.Popen(
+        [python, "-I", "-c", code, str(folder / "agent.sock")],
+        stdout=subprocess.PIPE,
+        user=NOBODY,
+        group=NOBODY,
+        extra_groups=[],
+    )
     try:
         assert listener.stdout is not None and listener.stdout.readline().strip() == b"1"
         pi.use(SandboxPlugin).configure(sandbox={"backend": backend})

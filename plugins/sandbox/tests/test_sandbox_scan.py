@@ -50,8 +50,16 @@ def timed(output: str, plan: Plan, **options: Any) -> list[tuple[str, str]]:
 
 
 def test_a_1mb_line_without_a_refusal(plan: Plan) -> None:
-    for line in ("a" * MB, "P" * MB, "/" * MB, "socket " * (MB // 7), "Failed to connect to " + "a" * MB,
-                 "Permission denied: '/" + "a" * MB, " : Permission denied" * (MB // 20), "aaaa: Permission denied" * (MB // 23)):
+    for line in (
+        "a" * MB,
+        "P" * MB,
+        "/" * MB,
+        "socket " * (MB // 7),
+        "Failed to connect to " + "a" * MB,
+        "Permission denied: '/" + "a" * MB,
+        " : Permission denied" * (MB // 20),
+        "aaaa: Permission denied" * (MB // 23),
+    ):
         assert timed(line, plan, limit=None) == []
 
 
@@ -191,26 +199,69 @@ def _reference(output: str, plan: Plan) -> list[tuple[str, str, str, str]]:
 
 
 @pytest.mark.parametrize("network", ["off", "proxy", "on"])
-def test_short_outputs_give_what_the_reference_scan_gives(plan: Plan, tmp_path: Path, network: Literal["off", "proxy", "on"]) -> None:
+def test_short_outputs_give_what_the_reference_scan_gives(
+    plan: Plan, tmp_path: Path, network: Literal["off", "proxy", "on"]
+) -> None:
     plan.network = network
     home, project = f"{tmp_path}/home", plan.cwd
-    paths = [f"{home}/x", f"{home}/.ssh/id", f"{project}/.pi/s", f"{project}/a", "/etc/passwd", "rel/a", "~/.ssh/k", "/",
-             "/a b", "x", ""]
+    paths = [
+        f"{home}/x",
+        f"{home}/.ssh/id",
+        f"{project}/.pi/s",
+        f"{project}/a",
+        "/etc/passwd",
+        "rel/a",
+        "~/.ssh/k",
+        "/",
+        "/a b",
+        "x",
+        "",
+    ]
     quotes = ["", "'", '"', "‘", "’", "`"]
     errors = ["Read-only file system", "Permission denied", "Operation not permitted", "permission denied"]
-    noise = [" ", "", "\n", ": ", ":", "bash: line 1: ", "cat: ", "x", "\t", "socket ", "SOCKET:", "'", "\r\n", "\x0b", "\u2028"]
+    noise = [
+        " ",
+        "",
+        "\n",
+        ": ",
+        ":",
+        "bash: line 1: ",
+        "cat: ",
+        "x",
+        "\t",
+        "socket ",
+        "SOCKET:",
+        "'",
+        "\r\n",
+        "\x0b",
+        "\u2028",
+    ]
     hosts = ["Failed to connect to ", "Could not resolve host", "Could not resolve host: ", "Could not resolve host "]
     rng = random.Random(30)
 
     def piece() -> str:
         roll = rng.random()
         if roll < 0.4:
-            return rng.choice(noise) + rng.choice(quotes) + rng.choice(paths) + rng.choice(quotes) + rng.choice(
-                [": ", ":", " : "]) + rng.choice(errors)
+            return (
+                rng.choice(noise)
+                + rng.choice(quotes)
+                + rng.choice(paths)
+                + rng.choice(quotes)
+                + rng.choice([": ", ":", " : "])
+                + rng.choice(errors)
+            )
         if roll < 0.7:
-            return rng.choice(errors) + rng.choice([": ", ":"]) + rng.choice(quotes) + rng.choice(paths) + rng.choice(quotes)
+            return (
+                rng.choice(errors)
+                + rng.choice([": ", ":"])
+                + rng.choice(quotes)
+                + rng.choice(paths)
+                + rng.choice(quotes)
+            )
         if roll < 0.85:
-            return rng.choice(hosts) + rng.choice(["h.org", "[::1]", "", " "]) + rng.choice([" port 443", " port x", ""])
+            return (
+                rng.choice(hosts) + rng.choice(["h.org", "[::1]", "", " "]) + rng.choice([" port 443", " port x", ""])
+            )
         return rng.choice([*noise, *violations._NETWORK_PHRASES])
 
     recognised = 0

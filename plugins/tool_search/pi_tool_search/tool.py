@@ -97,8 +97,10 @@ def summary(description: str) -> str:
 
 def loaded_result(query: str, loaded: Sequence[ToolDefinition], hits: Sequence[Hit]) -> ToolResult:
     count = len(loaded)
-    lines = [f"Loaded {count} tool{'s' if count != 1 else ''}; call {'them' if count != 1 else 'it'} "
-             "directly from your next step:"]
+    lines = [
+        f"Loaded {count} tool{'s' if count != 1 else ''}; call {'them' if count != 1 else 'it'} "
+        "directly from your next step:"
+    ]
     lines += [f"- {tool.name}: {summary(tool.description)}" for tool in loaded]
     return ToolResult.text(
         "\n".join(lines),

@@ -143,7 +143,12 @@ async def test_the_user_turns_it_on_with_its_prompt_lines(cwd: Path, pi_agent_di
 
 async def test_a_plugin_that_activates_it_during_a_run_gets_it_declared_on_the_next_request(cwd: Path) -> None:
     runtime, script = await start(
-        cwd, call("connect"), call(TOOL_NAME, query="open an issue"), call(CREATE_ISSUE, title="Bug"), "done", "later",
+        cwd,
+        call("connect"),
+        call(TOOL_NAME, query="open an issue"),
+        call(CREATE_ISSUE, title="Bug"),
+        "done",
+        "later",
         plugins=[ToolSearchPlugin, LateServer(activate=True)],
     )
     await runtime.session.prompt("report the bug")
@@ -187,8 +192,11 @@ class StartupActivator:
 @pytest.mark.parametrize("hook", ["session_start", "before_agent_start"])
 async def test_a_plugin_that_activates_it_at_startup_gets_it_with_its_prompt_lines(cwd: Path, hook: str) -> None:
     runtime, script = await start(
-        cwd, call(TOOL_NAME, query="create an issue", limit=1), "ok",
-        plugins=[ToolSearchPlugin, StartupActivator(hook)], custom_tools=Recorder().server(),
+        cwd,
+        call(TOOL_NAME, query="create an issue", limit=1),
+        "ok",
+        plugins=[ToolSearchPlugin, StartupActivator(hook)],
+        custom_tools=Recorder().server(),
     )
     await runtime.session.prompt("hello")
     assert TOOL_NAME in declared(script.contexts[0]) and CREATE_ISSUE not in declared(script.contexts[0])
@@ -206,8 +214,11 @@ async def test_a_plugin_that_activates_it_at_startup_gets_it_with_its_prompt_lin
 )
 async def test_a_plugin_that_respects_the_users_deselection_leaves_it_off(cwd: Path, selection: dict[str, Any]) -> None:
     runtime, script = await start(
-        cwd, "hi", plugins=[ToolSearchPlugin, StartupActivator("session_start")],
-        custom_tools=Recorder().server(), **selection,
+        cwd,
+        "hi",
+        plugins=[ToolSearchPlugin, StartupActivator("session_start")],
+        custom_tools=Recorder().server(),
+        **selection,
     )
     await runtime.session.prompt("hello")
     assert TOOL_NAME not in runtime.session.tools.active_names
@@ -224,7 +235,12 @@ async def test_the_entry_point_loads_the_plugin(
     assert entry.value == "pi_tool_search:ToolSearchPlugin" and entry.load() is ToolSearchPlugin
     monkeypatch.setenv("PI_EXTENSIONS", "tool_search")
     runtime, _ = await start(
-        cwd, "hi", plugins=(), installed_plugins=True, custom_tools=Recorder().server(), tools=tools,
+        cwd,
+        "hi",
+        plugins=(),
+        installed_plugins=True,
+        custom_tools=Recorder().server(),
+        tools=tools,
     )
     assert any(isinstance(p, ToolSearchPlugin) for p in runtime.session.plugins.pm.get_plugins())
     assert runtime.session.tools.get(TOOL_NAME) is not None
@@ -238,8 +254,12 @@ async def test_the_entry_point_loads_the_plugin(
 async def test_search_activates_the_match_for_the_next_request_of_the_run(cwd: Path) -> None:
     recorder = Recorder()
     runtime, script = await start(
-        cwd, call(TOOL_NAME, query="create an issue", limit=2), call(CREATE_ISSUE, title="Crash on start"), "Filed.",
-        tools=ON, custom_tools=recorder.server(),
+        cwd,
+        call(TOOL_NAME, query="create an issue", limit=2),
+        call(CREATE_ISSUE, title="Crash on start"),
+        "Filed.",
+        tools=ON,
+        custom_tools=recorder.server(),
     )
     await runtime.session.prompt("file a bug about the crash")
     first, second, third = (declared(c) for c in script.contexts)
@@ -260,7 +280,9 @@ async def test_search_activates_the_match_for_the_next_request_of_the_run(cwd: P
 
 
 async def test_limit_one_loads_only_the_best_match(cwd: Path) -> None:
-    runtime, _ = await start(cwd, call(TOOL_NAME, query="merge the PR", limit=1), "ok", tools=ON, custom_tools=Recorder().server())
+    runtime, _ = await start(
+        cwd, call(TOOL_NAME, query="merge the PR", limit=1), "ok", tools=ON, custom_tools=Recorder().server()
+    )
     await runtime.session.prompt("merge it")
     [search] = tool_results(runtime)
     assert search.details["loaded"] == ["mcp__github__merge_pull_request"]
@@ -269,7 +291,9 @@ async def test_limit_one_loads_only_the_best_match(cwd: Path) -> None:
 
 
 async def test_nothing_matches_gives_a_clear_message_and_activates_nothing(cwd: Path) -> None:
-    runtime, _ = await start(cwd, call(TOOL_NAME, query="galaxy spaceship"), "ok", tools=ON, custom_tools=Recorder().server())
+    runtime, _ = await start(
+        cwd, call(TOOL_NAME, query="galaxy spaceship"), "ok", tools=ON, custom_tools=Recorder().server()
+    )
     active = runtime.session.tools.active_names
     await runtime.session.prompt("fly")
     [search] = tool_results(runtime)
@@ -281,8 +305,12 @@ async def test_nothing_matches_gives_a_clear_message_and_activates_nothing(cwd: 
 
 async def test_loaded_tools_are_not_offered_again(cwd: Path) -> None:
     runtime, _ = await start(
-        cwd, call(TOOL_NAME, query="close issue", limit=1), call(TOOL_NAME, query="close issue", limit=1), "ok",
-        tools=ON, custom_tools=Recorder().server(),
+        cwd,
+        call(TOOL_NAME, query="close issue", limit=1),
+        call(TOOL_NAME, query="close issue", limit=1),
+        "ok",
+        tools=ON,
+        custom_tools=Recorder().server(),
     )
     await runtime.session.prompt("close it")
     first, second = tool_results(runtime)
@@ -295,7 +323,12 @@ async def test_with_nothing_left_to_load_the_message_says_so(cwd: Path) -> None:
     recorder = Recorder()
     only = recorder.tool(CREATE_ISSUE, "Create a new issue.", GITHUB)
     runtime, _ = await start(
-        cwd, call(TOOL_NAME, query="issue"), call(TOOL_NAME, query="issue"), "ok", tools=ON, custom_tools=[only],
+        cwd,
+        call(TOOL_NAME, query="issue"),
+        call(TOOL_NAME, query="issue"),
+        "ok",
+        tools=ON,
+        custom_tools=[only],
     )
     await runtime.session.prompt("go")
     first, second = tool_results(runtime)
@@ -305,8 +338,12 @@ async def test_with_nothing_left_to_load_the_message_says_so(cwd: Path) -> None:
 
 
 async def test_parallel_searches_keep_both_activations(cwd: Path) -> None:
-    both = FauxResponse(tool_calls=[(TOOL_NAME, {"query": "merge pull request", "limit": 1}),
-                                    (TOOL_NAME, {"query": "assign ticket", "limit": 1})])
+    both = FauxResponse(
+        tool_calls=[
+            (TOOL_NAME, {"query": "merge pull request", "limit": 1}),
+            (TOOL_NAME, {"query": "assign ticket", "limit": 1}),
+        ]
+    )
     runtime, script = await start(cwd, both, "ok", tools=ON, custom_tools=Recorder().server())
     await runtime.session.prompt("do both")
     assert {"mcp__github__merge_pull_request", "mcp__tickets__assignTicket"} <= set(declared(script.contexts[1]))
@@ -315,8 +352,13 @@ async def test_parallel_searches_keep_both_activations(cwd: Path) -> None:
 
 async def test_bad_arguments_are_errors_the_model_can_read(cwd: Path) -> None:
     runtime, _ = await start(
-        cwd, call(TOOL_NAME, query="   "), call(TOOL_NAME, query="issue", limit=11), call(TOOL_NAME), "ok",
-        tools=ON, custom_tools=Recorder().server(),
+        cwd,
+        call(TOOL_NAME, query="   "),
+        call(TOOL_NAME, query="issue", limit=11),
+        call(TOOL_NAME),
+        "ok",
+        tools=ON,
+        custom_tools=Recorder().server(),
     )
     active = runtime.session.tools.active_names
     await runtime.session.prompt("go")
@@ -330,8 +372,12 @@ async def test_bad_arguments_are_errors_the_model_can_read(cwd: Path) -> None:
 
 async def test_excluded_tools_are_never_loaded(cwd: Path) -> None:
     runtime, _ = await start(
-        cwd, call(TOOL_NAME, query="merge pull request", limit=1), "ok",
-        tools=ON, custom_tools=Recorder().server(), exclude_tools=["mcp__github__merge_pull_request"],
+        cwd,
+        call(TOOL_NAME, query="merge pull request", limit=1),
+        "ok",
+        tools=ON,
+        custom_tools=Recorder().server(),
+        exclude_tools=["mcp__github__merge_pull_request"],
     )
     await runtime.session.prompt("merge")
     [search] = tool_results(runtime)
@@ -375,7 +421,8 @@ async def test_the_index_follows_registered_and_withdrawn_tools(cwd: Path) -> No
         call("add_tool", name="mcp__github__list_commits", description="List the commits of a branch."),
         call(TOOL_NAME, query="list commits", limit=1),
         "ok",
-        plugins=[ToolSearchPlugin, Server], tools=ON,
+        plugins=[ToolSearchPlugin, Server],
+        tools=ON,
     )
     plugin = plugin_of(runtime)
     assert "mcp__github__merge_pull_request" in plugin.index
@@ -395,7 +442,11 @@ async def test_the_index_follows_registered_and_withdrawn_tools(cwd: Path) -> No
 async def test_resume_and_fork_keep_the_loaded_tools_declared(cwd: Path) -> None:
     recorder = Recorder()
     runtime, _ = await start(
-        cwd, call(TOOL_NAME, query="create an issue", limit=1), "Loaded it.", tools=ON, custom_tools=recorder.server(),
+        cwd,
+        call(TOOL_NAME, query="create an issue", limit=1),
+        "Loaded it.",
+        tools=ON,
+        custom_tools=recorder.server(),
     )
     await runtime.session.prompt("get ready to file issues")
     path = runtime.session.session_file
@@ -404,7 +455,11 @@ async def test_resume_and_fork_keep_the_loaded_tools_declared(cwd: Path) -> None
     await runtime.dispose()
 
     resumed, script = await start(
-        cwd, call(CREATE_ISSUE, title="Resumed"), "done", custom_tools=recorder.server(), session=path,
+        cwd,
+        call(CREATE_ISSUE, title="Resumed"),
+        "done",
+        custom_tools=recorder.server(),
+        session=path,
     )  # no --tools this time: the transcript brings tool_search back too
     assert CREATE_ISSUE in resumed.session.tools.active_names and TOOL_NAME in resumed.session.tools.active_names
     await resumed.session.prompt("file it now")

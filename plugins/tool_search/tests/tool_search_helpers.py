@@ -33,8 +33,9 @@ class Recorder:
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
-    def tool(self, name: str, description: str, namespace: ToolNamespace | None = None,
-             exposure: ToolExposure = "deferred") -> ToolDefinition:
+    def tool(
+        self, name: str, description: str, namespace: ToolNamespace | None = None, exposure: ToolExposure = "deferred"
+    ) -> ToolDefinition:
         def execute(args: dict[str, Any], ctx: Any) -> str:
             self.calls.append((name, dict(args)))
             return f"{name} done"

@@ -10,18 +10,23 @@ from pi_hookspecs import ToolDefinition, ToolNamespace
 
 __all__ = ["FIELD_WEIGHTS", "ToolDocument", "document_for", "namespace_key", "namespace_keys", "namespace_matches"]
 
-FIELD_WEIGHTS: Mapping[str, float] = MappingProxyType({
-    "name": 3.0,
-    "description": 1.0,
-    "parameters": 0.5,
-    "namespace": 0.3,
-})
+FIELD_WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {
+        "name": 3.0,
+        "description": 1.0,
+        "parameters": 0.5,
+        "namespace": 0.3,
+    }
+)
 """How much one occurrence of a term counts in each field: a word of the tool's name
 counts as much as three in its description; parameter text and the namespace (server)
 text, which every tool of a server shares, count less. Read-only."""
 
 _NAME, _DESCRIPTION, _PARAMETERS, _NAMESPACE = (
-    FIELD_WEIGHTS["name"], FIELD_WEIGHTS["description"], FIELD_WEIGHTS["parameters"], FIELD_WEIGHTS["namespace"]
+    FIELD_WEIGHTS["name"],
+    FIELD_WEIGHTS["description"],
+    FIELD_WEIGHTS["parameters"],
+    FIELD_WEIGHTS["namespace"],
 )
 _MAX_SCHEMA_DEPTH = 8
 

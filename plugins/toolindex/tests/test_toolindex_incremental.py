@@ -10,8 +10,16 @@ from toolindex_catalogue import catalogue, definition, schema
 
 from pi_hookspecs import ToolDefinition
 
-QUERIES = ["create an issue", "merge the PR", "ticket comment", "list commits", "search code", "priority",
-           "repository branch file", "customer support agent"]
+QUERIES = [
+    "create an issue",
+    "merge the PR",
+    "ticket comment",
+    "list commits",
+    "search code",
+    "priority",
+    "repository branch file",
+    "customer support agent",
+]
 
 
 def fresh(tools: list[ToolDefinition]) -> ToolIndex:

@@ -140,10 +140,15 @@ def test_field_weights_name_over_description_over_parameters_over_namespace() ->
     index.add("in_name", ToolDocument(name="deploy", description="Do the thing.", parameters="x y"))
     index.add("in_description", ToolDocument(name="run", description="Deploy the thing.", parameters="x y"))
     index.add("in_parameters", ToolDocument(name="run", description="Do the thing.", parameters="deploy y"))
-    index.add("in_namespace", ToolDocument(name="run", description="Do the thing.", parameters="x y",
-                                           namespace="deploy"))
+    index.add(
+        "in_namespace", ToolDocument(name="run", description="Do the thing.", parameters="x y", namespace="deploy")
+    )
     assert [h.name for h in index.search("deploy", limit=4)] == [
-        "in_name", "in_description", "in_parameters", "in_namespace"]
+        "in_name",
+        "in_description",
+        "in_parameters",
+        "in_namespace",
+    ]
 
 
 def test_ties_keep_the_order_tools_were_added() -> None:
@@ -155,13 +160,22 @@ def test_ties_keep_the_order_tools_were_added() -> None:
 
 def test_document_for_reads_name_description_schema_and_namespace() -> None:
     tool = definition(
-        "mcp__tickets__assignTicket", "Assign a ticket.",
-        {"type": "object", "properties": {
-            "ticketId": {"type": "string", "description": "Ticket ID"},
-            "options": {"type": "object", "properties": {"notify": {"type": "boolean", "description": "Email the agent"}}},
-            "mode": {"anyOf": [{"type": "string", "enum": ["round_robin", "direct"]}, {"type": "null"}]},
-            "tags": {"type": "array", "items": {"type": "string", "description": "A tag name"}},
-        }}, TICKETS)
+        "mcp__tickets__assignTicket",
+        "Assign a ticket.",
+        {
+            "type": "object",
+            "properties": {
+                "ticketId": {"type": "string", "description": "Ticket ID"},
+                "options": {
+                    "type": "object",
+                    "properties": {"notify": {"type": "boolean", "description": "Email the agent"}},
+                },
+                "mode": {"anyOf": [{"type": "string", "enum": ["round_robin", "direct"]}, {"type": "null"}]},
+                "tags": {"type": "array", "items": {"type": "string", "description": "A tag name"}},
+            },
+        },
+        TICKETS,
+    )
     document = document_for(tool)
     assert document.name == "mcp__tickets__assignTicket" and document.description == "Assign a ticket."
     for word in ("ticketId", "Ticket ID", "notify", "Email the agent", "round_robin", "direct", "A tag name"):

@@ -36,8 +36,10 @@ from pi_hookspecs import LlmContext, StreamOptions, UserMessage  # noqa: E402
 from pi_vertex import VertexCredentials  # noqa: E402
 
 MODEL_ID = "gemini-2.5-flash"
-VERTEX_PATH = (f"/us-central1/v1/projects/my-project/locations/us-central1/publishers/google/models/"
-               f"{MODEL_ID}:streamGenerateContent?alt=sse")
+VERTEX_PATH = (
+    f"/us-central1/v1/projects/my-project/locations/us-central1/publishers/google/models/"
+    f"{MODEL_ID}:streamGenerateContent?alt=sse"
+)
 
 
 # --------------------------------------------------------------------------- a local OAuth token endpoint
@@ -64,8 +66,14 @@ class TokenServer:
                 if server.fail:
                     status, body = 400, {"error": server.fail, "error_description": "Token has been revoked."}
                 else:
-                    status, body = 200, {"access_token": f"token-{len(server.requests)}",
-                                         "expires_in": server.expires_in, "token_type": "Bearer"}
+                    status, body = (
+                        200,
+                        {
+                            "access_token": f"token-{len(server.requests)}",
+                            "expires_in": server.expires_in,
+                            "token_type": "Bearer",
+                        },
+                    )
                 data = json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -106,17 +114,32 @@ def agent(pi_agent_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     metadata server)."""
     monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
     monkeypatch.setenv("NO_GCE_CHECK", "True")
-    for name in ("GOOGLE_CLOUD_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT",
-                 "GOOGLE_CLOUD_LOCATION", "GOOGLE_CLOUD_QUOTA_PROJECT"):
+    for name in (
+        "GOOGLE_CLOUD_API_KEY",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "GOOGLE_CLOUD_PROJECT",
+        "GCLOUD_PROJECT",
+        "GOOGLE_CLOUD_LOCATION",
+        "GOOGLE_CLOUD_QUOTA_PROJECT",
+    ):
         monkeypatch.delenv(name, raising=False)
     return pi_agent_dir
 
 
 def user_login(path: Path, token_uri: str, **fields: str) -> Path:
     """An ``authorized_user`` credentials file, as ``gcloud auth application-default login`` writes."""
-    path.write_text(json.dumps({"type": "authorized_user", "client_id": "client-1.apps.example",
-                                "client_secret": "secret", "refresh_token": "refresh-1",
-                                "token_uri": token_uri, **fields}))
+    path.write_text(
+        json.dumps(
+            {
+                "type": "authorized_user",
+                "client_id": "client-1.apps.example",
+                "client_secret": "secret",
+                "refresh_token": "refresh-1",
+                "token_uri": token_uri,
+                **fields,
+            }
+        )
+    )
     return path
 
 
@@ -132,23 +155,48 @@ def service_account(path: Path, token_uri: str) -> tuple[Path, Any]:
     if not _KEY:
         _KEY.append(rsa.generate_private_key(public_exponent=65537, key_size=2048))
     key = _KEY[0]
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.NoEncryption()).decode()
-    path.write_text(json.dumps({
-        "type": "service_account", "project_id": "sa-project", "private_key_id": "key-1", "private_key": pem,
-        "client_email": "pi@sa-project.iam.gserviceaccount.com", "client_id": "1",
-        "token_uri": token_uri,
-    }))
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    path.write_text(
+        json.dumps(
+            {
+                "type": "service_account",
+                "project_id": "sa-project",
+                "private_key_id": "key-1",
+                "private_key": pem,
+                "client_email": "pi@sa-project.iam.gserviceaccount.com",
+                "client_id": "1",
+                "token_uri": token_uri,
+            }
+        )
+    )
     return path, key.public_key()
 
 
 def models_json(agent: Path, url: str) -> Path:
     path = agent / "models.json"
-    path.write_text(json.dumps({"providers": {"google-vertex": {
-        "baseUrl": f"{url}/{{location}}", "api": "google-vertex",
-        "models": [{"id": MODEL_ID, "reasoning": True, "input": ["text", "image"],
-                    "contextWindow": 1048576, "maxTokens": 8192}],
-    }}}))
+    path.write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "google-vertex": {
+                        "baseUrl": f"{url}/{{location}}",
+                        "api": "google-vertex",
+                        "models": [
+                            {
+                                "id": MODEL_ID,
+                                "reasoning": True,
+                                "input": ["text", "image"],
+                                "contextWindow": 1048576,
+                                "maxTokens": 8192,
+                            }
+                        ],
+                    }
+                }
+            }
+        )
+    )
     return path
 
 
@@ -196,7 +244,9 @@ async def test_an_expiring_token_is_refreshed(
     agent: Path, wire: WireServer, tokens: TokenServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tokens.expires_in = 30  # inside google-auth's refresh margin: stale at once
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(service_account(tmp_path / "sa.json", tokens.token_uri)[0]))
+    monkeypatch.setenv(
+        "GOOGLE_APPLICATION_CREDENTIALS", str(service_account(tmp_path / "sa.json", tokens.token_uri)[0])
+    )
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "my-project")
     monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "us-central1")
     registry = registry_with(agent, wire, VertexCredentials())
@@ -212,8 +262,16 @@ async def test_a_service_account_from_the_auth_json_entry(
 ) -> None:
     key_file, public_key = service_account(tmp_path / "sa.json", tokens.token_uri)
     # what pi 1.6.0's /login stores for Vertex: no key, the environment to use
-    (agent / "auth.json").write_text(json.dumps({"google-vertex": {"type": "api_key", "env": {
-        "GOOGLE_APPLICATION_CREDENTIALS": str(key_file), "GOOGLE_CLOUD_LOCATION": "us-central1"}}}))
+    (agent / "auth.json").write_text(
+        json.dumps(
+            {
+                "google-vertex": {
+                    "type": "api_key",
+                    "env": {"GOOGLE_APPLICATION_CREDENTIALS": str(key_file), "GOOGLE_CLOUD_LOCATION": "us-central1"},
+                }
+            }
+        )
+    )
     credentials = VertexCredentials()
     registry = registry_with(agent, wire, credentials)
     assert registry.has_auth("google-vertex")  # the project comes from the key file
@@ -244,7 +302,9 @@ async def test_a_service_account_from_the_auth_json_entry(
 async def test_a_configured_api_key_is_used_instead(
     agent: Path, wire: WireServer, tokens: TokenServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(service_account(tmp_path / "sa.json", tokens.token_uri)[0]))
+    monkeypatch.setenv(
+        "GOOGLE_APPLICATION_CREDENTIALS", str(service_account(tmp_path / "sa.json", tokens.token_uri)[0])
+    )
     registry = ModelRegistry(models_path=models_json(agent, wire.url))
     registry.add_credential_source(VertexCredentials().source())
     model = registry.get("google-vertex", MODEL_ID)
@@ -252,8 +312,9 @@ async def test_a_configured_api_key_is_used_instead(
     # a custom endpoint (no {location}) with a key: Vertex AI express mode
     keyed = model.model_copy(update={"base_url": wire.url})
     wire.enqueue(gemini_text("keyed"))
-    message = await registry.complete(keyed, LlmContext(messages=[UserMessage(content="hi")]),
-                                      StreamOptions(api_key="vertex-key"))
+    message = await registry.complete(
+        keyed, LlmContext(messages=[UserMessage(content="hi")]), StreamOptions(api_key="vertex-key")
+    )
     assert message.text() == "keyed", message.error_message
     assert wire.requests[0].headers["x-goog-api-key"] == "vertex-key"
     assert "authorization" not in wire.requests[0].headers
@@ -280,7 +341,9 @@ async def test_a_revoked_login_says_what_to_do(
     agent: Path, wire: WireServer, tokens: TokenServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tokens.fail = "invalid_grant"
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(service_account(tmp_path / "sa.json", tokens.token_uri)[0]))
+    monkeypatch.setenv(
+        "GOOGLE_APPLICATION_CREDENTIALS", str(service_account(tmp_path / "sa.json", tokens.token_uri)[0])
+    )
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "my-project")
     monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "us-central1")
     message = await ask(registry_with(agent, wire, VertexCredentials()))
@@ -302,17 +365,30 @@ async def test_missing_credentials_say_what_to_do(
 
 
 async def test_the_plugin_registers_its_source_through_register_providers(agent: Path, tmp_path: Path) -> None:
-    services = await create_services(tmp_path, ServiceOptions(sdk_plugins=[pi_vertex], entry_points=False,
-                                                              agent_dir=agent))
+    services = await create_services(
+        tmp_path, ServiceOptions(sdk_plugins=[pi_vertex], entry_points=False, agent_dir=agent)
+    )
     registered = services.plugins.registry.credentials["google-vertex"]
     assert registered.value.resolve == pi_vertex._CREDENTIALS.resolve
     assert not services.models.has_auth("google-vertex")  # nothing configured yet
     login = user_login(tmp_path / "adc.json", "http://127.0.0.1:9/token")
-    (agent / "auth.json").write_text(json.dumps({"google-vertex": {"type": "api_key", "env": {
-        "GOOGLE_APPLICATION_CREDENTIALS": str(login), "GOOGLE_CLOUD_PROJECT": "p",
-        "GOOGLE_CLOUD_LOCATION": "us-central1"}}}))
-    services = await create_services(tmp_path, ServiceOptions(sdk_plugins=[pi_vertex], entry_points=False,
-                                                              agent_dir=agent))
+    (agent / "auth.json").write_text(
+        json.dumps(
+            {
+                "google-vertex": {
+                    "type": "api_key",
+                    "env": {
+                        "GOOGLE_APPLICATION_CREDENTIALS": str(login),
+                        "GOOGLE_CLOUD_PROJECT": "p",
+                        "GOOGLE_CLOUD_LOCATION": "us-central1",
+                    },
+                }
+            }
+        )
+    )
+    services = await create_services(
+        tmp_path, ServiceOptions(sdk_plugins=[pi_vertex], entry_points=False, agent_dir=agent)
+    )
     assert services.models.has_auth("google-vertex")
 
 
@@ -324,9 +400,13 @@ def test_pi_print_with_application_default_credentials(
     models_json(agent, wire.url)
     login, _ = service_account(tmp_path / "sa.json", tokens.token_uri)
     wire.enqueue(gemini_text("Hello from Vertex AI"))
-    env = {"PI_EXTENSIONS": "vertex", "GOOGLE_APPLICATION_CREDENTIALS": str(login),
-           "GOOGLE_CLOUD_PROJECT": "my-project", "GOOGLE_CLOUD_LOCATION": "us-central1",
-           "PYTHONPROFILEIMPORTTIME": "1"}
+    env = {
+        "PI_EXTENSIONS": "vertex",
+        "GOOGLE_APPLICATION_CREDENTIALS": str(login),
+        "GOOGLE_CLOUD_PROJECT": "my-project",
+        "GOOGLE_CLOUD_LOCATION": "us-central1",
+        "PYTHONPROFILEIMPORTTIME": "1",
+    }
     done = run_pi("-p", "--no-session", "--model", f"google-vertex/{MODEL_ID}", "hi", cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "Hello from Vertex AI"
@@ -336,9 +416,20 @@ def test_pi_print_with_application_default_credentials(
 
 
 async def test_a_stored_credentials_file_that_is_missing(agent: Path, wire: WireServer, tmp_path: Path) -> None:
-    (agent / "auth.json").write_text(json.dumps({"google-vertex": {"type": "api_key", "env": {
-        "GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "gone.json"), "GOOGLE_CLOUD_PROJECT": "p",
-        "GOOGLE_CLOUD_LOCATION": "us-central1"}}}))
+    (agent / "auth.json").write_text(
+        json.dumps(
+            {
+                "google-vertex": {
+                    "type": "api_key",
+                    "env": {
+                        "GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "gone.json"),
+                        "GOOGLE_CLOUD_PROJECT": "p",
+                        "GOOGLE_CLOUD_LOCATION": "us-central1",
+                    },
+                }
+            }
+        )
+    )
     registry = registry_with(agent, wire, VertexCredentials())
     assert not registry.has_auth("google-vertex")
     message = await ask(registry)

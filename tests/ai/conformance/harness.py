@@ -229,8 +229,13 @@ async def run_anthropic_sdk(url: str) -> SdkOutcome:
 
 # --------------------------------------------------------------------------- openai-completions
 
-COMPLETIONS_STOP = {"stop": "stop", "end": "stop", "length": "length", "tool_calls": "toolUse",
-                    "function_call": "toolUse"}
+COMPLETIONS_STOP = {
+    "stop": "stop",
+    "end": "stop",
+    "length": "length",
+    "tool_calls": "toolUse",
+    "function_call": "toolUse",
+}
 REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 """Where OpenAI-compatible servers put reasoning text; pi keeps the field's name as the
 thinking block's signature (to send the reasoning back in the same field)."""
@@ -249,12 +254,14 @@ def completions_content(message: Any, *, partial: bool = False) -> list[dict[str
     if message.content:
         blocks.append({"type": "text", "text": message.content})
     for call in message.tool_calls or []:
-        blocks.append({
-            "type": "tool_call",
-            "id": call.id,
-            "name": call.function.name,
-            "arguments": parse_arguments(call.function.arguments, partial=partial),
-        })
+        blocks.append(
+            {
+                "type": "tool_call",
+                "id": call.id,
+                "name": call.function.name,
+                "arguments": parse_arguments(call.function.arguments, partial=partial),
+            }
+        )
     return blocks
 
 
@@ -288,7 +295,9 @@ async def run_completions_sdk(url: str) -> SdkOutcome:
     state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
     try:
         chunks = await client.chat.completions.create(
-            model="gpt-test", messages=[{"role": "user", "content": "hi"}], stream=True,
+            model="gpt-test",
+            messages=[{"role": "user", "content": "hi"}],
+            stream=True,
             stream_options={"include_usage": True},
         )
         try:
@@ -330,12 +339,14 @@ def responses_content(items: list[dict[str, Any]], *, partial: bool = False) -> 
             text = "".join(part.get("text") or part.get("refusal") or "" for part in item.get("content") or [])
             blocks.append({"type": "text", "text": text})
         elif kind == "function_call":
-            blocks.append({
-                "type": "tool_call",
-                "id": f"{item['call_id']}|{item['id']}",
-                "name": item["name"],
-                "arguments": parse_arguments(item.get("arguments"), partial=partial),
-            })
+            blocks.append(
+                {
+                    "type": "tool_call",
+                    "id": f"{item['call_id']}|{item['id']}",
+                    "name": item["name"],
+                    "arguments": parse_arguments(item.get("arguments"), partial=partial),
+                }
+            )
         else:
             blocks.append({"type": f"unexpected:{kind}"})
     return blocks

@@ -55,8 +55,10 @@ CASES = [
     Case(A, "cache_usage", (T,)),
     Case(A, "max_tokens", (T,)),
     Case(
-        A, "max_tokens_mid_tool", (T, U),
-        divergence="max_tokens inside a string of a tool_use input (partial_json ends '\"content\": \"- buy "
+        A,
+        "max_tokens_mid_tool",
+        (T, U),
+        divergence='max_tokens inside a string of a tool_use input (partial_json ends \'"content": "- buy '
         "milk\\\\n- call the pl'): pi's tool call keeps the unfinished string, arguments == {'path': "
         "'notes/todo.md', 'content': '- buy milk\\n- call the pl'} (parse_streaming_json reads with jiter's "
         "partial_mode='trailing-strings', keeping unfinished strings as pi 1.6.0's partial-json parser does); the "

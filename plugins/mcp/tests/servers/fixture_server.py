@@ -61,7 +61,9 @@ class Paged(MCPServer):
             return ListResourcesResult(resources=resources)
         start = int(params.cursor) if params is not None and params.cursor else 0
         end = start + self.page_size
-        return ListResourcesResult(resources=resources[start:end], next_cursor=str(end) if end < len(resources) else None)
+        return ListResourcesResult(
+            resources=resources[start:end], next_cursor=str(end) if end < len(resources) else None
+        )
 
 
 class Total(BaseModel):
@@ -288,7 +290,9 @@ class MemoryAuthorizationServer:
             token=access, client_id=client_id, scopes=scopes, expires_at=int(time.time()) + self.ttl, resource=resource
         )
         self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes, resource=resource)
-        return OAuthToken(access_token=access, expires_in=self.ttl, refresh_token=refresh, scope=" ".join(scopes) or None)
+        return OAuthToken(
+            access_token=access, expires_in=self.ttl, refresh_token=refresh, scope=" ".join(scopes) or None
+        )
 
     async def exchange_authorization_code(self, client: Any, authorization_code: Any) -> Any:
         self.codes.pop(authorization_code.code, None)
