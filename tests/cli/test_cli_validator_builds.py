@@ -5,7 +5,7 @@ used (``defer_build``): about a millisecond each. pi constructs the objects it m
 from values it already holds (stream events, the streamed message, its own events, the
 definitions of its built-in tools and of its plugins' tools, flags and commands), so a
 run builds only the validators of the data it reads: ``models.json``, the model, the
-tool arguments, a tool's result (docs/architecture.md, "The fast path").
+tool arguments, a tool's result (docs/architecture.md, "The fast path"; the measurements: pi_core/CHANGELOG.md).
 
 Plain (``def``) hook handlers run on a worker thread; the hooks of pi's default plugins
 are coroutines, so a ``pi -p`` run starts no worker thread and makes no thread hop per
