@@ -107,3 +107,29 @@ def test_core_uses_the_same_lookup() -> None:
 
     assert _paths.agent_dir is toolkit.agent_dir
     assert os.fspath(_paths.project_dir("x")) == os.fspath(toolkit.project_dir("x"))
+
+
+def test_a_broken_settings_file_is_reported_once_with_the_plugins_that_read_it(tmp_path: Path) -> None:
+    """pi, pluggable-pi-sandbox and pluggable-pi-otel all read the user's settings; the
+    fault of the file is one line (pi's), the sandbox says only what it means for it."""
+    import subprocess
+    import sys
+
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    settings = agent / "settings.json"
+    settings.write_text("{ nope")
+    env = {
+        **os.environ,
+        "PI_CODING_AGENT_DIR": str(agent),
+        "PI_EXTENSIONS": "sandbox,otel",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "pi_core", "-p", "--model", "faux/offline-demo", "what is here?"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    faults = [line for line in done.stderr.splitlines() if "invalid JSON" in line]
+    assert faults == [f"pi: {settings}:1:3: invalid JSON: Expecting property name enclosed in double quotes"]
+    assert f"pluggable-pi-sandbox: every command is refused until {settings} is fixed" in done.stderr
