@@ -83,6 +83,7 @@ PLUGIN_PACKAGES = [
     "plugins/vertex/pi_vertex",
     "plugins/bedrock/pi_bedrock",
     "plugins/acp/pi_acp",
+    "plugins/llama/pi_llama",
     "examples/pluggable-pi-policy/pi_policy",
 ]
 

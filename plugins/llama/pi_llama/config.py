@@ -1,0 +1,126 @@
+"""Where the router is and which key it takes: ``LLAMA_BASE_URL`` / ``LLAMA_API_KEY`` and
+the ``llama.cpp`` entry of ``auth.json`` that ``/login llama.cpp`` stores.
+
+As in pi 1.6.0, the provider counts as configured when a server URL is known: a stored
+login's URL first, then ``LLAMA_BASE_URL``. The key is the stored one, then
+``LLAMA_API_KEY``, then ``local`` (llama.cpp started without ``--api-key`` ignores it).
+
+Two shapes of the ``auth.json`` entry are read:
+
+* the login this plugin stores (the contract's logins are OAuth-shaped):
+  ``{"type": "oauth", "access": KEY, "refresh": "", "expires": …, "serverUrl": URL}``;
+* pi 1.6.0's: ``{"type": "api_key", "key": KEY, "env": {"LLAMA_BASE_URL": URL}}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pi_hookspecs import OAuthCredentials, toolkit
+
+from .client import LlamaClient, normalize_server_url
+
+PROVIDER = "llama.cpp"
+"""The provider id (as in pi 1.6.0)."""
+
+DEFAULT_SERVER_URL = "http://127.0.0.1:9931"
+"""The URL ``/login llama.cpp`` proposes (pi 1.6.0's default)."""
+
+NEVER_EXPIRES = 253_402_300_799_000
+"""The expiry of a stored login (9999-12-31): a router key does not expire."""
+
+
+@dataclass(frozen=True)
+class Connection:
+    """A configured router: its URL (without ``/v1``), its key and where they came from."""
+
+    server_url: str
+    api_key: str | None
+    source: str
+
+    def client(self, *, timeout: float | None = None) -> LlamaClient:
+        if timeout is None:
+            return LlamaClient(self.server_url, self.api_key)
+        return LlamaClient(self.server_url, self.api_key, timeout=timeout)
+
+
+def stored_entry() -> dict[str, Any] | None:
+    """The ``llama.cpp`` entry of ``<agent>/auth.json`` (read only; ``None`` when absent
+    or unreadable: pi reports a broken ``auth.json`` itself)."""
+    path = toolkit.agent_dir() / "auth.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (OSError, ValueError):
+        return None
+    entry = data.get(PROVIDER) if isinstance(data, dict) else None
+    return entry if isinstance(entry, dict) else None
+
+
+def _literal(value: Any) -> str | None:
+    """A stored key as sent: ``!command`` and ``$VAR`` values are pi's to resolve at request time."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    if text.startswith("!"):
+        return None
+    if text.startswith("$"):
+        return os.environ.get(text.lstrip("${").rstrip("}")) or None
+    return text
+
+
+def _valid_url(value: Any) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        return normalize_server_url(value)
+    except ValueError:
+        return None
+
+
+def stored_url(entry: Mapping[str, Any] | None) -> str | None:
+    if not entry:
+        return None
+    env = entry.get("env")
+    from_env = env.get("LLAMA_BASE_URL") if isinstance(env, dict) else None
+    return _valid_url(entry.get("serverUrl")) or _valid_url(from_env)
+
+
+def env_api_key(env: Mapping[str, str] | None = None) -> str | None:
+    value = (env or {}).get("LLAMA_API_KEY") or os.environ.get("LLAMA_API_KEY")
+    return value.strip() or None if value else None
+
+
+def connection(env: Mapping[str, str] | None = None) -> Connection | None:
+    """The configured router, or ``None`` (neither a login nor ``LLAMA_BASE_URL``)."""
+    entry = stored_entry()
+    url = stored_url(entry)
+    if url is not None and entry is not None:
+        key = _literal(entry.get("access") if entry.get("type") == "oauth" else entry.get("key"))
+        return Connection(url, key or env_api_key(env), "stored login")
+    url = _valid_url((env or {}).get("LLAMA_BASE_URL") or os.environ.get("LLAMA_BASE_URL"))
+    if url is None:
+        return None
+    return Connection(url, env_api_key(env), "LLAMA_BASE_URL")
+
+
+def login_credentials(server_url: str, api_key: str | None) -> OAuthCredentials:
+    """What ``/login llama.cpp`` stores."""
+    return OAuthCredentials.model_validate(
+        {"access": api_key or "", "refresh": "", "expires": NEVER_EXPIRES, "serverUrl": server_url}
+    )
+
+
+__all__ = [
+    "DEFAULT_SERVER_URL",
+    "PROVIDER",
+    "Connection",
+    "connection",
+    "env_api_key",
+    "login_credentials",
+    "stored_entry",
+    "stored_url",
+]
