@@ -48,6 +48,9 @@ class PiModel(BaseModel):
     )
 
     _keep_none: ClassVar[frozenset[str]] = frozenset()
+    _whole_numbers_as_int: ClassVar[bool] = False
+    """Amounts (costs, prices) written to JSON as the TypeScript pi writes numbers: a
+    whole float without ``.0`` (``0``, not ``0.0``)."""
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -69,6 +72,12 @@ class PiModel(BaseModel):
         keep = self._keep_none
         if keep and info.by_alias:
             keep = frozenset(camel_alias(k) for k in keep)
+        if self._whole_numbers_as_int and info.mode == "json":
+            return {
+                k: int(v) if type(v) is float and v.is_integer() else v
+                for k, v in data.items()
+                if v is not None or k in keep
+            }
         return {k: v for k, v in data.items() if v is not None or k in keep}
 
     def to_json(self) -> dict[str, Any]:

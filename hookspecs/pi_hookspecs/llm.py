@@ -33,6 +33,8 @@ def _text_only() -> list[Literal["text", "image"]]:
 class ModelCost(PiModel):
     """US dollars per million tokens."""
 
+    _whole_numbers_as_int = True
+
     input: float = 0.0
     output: float = 0.0
     cache_read: float = 0.0

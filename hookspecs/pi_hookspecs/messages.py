@@ -89,6 +89,8 @@ class Cost(PiModel):
     """``True`` when ``total`` is the amount the provider billed (OpenRouter reports it),
     ``False`` when pi computed it from the model's prices, absent before either."""
 
+    _whole_numbers_as_int = True
+
 
 class Usage(PiModel):
     """Token usage of one model response. ``reasoning`` is already part of ``output``."""

@@ -32,12 +32,20 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ),
     ("remove", "SPEC [-l]", "uninstall it, by name or source (alias: pi uninstall)"),
     ("uninstall", "SPEC [-l]", ""),
-    ("update", "[SPEC]", "upgrade recorded packages, showing their versions"),
+    (
+        "update",
+        "[SPEC|self] [--self|--extensions|--models|--all] [--force]",
+        "upgrade recorded packages, showing their versions;\n--self / --all: pi itself too (--force: reinstall it)",
+    ),
     ("list", "", "recorded packages, installed versions and their extensions"),
     ("models", "[SEARCH]", "models and whether their provider has a key"),
     ("sessions", "[--all]", "saved sessions of this folder"),
     ("auth", "COMMAND", "provider credentials: login, logout, status, check,\nprint-api-key, print-bearer-token"),
-    ("config", "[-l]", "choose which plugins, skills and prompt templates load"),
+    (
+        "config",
+        "[-l] [--list]",
+        "choose which plugins, skills and prompt templates load\n(a screen in a terminal; --list prints them)",
+    ),
     ("help", "[COMMAND]", "this help, or a command's (as pi COMMAND --help)"),
     (
         "completion",

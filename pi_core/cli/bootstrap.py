@@ -96,11 +96,10 @@ def _session_manager(args: argparse.Namespace, cwd: str) -> SessionManager:
         )
         return SessionManager.fork_from(source, cwd, session_dir=session_dir)
     if args.session:
-        path = (
-            args.session
-            if Path(args.session).is_file()
-            else SessionManager.find(args.session, cwd=cwd, session_dir=session_dir)
-        )
+        from ..session.listing import resolve_session_arg
+
+        # a path (a new session is saved there when no file is yet) or a session id
+        path = resolve_session_arg(args.session, cwd=cwd, session_dir=session_dir)
         # interactive mode's "Continue here" for a session whose folder is gone
         return SessionManager.open(path, session_dir=session_dir, cwd=getattr(args, "session_cwd", None))
     if args.continue_:

@@ -6,7 +6,8 @@ change at once to the settings of a scope: the user's ``~/.pi/agent/settings.jso
 ``.pi/settings.json`` (only for a trusted project; ``--approve`` trusts it for this
 command). A plugin is switched off by its name in ``disabledExtensions``; a skill or a
 prompt template by a ``-<path>`` entry in ``skills`` / ``prompts`` (``+<path>`` switches
-one back on against a ``!pattern``). Without a terminal it prints the same list.
+one back on against a ``!pattern``). Without a terminal, or with ``--list`` (this pi's
+own option: ``-l`` is ``--local`` as in pi 1.6.0), it prints the same list.
 """
 
 from __future__ import annotations
@@ -191,9 +192,12 @@ def config_command(
         False, "--approve", "-a", help="Trust the project's files for this command (with -l)."
     ),
     no_approve: bool = typer.Option(False, "--no-approve", "-na", help="Ignore the project's files for this command."),
+    as_list: bool = typer.Option(
+        False, "--list", help="Print the list instead of opening the screen (the default without a terminal)."
+    ),
 ) -> None:
-    """Choose which plugins, skills and prompt templates load (Space toggles, Tab
-    switches between your settings and the project's)."""
+    """Choose which plugins, skills and prompt templates load: a screen in a terminal
+    (Space toggles, Tab switches between your settings and the project's), else a list."""
     cwd = os.getcwd()
     trusted = project_trusted(cwd, True if approve else False if no_approve else None)
     if local and not trusted:
@@ -205,7 +209,7 @@ def config_command(
     except ConfigError as error:
         print(f"pi: {error}", file=sys.stderr)
         raise typer.Exit(1) from None
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+    if as_list or not (sys.stdin.isatty() and sys.stdout.isatty()):
         print(render(items, scope, settings_file(cwd, scope)))
         print("Run `pi config` in a terminal to change these.")
         return

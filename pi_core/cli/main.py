@@ -7,6 +7,7 @@ import asyncio
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import Any, TextIO
 
 from pi_hookspecs import FlagDefinition
@@ -64,7 +65,7 @@ def run(argv: list[str]) -> int:
 
         return print_models(args.list_models)
     if args.export is not None:
-        return _export(args.export, args.messages)
+        return _export(args.export, args.messages, args)
     mode = args.mode
     interactive = mode == "text" and not args.print and sys.stdin.isatty() and sys.stdout.isatty()
     if interactive:
@@ -96,22 +97,46 @@ def run(argv: list[str]) -> int:
     return run_main(_run_print(args, stdin_text, json_mode=False))
 
 
-def _export(session_file: str, rest: list[str]) -> int:
-    """``pi --export SESSION.jsonl [OUT.html]``: write the page, print where, exit."""
-    from pathlib import Path
-
+def _export(session_file: str, rest: list[str], args: argparse.Namespace) -> int:
+    """``pi --export SESSION.jsonl|ID [OUT.html]``: write the page, print where, exit."""
     from ..export.html import ExportError, export_session_html
 
     if len(rest) > 1:
         print(f"pi: --export takes one output path after the session file, not {len(rest)}", file=sys.stderr)
         return 1
+    from ..session import AmbiguousSessionError
+
+    source = Path(session_file)
     try:
-        written = export_session_html(Path(session_file), Path(rest[0]) if rest else None)
+        if not source.expanduser().exists():
+            source = _session_of_id(session_file, args) or source
+    except AmbiguousSessionError as exc:
+        print(f"pi: {exc}", file=sys.stderr)
+        return 1
+    try:
+        written = export_session_html(source, Path(rest[0]) if rest else None)
     except ExportError as exc:
         print(f"pi: {exc}", file=sys.stderr)
         return 1
     print(f"Exported to: {written}")
     return 0
+
+
+def _session_of_id(arg: str, args: argparse.Namespace) -> Path | None:
+    """The session file of a session id or unique id prefix (as ``pi sessions`` prints
+    it and ``--session`` takes it), or ``None``: ``--export`` takes ids too (pi 1.6.0
+    takes only paths; what is not found stays "File not found")."""
+    from ..session import SessionNotFoundError
+    from ..session.listing import find_session, looks_like_path
+    from .bootstrap import resolved_session_dir
+
+    if looks_like_path(arg):
+        return None
+    cwd = os.getcwd()
+    try:
+        return Path(find_session(arg, cwd=cwd, session_dir=resolved_session_dir(args, cwd)))
+    except SessionNotFoundError:
+        return None
 
 
 async def _run_print(

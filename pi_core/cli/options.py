@@ -129,7 +129,21 @@ def build_parser(
     resources.add_argument("--prompt-template", action="append", default=[], help="load a prompt template")
     resources.add_argument("-np", "--no-prompt-templates", action="store_true", help="no discovered templates")
     resources.add_argument("-nc", "--no-context-files", action="store_true", help="no AGENTS.md / CLAUDE.md")
-    resources.add_argument("--theme", help="interactive colour theme: dark, light, system or a custom theme's name")
+    resources.add_argument(
+        "--theme",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="load a theme file or folder (repeatable); --use-theme or /settings picks one",
+    )
+    resources.add_argument(
+        "--use-theme",
+        metavar="NAME[/NAME]",
+        help="interactive theme for this run, not saved: dark, light, system, a loaded theme's name, or light/dark",
+    )
+    resources.add_argument(
+        "--no-themes", action="store_true", help="no discovered or configured themes (--theme paths still load)"
+    )
 
     prompts = parser.add_argument_group("prompts and process")
     prompts.add_argument("--system-prompt", help="replace the system prompt (text or file)")
@@ -145,6 +159,12 @@ def build_parser(
     )
     prompts.add_argument("--offline", action="store_true", help="no automatic network activity (PI_OFFLINE=1)")
     prompts.add_argument("--verbose", action="store_true", help="show startup details and diagnostics")
+    prompts.add_argument(
+        "--tui-mode",
+        choices=("regular", "fullscreen"),
+        help="terminal UI mode (default: the tuiMode setting); this pi runs regular mode only: "
+        "fullscreen says so in one line and runs regular",
+    )
 
     if plugin_flags:
         group = parser.add_argument_group("plugin flags")

@@ -487,22 +487,129 @@ def remove_command(
     raise typer.Exit(status)
 
 
+PI_DISTRIBUTION = "pluggable-pi"
+"""The distribution that installs pi itself (``pi update --self``)."""
+
+SELF_TARGETS = ("self", "pi")
+"""``pi update self`` / ``pi update pi``: pi itself, as in pi 1.6.0."""
+
+MODELS_NOTE = (
+    "Model catalogue: built into this pi (pi_core/ai/catalog), nothing to refresh; a newer pi brings a newer one "
+    "(pi update --self). Custom models are read from models.json at every start."
+)
+
+
+def _offline() -> bool:
+    return os.environ.get("PI_OFFLINE", "").strip().lower() in ("1", "true", "yes")
+
+
 @packages_app.command("update")
 def update_command(
-    specs: list[str] = typer.Argument(None, help="Recorded packages to upgrade (default: all)."),
+    specs: list[str] = typer.Argument(
+        None, metavar="TARGET", help="Recorded packages (source or name) to upgrade; self or pi: pi itself."
+    ),
     local: bool = typer.Option(False, "--local", "-l", help="The project's .pi/settings.json."),
+    self_: bool = typer.Option(False, "--self", help="Update pi itself (same as the target self or pi)."),
+    extensions: bool = typer.Option(False, "--extensions", help="Update every recorded package (the default)."),
+    models: bool = typer.Option(False, "--models", help="Model catalogues: built into this pi (says so)."),
+    everything: bool = typer.Option(False, "--all", help="Update pi itself and every recorded package."),
+    extension: list[str] = typer.Option(
+        [], "--extension", metavar="SOURCE", help="Update this recorded package only (repeatable)."
+    ),
+    force: bool = typer.Option(False, "--force", help="Reinstall pi even if it is the newest (implies --self)."),
 ) -> None:
-    """Upgrade recorded plugin packages (local folders are rebuilt) and show their versions."""
+    """Update recorded plugin packages (local folders are rebuilt), pi itself, or both.
+
+    \b
+      pi update                  every recorded package (pi 1.6.0: pi only)
+      pi update --extensions     every recorded package
+      pi update SPEC             one recorded package (also: --extension SPEC)
+      pi update --self           pi itself (also: pi update self, pi update pi)
+      pi update --all            pi itself, then every recorded package
+      pi update --force          reinstall pi itself even if it is the newest
+      pi update --models         model catalogues (built into this pi: says so)
+
+    With PI_OFFLINE=1 nothing is downloaded: the updates are skipped (said in one line).
+    """
+    targets = [*(specs or []), *extension]
+    wants_self = self_ or everything or force or any(t in SELF_TARGETS for t in targets)
+    targets = [t for t in targets if t not in SELF_TARGETS]
+    wants_packages = extensions or everything or bool(targets) or not (wants_self or models)
+    status = 0
+    if models:
+        typer.echo(MODELS_NOTE)
+    if wants_self:
+        status = max(status, _update_pi(force))
+    if wants_packages:
+        status = max(status, _update_packages(targets, local))
+    raise typer.Exit(status)
+
+
+def _update_pi(force: bool) -> int:
+    """Upgrade (``force``: reinstall) the ``pluggable-pi`` distribution in pi's own
+    environment. A pi running from a source folder is left alone (one line says why)."""
+    try:
+        dist = metadata.distribution(PI_DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        typer.echo(
+            f"pi update: pi is not installed as the {PI_DISTRIBUTION} distribution here; cannot update it", err=True
+        )
+        return 1
+    try:
+        origin = json.loads(dist.read_text("direct_url.json") or "{}")
+    except ValueError:
+        origin = {}
+    url = str(origin.get("url", ""))
+    if url.startswith("file:") and ("dir_info" in origin or "vcs_info" in origin):
+        folder = url.removeprefix("file://")
+        typer.echo(
+            f"pi update: this pi was installed from the source folder {folder}: update that folder "
+            "(git pull) and reinstall it from there; pi update --self upgrades a pi installed from the package index",
+            err=True,
+        )
+        return 1
+    if _offline():
+        typer.echo("pi update: cannot update pi in offline mode (PI_OFFLINE=1)", err=True)
+        return 1
+    try:
+        installer = find_installer()
+    except NoInstaller as exc:
+        typer.echo(f"pi update: {exc}", err=True)
+        return 1
+    old = dist.version
+    args = ["--upgrade", PI_DISTRIBUTION]
+    if force:
+        args = (
+            [*args, "--reinstall-package", PI_DISTRIBUTION] if installer.kind == "uv" else [*args, "--force-reinstall"]
+        )
+    typer.echo(f"Updating pi ({PI_DISTRIBUTION} {old}) in {sys.executable} with {installer.describe()} ...")
+    result = _run("install", args)
+    if result.returncode != 0:
+        typer.echo(f"pi update: {_explain(result, 'updating pi failed')}", err=True)
+        return 1
+    _refresh()
+    new = installed().get(normalize(PI_DISTRIBUTION), old)
+    if new == old:
+        typer.echo(f"pi {new} ({'reinstalled' if force else 'already the newest'})")
+    else:
+        typer.echo(f"pi {old} -> {new}")
+    return 0
+
+
+def _update_packages(specs: list[str], local: bool) -> int:
+    """Upgrade recorded plugin packages (all, or those named) and show their versions."""
     path = settings_path(local)
     entries = recorded(_read(path))
     chosen = [e for e in entries if not specs or e.source in specs or e.distribution in specs]
     if not chosen:
-        typer.echo(
-            f"Nothing to update: no packages recorded in {path}"
-            if not specs
-            else f"pi update: not recorded in {path}: {', '.join(specs)}"
-        )
-        raise typer.Exit(0 if not specs else 1)
+        if specs:
+            typer.echo(f"pi update: not recorded in {path}: {', '.join(specs)}", err=True)
+            return 1
+        typer.echo(f"Nothing to update: no packages recorded in {path}")
+        return 0
+    if _offline():
+        typer.echo("Skipped package updates (offline mode: PI_OFFLINE=1)")
+        return 0
     try:
         installer = find_installer()
     except NoInstaller as exc:
@@ -535,7 +642,7 @@ def update_command(
             typer.echo(f"{entry.source}: {name} {new} (already the newest)")
         else:
             typer.echo(f"{entry.source}: {name} {old} -> {new}")
-    raise typer.Exit(0)
+    return 0
 
 
 class _ListRow(TypedDict):

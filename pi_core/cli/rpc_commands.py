@@ -28,6 +28,7 @@ from pi_hookspecs import (
     AssistantMessage,
     ImageContent,
     MessageEntry,
+    TextContent,
     UserMessage,
 )
 
@@ -263,10 +264,8 @@ class RpcCommands:
         refs = [model.ref for model, _ in candidates]
         index = refs.index(current.ref) if current is not None and current.ref in refs else -1
         model, level = candidates[(index + 1) % len(candidates)]
-        if not await session.set_model(model, source="cycle"):
+        if not await session.set_model(model, source="cycle", thinking_level=level):
             raise RpcError(f"No API key for provider {model.provider!r}")
-        if level is not None:
-            await session.set_thinking_level(level)
         return {"model": model.to_json(), "thinkingLevel": session.thinking_level, "isScoped": scoped}
 
     async def cmd_get_available_models(self, command: Command) -> Any:
@@ -383,19 +382,19 @@ class RpcCommands:
         return {"cancelled": bool(result.get("cancelled"))}
 
     async def cmd_switch_session(self, command: Command) -> Any:
+        # As pi 1.6.0: a path where no file is yet starts a new session to be saved there.
         path = _string(command, "sessionPath")
-        if not Path(path).expanduser().is_file():
-            raise RpcError(f"Session file not found: {path}")
+        if Path(path).expanduser().is_dir():
+            raise RpcError(f"Not a session file: {path} is a directory")
         result = await self.runtime.switch_session(path)
         return {"cancelled": bool(result.get("cancelled"))}
 
     async def cmd_fork(self, command: Command) -> Any:
         entry_id = _string(command, "entryId")
         entry = self.session.sm.get_entry(entry_id)
-        if entry is None:
-            raise RpcError(f"Unknown entry id: {entry_id}")
-        if not isinstance(getattr(entry, "message", None), UserMessage):
-            raise RpcError(f"Entry {entry_id} is not a user message: fork from one listed by get_fork_messages")
+        if entry is None or not isinstance(getattr(entry, "message", None), UserMessage):
+            raise RpcError("Invalid entry ID for forking")  # pi 1.6.0's words, for both
+        self._check_saved(entry.parent_id)
         result = await self.runtime.fork(entry_id, position="before")
         if result.get("cancelled"):
             return {"cancelled": True}
@@ -404,16 +403,28 @@ class RpcCommands:
     async def cmd_clone(self, command: Command) -> Any:
         leaf = self.session.sm.get_leaf_id()
         if leaf is None:
-            raise RpcError("Nothing to clone: the session has no entries yet")
+            raise RpcError("Cannot clone session: no current entry selected")
+        self._check_saved(leaf)
         result = await self.runtime.fork(leaf, position="at")
         return {"cancelled": bool(result.get("cancelled"))}
 
+    def _check_saved(self, target_leaf: str | None) -> None:
+        """As pi 1.6.0: a fork or clone that keeps entries copies them from the session
+        file, which a new session has only once its first answer is saved."""
+        session_file = self.session.session_file
+        if target_leaf is not None and session_file is not None and not Path(session_file).exists():
+            raise RpcError("This session has not been saved yet. Send a message before cloning or forking it.")
+
     async def cmd_get_fork_messages(self, command: Command) -> Any:
+        # As pi 1.6.0: every user message of the session (all branches, in file order),
+        # not only those of the current branch; messages without text are left out.
         messages = []
-        for entry in self.session.sm.get_branch():
+        for entry in self.session.sm.get_entries():
             message = getattr(entry, "message", None)
             if isinstance(message, UserMessage):
-                messages.append({"entryId": entry.id, "text": _text(message.content)})
+                text = _text(message.content)
+                if text:
+                    messages.append({"entryId": entry.id, "text": text})
         return {"messages": messages}
 
     async def cmd_get_entries(self, command: Command) -> Any:
@@ -425,7 +436,7 @@ class RpcCommands:
         if since is not None:
             index = next((i for i, entry in enumerate(entries) if entry.id == since), None)
             if index is None:
-                raise RpcError(f"Unknown entry id: {since}")
+                raise RpcError(f"Entry not found: {since}")
             entries = entries[index + 1 :]
         return {"entries": [entry.to_json() for entry in entries], "leafId": sm.get_leaf_id()}
 
@@ -434,12 +445,16 @@ class RpcCommands:
         return RawJson('{"tree":' + _tree_json(sm.get_tree()) + ',"leafId":' + dumps(sm.get_leaf_id()) + "}")
 
     async def cmd_get_last_assistant_text(self, command: Command) -> Any:
+        # As pi 1.6.0: the last reply that ended normally or has text (a run that was
+        # aborted, failed or only called tools is skipped), trimmed; no "text" without one.
         for message in reversed(self.session.messages):
-            if isinstance(message, AssistantMessage):
-                text = message.text()
-                if text.strip():
-                    return {"text": text}
-        return {"text": None}
+            if not isinstance(message, AssistantMessage):
+                continue
+            text = "".join(block.text for block in message.content if isinstance(block, TextContent))
+            if message.stop_reason != "stop" and not text.strip():
+                continue
+            return {"text": text.strip()} if text.strip() else {}
+        return {}
 
     async def cmd_set_session_name(self, command: Command) -> Any:
         name = _string(command, "name").strip()
@@ -517,6 +532,11 @@ def _text(content: Any) -> str:
     return "".join(getattr(block, "text", "") for block in content or [])
 
 
+def js_number(value: Any) -> Any:
+    """``value`` as JavaScript writes it: a whole float without ``.0`` (``0``, not ``0.0``)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 def _thinking_levels(session: AgentSession) -> list[str]:
     model = session.model
     return supported_thinking_levels(model) if model is not None else ["off"]
@@ -589,14 +609,14 @@ def _session_stats(session: AgentSession) -> dict[str, Any]:
         toolResults=counts["toolResult"],
         totalMessages=total_messages,
         tokens=tokens,
-        cost=cost,
+        cost=js_number(cost),
     )
     usage = session.context_host.action_get_context_usage()
     if usage is not None and usage.context_window:
         stats["contextUsage"] = {
             "tokens": usage.tokens,
             "contextWindow": usage.context_window,
-            "percent": usage.percent,
+            "percent": js_number(usage.percent),
         }
     return stats
 

@@ -189,16 +189,16 @@ def render_session_html(
 
 def write_page(html: str, out_path: Path | str | None, stem: str) -> Path:
     """Write ``html`` to ``out_path`` (default ``pi-session-<stem>.html`` here; a directory
-    receives that name) and return the absolute path written."""
+    receives that name) and return the path written, as pi 1.6.0 reports it: relative
+    when ``out_path`` is (the default name is)."""
     name = f"{APP_NAME}-session-{stem}.html"
     target = Path(name) if out_path is None or str(out_path) == "" else Path(out_path).expanduser()
     if target.is_dir():
         target = target / name
-    target = Path(os.path.abspath(target))
     try:
         target.write_text(html, encoding="utf-8")
     except OSError as exc:
-        raise ExportError(f"Cannot write {target}: {_reason(exc)}") from None
+        raise ExportError(f"Cannot write {os.path.abspath(target)}: {_reason(exc)}") from None
     return target
 
 

@@ -278,13 +278,14 @@ class PluginHost:
     def _disabled_reason(self, source: PluginSource) -> str | None:
         if source.explicit:
             return None
+        # each reason completes "disabled by ..."
         if self.options.no_extensions:
             return "--no-extensions"
         if self.allowed is not None and source.name not in self.allowed:
-            return "not listed in PI_EXTENSIONS"
+            return "PI_EXTENSIONS, which does not list it"
         disabled = set(_as_list(self.settings.merged.get("disabledExtensions")))
         if source.name in disabled and source.name not in self.required:
-            return "listed in settings disabledExtensions"
+            return "the settings' disabledExtensions"
         return None
 
     @property
@@ -300,6 +301,8 @@ class PluginHost:
             record = next((r for r in self.records if r.name == name), None)
             if record is None:
                 problems.append(f"{name!r} is not installed or not found")
+            elif record.status == "disabled":
+                problems.append(f"{name!r} is {record.error}")  # 'policy' is disabled by --no-extensions
             elif record.status != "loaded":
                 problems.append(f"{name!r} {record.status}: {record.error}")
         return problems
@@ -309,7 +312,7 @@ class PluginHost:
         reason = self._disabled_reason(source)
         if reason:
             record.status = "disabled"
-            record.error = f"disabled: {reason}"
+            record.error = f"disabled by {reason}"
             return record
         # a plugin made for another major version of the contract is not imported: one
         # error naming both versions, instead of an AttributeError somewhere inside it

@@ -317,7 +317,7 @@ KEYS: tuple[SettingKey, ...] = (
     # ---- terminal and display
     _tui("theme", _str, "a string", 'get("theme")'),
     _tui("quietStartup", _bool_or("header"), 'true, false or "header"', 'get("quietStartup"'),
-    _tui("tuiMode", _one_of("regular", "fullscreen"), _words("regular", "fullscreen")),
+    _tui("tuiMode", _one_of("regular", "fullscreen"), _words("regular", "fullscreen"), 'get("tuiMode")'),
     _tui("fullscreenExitOutput", _one_of("transcript", "resume-hint"), _words("transcript", "resume-hint")),
     _tui("fullscreenScrollbar", _one_of("auto", "always", "hidden"), _words("auto", "always", "hidden")),
     _tui("fullscreenCopyOnSelect", _bool, "true or false"),
@@ -417,7 +417,7 @@ KEYS: tuple[SettingKey, ...] = (
         "selfUpdateCommand",
         _str_list,
         "a list of strings",
-        "this pi has no self-update command; update it with the tool that installed it (uv, pip)",
+        "pi update --self upgrades pi with uv or pip in its own environment and runs no other command",
         user_only=True,
     ),
     # ---- resources
@@ -431,7 +431,10 @@ KEYS: tuple[SettingKey, ...] = (
     SettingKey("enableSkillCommands", "run", _bool, "true or false", (_SESSION,), "enable_skill_commands"),
     # ---- updates, telemetry, warnings
     _refused("collapseChangelog", _bool, "true or false", "this pi shows no changelog after an update", False),
-    _refused("enableInstallTelemetry", _bool, "true or false", "this pi never reports installs or updates", False),
+    # pi 1.6.0's default is true: neither value asks for anything, as nothing is reported
+    _refused(
+        "enableInstallTelemetry", _bool, "true or false", "this pi never reports installs or updates", False, True
+    ),
     _refused("enableAnalytics", _bool, "true or false", "this pi collects no analytics", False),
     # pi 1.6.0's interactive mode warns once when Anthropic runs on a subscription login
     _tui("warnings.anthropicExtraUsage", _bool, "true or false"),

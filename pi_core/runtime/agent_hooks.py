@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
 from pydantic import BaseModel
@@ -161,9 +161,9 @@ def block_images(message: AgentMessage) -> AgentMessage:
     if not isinstance(content, list) or not any(isinstance(b, ImageContent) for b in content):
         return message
     copy_ = message.model_copy()
-    copy_.content = [
+    copy_.content = [  # type: ignore[union-attr]
         TextContent(text="Image reading is disabled.") if isinstance(b, ImageContent) else b for b in content
-    ]  # type: ignore[union-attr]
+    ]
     return copy_
 
 
@@ -207,6 +207,33 @@ class ProviderHooks:
             "max_retry_delay": provider.max_retry_delay_ms / 1000 if provider.max_retry_delay_ms else None,
         }
 
+    def _headers_hook(self, model: Model) -> Callable[[dict[str, Any]], Awaitable[None]] | None:
+        """``before_provider_headers`` for a request to ``model`` (``None`` without handlers)."""
+        runner = self.runner
+        if not runner.has_handlers("before_provider_headers"):
+            return None
+        provider, api, model_id = model.provider, model.api, model.id
+
+        async def on_headers(headers: dict[str, Any]) -> None:
+            event = BeforeProviderHeadersEvent.model_construct(
+                headers=headers, provider=provider, api=api, model=model_id
+            )
+            await runner.emit("before_provider_headers", event)
+            if event.headers is not headers:
+                headers.clear()
+                headers.update(event.headers)
+
+        return on_headers
+
+    def summary_options(self, model: Model, options: StreamOptions) -> StreamOptions:
+        """A summary request's ``options`` with what pi 1.6.0's summary requests share with
+        the agent's: the transport settings and ``before_provider_headers`` (the payload,
+        response and stream-event hooks belong to the agent's own requests)."""
+        update: dict[str, Any] = {"extra": {**self.transport_options(), **options.extra}}
+        if options.on_headers is None:
+            update["on_headers"] = self._headers_hook(model)
+        return options.model_copy(update=update)
+
     async def stream_options(self, model: Model) -> StreamOptions:
         runner = self.runner
         # The events and options below hold pi's own values (the session id, the API key
@@ -218,18 +245,7 @@ class ProviderHooks:
         if budgets:  # thinkingBudgets: the wire APIs' budget-based thinking reads them
             options.extra["thinking_budgets"] = budgets
         provider, api, model_id = model.provider, model.api, model.id
-        if runner.has_handlers("before_provider_headers"):
-
-            async def on_headers(headers: dict[str, Any]) -> None:
-                event = BeforeProviderHeadersEvent.model_construct(
-                    headers=headers, provider=provider, api=api, model=model_id
-                )
-                await runner.emit("before_provider_headers", event)
-                if event.headers is not headers:
-                    headers.clear()
-                    headers.update(event.headers)
-
-            options.on_headers = on_headers
+        options.on_headers = self._headers_hook(model)
         if runner.has_handlers("before_provider_request"):
 
             async def on_payload(payload: Any) -> Any:

@@ -114,19 +114,36 @@ class Compactor:
         raise_errors: bool = True,
     ) -> CompactionEntry | None:
         """Summarise the older part of the context. Returns the saved entry, or None when
-        a plugin cancelled it (or it failed and ``raise_errors`` is false)."""
+        a plugin cancelled it (or it failed and ``raise_errors`` is false, or an automatic
+        compaction had nothing to summarise: it then reports nothing)."""
         # summarising is imported when a compaction runs, not by every session
         from ..compaction import CompactionError, prepare_compaction
         from ..compaction import compact as run_compaction
 
         model = self._model()
+        prepared = None
+        if reason != "manual":
+            # automatic compaction without a model or with nothing to summarise does not
+            # start (no compaction_start / compaction_end, as pi 1.6.0)
+            if model is None:
+                return None
+            prepared = prepare_compaction(
+                list(self.sm.get_branch()), CompactionSettings.coerce(self._settings(model.ref))
+            )
+            if prepared is None:
+                return None
         self._emit(CompactionStartEvent(reason=reason))
         from_extension = False
         try:
             if model is None:
                 raise CompactionError("no model to summarise with")
-            settings = CompactionSettings.coerce(self._settings(model.ref))
-            preparation = prepare_compaction(list(self.sm.get_branch()), settings)
+            preparation = (
+                prepared
+                if prepared is not None
+                else prepare_compaction(
+                    list(self.sm.get_branch()), CompactionSettings.coerce(self._settings(model.ref))
+                )
+            )
             if preparation is None:
                 raise CompactionError("nothing to compact yet")
             signal = AbortController()

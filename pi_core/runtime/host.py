@@ -114,6 +114,10 @@ class SessionRuntime:
         # Load first: when plugins, settings or a required extension fail, this raises
         # and the old session stays live and untouched.
         services = await create_services(manager.get_cwd(), options)
+        if model is not None and reason != "reload":
+            # the model as the new services' registry has it (models.json read again), as
+            # pi 1.6.0's replacement does; /reload keeps the session's model as it is
+            model = services.models.get(model.provider, model.id) or model
         await old.shutdown(reason, manager.get_session_file())
         old.dispose(f"the session was replaced ({reason})") if reason != "reload" else old.plugins.invalidate("reload")
         session = AgentSession(services, manager, model=model, thinking_level=thinking_level, stream_fn=self.stream_fn)

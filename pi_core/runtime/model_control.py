@@ -13,7 +13,7 @@ from ..agent import AgentState
 from ..ai import ModelRegistry, clamp_thinking_level
 from ..ai.builtin import missing_plugin_message
 from ..extensions import EventRunner
-from ..resources.settings import Settings
+from ..resources.settings import Settings, SettingsError
 from ..session import SessionContext, SessionManager
 from .errors import NoModelError, no_model_message
 from .events import NoticeEvent, ThinkingLevelChangedEvent
@@ -25,7 +25,9 @@ class ModelControl:
 
     * ``models`` - the model registry (lookups, credentials);
     * ``emit`` - the session's listeners (``thinking_level_changed``, notices);
-    * ``api_key()`` - ``--api-key`` (it stands in for missing credentials).
+    * ``api_key()`` - ``--api-key`` (it stands in for missing credentials);
+    * ``settings()`` - the current settings (a model switch reads ``modelThinkingLevels``
+      and ``defaultThinkingLevel``).
     """
 
     def __init__(
@@ -37,6 +39,7 @@ class ModelControl:
         models: ModelRegistry,
         emit: Emit,
         api_key: Callable[[], str | None],
+        settings: Callable[[], Settings] | None = None,
     ) -> None:
         self.state = state
         self.sm = sm
@@ -44,6 +47,7 @@ class ModelControl:
         self.models = models
         self._emit = emit
         self._api_key = api_key
+        self._settings = settings
         self._has_history = False
         self._selection_recorded = False
 
@@ -122,15 +126,21 @@ class ModelControl:
             )
         return model
 
-    async def set_model(self, model: Model, *, source: Literal["set", "cycle"] = "set") -> bool:
+    async def set_model(
+        self, model: Model, *, source: Literal["set", "cycle"] = "set", thinking_level: str | None = None
+    ) -> bool:
+        """Switch to ``model`` (``False`` without credentials for it). The thinking level
+        becomes, as in pi 1.6.0: ``thinking_level`` when given (a scoped model's own),
+        else the model's ``modelThinkingLevels`` entry, else ``defaultThinkingLevel``,
+        else the current level; clamped to what the model supports. So a level clamped
+        to ``off`` on a model without reasoning comes back with a reasoning model."""
         if model.api != "faux" and not self.models.has_auth(model.provider):
             return False
         previous = self.state.model
+        level = thinking_level if thinking_level is not None else self._level_for_switch(model)
         self.state.model = model
         self.sm.append_model_change(model.provider, model.id)
-        clamped = self.clamp(self.state.thinking_level)
-        if clamped != self.state.thinking_level:
-            await self.set_thinking_level(clamped)
+        await self.set_thinking_level(level)
         if self.runner.has_handlers("model_select"):
             from pi_hookspecs import ModelSelectEvent  # an occasional event: made on first use
 
@@ -138,6 +148,20 @@ class ModelControl:
                 "model_select", ModelSelectEvent(model=model, previous_model=previous, source=source)
             )
         return True
+
+    def _level_for_switch(self, model: Model) -> str:
+        settings = self._settings() if self._settings is not None else None
+        if settings is None:
+            return self.state.thinking_level
+        try:
+            per_model = settings.model_thinking_level(model.ref)
+            if per_model is not None:
+                return per_model
+            if settings.lookup("defaultThinkingLevel")[0] is not None:
+                return settings.default_thinking_level
+        except SettingsError:
+            pass  # a mistyped setting is reported where settings load; the level stays
+        return self.state.thinking_level
 
     async def set_thinking_level(self, level: str) -> str:
         previous = self.state.thinking_level

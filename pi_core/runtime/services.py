@@ -26,7 +26,12 @@ from ..ai import ModelRegistry
 from ..extensions import LoadOptions, PluginHost
 from ..resources.loader import ResourceOptions, Resources, load_resources
 from ..resources.settings import load_settings
-from ..resources.trust import TrustDecision, resolve_project_trust, untrusted_note
+from ..resources.trust import (
+    TrustDecision,
+    has_trust_requiring_project_resources,
+    resolve_project_trust,
+    untrusted_note,
+)
 
 
 @dataclass
@@ -53,6 +58,10 @@ class ServiceOptions:
     model_registry: ModelRegistry | None = None
     ask_user_trust: Callable[[str], Awaitable[Any]] | None = None
     fresh_files: bool = False
+    trust_cache: dict[str, TrustDecision] = field(default_factory=dict)
+    """Trust decisions made in this process, per working directory: ``/reload`` and a
+    session replacement (new, resume, fork) in a folder already decided do not ask again
+    (as pi 1.6.0); ``/trust`` clears it, so ``/reload`` applies the decision it saved."""
 
 
 class RequiredExtensionError(RuntimeError):
@@ -81,6 +90,8 @@ class SessionServices:
 
 
 async def create_services(cwd: str | os.PathLike[str], options: ServiceOptions | None = None) -> SessionServices:
+    """The services of ``cwd``; trust is decided once per folder and process
+    (``options.trust_cache``: ``/reload``, new, resume and fork sessions reuse it)."""
     options = options or ServiceOptions()
     cwd = str(Path(cwd).resolve())
     adir = options.agent_dir or default_agent_dir()
@@ -103,16 +114,22 @@ async def create_services(cwd: str | os.PathLike[str], options: ServiceOptions |
     plugins.load_phase_one()
     user_settings = load_settings(cwd, agent_dir=adir, project_trusted=False)
     has_ui = options.ui is not None and options.mode in ("tui", "rpc", "acp")
-    trust = await resolve_project_trust(
-        cwd,
-        override=options.approve,
-        ask_plugins=plugins.decide_project_trust,
-        has_ui=has_ui and options.ask_user_trust is not None,
-        ask_user=options.ask_user_trust,
-        default_project_trust=user_settings.user.get("defaultProjectTrust"),
-        agent_dir=adir,
-        on_diagnostic=lambda diagnostic: diagnostics.append(str(diagnostic)),
-    )
+    cached = options.trust_cache.get(cwd) if options.approve is None else None
+    if cached is not None and has_trust_requiring_project_resources(cwd):
+        trust = cached
+    else:
+        trust = await resolve_project_trust(
+            cwd,
+            override=options.approve,
+            ask_plugins=plugins.decide_project_trust,
+            has_ui=has_ui and options.ask_user_trust is not None,
+            ask_user=options.ask_user_trust,
+            default_project_trust=user_settings.user.get("defaultProjectTrust"),
+            agent_dir=adir,
+            on_diagnostic=lambda diagnostic: diagnostics.append(str(diagnostic)),
+        )
+        if trust.source not in ("cli", "no-project-resources"):
+            options.trust_cache[cwd] = trust
     await plugins.load_phase_two(project_trusted=trust.trusted)
     if not trust.trusted:
         skipped = untrusted_note(cwd)

@@ -144,6 +144,7 @@ class AgentSession:
             models=self.models,
             emit=self._emit,
             api_key=lambda: self.api_key_override,
+            settings=lambda: self.settings,
         )
         self.agent.state.model = self._model_control.initial(model, context, settings)
         self.agent.state.thinking_level = self._model_control.initial_thinking_level(thinking_level, context, settings)
@@ -243,7 +244,7 @@ class AgentSession:
             block_images=lambda: self.settings.block_images,
             fit_images=lambda: self.settings.auto_resize_images,
         )
-        provider = ProviderHooks(
+        provider = self._provider_hooks = ProviderHooks(
             runner, settings=lambda: self.settings, session_id=sm.get_session_id, api_key=lambda: self.api_key_override
         )
         tool_hooks = ToolHooks(runner, nested_usage=self.nested.with_nested_usage)
@@ -395,6 +396,7 @@ class AgentSession:
         signal = options.signal if options.signal is not None else self.run_signal
         if signal is not None and signal.aborted:  # aborted while a plugin handler ran: no request
             raise pi_hookspecs.AbortError("the run was aborted before the summary request")
+        options = self._provider_hooks.summary_options(model, options)
         options = options.model_copy(update={"extra": {**options.extra, "summary": True}})
         return await retry_summary(
             lambda: complete_summary(stream_fn, model, context, options),
@@ -576,10 +578,14 @@ class AgentSession:
 
     # ================================================================== model & thinking
 
-    async def set_model(self, model: Model, *, source: Literal["set", "cycle"] = "set") -> bool:
-        """Switch to ``model`` (``False`` when it has no credentials); the thinking level
-        is clamped to what it supports."""
-        return await self._model_control.set_model(model, source=source)
+    async def set_model(
+        self, model: Model, *, source: Literal["set", "cycle"] = "set", thinking_level: str | None = None
+    ) -> bool:
+        """Switch to ``model`` (``False`` when it has no credentials). The thinking level
+        becomes ``thinking_level`` (a scoped model's own), else the model's
+        ``modelThinkingLevels`` entry, else ``defaultThinkingLevel``, else stays; clamped
+        to what the model supports (as pi 1.6.0)."""
+        return await self._model_control.set_model(model, source=source, thinking_level=thinking_level)
 
     async def set_thinking_level(self, level: str) -> str:
         return await self._model_control.set_thinking_level(level)

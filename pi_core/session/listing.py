@@ -226,4 +226,24 @@ def find_session(
             return next(iter(partial.values()))[0]
         if len(partial) > 1:
             raise AmbiguousSessionError(prefix, sorted(file for files in partial.values() for file in files))
-    raise SessionNotFoundError(f"No session with id {prefix!r}")
+    raise SessionNotFoundError(f"No session found matching '{prefix}'")
+
+
+def looks_like_path(arg: str) -> bool:
+    """Whether a ``--session`` / ``--fork`` argument names a file rather than a session id
+    (pi 1.6.0's rule: it holds a path separator or ends in ``.jsonl``)."""
+    return "/" in arg or "\\" in arg or arg.endswith(SESSION_SUFFIX)
+
+
+def resolve_session_arg(
+    arg: str,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    session_dir: str | os.PathLike[str] | None = None,
+) -> str:
+    """The session file a ``--session`` argument names: a path (absolute; it need not
+    exist yet: a new session is saved there, as in pi 1.6.0), or else a session id or
+    unique id prefix (see :func:`find_session`)."""
+    if looks_like_path(arg) or os.path.isfile(arg):
+        return os.path.abspath(os.path.expanduser(arg))
+    return find_session(arg, cwd=cwd, session_dir=session_dir)

@@ -33,8 +33,9 @@ def resolve_cwd(cwd: str | os.PathLike[str]) -> str:
 
 
 def sessions_root() -> Path:
-    """``<agent dir>/sessions``."""
-    return agent_dir() / "sessions"
+    """``<agent dir>/sessions``, absolute and without ``..`` (as pi 1.6.0 resolves it: a
+    relative ``$PI_CODING_AGENT_DIR`` is taken from the working directory)."""
+    return Path(os.path.abspath(agent_dir() / "sessions"))
 
 
 def encode_cwd(cwd: str | os.PathLike[str]) -> str:

@@ -264,7 +264,7 @@ def test_session_commands(cwd: Path) -> None:
         ids = [e["id"] for e in entries["entries"]]
         assert entries["leafId"] == ids[-1]
         assert [e["id"] for e in rpc.ok("get_entries", since=ids[1])["entries"]] == ids[2:]
-        assert rpc.call("get_entries", since="nope")["error"] == "Unknown entry id: nope"
+        assert rpc.call("get_entries", since="nope")["error"] == "Entry not found: nope"  # pi 1.6.0's words
         tree = rpc.ok("get_tree")
         node, chain = tree["tree"][0], []
         while True:
@@ -279,7 +279,7 @@ def test_session_commands(cwd: Path) -> None:
         end = rpc.seen(of_type("compaction_end"))[-1]
         assert end["reason"] == "manual" and end["result"]["summary"] == compacted["summary"]
 
-        assert "is not a user message" in rpc.call("fork", entryId=ids[-1])["error"]
+        assert rpc.call("fork", entryId=ids[-1])["error"] == "Invalid entry ID for forking"
         first = rpc.ok("get_state")
         assert rpc.ok("clone") == {"cancelled": False}
         cloned = rpc.ok("get_state")
@@ -289,11 +289,12 @@ def test_session_commands(cwd: Path) -> None:
         forked = rpc.ok("get_state")
         assert forked["sessionId"] not in (first["sessionId"], cloned["sessionId"])
         assert [m for m in rpc.ok("get_messages")["messages"] if m["role"] == "user"] == []
-        assert rpc.call("fork", entryId="missing")["error"] == "Unknown entry id: missing"
+        assert rpc.call("fork", entryId="missing")["error"] == "Invalid entry ID for forking"
 
-        assert rpc.call("switch_session", sessionPath=str(cwd / "nope.jsonl"))["error"].startswith(
-            "Session file not found"
-        )
+        # as pi 1.6.0: a path without a file is a new session, saved there with its first answer
+        assert rpc.ok("switch_session", sessionPath=str(cwd / "nope.jsonl")) == {"cancelled": False}
+        fresh = rpc.ok("get_state")
+        assert fresh["sessionFile"] == str(cwd / "nope.jsonl") and fresh["messageCount"] == 0
         assert rpc.ok("switch_session", sessionPath=first["sessionFile"]) == {"cancelled": False}
         back = rpc.ok("get_state")
         assert back["sessionId"] == first["sessionId"] and back["sessionName"] == "My work"

@@ -37,8 +37,8 @@ def test_export_writes_the_default_name_here(tmp_path: Path) -> None:
     here.mkdir()
     done = run_pi("--export", str(fixture.path), cwd=here)
     assert done.returncode == 0, done.stderr
-    page = here / f"pi-session-{fixture.path.stem}.html"  # pi 1.6.0's name
-    assert done.stdout == f"Exported to: {page}\n"
+    page = here / f"pi-session-{fixture.path.stem}.html"  # pi 1.6.0's name, reported as written
+    assert done.stdout == f"Exported to: {page.name}\n"
     html = page.read_text(encoding="utf-8")
     for key in ("system", "user", "assistant", "bash_output", "compaction", "branch_summary", "custom"):
         assert TEXTS[key].split("\n")[0] in html, key
@@ -55,7 +55,7 @@ def test_export_to_a_named_file(tmp_path: Path) -> None:
     (tmp_path / "out").mkdir()
     done = run_pi("--export", str(fixture.path), "out/page.html", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"Exported to: {tmp_path / 'out' / 'page.html'}\n"
+    assert done.stdout == "Exported to: out/page.html\n"
     assert TEXTS["other_branch"] in (tmp_path / "out" / "page.html").read_text()
 
 
@@ -129,8 +129,8 @@ def test_rpc_export_html(tmp_path: Path) -> None:
         assert "System prompt" in html and 'class="tool-decl-name">bash<' in html
 
         default = rpc.ok("export_html")
-        assert default == {"path": str(project / f"pi-session-{session_file.stem}.html")}
-        assert Path(default["path"]).is_file()
+        assert default == {"path": f"pi-session-{session_file.stem}.html"}  # relative, as pi 1.6.0
+        assert (project / default["path"]).is_file()
 
         bad = rpc.call("export_html", outputPath=3)
         assert bad["success"] is False and bad["error"] == 'export_html "outputPath" must be a file path (a string)'
@@ -190,6 +190,7 @@ def test_a_session_of_pi_1_6_0_exports_under_the_name_pi_1_6_0_gives_it(tmp_path
     ours = run_pi("--export", str(session_file), cwd=ours_dir)
     assert ours.returncode == 0, ours.stderr
     assert [p.name for p in ours_dir.iterdir()] == [p.name for p in theirs_dir.iterdir()]
+    assert ours.stdout == theirs.stdout  # "Exported to: pi-session-….html", relative in both
     html = next(ours_dir.iterdir()).read_text()
     assert "read the notes" in html and "$ cat notes.txt" in html and "a note from pi 1.6.0" in html
     assert "Done &lt;reading&gt;" in html

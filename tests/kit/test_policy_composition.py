@@ -114,7 +114,7 @@ def test_pi_refuses_to_start_with_the_policy_switched_off(
     require_policy(agent_dir)
     out = pi("-p", "--model", "faux/offline-demo", *args, "what is here?", cwd=project, site=site, **env)
     assert out.returncode == 1 and out.stdout == ""
-    assert "required plugins are not running" in out.stderr and "'policy' disabled: disabled:" in out.stderr
+    assert "required plugins are not running" in out.stderr and "'policy' is disabled by " in out.stderr
 
 
 def test_pi_refuses_to_start_when_the_policy_fails_to_load(agent_dir: Path, project: Path, site: Path) -> None:

@@ -266,6 +266,7 @@ def test_the_workspace_sources_carry_the_pins_and_one_version() -> None:
         "pluggable-pi-acp",
         "pluggable-pi-bedrock",
         "pluggable-pi-vertex",
+        "pluggable-pi-llama",
         "pluggable-pi-policy",
     }
     assert {p.version for p in projects.values()} == {pi_core.__version__}
@@ -307,9 +308,15 @@ def test_the_extras_standard_and_all() -> None:
         found = [Requirement(r) for r in requires]
         return {r.name for r in found if r.marker is not None and r.marker.evaluate({"extra": name})}
 
-    assert extra("standard") == {"pluggable-pi-mcp", "pluggable-pi-codemode", "pluggable-pi-tool-search"}
+    assert extra("standard") == {
+        "pluggable-pi-mcp",
+        "pluggable-pi-codemode",
+        "pluggable-pi-tool-search",
+        "pluggable-pi-llama",
+    }
     assert extra("all") == {
-        f"pluggable-pi-{n}" for n in ("mcp", "codemode", "tool-search", "sandbox", "otel", "acp", "bedrock", "vertex")
+        f"pluggable-pi-{n}"
+        for n in ("mcp", "codemode", "tool-search", "sandbox", "otel", "acp", "bedrock", "vertex", "llama")
     }
 
 

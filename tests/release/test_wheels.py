@@ -21,7 +21,7 @@ from release_support import REPO, release_check, tasks
 import pi_core
 
 VERSION = pi_core.__version__
-STANDARD = ["codemode", "mcp", "tool_search"]
+STANDARD = ["codemode", "llama", "mcp", "tool_search"]
 
 
 def run(
@@ -102,6 +102,7 @@ def test_pip_in_a_plain_venv_installs_pi_with_the_standard_plugins(
             "pluggable-pi",
             "pluggable-pi-codemode",
             "pluggable-pi-hookspecs",
+            "pluggable-pi-llama",
             "pluggable-pi-mcp",
             "pluggable-pi-tool-search",
             "pluggable-pi-toolindex",

@@ -118,8 +118,9 @@ def test_a_wrong_value_is_one_error_naming_file_and_key_and_the_default_applies(
 def test_a_refused_key_is_one_warning_unless_its_value_asks_for_nothing(tmp_path: Path, entry: SettingKey) -> None:
     assert entry.reason
     candidates = [True, "websocket", ["x"], "radius", 1000]
-    asking = next(value for value in candidates if entry.check(value) and value not in entry.inert)
-    for value, expected in [(asking, 1), *((inert, 0) for inert in entry.inert)]:
+    # enableInstallTelemetry: no value asks for anything (pi never reports installs)
+    asking = [value for value in candidates if entry.check(value) and value not in entry.inert][:1]
+    for value, expected in [*((value, 1) for value in asking), *((inert, 0) for inert in entry.inert)]:
         data: dict[str, object] = {}
         node = data
         *parents, leaf = entry.key.split(".")
@@ -178,6 +179,14 @@ def test_groups_must_be_objects(tmp_path: Path) -> None:
     ]
     assert settings.compaction_settings().enabled and settings.retry_settings().provider.max_retries == 0
     assert "compaction" in GROUPS and "retry.provider" in GROUPS
+
+
+def test_install_telemetry_at_pi_1_6_0_s_default_is_not_warned_about(tmp_path: Path) -> None:
+    """``enableInstallTelemetry: true`` is pi 1.6.0's default, which settings it writes
+    may spell out: it asks for nothing this pi does not do (it reports nothing either way)."""
+    for value in (True, False):
+        (tmp_path / "settings.json").write_text(json.dumps({"enableInstallTelemetry": value}))
+        assert load_settings(tmp_path, agent_dir=tmp_path).errors == []
 
 
 def test_docs_say_what_each_key_does_here() -> None:

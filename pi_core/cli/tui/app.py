@@ -43,7 +43,13 @@ from .keys import install_sequences, load_keymap
 from .output import StreamToTranscript, Transcript, plain
 from .render import EventRenderer, LiveView
 from .startup import check_session_cwd, pick_startup_session, print_header
-from .theme import load_theme
+from .theme import load_theme, set_cli_themes
+
+FULLSCREEN_UNSUPPORTED = (
+    "Fullscreen TUI mode (pi 1.6.0's default) is not available in this pi: running in regular mode, "
+    "where the terminal keeps the scrollback"
+)
+"""Said once at start-up when ``--tui-mode fullscreen`` or the ``tuiMode`` setting asks for it."""
 
 
 class InteractiveApp:
@@ -72,10 +78,17 @@ class InteractiveApp:
         self._started = False
         self._scoped_refs: list[str] | None = None
         self.theme_problems: list[str] = []
-        self.theme = load_theme(args.theme, None, os.getcwd(), self.theme_problems)
+        chosen, self.cli_problems = set_cli_themes(
+            list(getattr(args, "theme", None) or []), bool(getattr(args, "no_themes", False)), os.getcwd()
+        )
+        self.theme_choice: str | None = getattr(args, "use_theme", None) or chosen
+        """The theme of this run (``--use-theme``), until ``/settings`` picks another."""
+        self.theme = load_theme(self.theme_choice, None, os.getcwd(), self.theme_problems)
         self.out.set_theme(self.theme)
         install_sequences()
         self.keymap = load_keymap()
+        self._keymap_shown: tuple[str, tuple[str, ...]] | None = None
+        """The ``keybindings.json`` text and problems last shown (each change once)."""
         self.keys = KeyActions(self)
         completer = PiCompleter(
             self.command_infos, self.argument_values, lambda: self.session.cwd if self.is_open else os.getcwd()
@@ -133,11 +146,11 @@ class InteractiveApp:
     def settings_changed(self, key: str | None = None) -> None:
         """Re-read what the terminal takes from the settings (after ``/settings``,
         ``/reload``, a new session). A ``theme`` chosen in ``/settings`` wins over
-        ``--theme``. Problems (a theme that cannot be read) are printed once started."""
+        ``--use-theme``. Problems (a theme that cannot be read) are printed once started."""
         if self._runtime is None:
             return
         if key == "theme":
-            self.args.theme = None
+            self.theme_choice = None
         settings = self.session.settings
         prompt = self.input.prompt
         self.renderer.configure(settings)
@@ -155,7 +168,7 @@ class InteractiveApp:
             else ColorDepth.DEPTH_8_BIT
         )
         self.theme = load_theme(
-            self.args.theme or settings.get("theme"), settings, self.session.cwd, self.theme_problems
+            self.theme_choice or settings.get("theme"), settings, self.session.cwd, self.theme_problems
         )
         self.apply_theme()
         if self._started:
@@ -174,8 +187,23 @@ class InteractiveApp:
         self.keymap = load_keymap()
         self.keys.bindings = self.keys.build()
         if self._started:
-            for problem in self.keymap.problems:
+            for problem in self._new_keymap_problems():
                 self.out.line(problem, "yellow")
+
+    def _new_keymap_problems(self) -> list[str]:
+        """The keymap's problems unless they were shown for the same ``keybindings.json``
+        (``/new``, ``/fork``, ``/reload`` … re-read it: a problem is said once per change)."""
+        seen = (self.keymap.text, tuple(self.keymap.problems))
+        if seen == self._keymap_shown:
+            return []
+        self._keymap_shown = seen
+        return list(self.keymap.problems)
+
+    def tui_mode_problems(self) -> list[str]:
+        """One line when fullscreen mode is asked for (``--tui-mode`` wins over the
+        ``tuiMode`` setting): this pi's terminal UI has regular mode only."""
+        mode = getattr(self.args, "tui_mode", None) or self.session.settings.get("tuiMode")
+        return [FULLSCREEN_UNSUPPORTED] if mode == "fullscreen" else []
 
     def plugin_shortcuts(self) -> list[PluginShortcut]:
         return self.keys.plugin_shortcuts()
@@ -390,7 +418,14 @@ class InteractiveApp:
             models_option=self.args.models,
             entries_at_open=self._entries_at_open,
         )
-        for line in [*diagnostics_of(self.runtime), *self.theme_problems, *self.keymap.problems]:
+        startup_problems = [
+            *diagnostics_of(self.runtime),
+            *self.tui_mode_problems(),
+            *self.cli_problems,
+            *self.theme_problems,
+            *self._new_keymap_problems(),
+        ]
+        for line in startup_problems:
             self.out.line(line, "yellow")
         replay(self)
         self.renderer.seen_entries = self.session.sm.get_entry_count()

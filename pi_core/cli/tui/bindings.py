@@ -257,11 +257,9 @@ class KeyActions:
         current = session.model.ref if session.model is not None else None
         index = refs.index(current) if current in refs else (-1 if step > 0 else 0)
         model, level = candidates[(index + step) % len(candidates)]
-        if not await session.set_model(model, source="cycle"):
+        if not await session.set_model(model, source="cycle", thinking_level=level):
             app.out.line(f"✖ No API key for provider {model.provider!r}", "red")
             return
-        if level is not None:
-            await session.set_thinking_level(level)
         app.out.line(
             f"Model: {model.ref} (thinking {session.thinking_level})" + ("" if scoped else " · all models"), "green"
         )

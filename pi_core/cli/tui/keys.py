@@ -219,6 +219,8 @@ class Keymap:
     """Action id -> keys in pi's notation."""
     problems: list[str] = field(default_factory=list)
     path: Path | None = None
+    text: str = ""
+    """What ``keybindings.json`` held when read (``""``: no file)."""
 
     def keys(self, action: str) -> list[tuple[str, ...]]:
         out = []
@@ -258,7 +260,8 @@ def load_keymap(directory: Path | None = None) -> Keymap:
     if not path.exists():
         return keymap
     try:
-        raw: Any = json.loads(path.read_text(encoding="utf-8-sig"))
+        keymap.text = path.read_text(encoding="utf-8-sig")
+        raw: Any = json.loads(keymap.text)
     except (OSError, ValueError) as exc:
         keymap.problems.append(f"{path}: cannot read it ({exc}); the default keys apply")
         return keymap

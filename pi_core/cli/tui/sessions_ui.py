@@ -419,6 +419,7 @@ async def cmd_trust(app: CommandHost, args: str) -> None:
     except TrustStoreError as exc:
         app.out.line(f"✖ {exc}", "red")
         return
+    app.session.services.options.trust_cache.clear()  # decided again on /reload
     app.out.line(f"{label}: saved in {store.path} (run /reload to apply it now)", "green")
 
 

@@ -8,9 +8,12 @@ palette index 0-255, ``"okhsl(h s% l%)"``, ``"oklch(l% c h)"``, the name of a va
 
 Themes are found built in (``dark``, ``light``), in ``<agent dir>/themes/``, in a
 trusted project's ``.pi/themes/`` and in the ``themes`` setting's files and folders.
-``system`` picks dark or light from the terminal (``COLORFGBG``). The ``--theme``
-option or the ``theme`` setting chooses one; a theme that cannot be read is reported
-in one line naming the file, and the dark theme is used.
+``system`` picks dark or light from the terminal (``COLORFGBG``), and so does a pair
+``light/dark`` (light theme first). As in pi 1.6.0, ``--theme PATH`` (repeatable)
+loads more theme files or folders for the run, ``--no-themes`` leaves out the themes
+found in those places (``--theme`` paths still load: :func:`set_cli_themes`), and
+``--use-theme NAME`` or the ``theme`` setting chooses one; a theme that cannot be read
+is reported in one line naming the file, and the dark theme is used.
 """
 
 from __future__ import annotations
@@ -474,12 +477,57 @@ def _builtin(name: str) -> Theme:
     return theme_from_json(json.loads(text), f"built-in theme {name}")
 
 
+@dataclass
+class CliThemes:
+    """What the command line says about themes (one per process: :func:`set_cli_themes`)."""
+
+    paths: list[Path] = field(default_factory=list)
+    """``--theme`` files and folders, absolute."""
+    discover: bool = True
+    """``False`` with ``--no-themes``."""
+
+
+CLI_THEMES = CliThemes()
+
+
+def set_cli_themes(values: list[str], no_themes: bool, cwd: str) -> tuple[str | None, list[str]]:
+    """Take ``--theme`` values and ``--no-themes`` for this process. Returns the theme
+    name to select, if a value was one (this pi's ``--theme NAME`` before pi 1.6.0's
+    meaning, a path), and the problems to show (one line each)."""
+    problems: list[str] = []
+    chosen: str | None = None
+    CLI_THEMES.paths, CLI_THEMES.discover = [], not no_themes
+    known = _names_known(cwd) if values else set()
+    for value in values:
+        path = Path(value).expanduser()
+        path = path if path.is_absolute() else Path(cwd) / path
+        if path.exists():
+            CLI_THEMES.paths.append(path)
+        elif os.sep not in value and not value.endswith(".json") and value.split("/")[0] in known:
+            chosen = value
+            problems.append(
+                f"--theme takes a theme file or folder (as in pi 1.6.0): selecting the theme {value!r} "
+                f"for this run (--use-theme {value} says so)"
+            )
+        else:
+            problems.append(f"Theme path does not exist: {path}")
+    return chosen, problems
+
+
+def _names_known(cwd: str) -> set[str]:
+    """Theme names known before the settings are read (built in, ``<agent dir>/themes``)."""
+    return set(available_themes(None, cwd))
+
+
 def _theme_files(settings: Any, cwd: str) -> list[Path]:
-    places: list[Path] = [agent_dir() / "themes"]
-    if settings is not None and getattr(settings, "project_trusted", False):
-        places.append(project_dir(cwd) / "themes")
-    if settings is not None:
-        places += [Path(p) for p in getattr(settings, "theme_paths", ())]
+    places: list[Path] = []
+    if CLI_THEMES.discover:
+        places.append(agent_dir() / "themes")
+        if settings is not None and getattr(settings, "project_trusted", False):
+            places.append(project_dir(cwd) / "themes")
+        if settings is not None:
+            places += [Path(p) for p in getattr(settings, "theme_paths", ())]
+    places += CLI_THEMES.paths
     files: list[Path] = []
     for place in places:
         if place.is_dir():
@@ -518,6 +566,9 @@ def load_theme(name: Any, settings: Any, cwd: str, problems: list[str] | None = 
     line each) and the dark theme is used."""
     colorless = bool(os.environ.get("NO_COLOR"))
     wanted = name if isinstance(name, str) and name else "system"
+    if "/" in wanted:  # "light/dark": the first for a light terminal, the second for a dark one
+        light, _, dark = wanted.partition("/")
+        wanted = (light if system_appearance() == "light" else dark) or "system"
     if wanted == "system":
         wanted = system_appearance()
     theme: Theme | None = None

@@ -131,9 +131,9 @@ async def _prepare(pool: AsyncMonty, setup: SessionSetup) -> AsyncMontySession:
 
     session = pool.checkout(
         script_name="script.py",
-        limits=_limits(),
+        limits=_limits(),  # type: ignore[arg-type]
         type_check=True,
-        external_modules=setup.modules(),  # type: ignore[arg-type]
+        external_modules=setup.modules(),
     )
     await session.__aenter__()
     try:
