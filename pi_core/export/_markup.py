@@ -111,13 +111,17 @@ def highlight(code: str, language: str | None) -> Markup:
     return Markup('<div class="highlight"><pre><code>') + escape(code) + Markup("</code></pre></div>")
 
 
-def pygments_css(style: str, scope: str) -> str:
-    """The colour rules of a Pygments style for code blocks under ``scope``."""
+def pygments_css(style: str) -> str:
+    """The colour rules of a Pygments style for ``.highlight`` code blocks: the block's
+    background and base colour and one rule per token type (none of Pygments' global
+    ``pre`` or line-number rules). The page wraps each style in the media query of its
+    colour scheme, so the rules of one scheme never leak into the other."""
     from pygments.formatters import HtmlFormatter
 
     formatter: HtmlFormatter[str] = HtmlFormatter(style=style, cssclass="highlight")
-    rules: str = formatter.get_style_defs(f"{scope} .highlight")  # type: ignore[no-untyped-call]
-    return rules
+    background: list[str] = formatter.get_background_style_defs(".highlight")  # type: ignore[no-untyped-call]
+    tokens: list[str] = formatter.get_token_style_defs(".highlight")  # type: ignore[no-untyped-call]
+    return "\n".join([*background, *tokens])
 
 
 def _render_fence(self: Any, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:

@@ -23,6 +23,10 @@ SETTINGS_TYPES = frozenset(
 )
 """Entry types the tree lists only under "All" (pi's default tree filter hides them)."""
 
+TREE_FILTERS = ("default", "no-tools", "user", "labeled", "all")
+"""The tree's filters, as pi's ``/tree`` has them: Default (no settings entries), No-tools
+(nor tool results), User (user messages), Labeled (labelled entries), All."""
+
 _SKILL_BLOCK = re.compile(r'^<skill name="([^"]+)" location="([^"]+)">\n([\s\S]*?)\n</skill>(?:\n\n([\s\S]+))?$')
 
 
@@ -94,7 +98,10 @@ def format_time(value: Any) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def format_tokens(count: float) -> str:
+def format_tokens(count: Any) -> str:
+    """``1234`` as ``1.2k`` (as pi shows token counts); a value that is no number as 0."""
+    if not isinstance(count, (int, float)) or isinstance(count, bool) or count != count:
+        count = 0
     if count < 1000:
         return str(int(count))
     if count < 10_000:
@@ -281,11 +288,21 @@ class TreeRow:
     """One line of the session tree in the sidebar."""
 
     entry: EntryView
-    prefix: str
     kind: str
     text: str
-    depth: int
-    settings: bool
+    #: what the filters look at: "settings", "user", "tool-result", "labeled" and
+    #: "tool-only" (an assistant message of tool calls alone, which no filter lists: its
+    #: results are listed, each with its call)
+    traits: frozenset[str]
+    #: listed by the Default filter (the page opens with it)
+    shown: bool = True
+    #: the box-drawing prefix in the Default view ('' for a row it does not list)
+    prefix: str = ""
+    depth: int = 0
+
+    @property
+    def trait_classes(self) -> str:
+        return " ".join(f"is-{trait}" for trait in sorted(self.traits))
 
 
 @dataclass(slots=True)
@@ -440,10 +457,6 @@ def _call(message: Json, call_id: str) -> Json | None:
     return None
 
 
-def _call_ids(message: Json) -> set[str]:
-    return {str(b.get("id")) for b in blocks(message.get("content")) if b.get("type") == "toolCall"}
-
-
 def _carries_system(view: EntryView) -> bool:
     return view.role == "system" or (view.type == "compaction" and isinstance(view.raw.get("systemMessage"), dict))
 
@@ -465,6 +478,10 @@ def _mark_leading_system(views: list[EntryView], by_id: dict[str, EntryView]) ->
 
 
 def _stats(views: list[EntryView]) -> Stats:
+    """The header's totals over every entry of the file (all branches), counted as pi
+    1.6.0 counts them: tokens and cost are those of the assistant messages only - the
+    calls that wrote compaction and branch summaries and the cache warm-ups of ``usage``
+    entries are not added (they are listed as entries of their own)."""
     stats = Stats()
     models: dict[str, None] = {}
 
@@ -477,14 +494,17 @@ def _stats(views: list[EntryView]) -> Stats:
             ("cacheWrite", "cache_write"),
         ):
             value = usage.get(key)
-            if isinstance(value, (int, float)):
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
                 setattr(stats, attr, getattr(stats, attr) + int(value))
         cost = as_dict(usage.get("cost"))
         total = cost.get("total")
-        if isinstance(total, (int, float)):
+        if isinstance(total, (int, float)) and not isinstance(total, bool):
             stats.cost += float(total)
-        else:
-            stats.cost += sum(float(v) for k, v in cost.items() if isinstance(v, (int, float)) and k != "total")
+        else:  # a session from before the total was recorded: the sum of the parts
+            for key in ("input", "output", "cacheRead", "cacheWrite"):
+                value = cost.get(key)
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    stats.cost += float(value)
 
     for view in views:
         if view.type == "message":
@@ -498,19 +518,15 @@ def _stats(views: list[EntryView]) -> Stats:
                     provider = message.get("provider")
                     models[f"{provider}/{model}" if provider else model] = None
                 add_usage(message.get("usage"))
-                stats.tool_calls += len(_call_ids(message))
+                stats.tool_calls += sum(1 for b in blocks(message.get("content")) if b.get("type") == "toolCall")
             elif view.role == "toolResult":
                 stats.tool_results += 1
         elif view.type == "compaction":
             stats.compactions += 1
-            add_usage(view.raw.get("usage"))
         elif view.type == "branch_summary":
             stats.branch_summaries += 1
-            add_usage(view.raw.get("usage"))
         elif view.type == "custom_message":
             stats.custom += 1
-        elif view.type == "usage":
-            add_usage(view.raw.get("usage"))
     stats.models = list(models)
     return stats
 
@@ -591,9 +607,51 @@ def tree_text(view: EntryView) -> tuple[str, str]:
     return "muted", f"[{view.type}]"
 
 
+def _has_text(content: Any) -> bool:
+    if isinstance(content, str):
+        return bool(content.strip())
+    return any(b.get("type") == "text" and str(b.get("text") or "").strip() for b in blocks(content))
+
+
+def tree_traits(view: EntryView) -> frozenset[str]:
+    """What the tree's filters look at in an entry (see :attr:`TreeRow.traits`)."""
+    traits = set()
+    if view.type in SETTINGS_TYPES:
+        traits.add("settings")
+    if view.role == "user":
+        traits.add("user")
+    elif view.role == "toolResult":
+        traits.add("tool-result")
+    elif view.role == "assistant" and not _has_text(view.message.get("content")):
+        if view.message.get("stopReason") in (None, "stop", "toolUse"):  # an error or an abort is listed
+            traits.add("tool-only")
+    if view.label:
+        traits.add("labeled")
+    return frozenset(traits)
+
+
+def filter_shows(row: TreeRow, mode: str, leaf_id: str | None) -> bool:
+    """Whether the tree lists ``row`` under filter ``mode`` while ``leaf_id`` is the leaf
+    of the branch on view (always listed). session.js applies the same rules."""
+    if row.entry.id == leaf_id:
+        return True
+    traits = row.traits
+    if "tool-only" in traits:
+        return False
+    if mode == "no-tools":
+        return "settings" not in traits and "tool-result" not in traits
+    if mode == "user":
+        return "user" in traits
+    if mode == "labeled":
+        return "labeled" in traits
+    if mode == "all":
+        return True
+    return "settings" not in traits
+
+
 def _tree_rows(views: list[EntryView], by_id: dict[str, EntryView]) -> list[TreeRow]:
-    """The tree as rows with box-drawing prefixes: a chain of single children stays flat,
-    a branch point indents its children; the branch holding the active leaf comes first."""
+    """Every entry as a row of the tree, depth first with the branch holding the active
+    leaf first; the rows the Default filter lists get their box-drawing prefixes."""
     children: dict[str | None, list[EntryView]] = {}
     for view in views:
         children.setdefault(view.parent_id, []).append(view)
@@ -606,11 +664,39 @@ def _tree_rows(views: list[EntryView], by_id: dict[str, EntryView]) -> list[Tree
     def ordered(nodes: list[EntryView]) -> list[EntryView]:
         return sorted(nodes, key=lambda n: not contains_active.get(n.id, False))
 
-    roots = ordered(children.get(None, []))
-    multiple_roots = len(roots) > 1
     rows: list[TreeRow] = []
-    # stack items: node, indent, just_branched, show_connector, is_last, gutters, virtual root child
-    Item = tuple[EntryView, int, bool, bool, bool, tuple[tuple[int, bool], ...], bool]
+    stack = list(reversed(ordered(children.get(None, []))))
+    while stack:
+        node = stack.pop()
+        kind, text = tree_text(node)
+        rows.append(TreeRow(entry=node, kind=kind, text=text, traits=tree_traits(node)))
+        stack.extend(reversed(ordered(children.get(node.id, []))))
+    leaf_id = next((row.entry.id for row in rows if row.entry.is_leaf), None)
+    for row in rows:
+        row.shown = filter_shows(row, "default", leaf_id)
+    layout_tree(rows)
+    return rows
+
+
+def layout_tree(rows: list[TreeRow]) -> None:
+    """Set the prefix and depth of the rows that are ``shown``, as a tree of its own: a
+    row hangs under its nearest shown ancestor; a chain of single children stays flat, a
+    branch point indents its children. ``rows`` are in depth-first order."""
+    shown = {row.entry.id for row in rows if row.shown}
+    # the nearest shown ancestor of every row (depth-first order: parents come first)
+    anchor: dict[str, str | None] = {}
+    children: dict[str | None, list[TreeRow]] = {}
+    for row in rows:
+        parent = row.entry.parent_id
+        anchor[row.entry.id] = parent if parent is None or parent in shown else anchor.get(parent)
+        if row.shown:
+            children.setdefault(anchor[row.entry.id], []).append(row)
+        else:
+            row.prefix, row.depth = "", 0
+    roots = children.get(None, [])
+    multiple_roots = len(roots) > 1
+    # stack items: row, indent, just_branched, show_connector, is_last, gutters, virtual root child
+    Item = tuple[TreeRow, int, bool, bool, bool, tuple[tuple[int, bool], ...], bool]
     stack: list[Item] = []
     for i in range(len(roots) - 1, -1, -1):
         stack.append(
@@ -625,19 +711,10 @@ def _tree_rows(views: list[EntryView], by_id: dict[str, EntryView]) -> list[Tree
             )
         )
     while stack:
-        node, indent, just_branched, show_connector, is_last, gutters, virtual = stack.pop()
-        kind, text = tree_text(node)
-        rows.append(
-            TreeRow(
-                entry=node,
-                prefix=_prefix(indent, show_connector and not virtual, is_last, gutters, multiple_roots),
-                kind=kind,
-                text=text,
-                depth=indent,
-                settings=node.type in SETTINGS_TYPES,
-            )
-        )
-        kids = ordered(children.get(node.id, []))
+        row, indent, just_branched, show_connector, is_last, gutters, virtual = stack.pop()
+        row.prefix = _prefix(indent, show_connector and not virtual, is_last, gutters, multiple_roots)
+        row.depth = indent
+        kids = children.get(row.entry.id, [])
         many = len(kids) > 1
         child_indent = indent + 1 if many or (just_branched and indent > 0) else indent
         display_indent = max(0, indent - 1) if multiple_roots else indent
@@ -646,7 +723,6 @@ def _tree_rows(views: list[EntryView], by_id: dict[str, EntryView]) -> list[Tree
             child_gutters = (*gutters, (max(0, display_indent - 1), not is_last))
         for i in range(len(kids) - 1, -1, -1):
             stack.append((kids[i], child_indent, many, many, i == len(kids) - 1, child_gutters, False))
-    return rows
 
 
 def _prefix(indent: int, connector: bool, is_last: bool, gutters: tuple[tuple[int, bool], ...], multi: bool) -> str:

@@ -9,7 +9,9 @@ It shows the whole tree of the session - every branch - with the active path mar
 each entry (user, assistant with thinking and tool calls, tool results, shell commands,
 compaction and branch summaries, plugin messages, model and thinking changes), images
 inline, and the system prompt and tools as the session recorded them. Click an entry of
-the tree to view its branch.
+the tree to view its branch; filter the tree as ``/tree`` does (Default, No-tools, User,
+Labeled, All). The header totals the session as pi 1.6.0 does; "↓ JSONL" downloads the
+session file, whose lines the page holds.
 
 Jinja2, markdown-it-py and Pygments are imported when a page is rendered, never when
 this module is imported.
@@ -34,6 +36,10 @@ if TYPE_CHECKING:
 
 APP_NAME = "pi"
 TEMPLATES = Path(__file__).parent / "templates"
+LIGHT_CODE_STYLE = "default"
+"""The Pygments style of code blocks on a light page (every token colour >= 4.5:1 contrast)."""
+DARK_CODE_STYLE = "monokai"
+"""The Pygments style of code blocks on a dark page (every token colour >= 4.5:1 contrast)."""
 
 
 class ExportError(Exception):
@@ -168,23 +174,34 @@ def render_session_html(
     page = _view.build_page(header, entries, leaf_id, system_prompt=system_prompt, tools=tools)
     env = _environment()
     css = env.get_template("session.css").render(
-        pygments_light=Markup(_markup.pygments_css("default", ":root")),
-        pygments_dark=Markup(_markup.pygments_css("monokai", ":root")),
+        pygments_light=Markup(_markup.pygments_css(LIGHT_CODE_STYLE)),
+        pygments_dark=Markup(_markup.pygments_css(DARK_CODE_STYLE)),
     )
     script = _read("session.js")
+    session_id = page.header.get("id")
+    download = f"{session_id if isinstance(session_id, str) and session_id else 'session'}.jsonl"
     # [id, parent id] in file order (an object would not keep it: ids may look like numbers)
     links = [[entry_id, parent] for entry_id, parent in page.parents.items()]
-    state = json.dumps({"entries": links, "leaf": page.leaf_id}, ensure_ascii=True, separators=(",", ":"))
-    # a JSON data block must not contain "</script" (or "<!--"): escape every "<"
-    state = state.replace("<", "\\u003c")
+    state = _json_block({"entries": links, "leaf": page.leaf_id, "download": download})
     return env.get_template("session.html.j2").render(
         page=page,
         css=Markup(css),
         script=Markup(script),
         state=Markup(state),
+        jsonl=Markup(_json_block(session_jsonl(header, entries))),
         csp=_csp(css, script),
         version=__version__,
     )
+
+
+def session_jsonl(header: Mapping[str, Any] | None, entries: Sequence[Mapping[str, Any]]) -> str:
+    """The session as a session file holds it - the header line, then one line per entry,
+    written as pi writes them - for the page's "↓ JSONL" download."""
+    from ..session.storage import dump_line
+
+    lines = [dump_line(dict(header))] if header else []
+    lines.extend(dump_line(dict(entry)) for entry in entries)
+    return b"".join(lines).decode("utf-8")
 
 
 def write_page(html: str, out_path: Path | str | None, stem: str) -> Path:
@@ -222,6 +239,12 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _json_block(value: Any) -> str:
+    """``value`` as the text of a ``<script type="application/json">`` block, which must not
+    contain ``</script`` (or ``<!--``): every ``<`` is escaped."""
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":")).replace("<", "\\u003c")
 
 
 def _read(name: str) -> str:

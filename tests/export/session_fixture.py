@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pi_core.session import SessionManager
+from pi_hookspecs import Usage
 
 
 def png_bytes(width: int = 3, height: int = 2, rgb: tuple[int, int, int] = (200, 30, 30)) -> bytes:
@@ -52,6 +53,13 @@ TEXTS = {
     "image_caption": "What is in this picture?",
     "error": "upstream exploded",
 }
+
+
+# the calls that wrote the compaction and the branch summary (the page's totals leave them
+# out, as pi 1.6.0's do)
+SUMMARY_USAGE = Usage.model_validate(
+    {"input": 100, "output": 10, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 110, "cost": {"total": 0.002}}
+)
 
 
 @dataclass
@@ -212,7 +220,7 @@ def write_rich_session(directory: Path) -> Fixture:
         }
     )
     # back to the fork point, with a summary of the branch left: the active branch
-    ids["branch_summary"] = sm.branch_with_summary(ids["fork_point"], TEXTS["branch_summary"])
+    ids["branch_summary"] = sm.branch_with_summary(ids["fork_point"], TEXTS["branch_summary"], usage=SUMMARY_USAGE)
     ids["image_user"] = sm.append_message(
         {
             "role": "user",
@@ -240,6 +248,7 @@ def write_rich_session(directory: Path) -> Fixture:
         ids["image_user"],
         51234,
         details={"readFiles": ["/work/src/greet.py"], "modifiedFiles": ["/work/out.py"]},
+        usage=SUMMARY_USAGE,
     )
     ids["system_update"] = sm.append_message(
         {

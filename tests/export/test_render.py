@@ -150,7 +150,11 @@ def test_every_entry_type_is_shown(fixture: Fixture, html: str) -> None:
     # the session's name titles the page; the header adds up the usage
     assert f"<title>{TEXTS['name']} - pi</title>" in html
     assert "fixture/fixture-model, fixture/other-model" in html
-    assert "$0.004" in html  # 0.003 of the answer + 0.0005 of the cache warm-up, to 3 places
+    # the totals are the assistant messages' (as pi 1.6.0 counts): not the compaction's, the
+    # branch summary's (100 in, 10 out, $0.002 each) nor the cache warm-up's (R500)
+    assert page.text_by_id["stat-tokens"] == "↑1.2k ↓300"
+    assert page.text_by_id["stat-cost"] == "$0.003"
+    assert page.text_by_id["stat-tool-calls"] == "5"
 
 
 def test_the_active_branch_is_shown_and_marked(fixture: Fixture, html: str) -> None:
@@ -169,7 +173,7 @@ def test_the_active_branch_is_shown_and_marked(fixture: Fixture, html: str) -> N
     assert set(nodes) == set(ids.values())
     order = [a["data-id"] for t, a in page.with_attr("data-id")]
     assert order.index(ids["branch_summary"]) < order.index(ids["user_2"])
-    prefixes = re.findall(r'data-id="([^"]+)"><a [^>]*><span class="tree-prefix">([^<]*)</span>', html)
+    prefixes = re.findall(r'data-id="([^"]+)"(?: hidden)?><a [^>]*><span class="tree-prefix">([^<]*)</span>', html)
     prefix = dict(prefixes)
     assert prefix[ids["branch_summary"]].startswith("├─") and prefix[ids["user_2"]].startswith("└─")
     state = json.loads(next(text for attrs, text in page.scripts if attrs.get("id") == "pi-state"))
@@ -190,8 +194,8 @@ def test_a_script_in_the_session_is_text_never_markup(fixture: Fixture, html: st
     assert "<script>window.__pwned" not in html
     assert html.count("&lt;script&gt;window.__pwned = 1&lt;/script&gt;") >= 6
     page = Page(html)
-    # two scripts: the data block and the page's own code
-    assert [attrs.get("type") for attrs, _ in page.scripts] == ["application/json", None]
+    # three scripts: the two data blocks (tree, session file) and the page's own code
+    assert [attrs.get("type") for attrs, _ in page.scripts] == ["application/json", "application/json", None]
     assert not any(a.get(name) for t, a in page.elements for name in a if name.startswith("on"))
 
 
@@ -261,13 +265,15 @@ def test_hostile_text_in_every_field(evil: str) -> None:
     ]
     html = render_session_html({"type": "session", "id": evil, "cwd": evil}, entries, "e8")
     page = Page(html)
-    assert [attrs.get("type") for attrs, _ in page.scripts] == ["application/json", None]
+    assert [attrs.get("type") for attrs, _ in page.scripts] == ["application/json", "application/json", None]
     assert not [a for t, a in page.elements if t in ("img",) and "onerror" in a]
     assert not [a for t, a in page.elements if t == "a" and (a.get("href") or "").startswith("javascript")]
     if "{{" in evil:
         assert "{{ 7*7 }} {% raw %}" in html  # text, never a template
     state = next(text for attrs, text in page.scripts if attrs.get("id") == "pi-state")
     assert json.loads(state)["leaf"] == "e8"  # the data block survives "</script>" in an id
+    jsonl = json.loads(next(text for attrs, text in page.scripts if attrs.get("id") == "pi-session-jsonl"))
+    assert [json.loads(line) for line in jsonl.splitlines()][1:] == entries
 
 
 def test_the_page_fetches_nothing_and_runs_only_its_own_code(html: str) -> None:
@@ -502,3 +508,155 @@ def test_a_truncated_tool_output_says_where_the_rest_is() -> None:
     ]
     page = Page(render_session_html({"id": "s"}, entries, "r"))
     assert "the full output was saved to /tmp/pi-bash-1.log" in page.text_by_id["entry-r"]
+
+
+# ---------------------------------------------------------------------------- header totals
+
+
+def _message(entry_id: str, parent: str | None, message: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "message",
+        "id": entry_id,
+        "parentId": parent,
+        "timestamp": "2026-01-01T00:00:00Z",
+        "message": message,
+    }
+
+
+def _usage(inp: int, out: int, cost: dict[str, float], read: int = 0, write: int = 0) -> dict[str, Any]:
+    return {"input": inp, "output": out, "cacheRead": read, "cacheWrite": write, "cost": cost}
+
+
+def test_header_totals_count_what_pi_1_6_0_counts() -> None:
+    """Tokens and cost of every assistant message on every branch - and of nothing else: a
+    compaction's call (↑100 ↓10 here), a branch summary's and a cache warm-up are not
+    added (before, this session showed ↑400 ↓40; pi 1.6.0 shows ↑300 ↓30)."""
+    from pi_core.export._view import build_page
+
+    entries = [
+        _message("u1", None, {"role": "user", "content": "hi"}),
+        _message(
+            "a1",
+            "u1",
+            {
+                "role": "assistant",
+                "provider": "p",
+                "model": "m1",
+                "content": [
+                    {"type": "text", "text": "x"},
+                    {"type": "toolCall", "id": "same", "name": "bash", "arguments": {}},
+                    {"type": "toolCall", "id": "same", "name": "bash", "arguments": {}},
+                ],
+                "usage": _usage(100, 10, {"input": 0.1, "output": 0.2, "total": 0.5}, read=1000),
+            },
+        ),
+        _message("t1", "a1", {"role": "toolResult", "toolCallId": "same", "toolName": "bash", "content": "ok"}),
+        {
+            "type": "compaction",
+            "id": "c1",
+            "parentId": "t1",
+            "summary": "s",
+            "firstKeptEntryId": "t1",
+            "tokensBefore": 5000,
+            "usage": _usage(100, 10, {"total": 1.0}),
+        },
+        {
+            "type": "branch_summary",
+            "id": "b1",
+            "parentId": "c1",
+            "fromId": "t1",
+            "summary": "s",
+            "usage": _usage(7, 7, {"total": 1.0}),
+        },
+        {
+            "type": "usage",
+            "id": "w1",
+            "parentId": "b1",
+            "kind": "cache_warm",
+            "usage": _usage(0, 0, {"total": 1.0}, read=9),
+        },
+        # a session from before cost.total was recorded: the sum of the parts
+        _message(
+            "a2",
+            "w1",
+            {
+                "role": "assistant",
+                "model": "m2",
+                "content": "y",
+                "usage": _usage(200, 20, {"input": 0.01, "cacheRead": 0.02}, write=3),
+            },
+        ),
+        # another branch counts too; no usage, odd values, no model
+        _message("a3", "u1", {"role": "assistant", "content": [], "usage": {"input": "many", "output": True}}),
+        {"type": "custom_message", "id": "m1", "parentId": "a3", "customType": "note", "content": "n", "display": True},
+    ]
+    stats = build_page({"id": "s"}, entries, "a2").stats
+    assert (stats.input, stats.output, stats.cache_read, stats.cache_write) == (300, 30, 1000, 3)
+    assert stats.tokens_text() == "↑300 ↓30 R1.0k W3"
+    assert stats.cost == pytest.approx(0.53)
+    assert stats.tool_calls == 2  # every toolCall block, as pi 1.6.0 counts them
+    assert stats.models == ["p/m1", "m2"]
+    assert stats.messages_text() == "1 user, 3 assistant, 1 tool results, 1 custom, 1 compactions, 1 branch summaries"
+    html = render_session_html({"id": "s"}, entries, "a2")
+    page = Page(html)
+    assert page.text_by_id["stat-tokens"] == "↑300 ↓30 R1.0k W3"
+    assert page.text_by_id["stat-cost"] == "$0.530"
+
+
+def test_no_usage_at_all() -> None:
+    from pi_core.export._view import build_page
+
+    stats = build_page({}, [_message("u1", None, {"role": "user", "content": "hi"})], "u1").stats
+    assert stats.tokens_text() == "0" and stats.cost == 0 and stats.tool_calls == 0 and stats.models == []
+
+
+# ---------------------------------------------------------------------------- tree filters
+
+
+def test_tree_filters_and_their_layout(fixture: Fixture) -> None:
+    """The rows each filter lists (the browser test checks that the page's script lists the
+    same rows with the same prefixes)."""
+    from pi_core.export import _view
+
+    lines = [json.loads(line) for line in fixture.path.read_text().splitlines()]
+    ids = fixture.ids
+    page = _view.build_page(lines[0], lines[1:], ids["leaf"])
+    rows = {row.entry.id: row for row in page.tree}
+    assert rows[ids["model_change"]].traits == {"settings"}
+    assert rows[ids["user"]].traits == {"user", "labeled"}
+    assert rows[ids["result_bash"]].traits == {"tool-result"}
+    assert rows[ids["error_answer"]].traits == frozenset()  # no text, but an error: listed
+    # the Default view is laid out by the server: settings entries are not listed
+    assert not rows[ids["usage"]].shown and rows[ids["usage"]].prefix == ""
+    assert rows[ids["branch_summary"]].prefix.startswith("├─") and rows[ids["user_2"]].prefix.startswith("└─")
+
+    def listed(mode: str, leaf: str) -> list[str]:
+        return [row.entry.id for row in page.tree if _view.filter_shows(row, mode, leaf)]
+
+    assert listed("user", ids["leaf"]) == [ids[k] for k in ("user", "image_user", "last_user", "leaf", "user_2")]
+    assert listed("labeled", ids["other_branch"]) == [ids["user"], ids["other_branch"]]
+    assert len(listed("all", ids["leaf"])) == len(page.tree)
+    no_tools = listed("no-tools", ids["leaf"])
+    assert ids["result_bash"] not in no_tools and ids["label"] not in no_tools and ids["assistant_tools"] in no_tools
+
+
+def test_an_answer_of_tool_calls_alone_is_not_listed() -> None:
+    """Its results are listed, each naming its call (as in pi's /tree), unless it is the leaf."""
+    from pi_core.export import _view
+
+    call = {"type": "toolCall", "id": "c", "name": "ls", "arguments": {}}
+    entries = [
+        _message("u1", None, {"role": "user", "content": "hi"}),
+        _message(
+            "a1",
+            "u1",
+            {"role": "assistant", "content": [{"type": "thinking", "thinking": "t"}, call], "stopReason": "toolUse"},
+        ),
+        _message("t1", "a1", {"role": "toolResult", "toolCallId": "c", "toolName": "ls", "content": "x"}),
+        _message("a2", "t1", {"role": "assistant", "content": [call], "stopReason": "aborted"}),
+        _message("a3", "a2", {"role": "assistant", "content": [call], "stopReason": "toolUse"}),
+    ]
+    page = _view.build_page({}, entries, "a3")
+    shown = {row.entry.id: row.shown for row in page.tree}
+    assert shown == {"u1": True, "a1": False, "t1": True, "a2": True, "a3": True}
+    assert [row.prefix for row in page.tree if row.shown] == ["", "", "", ""]
