@@ -87,6 +87,7 @@ class InteractiveApp:
         self.out.set_theme(self.theme)
         install_sequences()
         self.keymap = load_keymap()
+        self.renderer.expand_key = self.keymap.first_key("app.tools.expand")
         self._keymap_shown: tuple[str, tuple[str, ...]] | None = None
         """The ``keybindings.json`` text and problems last shown (each change once)."""
         self.keys = KeyActions(self)
@@ -185,6 +186,7 @@ class InteractiveApp:
     def reload_keys(self) -> None:
         """``keybindings.json`` and the plugins' shortcuts again (new session, ``/reload``)."""
         self.keymap = load_keymap()
+        self.renderer.expand_key = self.keymap.first_key("app.tools.expand")
         self.keys.bindings = self.keys.build()
         if self._started:
             for problem in self._new_keymap_problems():

@@ -27,7 +27,7 @@ from ...runtime import AgentSession, SessionRuntime
 from .completion import CommandInfo
 from .dialogs import Dialogs
 from .output import Transcript
-from .render import compact_args, content_text, one_line, preview
+from .render import FILE_TOOLS, call_summary, content_text, one_line, preview
 
 JobKind = Literal["prompt", "bash", "command"]
 
@@ -139,14 +139,23 @@ def replay(app: CommandHost, limit: int = 20) -> None:
                 if not renderer.plugin_tool_render(
                     call.name, "render_call", call.arguments, {"expanded": renderer.expanded}
                 ):
-                    renderer.block(Text(f"⚙ {call.name} {compact_args(call.arguments)}", style="cyan"))
+                    renderer.block(Text(f"⚙ {call.name} {call_summary(call.name, call.arguments)}", style="cyan"))
+                    body = renderer.call_body(call.name, call.arguments)
+                    if body is not None:
+                        renderer.block(body)
             if item.stop_reason == "aborted":
                 renderer.block(Text("⏹ Aborted", style="yellow"))
         elif isinstance(item, ToolResultMessage):
             options = {"expanded": renderer.expanded, "is_error": item.is_error}
             if renderer.plugin_tool_render(item.tool_name, "render_result", item, options):
                 continue
-            lines, more = preview(content_text(item.content), 2)
+            text = content_text(item.content)
+            if item.tool_name in FILE_TOOLS:
+                result = renderer.result_body(item.tool_name, text, item.details, item.is_error)
+                if result is not None:
+                    renderer.block(result)
+                continue
+            lines, more = preview(text, 2)
             body = "\n".join("    " + line for line in lines or ["(no output)"]) + (
                 f"\n    … ({more} more lines)" if more else ""
             )

@@ -26,7 +26,7 @@ from .base import CommandHost
 from .commands import BUILTINS
 from .input_line import InputLine
 from .jobs import Jobs
-from .keys import KeyError_, external_editor_command, to_prompt_toolkit
+from .keys import KeyError_, external_editor_command, remapped_editor_actions, to_prompt_toolkit
 from .render import LiveView
 from .settings_ui import refresh_settings, write_setting
 from .system import read_clipboard, run_editor
@@ -44,6 +44,24 @@ class PluginShortcut:
     plugin: str
     taken_by: str | None = None
     """pi's action that has the key (the shortcut is then not bound)."""
+
+
+def _editing_handler(command: str) -> Callable[[KeyPressEvent], Any]:
+    """The handler of a remapped ``tui.editor.*`` key: prompt_toolkit's readline
+    command, or the cursor moves up / down (through the history at the ends)."""
+    if command in ("auto-up", "auto-down"):
+
+        def move(event: KeyPressEvent) -> None:
+            buffer = event.current_buffer
+            if command == "auto-up":
+                buffer.auto_up(count=event.arg)
+            else:
+                buffer.auto_down(count=event.arg)
+
+        return move
+    from prompt_toolkit.key_binding.bindings.named_commands import get_by_name
+
+    return get_by_name(command).handler
 
 
 class KeyHost(CommandHost, Protocol):
@@ -104,6 +122,10 @@ class KeyActions:
         for action, handler in handlers.items():
             for keys in app.keymap.keys(action):
                 kb.add(*keys, filter=menu_closed if keys in (("s-tab",), ("tab",)) else True)(handler)
+        for command, keys_list in remapped_editor_actions(app.keymap):
+            handler = _editing_handler(command)
+            for keys in keys_list:
+                kb.add(*keys)(handler)
         for shortcut in self.plugin_shortcuts():
             if shortcut.taken_by is None:  # a key of pi's own actions stays pi's
                 for keys in shortcut.prompt_keys:

@@ -33,7 +33,7 @@ from ..bootstrap import diagnostics_of
 from .base import Builtin, CommandHost
 from .completion import CommandInfo
 from .dialogs import Option
-from .keys import ACTIONS, PICKER_KEYS, display
+from .keys import ACTIONS, EDITOR_ACTIONS, PICKER_KEYS, UNSUPPORTED, display
 from .render import content_text, context_usage, human_tokens, one_line
 from .sessions_ui import (
     cmd_bug,
@@ -95,6 +95,7 @@ TREE_ACTIONS: tuple[tuple[str, str], ...] = (
     ("app.tree.filter.labeledOnly", "filter:labeled-only"),
     ("app.tree.filter.all", "filter:all"),
     ("app.tree.filter.cycleForward", "filter:next"),
+    ("app.tree.filter.cycleBackward", "filter:previous"),
 )
 
 
@@ -216,7 +217,8 @@ async def cmd_tree(app: CommandHost, args: str) -> None:
         action, target = picked.action, picked.value
         if action.startswith("filter:"):
             wanted = action.split(":", 1)[1]
-            mode = TREE_FILTERS[(TREE_FILTERS.index(mode) + 1) % len(TREE_FILTERS)] if wanted == "next" else wanted
+            step = {"next": 1, "previous": -1}.get(wanted)
+            mode = TREE_FILTERS[(TREE_FILTERS.index(mode) + step) % len(TREE_FILTERS)] if step else wanted
             index = None
             continue
         if target is None:
@@ -517,6 +519,15 @@ async def cmd_hotkeys(app: CommandHost, args: str) -> None:
     app.out.print(
         Text.assemble(("  ↑↓ Enter Esc", "cyan"), ("  in every picker: move, pick, cancel; typing filters", ""))
     )
+    app.out.line("Input line editing (a key remapped here is added to the Emacs-style keys)", "bold")
+    for action, _command in EDITOR_ACTIONS:
+        app.out.print(
+            Text.assemble(
+                ("  " + keymap.describe(action.id), "cyan"), (f"  {action.description}  ", ""), (action.id, "dim")
+            )
+        )
+    inert = sorted({key.rsplit(".", 1)[0] + ".*" if key.startswith("tui.altScreen.") else key for key in UNSUPPORTED})
+    app.out.line(f"Accepted in keybindings.json with no effect here: {', '.join(inert)}", "dim")
     app.out.line(f"Remap keys in {keymap.path} (pi 1.6.0's keybindings.json format; /reload applies it)", "dim")
 
 

@@ -68,6 +68,7 @@ PICKER_KEYS: tuple[tuple[str, tuple[Action, ...]], ...] = (
             Action("app.tree.filter.labeledOnly", ("ctrl+l",), "Filter: labelled entries only"),
             Action("app.tree.filter.all", ("ctrl+a",), "Filter: everything"),
             Action("app.tree.filter.cycleForward", ("ctrl+o",), "Next filter"),
+            Action("app.tree.filter.cycleBackward", ("shift+ctrl+o",), "Previous filter"),
         ),
     ),
     (
@@ -87,14 +88,70 @@ PICKER_KEYS: tuple[tuple[str, tuple[Action, ...]], ...] = (
             Action("app.models.toggle", ("space",), "Enable or disable the model (Enter too)"),
             Action("app.models.enableAll", ("ctrl+a",), "Enable all"),
             Action("app.models.clearAll", ("ctrl+x",), "Clear all"),
+            Action("app.models.toggleProvider", ("ctrl+p",), "Enable or disable the provider's models"),
             Action("app.models.save", ("ctrl+s",), "Save to enabledModels"),
         ),
     ),
 )
 """Keys of the pickers (remappable like the others)."""
+EDITOR_ACTIONS: tuple[tuple[Action, str], ...] = (
+    (Action("tui.editor.cursorUp", ("up",), "Cursor up (older history on the first line)"), "auto-up"),
+    (Action("tui.editor.cursorDown", ("down",), "Cursor down (newer history on the last line)"), "auto-down"),
+    (Action("tui.editor.historyPrevious", (), "Previous history entry"), "previous-history"),
+    (Action("tui.editor.historyNext", (), "Next history entry"), "next-history"),
+    (Action("tui.editor.cursorLeft", ("left", "ctrl+b"), "Cursor left"), "backward-char"),
+    (Action("tui.editor.cursorRight", ("right", "ctrl+f"), "Cursor right"), "forward-char"),
+    (Action("tui.editor.cursorWordLeft", ("alt+left", "ctrl+left", "alt+b"), "Word left"), "backward-word"),
+    (Action("tui.editor.cursorWordRight", ("alt+right", "ctrl+right", "alt+f"), "Word right"), "forward-word"),
+    (Action("tui.editor.cursorLineStart", ("home", "ctrl+a"), "Line start"), "beginning-of-line"),
+    (Action("tui.editor.cursorLineEnd", ("end", "ctrl+e"), "Line end"), "end-of-line"),
+    (Action("tui.editor.deleteCharBackward", ("backspace",), "Delete the character before"), "backward-delete-char"),
+    (Action("tui.editor.deleteCharForward", ("delete", "ctrl+d"), "Delete the character after"), "delete-char"),
+    (
+        Action("tui.editor.deleteWordBackward", ("ctrl+w", "alt+backspace"), "Delete the word before"),
+        "unix-word-rubout",
+    ),
+    (Action("tui.editor.deleteWordForward", ("alt+d", "alt+delete"), "Delete the word after"), "kill-word"),
+    (Action("tui.editor.deleteToLineStart", ("ctrl+u",), "Delete to the line start"), "unix-line-discard"),
+    (Action("tui.editor.deleteToLineEnd", ("ctrl+k",), "Delete to the line end"), "kill-line"),
+    (Action("tui.editor.yank", ("ctrl+y",), "Paste the text deleted last"), "yank"),
+    (Action("tui.editor.yankPop", ("alt+y",), "After a paste: the text deleted before"), "yank-pop"),
+    (Action("tui.editor.undo", ("ctrl+-",), "Undo"), "undo"),
+)
+"""The input line's editing actions with the readline command (prompt_toolkit's named
+commands, or ``auto-up`` / ``auto-down``) a remapped key runs. prompt_toolkit's own
+editing keys stay bound: a key remapped here is added to them."""
+UNSUPPORTED: dict[str, str] = {
+    **{
+        f"tui.altScreen.{name}": "this TUI has no alternate-screen transcript (your terminal scrolls it)"
+        for name in (
+            "pageUp pageDown halfPageUp halfPageDown lineUp lineDown previousPrompt nextPrompt "
+            "search searchNext searchPrevious searchClose top bottom"
+        ).split()
+    },
+    "tui.editor.jumpForward": "no jump-to-character in this input line",
+    "tui.editor.jumpBackward": "no jump-to-character in this input line",
+    "tui.editor.pageUp": "the input line does not scroll by pages",
+    "tui.editor.pageDown": "the input line does not scroll by pages",
+    "tui.input.copy": "no text selection in this TUI (the terminal copies)",
+    "tui.select.up": "the pickers use ↑",
+    "tui.select.down": "the pickers use ↓",
+    "tui.select.pageUp": "the pickers use PageUp",
+    "tui.select.pageDown": "the pickers use PageDown",
+    "tui.select.confirm": "the pickers use Enter",
+    "tui.select.cancel": "the pickers use Esc and Ctrl+C",
+    "app.session.deleteNoninvasive": "the session picker deletes with app.session.delete",
+    "app.thinking.save": "/settings saves the thinking level",
+    "app.tree.toggleLabelTimestamp": "/tree shows no label timestamps",
+    "app.models.reorderUp": "/scoped-models keeps the models' order",
+    "app.models.reorderDown": "/scoped-models keeps the models' order",
+}
+"""pi 1.6.0's actions this TUI has no feature for, with why: accepted in keybindings.json
+(listed once, in one line, as having no effect here)."""
 BY_ID = {a.id: a for a in ACTIONS}
 for _title, _actions in PICKER_KEYS:
     BY_ID.update({a.id: a for a in _actions})
+BY_ID.update({a.id: a for a, _command in EDITOR_ACTIONS})
 
 LEGACY_NAMES = {
     "submit": "tui.input.submit",
@@ -124,6 +181,9 @@ _EXTRA_SEQUENCES: dict[str, tuple[tuple[str, ...], Keys]] = {
     "shift+enter": (("\x1b[13;2u", "\x1b[27;2;13~"), Keys.F20),
     "shift+ctrl+p": (("\x1b[112;6u", "\x1b[27;6;112~", "\x1b[80;6u"), Keys.F21),
     "ctrl+shift+p": (("\x1b[112;6u", "\x1b[27;6;112~", "\x1b[80;6u"), Keys.F21),
+    "shift+ctrl+o": (("\x1b[111;6u", "\x1b[27;6;111~", "\x1b[79;6u"), Keys.F23),
+    "ctrl+shift+o": (("\x1b[111;6u", "\x1b[27;6;111~", "\x1b[79;6u"), Keys.F23),
+    "ctrl+-": (("\x1b[45;5u", "\x1b[27;5;45~"), Keys.F24),
     "ctrl+enter": (("\x1b[13;5u", "\x1b[27;5;13~"), Keys.F22),
 }
 _NAMED = {
@@ -219,6 +279,8 @@ class Keymap:
     """Action id -> keys in pi's notation."""
     problems: list[str] = field(default_factory=list)
     path: Path | None = None
+    inert: list[str] = field(default_factory=list)
+    """Ids of ``keybindings.json`` this TUI accepts but has no feature for (:data:`UNSUPPORTED`)."""
     text: str = ""
     """What ``keybindings.json`` held when read (``""``: no file)."""
 
@@ -248,6 +310,11 @@ class Keymap:
                 return action.id
         return None
 
+    def first_key(self, action: str) -> str:
+        """The first key of ``action`` for a hint (``Ctrl+O``), or its id when unbound."""
+        keys = self.bindings.get(action, [])
+        return display(keys[0]) if keys else action
+
     def describe(self, action: str) -> str:
         keys = self.bindings.get(action, [])
         return ", ".join(display(k) for k in keys) if keys else "(unbound)"
@@ -272,6 +339,9 @@ def load_keymap(directory: Path | None = None) -> Keymap:
         if name == "$schema":
             continue
         action = LEGACY_NAMES.get(name, name)
+        if action in UNSUPPORTED:
+            keymap.inert.append(action)
+            continue
         if action not in keymap.bindings:
             keymap.problems.append(f"{path}: unknown action {name!r} (/hotkeys lists them)")
             continue
@@ -287,7 +357,20 @@ def load_keymap(directory: Path | None = None) -> Keymap:
             except KeyError_ as exc:
                 keymap.problems.append(f"{path}: {name}: {exc}")
         keymap.bindings[action] = good
+    if keymap.inert:
+        keymap.problems.append(f"{path}: no effect in this TUI (no such feature here): {', '.join(keymap.inert)}")
     return keymap
+
+
+def remapped_editor_actions(keymap: Keymap) -> list[tuple[str, list[tuple[str, ...]]]]:
+    """``(readline command, keys)`` of the editing actions ``keybindings.json`` remaps."""
+    out = []
+    for action, command in EDITOR_ACTIONS:
+        if keymap.bindings.get(action.id) != list(action.defaults):
+            keys = keymap.keys(action.id)
+            if keys:
+                out.append((command, keys))
+    return out
 
 
 def external_editor_command(settings_value: Any) -> str | None:

@@ -10,12 +10,15 @@ and are redrawn with the prompt until they finish.
 from __future__ import annotations
 
 import json
+import re
+import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.formatted_text import ANSI, StyleAndTextTuples, to_formatted_text
+from prompt_toolkit.formatted_text.utils import split_lines
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markdown import Markdown
@@ -61,6 +64,12 @@ from .output import Transcript, plain
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 LIVE_TEXT_LINES = 6
 PREVIEW_LINES = 8
+DIFF_PREVIEW_LINES = 16
+"""Lines of an edit's diff shown before the expand key (the whole diff when expanded)."""
+WRITE_PREVIEW_LINES = 10
+"""First lines of a written file shown before the expand key."""
+FILE_TOOLS = ("edit", "write")
+"""Built-in tools drawn as ``⚙ name path`` plus a diff or a preview of the content."""
 
 
 # --------------------------------------------------------------------------- formatting
@@ -99,6 +108,117 @@ def compact_args(args: dict[str, Any], limit: int = 160) -> str:
             shown = shown[:39] + "…"
         parts.append(f"{key}={shown}")
     return one_line(" ".join(parts), limit)
+
+
+def tool_path(args: Any) -> str | None:
+    """The file a file tool works on (``path``, or the older ``file_path``)."""
+    if not isinstance(args, dict):
+        return None
+    for key in ("path", "file_path"):
+        if isinstance(args.get(key), str):
+            return str(args[key])
+    return None
+
+
+def call_summary(name: str, args: Any) -> str:
+    """What follows ``⚙ name`` on a tool call's line: the path of an edit or a write
+    (their texts are drawn below it), else :func:`compact_args`."""
+    path = tool_path(args)
+    if name in FILE_TOOLS and path is not None:
+        return one_line(path, 160)
+    return compact_args(args if isinstance(args, dict) else {})
+
+
+def _more_line(more: int, total: int, key: str, expanded: bool) -> Text:
+    what = f"… ({more} more lines, {total} total, {key} to expand)" if not expanded else f"… ({more} more lines)"
+    return Text(what, style="dim")
+
+
+def _word_diff(old: str, new: str) -> tuple[Text, Text]:
+    """Two paired diff lines with the changed words in reverse video."""
+    import difflib  # the first edit's diff pays for it, not the start-up
+
+    words_a, words_b = re.findall(r"\s+|\w+|[^\w\s]", old), re.findall(r"\s+|\w+|[^\w\s]", new)
+    left, right = Text(), Text()
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, words_a, words_b, autojunk=False).get_opcodes():
+        a, b = "".join(words_a[i1:i2]), "".join(words_b[j1:j2])
+        if tag == "equal":
+            left.append(a)
+            right.append(b)
+        else:
+            left.append(a, style="reverse" if a.strip() else "")
+            right.append(b, style="reverse" if b.strip() else "")
+    return left, right
+
+
+_DIFF_ROW = re.compile(r"^([+\- ])(\s*\d*) (.*)$")
+
+
+def diff_renderable(diff: str, *, max_lines: int | None, key: str = "Ctrl+O") -> Text:
+    """An edit's display diff (``-N old`` / ``+N new`` / `` N context`` rows, as the
+    edit tool's ``details.diff`` holds them) coloured: removed lines red, added green,
+    context dim, the changed words of a one-line replacement in reverse video."""
+    rows = plain(diff).replace("\t", "   ").rstrip("\n").split("\n")
+    shown = rows if max_lines is None else rows[:max_lines]
+    parsed = [_DIFF_ROW.match(row) for row in shown]
+
+    def sign(at: int) -> str | None:
+        match = parsed[at] if 0 <= at < len(parsed) else None
+        return match.group(1) if match is not None else None
+
+    out = Text()
+    index = 0
+    while index < len(shown):
+        if index:
+            out.append("\n")
+        match = parsed[index]
+        if match is None:
+            out.append(shown[index], style="diff.context")
+            index += 1
+            continue
+        mark, number, body = match.groups()
+        next_match = parsed[index + 1] if index + 1 < len(parsed) else None
+        if (
+            mark == "-"
+            and next_match is not None
+            and sign(index + 1) == "+"
+            and sign(index + 2) != "+"
+            and sign(index - 1) != "-"
+        ):
+            _, number_b, body_b = next_match.groups()
+            old, new = _word_diff(body, body_b)
+            for prefix, words, style in ((f"-{number} ", old, "diff.removed"), (f"+{number_b} ", new, "diff.added")):
+                start = len(out)
+                out.append(prefix)
+                out.append_text(words)
+                out.stylize(style, start, len(out))
+                if prefix.startswith("-"):
+                    out.append("\n")
+            index += 2
+            continue
+        style = {"+": "diff.added", "-": "diff.removed"}.get(mark, "diff.context")
+        out.append(f"{mark}{number} {body}", style=style)
+        index += 1
+    if len(shown) < len(rows):
+        out.append("\n")
+        out.append_text(_more_line(len(rows) - len(shown), len(rows), key, False))
+    return out
+
+
+def content_preview(text: str, *, max_lines: int | None, key: str = "Ctrl+O") -> Text:
+    """A written file's first ``max_lines`` lines (all of them when ``None``), then how
+    many more there are."""
+    lines = plain(text).replace("\t", "   ").split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        return Text("(empty file)", style="dim")
+    shown = lines if max_lines is None else lines[:max_lines]
+    out = Text("\n".join(shown), style="tool.output")
+    if len(shown) < len(lines):
+        out.append("\n")
+        out.append_text(_more_line(len(lines) - len(shown), len(lines), key, False))
+    return out
 
 
 def content_text(content: Any) -> str:
@@ -195,6 +315,10 @@ class LiveView:
     footer: list[str] | None = None
     working_message: str | None = None
     """A plugin's text for the spinner line (``ctx.ui.set_working_message``)."""
+    markdown: Callable[[str, int], str] | None = None
+    """Renders the streaming answer as markdown (terminal text for a width); without it
+    the raw text shows, wrapped."""
+    _rendered: tuple[str, int, list[StyleAndTextTuples]] | None = None
 
     def set_status(self, status: str | None) -> None:
         if status != self.status:
@@ -232,12 +356,15 @@ class LiveView:
             for line in plain(self.thinking).splitlines()[-2:]:
                 add("class:thinking", line)
         if self.text:
-            for line in plain(self.text).splitlines()[-LIVE_TEXT_LINES:]:
-                add("class:live", line)
+            for fragments in self.text_lines(width)[-LIVE_TEXT_LINES:]:
+                out.extend(fragments)
+                out.append(("", "\n"))
+        # the transcript shows each call's line already: here only what its output ends with
+        several = sum(1 for tool in self.tools.values() if tool.tail.strip()) > 1
         for tool in self.tools.values():
-            add("class:tool", f"{'  ↳ ' if tool.nested else ''}⚙ {tool.name} {tool.args}")
+            label = f"{tool.name}: " if several else ""
             for line in plain(tool.tail).rstrip("\n").splitlines()[-3:]:
-                add("class:dim", f"    {line}")
+                add("class:dim", f"{'      ' if tool.nested else '    '}{label}{line}")
         for text in self.steering:
             add("class:dim", f"  ⤷ steering: {one_line(text, width)}")
         for text in self.follow_up:
@@ -257,6 +384,26 @@ class LiveView:
                 self.hint = None
         return out
 
+    def text_lines(self, width: int) -> list[StyleAndTextTuples]:
+        """The end of the streaming answer as screen lines: rendered as markdown (from a
+        block boundary a few dozen lines back, so each redraw renders little), long lines
+        wrapped between words."""
+        if self._rendered is not None and self._rendered[:2] == (self.text, width):
+            return self._rendered[2]
+        lines: list[StyleAndTextTuples] = []
+        if self.markdown is not None:
+            try:
+                ansi = self.markdown(recent_blocks(self.text), width)
+                lines = [list(line) for line in split_lines(to_formatted_text(ANSI(ansi.rstrip("\n"))))]
+            except Exception:
+                lines = []
+        if not lines:
+            for raw in plain(self.text).splitlines():
+                for piece in textwrap.wrap(raw, width, break_on_hyphens=False, drop_whitespace=True) or [""]:
+                    lines.append([("class:live", piece)])
+        self._rendered = (self.text, width, lines)
+        return lines
+
     def below(self, width: int) -> StyleAndTextTuples:
         """Under the input line: widgets placed ``belowEditor``, then a plugin's footer."""
         width = max(10, width - 1)
@@ -273,6 +420,22 @@ class LiveView:
 
 
 # --------------------------------------------------------------------------- markdown
+
+
+def recent_blocks(text: str, lines: int = 40) -> str:
+    """The end of ``text`` from a paragraph break at least ``lines`` lines back, outside
+    a code fence (what the live area renders of a long answer)."""
+    rows = text.split("\n")
+    if len(rows) <= lines:
+        return text
+    fence = False
+    start = 0
+    for index, row in enumerate(rows[: len(rows) - lines]):
+        if row.lstrip().startswith(("```", "~~~")):
+            fence = not fence
+        elif not fence and not row.strip():
+            start = index + 1
+    return "\n".join(rows[start:])
 
 
 def _member(obj: Any, name: str) -> Any:
@@ -323,8 +486,12 @@ class EventRenderer:
         self.expanded = False
         """Ctrl+O: tool output in full instead of a preview."""
         self.code_indent = "  "
-        self.recent_results: list[tuple[str, str, bool]] = []
-        """``(tool, output, is_error)`` of the latest tool calls (printed in full by Ctrl+O)."""
+        self.recent_results: list[tuple[str, Any]] = []
+        """``(header, full output)`` of the latest tool calls (printed in full by Ctrl+O)."""
+        self.expand_key = "Ctrl+O"
+        """How the collapsed previews name the key of ``app.tools.expand``."""
+        self.calls: dict[str, tuple[str, Any]] = {}
+        """``(tool, arguments)`` of the tool calls running (their results draw with them)."""
         self.pad = 1
         self.hyperlinks = True
         self.progress = False
@@ -333,6 +500,12 @@ class EventRenderer:
         """Custom messages drawn from their ``message_end`` (their entries are not drawn
         again when :meth:`scan_entries` finds them)."""
         self._render_failures: set[str] = set()
+        live.markdown = self.live_markdown
+
+    def live_markdown(self, text: str, width: int) -> str:
+        """The streaming answer as terminal text ``width`` columns wide (the live area)."""
+        renderable = IndentedMarkdown(text.strip(), code_indent=self.code_indent, hyperlinks=False)
+        return self.out.render(Padding(renderable, (0, 0, 0, self.pad)) if self.pad else renderable, width=width)
 
     def configure(self, settings: Any) -> None:
         """Take what rendering uses from the settings: ``hideThinkingBlock``,
@@ -367,12 +540,46 @@ class EventRenderer:
             self.out.line(
                 f"── output of the last {len(self.recent_results)} tool call(s) in full (Ctrl+O collapses) ──", "dim"
             )
-            for name, text, is_error in self.recent_results:
-                self.out.print(Text(f"⚙ {name}", style="cyan"))
-                self.out.print(
-                    Text(plain(text.rstrip("\n")) or "(no output)", style="red" if is_error else "tool.output")
-                )
+            for header, body in self.recent_results:
+                self.out.print(Text(f"⚙ {header}", style="cyan"))
+                self.out.print(body)
         return self.expanded
+
+    def call_body(self, name: str, args: Any) -> Any | None:
+        """What a tool call shows under its line: the start of a written file."""
+        if name == "write" and isinstance(args, dict) and isinstance(args.get("content"), str):
+            limit = None if self.expanded else WRITE_PREVIEW_LINES
+            return Padding(content_preview(args["content"], max_lines=limit, key=self.expand_key), (0, 0, 0, 2))
+        return None
+
+    def result_body(self, name: str, text: str, details: Any, is_error: bool, *, indent: int = 4) -> Any | None:
+        """A finished tool's output: an edit's coloured diff; nothing for a write that
+        worked (its call showed the content); else a preview of the text (in full when
+        expanded), errors in red."""
+        diff = details.get("diff") if isinstance(details, dict) else None
+        if name == "edit" and not is_error and isinstance(diff, str) and diff:
+            limit = None if self.expanded else DIFF_PREVIEW_LINES
+            return Padding(diff_renderable(diff, max_lines=limit, key=self.expand_key), (0, 0, 0, 2))
+        if name == "write" and not is_error:
+            return None
+        lines, more = preview(text, 100_000 if self.expanded else PREVIEW_LINES)
+        if not lines:
+            lines = ["(error)" if is_error else "(no output)"]
+        pad = " " * indent
+        body = "\n".join(pad + line for line in lines)
+        if more:
+            body += f"\n{pad}… ({more} more lines)"
+        return Text(body, style="red" if is_error else "dim")
+
+    def full_result(self, name: str, args: Any, text: str, details: Any, is_error: bool) -> tuple[str, Any]:
+        """``(header, body)`` Ctrl+O prints for a finished tool call."""
+        header = f"{name} {call_summary(name, args)}".rstrip()
+        diff = details.get("diff") if isinstance(details, dict) else None
+        if name == "edit" and not is_error and isinstance(diff, str) and diff:
+            return header, diff_renderable(diff, max_lines=None)
+        if name == "write" and not is_error and isinstance(args, dict) and isinstance(args.get("content"), str):
+            return header, content_preview(args["content"], max_lines=None)
+        return header, Text(plain(text.rstrip("\n")) or "(no output)", style="red" if is_error else "tool.output")
 
     def markdown(self, text: str) -> Any:
         return IndentedMarkdown(text, code_indent=self.code_indent, hyperlinks=self.hyperlinks)
@@ -561,8 +768,9 @@ class EventRenderer:
 
     def on_tool_execution_start(self, event: ToolExecutionStartEvent) -> None:
         nested = event.parent_tool_call_id is not None
-        args = compact_args(event.args)
+        args = call_summary(event.tool_name, event.args)
         self.live.tools[event.tool_call_id] = RunningTool(event.tool_name, args, nested=nested)
+        self.calls[event.tool_call_id] = (event.tool_name, event.args)
         self.live.set_status(f"Running {event.tool_name}")
         if self.plugin_tool_render(event.tool_name, "render_call", event.args, {"expanded": self.expanded}):
             return
@@ -571,6 +779,9 @@ class EventRenderer:
                 ("  ↳ " if nested else "", "dim"), ("⚙ ", "cyan"), (event.tool_name, "bold cyan"), (f" {args}", "cyan")
             )
         )
+        body = self.call_body(event.tool_name, event.args)
+        if body is not None:
+            self.block(body)
 
     def on_tool_execution_update(self, event: ToolExecutionUpdateEvent) -> None:
         running = self.live.tools.get(event.tool_call_id)
@@ -579,20 +790,18 @@ class EventRenderer:
 
     def on_tool_execution_end(self, event: ToolExecutionEndEvent) -> None:
         self.live.tools.pop(event.tool_call_id, None)
-        indent = "      " if event.parent_tool_call_id else "    "
+        _name, args = self.calls.pop(event.tool_call_id, (event.tool_name, {}))
         text = content_text(event.result.content)
-        self.recent_results = [*self.recent_results[-9:], (event.tool_name, text, event.is_error)]
+        details = event.result.details
+        full = self.full_result(event.tool_name, args, text, details, event.is_error)
+        self.recent_results = [*self.recent_results[-9:], full]
         options = {"expanded": self.expanded, "is_error": event.is_error}
         if self.plugin_tool_render(event.tool_name, "render_result", event.result, options):
             return
-        lines, more = preview(text, 100_000 if self.expanded else PREVIEW_LINES)
-        style = "red" if event.is_error else "dim"
-        if not lines:
-            lines = ["(error)" if event.is_error else "(no output)"]
-        body = "\n".join(indent + line for line in lines)
-        if more:
-            body += f"\n{indent}… ({more} more lines)"
-        self.block(Text(body, style=style))
+        indent = 6 if event.parent_tool_call_id else 4
+        body = self.result_body(event.tool_name, text, details, event.is_error, indent=indent)
+        if body is not None:
+            self.block(body)
 
     def on_queue_update(self, event: QueueUpdateEvent) -> None:
         self.live.steering = list(event.steering)
@@ -604,6 +813,7 @@ class EventRenderer:
         self.live.set_status(None)
         self.live.text = self.live.thinking = ""
         self.live.tools.clear()
+        self.calls.clear()
         self.live.steering, self.live.follow_up = [], []
         totals, self.totals = self.totals, None
         if totals is None:

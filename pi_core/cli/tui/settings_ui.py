@@ -264,6 +264,7 @@ async def cmd_scoped_models(app: CommandHost, args: str) -> None:
                     ("app.models.toggle", "toggle"),
                     ("app.models.enableAll", "all"),
                     ("app.models.clearAll", "clear"),
+                    ("app.models.toggleProvider", "provider"),
                     ("app.models.save", "save"),
                 ]
             ),
@@ -280,6 +281,10 @@ async def cmd_scoped_models(app: CommandHost, args: str) -> None:
             chosen = {m.ref for m in models}
         elif picked.action == "clear":
             chosen = set()
+        elif picked.action == "provider" and picked.value is not None:
+            provider = picked.value.split("/", 1)[0]
+            group = {m.ref for m in models if m.ref.split("/", 1)[0] == provider}
+            chosen = chosen - group if group <= chosen else chosen | group
         elif picked.action == "save":
             refs = [m.ref for m in models if m.ref in chosen]
             try:

@@ -114,8 +114,12 @@ def print_header(
             name = sm.get_session_name() or sm.get_session_id()
             out.line(f"Session {name}: {entries_at_open} entries", "dim")
     _startup_warnings(session, out)
-    out.line(
-        "/help commands · /hotkeys keys · !cmd shell · Enter send · Shift+Enter or Ctrl+J new line · Ctrl+D exit", "dim"
+    # wrapped by rich between words (the terminal would cut "exit" in two)
+    out.print(
+        Text(
+            "/help commands · /hotkeys keys · !cmd shell · Enter send · Shift+Enter or Ctrl+J new line · Ctrl+D exit",
+            style="dim",
+        )
     )
 
 
