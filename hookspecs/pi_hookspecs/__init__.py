@@ -21,7 +21,7 @@ from . import events as _events
 from ._base import PiModel, StrictModel, camel_alias, now_ms
 from ._event import OCCASIONAL
 from .aio import maybe_await
-from .auth import REFRESH_MARGIN_MS, LoginCallbacks, LoginError, LoginMethod, OAuthCredentials
+from .auth import REFRESH_MARGIN_MS, ApiKeyCredentials, LoginCallbacks, LoginError, LoginMethod, OAuthCredentials
 from .context import (
     CommandContext,
     ContextUsage,
@@ -182,6 +182,7 @@ __all__ = [
     "UIContext",
     # logins
     "REFRESH_MARGIN_MS",
+    "ApiKeyCredentials",
     "LoginCallbacks",
     "LoginError",
     "LoginMethod",

@@ -31,13 +31,31 @@ the stored credentials; when they expire within :data:`REFRESH_MARGIN_MS` it cal
 refresh the same login waits and then uses the new tokens) and stores the result.
 The request is then sent with ``api_key(credentials)`` (the access token by default)
 and, when given, the extra ``headers`` and the ``base_url`` the login calls for.
+
+A login of ``kind="api_key"`` asks for a key (and whatever else the provider needs,
+e.g. a server's URL) instead of signing in with an account: its ``login`` returns
+:class:`ApiKeyCredentials`, stored as pi 1.6.0 stores keys,
+``{"type": "api_key", "key": ..., "env": {...}}``, and it needs no ``refresh``::
+
+    async def login(callbacks):
+        url = await callbacks.prompt("Gateway URL", placeholder="https://llm.acme.example")
+        key = await callbacks.prompt("API key", secret=True)
+        return ApiKeyCredentials(key=key, env={"ACME_URL": url})
+
+    register(LoginMethod(provider="acme", name="ACME API key", kind="api_key", login=login,
+                         base_url=lambda credentials, model: credentials.env["ACME_URL"]))
+
+A provider may have one login of each kind; ``pi auth login <provider>`` runs the
+account login (``--api-key``: the API-key one), ``/login`` asks which when both exist.
+Every provider of the registry that takes a key has a plain API-key login without
+registering one (it asks for the key).
 """
 
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from ._base import PiModel
 from .llm import Model
@@ -82,6 +100,25 @@ class OAuthCredentials(PiModel):
         return self.model_dump(by_alias=True, exclude_none=True)
 
 
+class ApiKeyCredentials(PiModel):
+    """An API-key login as ``auth.json`` stores it (pi 1.6.0's format).
+
+    ``key`` is the key requests are sent with (``None``: the provider needs none, or
+    takes it from elsewhere); ``env`` holds the provider's own settings the login
+    asked for (a server URL, an account id), which take priority over the process's
+    environment variables of the same name. A ``key`` starting with ``!`` is a command
+    whose output is the key.
+    """
+
+    type: Literal["api_key"] = "api_key"
+    key: str | None = None
+    env: dict[str, str] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``auth.json`` entry: ``type``, ``key`` and ``env`` when set."""
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
 @runtime_checkable
 class LoginCallbacks(Protocol):
     """How a login talks to the user: pi passes one to :attr:`LoginMethod.login`.
@@ -120,7 +157,8 @@ class LoginCallbacks(Protocol):
 
 
 LoginFunction = Callable[[LoginCallbacks], Any]
-"""``login(callbacks) -> OAuthCredentials`` (sync or async; a dict is accepted)."""
+"""``login(callbacks) -> OAuthCredentials`` (``ApiKeyCredentials`` for an API-key
+login; sync or async; a dict is accepted)."""
 
 RefreshFunction = Callable[[OAuthCredentials], Any]
 """``refresh(credentials) -> OAuthCredentials`` (sync or async; a dict is accepted).
@@ -135,8 +173,10 @@ class LoginMethod(PiModel):
     """A way to sign in to ``provider``, registered through ``register_providers``.
 
     * ``login(callbacks)`` runs the sign-in (see :class:`LoginCallbacks`) and returns
-      the :class:`OAuthCredentials` to store;
-    * ``refresh(credentials)`` returns new credentials for expiring ones;
+      the :class:`OAuthCredentials` to store (``kind="api_key"``: the
+      :class:`ApiKeyCredentials`);
+    * ``refresh(credentials)`` returns new credentials for expiring ones (required for
+      an account login; an API-key login has none);
     * ``api_key(credentials)`` is what requests send as the provider's key (default:
       the access token);
     * ``headers(credentials, model)`` adds request headers, ``base_url(credentials,
@@ -146,24 +186,37 @@ class LoginMethod(PiModel):
 
     Each function may be sync or async. ``name`` is shown in ``/login`` and
     ``pi auth status`` (e.g. "Anthropic (Claude Pro/Max)"); ``subscription`` marks a
-    login backed by a paid plan rather than metered API usage. A provider has one
-    login method: the first plugin (in load order) to register one keeps it, and a
-    plugin's method replaces pi's own.
+    login backed by a paid plan rather than metered API usage; ``label`` is the
+    option that starts it when ``/login`` asks how to sign in (e.g. "Sign in with
+    ChatGPT"). ``kind`` is ``"oauth"`` (an account) or ``"api_key"``; for an API-key
+    login ``api_key``, ``headers`` and ``base_url`` receive the stored
+    :class:`ApiKeyCredentials` (``api_key`` defaults to its ``key``). A provider has one
+    login method of each kind: the first plugin (in load order) to register one keeps
+    it, and a plugin's method replaces pi's own.
     """
 
     provider: str
     name: str
     login: LoginFunction = Field(exclude=True)
-    refresh: RefreshFunction = Field(exclude=True)
-    api_key: Callable[[OAuthCredentials], Any] | None = Field(default=None, exclude=True)
-    headers: Callable[[OAuthCredentials, Model], Any] | None = Field(default=None, exclude=True)
-    base_url: Callable[[OAuthCredentials, Model], Any] | None = Field(default=None, exclude=True)
-    models: Callable[[OAuthCredentials, list[Model]], Any] | None = Field(default=None, exclude=True)
+    refresh: RefreshFunction | None = Field(default=None, exclude=True)
+    api_key: Callable[[Any], Any] | None = Field(default=None, exclude=True)
+    headers: Callable[[Any, Model], Any] | None = Field(default=None, exclude=True)
+    base_url: Callable[[Any, Model], Any] | None = Field(default=None, exclude=True)
+    models: Callable[[Any, list[Model]], Any] | None = Field(default=None, exclude=True)
     subscription: bool = False
+    kind: Literal["oauth", "api_key"] = "oauth"
+    label: str | None = None
+
+    @model_validator(mode="after")
+    def _account_logins_refresh(self) -> "LoginMethod":
+        if self.kind == "oauth" and self.refresh is None:
+            raise ValueError("an account (OAuth) login method needs refresh(credentials)")
+        return self
 
 
 __all__ = [
     "REFRESH_MARGIN_MS",
+    "ApiKeyCredentials",
     "LoginCallbacks",
     "LoginError",
     "LoginFunction",

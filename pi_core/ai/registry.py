@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from pi_core._paths import agent_dir
 from pi_hookspecs import (
     ApiDefinition,
+    ApiKeyCredentials,
     ApiStreamFunction,
     AssistantMessage,
     CredentialSource,
@@ -497,10 +498,12 @@ class ModelRegistry:
         Raises :class:`~pi_core.ai.auth.LoginRequiredError` when there is no usable login."""
         return await self.credentials.oauth_credentials(provider, refresh=refresh, min_validity_ms=min_validity_ms)
 
-    async def login(self, provider: str, callbacks: LoginCallbacks) -> OAuthCredentials:
-        """Run ``provider``'s login method with ``callbacks`` and store the credentials
-        it returns in ``auth.json``."""
-        return await self.credentials.login(provider, callbacks)
+    async def login(
+        self, provider: str, callbacks: LoginCallbacks, kind: str | None = None
+    ) -> OAuthCredentials | ApiKeyCredentials:
+        """Run ``provider``'s login method (of ``kind``: ``"oauth"`` or ``"api_key"``)
+        with ``callbacks`` and store the credentials it returns in ``auth.json``."""
+        return await self.credentials.login(provider, callbacks, kind)
 
 
 __all__ = ["ModelRegistry", "ModelResolutionError", "ModelSelection", "config_fields"]

@@ -140,7 +140,7 @@ def _describe_expiry(expires: int) -> str:
 @auth_app.command("login")
 def login_command(
     provider: str = typer.Argument(
-        ..., help="The provider to sign in to (e.g. anthropic, openai-codex, github-copilot)."
+        ..., help="The provider to sign in to (e.g. anthropic, openai, github-copilot, xai, openrouter)."
     ),
     api_key: bool = typer.Option(False, "--api-key", help="Save an API key instead of signing in with an account."),
     no_browser: bool = typer.Option(
@@ -161,24 +161,35 @@ def login_command(
     problem = registry.auth.check()
     if problem:
         fail(f"{problem} (fix or delete it; it was not changed)")
-    method = registry.login_method(provider)
-    name = registry.provider_name(provider)
-    if method is not None and not api_key:
-        raise typer.Exit(_run_account_login(registry, provider, name, browser=not no_browser))
-    if api_key and method is not None and provider not in registry.providers():
+    account = registry.credentials.account_login(provider)
+    key_login = registry.credentials.api_key_login(provider)
+    name = _login_provider_name(registry, provider)
+    # as pi 1.6.0: the account login unless --api-key; a provider without one has its API-key login
+    if account is not None and not api_key:
+        raise typer.Exit(_run_login(registry, provider, name, "oauth", browser=not no_browser))
+    if key_login is not None:
+        raise typer.Exit(_run_login(registry, provider, name, "api_key", browser=False))
+    if account is not None:
         fail(f"{name} has no API key login: run `pi auth login {provider}` without --api-key")
-    if provider == "openai-codex" and api_key:
-        fail(f"{name} has no API key login: run `pi auth login {provider}` without --api-key")
-    raise typer.Exit(_run_api_key_login(registry, provider, name))
+    fail(f"{name} is configured outside pi (it takes no key)")
 
 
-def _run_account_login(registry: ModelRegistry, provider: str, name: str, *, browser: bool) -> int:
-    callbacks = TerminalCallbacks(provider, browser=browser)
+def _login_provider_name(registry: ModelRegistry, provider: str) -> str:
+    if provider in registry.providers():
+        return registry.provider_name(provider)
+    method = registry.login_method(provider)  # a login of a provider without models (typesafe)
+    return method.name.removesuffix(" API key") if method is not None else provider
+
+
+def _run_login(registry: ModelRegistry, provider: str, name: str, kind: str, *, browser: bool) -> int:
+    """Run the login of ``kind`` (``"oauth"``: an account, ``"api_key"``) on the
+    terminal; the exit status."""
+    callbacks = TerminalCallbacks(provider, browser=browser, ask=kind == "api_key")
 
     async def run() -> int:
         loop = asyncio.get_running_loop()
         with _interrupts_abort(loop, callbacks):
-            task = asyncio.ensure_future(registry.login(provider, callbacks))
+            task = asyncio.ensure_future(registry.login(provider, callbacks, kind))
             aborted = asyncio.ensure_future(callbacks.signal.wait())
             await asyncio.wait({task, aborted}, return_when=asyncio.FIRST_COMPLETED)
             aborted.cancel()
@@ -198,7 +209,8 @@ def _run_account_login(registry: ModelRegistry, provider: str, name: str, *, bro
             else:
                 print(f"pi: failed to log in to {name}: {detail}", file=sys.stderr)
             return 1
-        callbacks.write(f"Logged in to {name}. Credentials saved to {registry.auth.path}")
+        done = f"Logged in to {name}" if kind == "oauth" else f"Saved API key for {name}"
+        callbacks.write(f"{done}. Credentials saved to {registry.auth.path}")
         return 0
 
     return asyncio.run(run())
@@ -221,29 +233,6 @@ class _interrupts_abort:
             self.loop.remove_signal_handler(signal.SIGINT)
         except (NotImplementedError, RuntimeError):
             pass
-
-
-def _run_api_key_login(registry: ModelRegistry, provider: str, name: str) -> int:
-    callbacks = TerminalCallbacks(provider)
-
-    async def ask() -> str:
-        return await callbacks.prompt(f"Enter {name} API key", secret=True)
-
-    try:
-        key = asyncio.run(ask()).strip()
-    except (EOFError, KeyboardInterrupt):
-        print("pi: login cancelled.", file=sys.stderr)
-        return 1
-    if not key:
-        print(f"pi: no API key entered for {name}; nothing was saved", file=sys.stderr)
-        return 1
-    try:
-        registry.auth.set_api_key(provider, key)
-    except AuthFileError as error:
-        print(f"pi: {error}", file=sys.stderr)
-        return 1
-    callbacks.write(f"Saved API key for {name}. Credentials saved to {registry.auth.path}")
-    return 0
 
 
 @auth_app.command("logout")
@@ -284,10 +273,14 @@ def _status_rows(registry: ModelRegistry, only: str | None) -> list[dict[str, An
             continue
         row: dict[str, Any] = {"provider": provider, "type": entry.get("type"), "source": str(registry.auth.path)}
         if entry.get("type") == "oauth":
-            method = registry.login_method(provider)
+            method = registry.credentials.account_login(provider)
             row["login"] = method.name if method else None
             if isinstance(entry.get("expires"), int | float):
                 row["expires"] = int(entry["expires"])
+        elif entry.get("type") == "api_key":
+            method = registry.login_method(provider)
+            if method is not None and method.kind == "api_key":
+                row["login"] = method.name  # a registered API-key login (a server URL and key)
         rows.append(row)
     for provider in registry.providers():
         if provider in stored or (only and provider != only):
@@ -326,6 +319,8 @@ def status_command(
             method = row.get("login") or "login (no login method installed)"
             expiry = f", {_describe_expiry(row['expires'])}" if "expires" in row else ""
             detail = f"{method}{expiry}"
+        elif row.get("login"):
+            detail = f"{row['login']} from {row['source']}"
         else:
             detail = f"API key from {row['source']}"
         print(f"{row['provider']:<{width}}  {detail}")
@@ -361,7 +356,7 @@ def check_command(
         try:
             if oauth:
                 login = asyncio.run(registry.oauth_credentials(name, refresh=not no_refresh))
-                method = registry.login_method(name)
+                method = registry.credentials.account_login(name)
                 secret = method.api_key(login) if method is not None and method.api_key else login.access
             elif credentials:
                 secret = _api_key_of(registry, name)
@@ -438,5 +433,5 @@ def print_bearer_token_command(
         login = asyncio.run(registry.oauth_credentials(name, min_validity_ms=minimum))
     except LoginRequiredError as error:
         fail(str(error))
-    method = registry.login_method(name)
+    method = registry.credentials.account_login(name)
     print(method.api_key(login) if method is not None and method.api_key else login.access)

@@ -20,11 +20,13 @@ from pi_hookspecs import AbortController, AbortError
 
 class TerminalCallbacks:
     """``browser=False`` (``--no-browser``) opens nothing and picks the login's other
-    method (a device code, a pasted code) instead of the browser sign-in."""
+    method (a device code, a pasted code) instead of the browser sign-in; ``ask``
+    (an API-key login) lists every option of a selection."""
 
-    def __init__(self, provider: str, *, browser: bool = True, out: TextIO | None = None) -> None:
+    def __init__(self, provider: str, *, browser: bool = True, out: TextIO | None = None, ask: bool = False) -> None:
         self.provider = provider
         self.browser = browser
+        self.ask = ask
         self.out = out or sys.stdout
         self.controller = AbortController()
         self.signal = self.controller.signal
@@ -80,6 +82,8 @@ class TerminalCallbacks:
         choices = list(options)
         if not choices:
             raise AbortError("nothing to choose from")
+        if self.ask:
+            return await self._choose(message, choices)
         first, others = choices[0], choices[1:]
         if self.browser:
             self._skipped = [label for _, label in others]
@@ -89,14 +93,17 @@ class TerminalCallbacks:
         if len(others) == 1:
             self.write(f"{message} {others[0][1]}")
             return others[0][0]
+        return await self._choose(message, others)
+
+    async def _choose(self, message: str, options: list[tuple[str, str]]) -> str:
         self.write(message)
-        for number, (_, label) in enumerate(others, 1):
+        for number, (_, label) in enumerate(options, 1):
             self.write(f"  {number}. {label}")
         while True:
-            answer = (await self.prompt(f"Select 1-{len(others)}")).strip()
-            if answer.isdigit() and 1 <= int(answer) <= len(others):
-                return others[int(answer) - 1][0]
-            self.write(f"Enter a number from 1 to {len(others)}.")
+            answer = (await self.prompt(f"Select 1-{len(options)}")).strip()
+            if answer.isdigit() and 1 <= int(answer) <= len(options):
+                return options[int(answer) - 1][0]
+            self.write(f"Enter a number from 1 to {len(options)}.")
 
 
 @contextlib.contextmanager

@@ -319,18 +319,31 @@ def test_copilot_base_url_from_the_token(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_login_without_its_method_leaves_the_other_sources(agent_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """pi 1.6.0 has logins pi lacks (xAI, OpenRouter …): such an entry does not hide a key."""
-    _store_login(agent_dir, "xai", "xai-oauth", "r", _now() + 3600_000)
-    monkeypatch.setenv("XAI_API_KEY", "xai-key")
+    """A login entry of a provider without an account login (a plugin's, uninstalled)
+    does not hide a key."""
+    _store_login(agent_dir, "groq", "groq-oauth", "r", _now() + 3600_000)
+    monkeypatch.setenv("GROQ_API_KEY", "groq-key")
     registry = ModelRegistry()
-    assert registry.has_auth("xai") and registry.api_key("xai") == "xai-key"
-    monkeypatch.delenv("XAI_API_KEY")
-    assert not registry.has_auth("xai")
+    assert registry.has_auth("groq") and registry.api_key("groq") == "groq-key"
+    monkeypatch.delenv("GROQ_API_KEY")
+    assert not registry.has_auth("groq")
 
 
 def test_builtin_login_methods() -> None:
     methods = {m.provider: m for m in login_methods()}
-    assert set(methods) == {"anthropic", "openai-codex", "github-copilot"}
+    assert set(methods) == {
+        "anthropic",
+        "openai-codex",
+        "openai",
+        "github-copilot",
+        "xai",
+        "openrouter",
+        "kimi-coding",
+        "meta",
+        "radius",
+        "typesafe",
+    }
+    assert [p for p, m in methods.items() if m.kind == "api_key"] == ["typesafe"]
     assert methods["anthropic"].name == "Anthropic (Claude Pro/Max)" and methods["anthropic"].subscription
     assert methods["github-copilot"].base_url is not None and methods["github-copilot"].models is not None
     assert ModelRegistry().login_method("anthropic") is not None

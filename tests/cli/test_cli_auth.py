@@ -384,6 +384,8 @@ def test_slash_login_and_logout_in_interactive_mode(agent_dir: Path, project: Pa
         pi.expect("offline-demo")
         pi.expect("› ")
         pi.line("/login openai")
+        pi.expect("Select authentication method for OpenAI")  # pi 1.6.0: an account or a key
+        pi.send("2")  # Sign in with an API key
         pi.expect("Enter OpenAI API key")
         pi.line("sk-from-the-dialog")
         pi.expect("Saved API key for OpenAI")
@@ -393,6 +395,8 @@ def test_slash_login_and_logout_in_interactive_mode(agent_dir: Path, project: Pa
         assert "sk-from-the-dialog" not in pi.screen_text()
 
         pi.line("/login anthropic")
+        pi.expect("Select authentication method for Anthropic")
+        pi.send("1")  # Sign in with an account
         pi.expect("Select Anthropic login method")
         pi.send("2")  # copy code (headless)
         url = pi.expect_re(r"Open this URL to sign in: \S+")

@@ -177,13 +177,16 @@ _PAGE = (
 class CallbackResult:
     code: str | None
     error: str | None = None
+    params: dict[str, str] | None = None
+    """Every query parameter of the redirect (a login may need more than the code)."""
 
 
 class CallbackServer:
     """A loopback HTTP server that receives the authorization server's redirect
-    (``GET <path>?code=...&state=...``) once."""
+    (``GET <path>?code=...&state=...``) once. ``state=None``: the provider sends none
+    (the random ``path`` then keeps stray requests out)."""
 
-    def __init__(self, provider_name: str, path: str, state: str) -> None:
+    def __init__(self, provider_name: str, path: str, state: str | None) -> None:
         self.provider_name = provider_name
         self.path = path
         self.state = state
@@ -241,7 +244,7 @@ class CallbackServer:
             return "404 Not Found", "Not found", "This is pi's sign-in callback."
         query = parse_qs(parts.query)
         first = {key: values[0] for key, values in query.items() if values}
-        if first.get("state") != self.state:
+        if self.state is not None and first.get("state") != self.state:
             return "400 Bad Request", "Sign-in failed", "The state does not match this sign-in."
         result = self._result
         if result is None or result.done():
@@ -253,16 +256,16 @@ class CallbackServer:
         code = first.get("code")
         if not code:
             return "400 Bad Request", "Sign-in failed", "The redirect carries no authorization code."
-        result.set_result(CallbackResult(code))
+        result.set_result(CallbackResult(code, params=first))
         return "200 OK", f"Signed in to {self.provider_name}", "You may close this page and return to pi."
 
 
 async def start_callback_server(
-    provider_name: str, path: str, state: str, ports: tuple[int, ...]
+    provider_name: str, path: str, state: str | None, ports: tuple[int, ...], host: str | None = None
 ) -> CallbackServer | None:
     """A started :class:`CallbackServer` on the first port that binds (0: any free
     port), or ``None`` when none does (the user pastes the redirect instead)."""
-    host = callback_host()
+    host = host or callback_host()
     for port in ports:
         try:
             return await CallbackServer(provider_name, path, state).start(host, port)
@@ -304,6 +307,30 @@ async def wait_for_code(
     if not code:
         raise LoginError("no authorization code was given")
     return code
+
+
+async def wait_for_redirect(
+    callbacks: LoginCallbacks, server: CallbackServer | None, *, message: str, placeholder: str | None
+) -> CallbackResult | str:
+    """The browser's redirect to ``server`` (a :class:`CallbackResult`) or the text the
+    user pastes (the redirect URL, a code), whichever comes first; the other is
+    cancelled."""
+    manual = asyncio.ensure_future(callbacks.prompt(message, placeholder=placeholder))
+    waiting: set[asyncio.Future[Any]] = {manual}
+    redirect = asyncio.ensure_future(server.wait()) if server is not None else None
+    if redirect is not None:
+        waiting.add(redirect)
+    try:
+        done, _ = await until_aborted(callbacks, asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED))
+    finally:
+        for task in waiting:
+            if not task.done():
+                task.cancel()
+    if redirect is not None and redirect in done and not redirect.cancelled():
+        result: CallbackResult = redirect.result()
+        return result
+    text: str = manual.result()
+    return text
 
 
 async def browser_login_code(
@@ -391,3 +418,56 @@ def decode_jwt_payload(token: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return payload if isinstance(payload, dict) else None
+
+
+async def post(
+    url: str,
+    *,
+    form: dict[str, str] | None = None,
+    json_body: Any = None,
+    headers: dict[str, str] | None = None,
+    what: str,
+    method: str = "POST",
+) -> tuple[int, dict[str, Any]]:
+    """Send a request whatever its answer: ``(status, JSON object body or {})``. Only
+    an unreachable server raises :class:`LoginError` (naming ``what``)."""
+    sent = {"Accept": "application/json", **(headers or {})}
+    try:
+        async with _client() as client:
+            response = await client.request(method, url, json=json_body, data=form, headers=sent)
+    except Exception as error:
+        raise LoginError(f"{what} failed: cannot reach {url}: {error}") from None
+    try:
+        body = response.json() if response.content else None
+    except ValueError:
+        body = None
+    return response.status_code, body if isinstance(body, dict) else {}
+
+
+def oauth_error(body: dict[str, Any], *keys: str) -> str:
+    """The first string among ``body[keys]`` (``error_description``, ``message`` …),
+    as ``": <text>"``, or ``""``."""
+    for key in keys or ("error_description", "message", "error"):
+        value = body.get(key)
+        if isinstance(value, str) and value.strip():
+            return f": {value.strip()}"
+        if isinstance(value, dict) and isinstance(value.get("message"), str):
+            return f": {value['message']}"
+    return ""
+
+
+def trusted_http_url(value: Any, *, https_only: bool = False) -> str | None:
+    """``value`` when it is an ``http(s)`` URL (a server-supplied address pi opens in
+    a browser must not be a ``file:`` URL or a custom scheme), else ``None``."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    parts = urlsplit(value.strip())
+    allowed = ("https",) if https_only else ("http", "https")
+    return value.strip() if parts.scheme in allowed and parts.netloc else None
+
+
+def positive(value: Any) -> float | None:
+    """A positive finite number, else ``None``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if 0 < value < float("inf") else None

@@ -613,7 +613,7 @@ async def cmd_login(app: CommandHost, args: str) -> None:
         return
     if method is not None:
         try:
-            await models.login(provider, DialogLogin(app))
+            credentials = await models.login(provider, DialogLogin(app))
         except Exception as error:
             detail = str(error) or type(error).__name__
             if "cancelled" in detail.lower():
@@ -621,7 +621,8 @@ async def cmd_login(app: CommandHost, args: str) -> None:
             else:
                 app.out.line(f"✖ Failed to log in to {name}: {detail}", "red")
             return
-        app.out.line(f"✓ Logged in to {name}. Credentials saved to {models.auth.path}", "green")
+        done = "Saved API key for" if credentials.type == "api_key" else "Logged in to"
+        app.out.line(f"✓ {done} {name}. Credentials saved to {models.auth.path}", "green")
         await _adopt_default_model(app)
         return
     key = await app.dialogs.text(f"Enter {name} API key", password=True)

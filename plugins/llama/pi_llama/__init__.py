@@ -27,13 +27,13 @@ import os
 from typing import Any
 
 from pi_hookspecs import (
+    ApiKeyCredentials,
     CommandDefinition,
     CredentialRequest,
     CredentialSource,
     LoginCallbacks,
     LoginMethod,
     Model,
-    OAuthCredentials,
     ProviderDefinition,
     RequestCredentials,
     hookimpl,
@@ -97,8 +97,8 @@ class LlamaPlugin:
             LoginMethod(
                 provider=PROVIDER,
                 name="llama.cpp server",
+                kind="api_key",
                 login=self.login,
-                refresh=_unchanged,
                 api_key=_login_key,
                 base_url=_login_base_url,
             )
@@ -159,9 +159,10 @@ class LlamaPlugin:
 
     # ------------------------------------------------------------------ /login llama.cpp
 
-    async def login(self, callbacks: LoginCallbacks) -> OAuthCredentials:
+    async def login(self, callbacks: LoginCallbacks) -> ApiKeyCredentials:
         """Ask for the router's URL and an optional key, check that the router answers,
-        and keep a snapshot of its models."""
+        and keep a snapshot of its models; stored as pi 1.6.0 stores it (an API key with
+        the URL in its ``env``)."""
         default = os.environ.get("LLAMA_BASE_URL") or DEFAULT_SERVER_URL
         entered = await callbacks.prompt("llama.cpp server URL", placeholder=default)
         server_url = normalize_server_url(entered.strip() or default)
@@ -179,17 +180,16 @@ class LlamaPlugin:
 # ---------------------------------------------------------------------- credentials
 
 
-def _unchanged(credentials: OAuthCredentials) -> OAuthCredentials:
-    return credentials  # a router key does not expire
+def _login_key(credentials: ApiKeyCredentials) -> str | None:
+    key = credentials.key
+    if key and key.startswith("!"):
+        return None  # a command: pi runs it (the stored key's usual resolution)
+    return key or env_api_key(credentials.env) or "local"
 
 
-def _login_key(credentials: OAuthCredentials) -> str:
-    return credentials.access or env_api_key() or "local"
-
-
-def _login_base_url(credentials: OAuthCredentials, model: Model) -> str | None:
-    url = credentials.extra("serverUrl")
-    return inference_url(url) if isinstance(url, str) and url else None
+def _login_base_url(credentials: ApiKeyCredentials, model: Model) -> str | None:
+    url = (credentials.env or {}).get("LLAMA_BASE_URL")
+    return inference_url(normalize_server_url(url)) if url else None
 
 
 def _configured(env: dict[str, str]) -> bool:

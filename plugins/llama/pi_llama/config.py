@@ -5,11 +5,10 @@ As in pi 1.6.0, the provider counts as configured when a server URL is known: a 
 login's URL first, then ``LLAMA_BASE_URL``. The key is the stored one, then
 ``LLAMA_API_KEY``, then ``local`` (llama.cpp started without ``--api-key`` ignores it).
 
-Two shapes of the ``auth.json`` entry are read:
-
-* the login this plugin stores (the contract's logins are OAuth-shaped):
-  ``{"type": "oauth", "access": KEY, "refresh": "", "expires": …, "serverUrl": URL}``;
-* pi 1.6.0's: ``{"type": "api_key", "key": KEY, "env": {"LLAMA_BASE_URL": URL}}``.
+The login stores pi 1.6.0's entry, an API-key login:
+``{"type": "api_key", "key": KEY, "env": {"LLAMA_BASE_URL": URL}}`` (no ``key`` when
+none was given). The entry earlier versions of this plugin stored is still read:
+``{"type": "oauth", "access": KEY, "refresh": "", "expires": …, "serverUrl": URL}``.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pi_hookspecs import OAuthCredentials, toolkit
+from pi_hookspecs import ApiKeyCredentials, toolkit
 
 from .client import LlamaClient, normalize_server_url
 
@@ -29,9 +28,6 @@ PROVIDER = "llama.cpp"
 
 DEFAULT_SERVER_URL = "http://127.0.0.1:9931"
 """The URL ``/login llama.cpp`` proposes (pi 1.6.0's default)."""
-
-NEVER_EXPIRES = 253_402_300_799_000
-"""The expiry of a stored login (9999-12-31): a router key does not expire."""
 
 
 @dataclass(frozen=True)
@@ -107,11 +103,9 @@ def connection(env: Mapping[str, str] | None = None) -> Connection | None:
     return Connection(url, env_api_key(env), "LLAMA_BASE_URL")
 
 
-def login_credentials(server_url: str, api_key: str | None) -> OAuthCredentials:
-    """What ``/login llama.cpp`` stores."""
-    return OAuthCredentials.model_validate(
-        {"access": api_key or "", "refresh": "", "expires": NEVER_EXPIRES, "serverUrl": server_url}
-    )
+def login_credentials(server_url: str, api_key: str | None) -> ApiKeyCredentials:
+    """What ``/login llama.cpp`` stores (pi 1.6.0's entry)."""
+    return ApiKeyCredentials(key=api_key or None, env={"LLAMA_BASE_URL": server_url})
 
 
 __all__ = [

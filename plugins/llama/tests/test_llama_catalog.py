@@ -107,7 +107,7 @@ def test_a_stored_login_wins_over_the_environment(pi_agent_dir: Path, monkeypatc
     )
     found = connection()
     assert found is not None and (found.server_url, found.api_key) == ("http://a:2", "k1")
-    # this plugin's login
+    # what earlier versions of this plugin stored
     auth.write_text(
         json.dumps(
             {"llama.cpp": {"type": "oauth", "access": "", "refresh": "", "expires": 1, "serverUrl": "http://b:3"}}
@@ -135,7 +135,9 @@ async def test_login_checks_the_router_and_stores_its_url(
 
     method = next(r for r in register(LlamaPlugin()) if isinstance(r, LoginMethod))
     credentials = await method.login(Callbacks())
-    assert credentials.extra("serverUrl") == configured.url and credentials.access == ""
+    assert method.kind == "api_key" and method.refresh is None
+    # pi 1.6.0's entry: no key given, the URL in env
+    assert credentials.to_json() == {"type": "api_key", "env": {"LLAMA_BASE_URL": configured.url}}
     assert method.api_key is not None and method.api_key(credentials) == "local"
     assert read_snapshot(configured.url) is not None  # the login looked at the router
 
