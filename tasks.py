@@ -66,10 +66,23 @@ def uv_env() -> dict[str, str]:
     return env
 
 
+WORKSPACE_SOURCES = [
+    "pi_core",
+    "hookspecs/pi_hookspecs",
+    *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "plugins").glob("*/pi_*")),
+]
+"""The workspace's import packages, installed editable: their bytecode is written beside the sources."""
+
+
 def setup() -> list[str]:
+    """``.venv`` with bytecode compiled at install, so that the first run is as fast as the
+    next: ``uv sync --compile-bytecode`` compiles site-packages (a second or two, each time), and
+    ``compileall`` the workspace's editable sources (only what changed)."""
     uv = uv_command()
-    say("uv sync --all-packages")
-    run(*uv, "sync", "--all-packages", "--python", sys.executable, env=uv_env())
+    say("uv sync --all-packages --compile-bytecode")
+    run(*uv, "sync", "--all-packages", "--compile-bytecode", "--python", sys.executable, env=uv_env())
+    python = ROOT / ".venv" / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    run(str(python), "-m", "compileall", "-q", "-j", "0", *WORKSPACE_SOURCES)
     return uv
 
 

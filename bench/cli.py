@@ -1,40 +1,72 @@
 """The ``pi`` command as a user runs it, side by side with pi 1.6.0 (TypeScript, under Bun).
 
-docs/architecture.md, "Performance budgets" states these budgets as ratios to pi 1.6.0 measured in the same run, so every
-case runs both programs in this process, interleaved (ours, theirs, ours, theirs, ...)
-so that the machine's noise hits both alike, against the same local scripted endpoint
-(``tests/ai/wire_server.py``). Each row prints our median, pi 1.6.0's median and the
-ratio ours / theirs, for wall time and for peak memory: the max RSS of the program's
-process from ``os.wait4`` (which includes children it reaped, such as an MCP server),
-taken by a small launcher process (see ``LAUNCHER``); the pi 1.6.0 wrapper is ``sh``
-exec'ing ``bun``, so that is bun's RSS.
+docs/architecture.md, "Performance budgets" states these budgets as ratios to pi 1.6.0
+measured in the same run. Every case runs both programs in this process against the same
+local scripted endpoint (``tests/ai/wire_server.py``), in **slots**: in each slot our pi
+and pi 1.6.0 run the case back to back, which one goes first alternating from slot to
+slot, so that the machine's noise hits both alike and a slow moment spoils one pair, not
+one program. Each slot gives one ratio ours / theirs; a case reports the median of its
+per-slot ratios with a 90% interval, and a budget is met only when the interval's upper
+end is under it.
 
-* ``pi --version`` and ``pi --help``;
-* ``pi -p`` text-only and with one bash tool round trip, openai-completions and
-  anthropic-messages;
-* ``pi -p`` with one MCP stdio server (``@modelcontextprotocol/server-everything``
-  under node, installed with npm into ``~/.cache/pi-bench``; a small Python
-  ``MCPServer`` if npm fails) and one call of its ``echo`` tool, exposed ``direct`` in
-  both programs as ``mcp__<server>__echo``;
-* resuming a 20,000-entry session (``--session FILE``, a fresh copy for every run): the
-  extra cost above the same prompt with ``--no-session``. All 20,000 messages must reach
-  the model (no compaction in the file, a context window neither program compacts in):
-  the request the endpoint received is counted and the case fails when it is short;
-* a 400-turn bash tool loop in one run (``--mode json``): turn-to-turn gaps between
-  ``turn_end`` lines, median of the first 20 and the last 20, and the whole run.
+The interval is the distribution-free order-statistic (binomial) confidence interval for
+the median of the per-slot ratios: with ``n`` ratios sorted, ``[x(k+1), x(n-k)]`` for the
+largest ``k`` with ``P(Binomial(n, 1/2) <= k) <= 5%``, so its coverage is at least 90%
+whatever the distribution of the ratios (96.5% at 15 slots, 93.0% at 8; fewer than 5
+slots give none). No resampling, no random numbers: the same ratios always give the same
+interval.
 
-Our pi is the installed console script ``.venv/bin/pi`` with a warm bytecode cache;
-pi 1.6.0 is the wrapper named by ``PI_TS`` (``bench/run.py`` defaults it to the output of
-``../shared/tools/install-pi-ts`` when that wrapper is installed). Without it only our
-numbers print. ``PI_BENCH_RUNS`` sets the number of runs per case (default 5),
-``PI_BENCH_CASES`` the cases to run (``startup,print,mcp,resume,loop``; default all); a failing
-case prints its reason (the stderr tail) and the others go on.
+Times are wall times; memory is the max RSS of the program's process from ``os.wait4``
+(which includes children it reaped, such as an MCP server), taken by a small launcher
+process (see ``LAUNCHER``); the pi 1.6.0 wrapper is ``sh`` exec'ing ``bun``, so that is
+bun's RSS. The cases (``PI_BENCH_CASES`` names them):
+
+* ``startup``: ``pi --version`` and ``pi --help``;
+* ``print``: ``pi -p`` text-only and with one bash tool round trip, openai-completions and
+  anthropic-messages, our pi loading the plugins pi 1.6.0 ships
+  (``PI_EXTENSIONS=mcp,codemode,tool_search``);
+* ``all-plugins``: the same with every plugin of the workspace installed and enabled (the
+  README's ``.venv``, no ``PI_EXTENSIONS``: pluggable-pi-sandbox confines the bash call);
+* ``mcp``: ``pi -p`` with one MCP stdio server (``@modelcontextprotocol/server-everything``
+  under node, installed with npm into ``~/.cache/pi-bench``; a small Python ``MCPServer``
+  if npm fails) and one call of its ``echo`` tool, exposed ``direct`` in both programs as
+  ``mcp__<server>__echo``;
+* ``resume``: resuming a 20,000-entry session (``--session FILE``, a fresh copy for every
+  run): the extra cost above the same prompt with ``--no-session``, per slot. All 20,000
+  messages must reach the model (no compaction in the file, a context window neither
+  program compacts in): the request the endpoint received is counted and the case fails
+  when it is short;
+* ``loop``: a 400-turn bash tool loop in one run (``--mode json``): turn-to-turn gaps
+  between ``turn_end`` lines, median of the first 20 and the last 20 (their ratio is the
+  per-turn growth), and the whole run. It is slow: ``min(PI_BENCH_RUNS, 8)`` slots unless
+  ``PI_BENCH_LOOP_RUNS`` says otherwise (the output says how many);
+* ``first-run``: ours only, the first ``pi -p`` after an install against the second one:
+  each slot builds a fresh environment the way ``python3 tasks.py install`` does (``uv
+  venv`` + ``uv pip install --compile-bytecode`` of ``pluggable-pi[standard]`` from
+  wheels of this workspace built once, third-party packages pinned to ``.venv``'s
+  versions, from uv's cache) and a fresh agent folder, runs ``pi -p`` twice and takes the
+  ratio first / second. What the first run pays on top (creating the agent folder, schema
+  caches written beside the bytecode, bytecode missing) is what a user meets; the OS page
+  cache is warm in both (the install just wrote the files). ``PI_BENCH_NO_COMPILE=1``
+  installs without ``--compile-bytecode``, to see what compiling at install saves.
+
+Our pi is the installed console script ``.venv/bin/pi`` with a warm bytecode cache (the
+first-run case excepted); pi 1.6.0 is the wrapper named by ``PI_TS`` (``bench/run.py``
+defaults it to the output of ``../shared/tools/install-pi-ts`` when that wrapper is
+installed). Without it only our numbers print, and no budget is judged.
+``PI_BENCH_RUNS`` sets the number of slots (default 15), ``PI_BENCH_CASES`` the cases to
+run (``startup,print,all-plugins,mcp,resume,loop,first-run``; default all); a failing case
+prints its reason (the stderr tail) and the others go on. The last table lists every
+budget: the case, its slots, the median ratio, the 90% interval, the budget and whether
+it is met (rows without a budget print in their case's table only).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
+import math
 import os
 import shutil
 import signal
@@ -47,7 +79,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from types import ModuleType
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "ai"))
@@ -65,29 +98,46 @@ TIMEOUT = 180.0
 LOOP_TIMEOUT = 900.0
 CONTEXT_WINDOW = 4_000_000  # far above the 20,000-entry session: neither program compacts
 NOT_INSTALLED = 'pi 1.6.0 not installed: export PI_TS="$(../shared/tools/install-pi-ts)"'
+DEFAULT_SLOTS = 15
+LOOP_SLOTS = 8
+"""The loop case's slots unless ``PI_BENCH_LOOP_RUNS`` says otherwise (at most ``PI_BENCH_RUNS``)."""
+LEVEL = 0.90
+"""The least coverage of the interval of each median ratio."""
 
 
 SECTIONS = {
     "startup": "_startup",
     "print": "_print_cases",
+    "all-plugins": "_all_plugins_cases",
     "mcp": "_mcp_case",
     "resume": "_resume_case",
     "loop": "_loop_case",
+    "first-run": "_first_run_case",
 }
 """The cases of this bench, by the names ``PI_BENCH_CASES`` takes."""
 
 
-def _sections() -> list[Callable[..., list[str]]]:
+def _sections() -> list[Callable[[Bench], list[str]]]:
     """The sections to run: all, or those ``PI_BENCH_CASES`` names (``print,resume``)."""
     chosen = [name.strip() for name in os.environ.get("PI_BENCH_CASES", "").split(",") if name.strip()]
     return [globals()[SECTIONS[name]] for name in (chosen or SECTIONS) if name in SECTIONS]
 
 
-def runs() -> int:
+def _count(variable: str, default: int) -> int:
     try:
-        return max(1, int(os.environ.get("PI_BENCH_RUNS", "5")))
+        return max(1, int(os.environ.get(variable, str(default))))
     except ValueError:
-        return 5
+        return default
+
+
+def runs() -> int:
+    """The slots of every case (``PI_BENCH_RUNS``, default 15)."""
+    return _count("PI_BENCH_RUNS", DEFAULT_SLOTS)
+
+
+def loop_runs(n: int) -> int:
+    """The loop case's slots: ``PI_BENCH_LOOP_RUNS``, else ``min(n, LOOP_SLOTS)``."""
+    return _count("PI_BENCH_LOOP_RUNS", min(n, LOOP_SLOTS))
 
 
 def default_pi_ts() -> None:
@@ -432,6 +482,77 @@ def _mcp_server(base: Path) -> McpServer:
     return McpServer("pyecho", f"Python MCPServer ({why})", [python, str(script)])
 
 
+# --------------------------------------------------------------------------- the median ratio and its interval
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The median of ``n`` per-slot ratios and its order-statistic interval (``low`` and
+    ``high`` None when ``n`` is too small for one of the required coverage)."""
+
+    median: float
+    low: float | None
+    high: float | None
+    coverage: float | None
+    n: int
+
+
+def median_interval(values: list[float], level: float = LEVEL) -> Interval:
+    """The distribution-free confidence interval for the median: sorted ``x``, the
+    interval ``[x(k+1), x(n-k)]`` (1-based) covers the median with probability
+    ``1 - 2 P(Binomial(n, 1/2) <= k)``; ``k`` is the largest for which that is at least
+    ``level``."""
+    xs = sorted(values)
+    n = len(xs)
+    median = statistics.median(xs)
+    tail = (1 - level) / 2
+    cdf = 0.0
+    best: tuple[int, float] | None = None
+    for k in range(n // 2):
+        cdf += math.comb(n, k) / 2**n
+        if cdf > tail:
+            break
+        best = (k, 1 - 2 * cdf)
+    if best is None:
+        return Interval(median, None, None, None, n)
+    k, coverage = best
+    return Interval(median, xs[k], xs[n - 1 - k], coverage, n)
+
+
+@dataclass
+class Verdict:
+    """One budget: the per-slot ratios of a case (None when it could not be measured, and
+    ``why`` says so) against its target (None: shown, not judged)."""
+
+    case: str
+    ratios: list[float] | None
+    target: float | None
+    why: str = ""
+
+    def cells(self) -> list[str]:
+        target = f"<= {self.target:.2f}x" if self.target is not None else "-"
+        if not self.ratios:
+            return [self.case, "-", "-", "-", target, self.why or "no data"]
+        iv = median_interval(self.ratios)
+        interval = f"[{iv.low:.2f}, {iv.high:.2f}]" if iv.high is not None and iv.low is not None else "(too few)"
+        if self.target is None:
+            verdict = ""
+        elif iv.high is None:
+            verdict = "not met (too few slots)"
+        else:
+            verdict = "met" if iv.high < self.target else "not met"
+        return [self.case, str(iv.n), f"{iv.median:.2f}x", interval, target, verdict]
+
+
+def _ratio_cell(ratios: list[float] | None) -> str:
+    if not ratios:
+        return "-"
+    iv = median_interval(ratios)
+    if iv.low is None or iv.high is None:
+        return f"{iv.median:.2f}x"
+    return f"{iv.median:.2f}x [{iv.low:.2f}, {iv.high:.2f}]"
+
+
 # --------------------------------------------------------------------------- interleaving
 
 Step = Callable[[Program], dict[str, float]]
@@ -439,6 +560,8 @@ Step = Callable[[Program], dict[str, float]]
 
 @dataclass
 class Outcome:
+    """One program's samples of one step, one per slot, in slot order."""
+
     samples: list[dict[str, float]] = field(default_factory=list)
     failed: str | None = None
 
@@ -447,14 +570,19 @@ class Outcome:
             return None
         return statistics.median(sample[key] for sample in self.samples)
 
+    def values(self, key: str) -> list[float]:
+        return [sample[key] for sample in self.samples]
+
 
 def interleave(programs: list[Program], n: int, steps: dict[str, Step]) -> dict[str, dict[str, Outcome]]:
-    """``n`` rounds of: every step, every program in turn (ours, theirs). A program that
-    fails a step is not run for that step again; the others go on."""
+    """``n`` slots; in each, every step runs every program back to back, the first program
+    of one slot last in the next (ours, theirs; theirs, ours; ...). A program that fails a
+    step is not run for that step again; the others go on."""
     results = {key: {prog.name: Outcome() for prog in programs} for key in steps}
-    for _ in range(n):
+    for slot in range(n):
+        order = programs if slot % 2 == 0 else programs[::-1]
         for key, step in steps.items():
-            for prog in programs:
+            for prog in order:
                 outcome = results[key][prog.name]
                 if outcome.failed:
                     continue
@@ -471,6 +599,23 @@ def warm(programs: list[Program], step: Step) -> None:
     for prog in programs:
         with contextlib.suppress(Exception):
             step(prog)
+
+
+def per_slot(ours: list[float], theirs: list[float]) -> list[float]:
+    """The ratio ours / theirs of each slot (a slot whose denominator is not positive is left out)."""
+    return [a / b for a, b in zip(ours, theirs, strict=False) if b > 0]
+
+
+def paired(outcomes: dict[str, Outcome], key: str) -> tuple[list[float] | None, str]:
+    """Our per-slot ratios to pi 1.6.0 for ``key``, or None and why not."""
+    ours, theirs = outcomes.get("pi"), outcomes.get("pi 1.6.0")
+    if ours is None or ours.failed:
+        return None, "FAILED"
+    if theirs is None:
+        return None, "no pi 1.6.0"
+    if theirs.failed:
+        return None, "pi 1.6.0 FAILED"
+    return per_slot(ours.values(key), theirs.values(key)), ""
 
 
 # --------------------------------------------------------------------------- printing
@@ -492,20 +637,33 @@ def _fmt(value: float | None, unit: str) -> str:
     return f"{value:g}"
 
 
-def _ratio(ours: float | None, theirs: float | None) -> str:
-    if ours is None or theirs is None or theirs <= 0:
-        return "-"
-    return f"{ours / theirs:.2f}x"
+@dataclass
+class Bench:
+    """What every case gets: the programs (ours first), the slots, the endpoint, the
+    folders, why pi 1.6.0 is missing (or ""), and the list every budget joins."""
+
+    programs: list[Program]
+    n: int
+    server: WireServer
+    base: Path
+    cwd: Path
+    missing: str
+    verdicts: list[Verdict] = field(default_factory=list)
+
+
+RATIO = "ratio [90%]"
 
 
 class Table:
-    HEADER: ClassVar[list[str]] = ["", "pi", "pi 1.6.0", "ratio", "max RSS pi", "pi 1.6.0", "ratio"]
-
-    def __init__(self, title: str, missing: str) -> None:
+    def __init__(
+        self, bench: Bench, title: str, header: tuple[str, str] = ("pi", "pi 1.6.0"), ours_only: bool = False
+    ) -> None:
+        self.bench = bench
         self.title = title
+        self.ours_only = ours_only
+        self.header = ["", header[0], header[1], RATIO, f"max RSS {header[0]}", header[1], RATIO]
         self.rows: list[list[str]] = []
         self.notes: list[str] = []
-        self.missing = missing
         self._seen: set[tuple[str, str]] = set()
 
     def row(
@@ -515,21 +673,31 @@ class Table:
         key: str = "time",
         unit: str = "s",
         rss: bool = True,
+        target: float | None = None,
+        rss_target: float | None = None,
         ratio: bool = True,
+        case: str | None = None,
     ) -> None:
+        """Medians of both programs and the median per-slot ratio with its interval, for
+        ``key`` and (``rss``) peak memory; a ratio with a target joins the budgets, named
+        ``case`` (default ``label``)."""
         ours, theirs = outcomes.get("pi"), outcomes.get("pi 1.6.0")
         cells = [label]
-        for k, u, show in ((key, unit, True), ("rss", "MB", rss)):
+        for k, u, show, goal, name in (
+            (key, unit, True, target, case or label),
+            ("rss", "MB", rss, rss_target, f"{case or label}: peak memory"),
+        ):
             if not show:
                 cells += ["", "", ""]
                 continue
-            a = ours.median(k) if ours else None
-            b = theirs.median(k) if theirs else None
+            ratios, why = paired(outcomes, k) if ratio else (None, "")
             cells += [
-                "FAILED" if ours and ours.failed else _fmt(a, u),
-                "FAILED" if theirs and theirs.failed else _fmt(b, u),
-                _ratio(a, b) if ratio else "",
+                "FAILED" if ours and ours.failed else _fmt(ours.median(k) if ours else None, u),
+                "FAILED" if theirs and theirs.failed else _fmt(theirs.median(k) if theirs else None, u),
+                _ratio_cell(ratios) if ratio else "",
             ]
+            if ratio and goal is not None:
+                self.bench.verdicts.append(Verdict(name, ratios, goal, why))
         self.rows.append(cells)
         for outcome in (ours, theirs):
             if outcome and outcome.failed and (label, outcome.failed) not in self._seen:
@@ -542,7 +710,7 @@ class Table:
         ours: float | None,
         theirs: float | None,
         unit: str,
-        ratio: bool = True,
+        ratios: list[float] | None = None,
         failed: tuple[str | None, str | None] = (None, None),
     ) -> None:
         self.rows.append(
@@ -550,7 +718,7 @@ class Table:
                 label,
                 "FAILED" if failed[0] else _fmt(ours, unit),
                 "FAILED" if failed[1] else _fmt(theirs, unit),
-                _ratio(ours, theirs) if ratio else "",
+                _ratio_cell(ratios),
                 "",
                 "",
                 "",
@@ -559,19 +727,46 @@ class Table:
 
     def lines(self) -> list[str]:
         out = [self.title]
-        if self.missing:
-            out.append(f"  ({self.missing}; only our numbers)")
-        table = [self.HEADER, *self.rows]
-        widths = [max(len(r[i]) for r in table) for i in range(len(self.HEADER))]
-        for r in table:
-            cells = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True)]
-            out.append("  " + "  ".join(cells).rstrip())
+        if self.bench.missing and not self.ours_only:
+            out.append(f"  ({self.bench.missing}; only our numbers)")
+        out += _columns([self.header, *self.rows], indent="  ")
         out.extend(f"  {note}" for note in self.notes)
         return out
 
 
-def _table(title: str, missing: str) -> Table:
-    return Table(title, missing)
+def _columns(table: list[list[str]], indent: str) -> list[str]:
+    """The first column left-aligned, the others right-aligned."""
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    out = []
+    for r in table:
+        cells = [r[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True)]
+        out.append(indent + "  ".join(cells).rstrip())
+    return out
+
+
+def budgets(verdicts: list[Verdict]) -> list[str]:
+    """The final table: every ratio, its interval, its budget and whether it is met."""
+    header = ["case", "slots", "median ratio", "90% interval", "budget", "met?"]
+    rows = [v.cells() for v in verdicts]
+    judged = [r for r, v in zip(rows, verdicts, strict=True) if v.target is not None]
+    met = sum(1 for r in judged if r[-1] == "met")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    out = [
+        f"budgets (met when the upper end of the 90% interval is under the budget): {met} of {len(judged)} met",
+        "  interval: order-statistic (binomial) interval for the median of the per-slot ratios, coverage >= 90%",
+    ]
+    counts = sorted({len(v.ratios) for v in verdicts if v.ratios})
+    if counts:
+        exact = []
+        for count in counts:
+            coverage = median_interval([0.0] * count).coverage
+            exact.append(f"{coverage:.1%} at {count} slots" if coverage else f"none at {count} slots")
+        out[-1] += f" (exactly {', '.join(exact)})"
+    for r in [header, *rows]:
+        cells = [r[0].ljust(widths[0]), r[1].rjust(widths[1]), r[2].rjust(widths[2]), r[3].rjust(widths[3])]
+        cells += [r[4].rjust(widths[4]), r[5]]
+        out.append("  " + "  ".join(cells).rstrip())
+    return out
 
 
 # --------------------------------------------------------------------------- the cases
@@ -590,9 +785,12 @@ def report() -> list[str]:
     n = runs()
     theirs_cmd, missing = _pi_ts()
     out = [
-        f"pi command vs pi 1.6.0 (median of {n} interleaved runs each; ratio = pi / pi 1.6.0)",
-        f"  our pi loads the plugins pi 1.6.0 ships built in: PI_EXTENSIONS={PI_PLUGINS}",
+        f"pi command vs pi 1.6.0: {n} slots per case, each running both programs back to back, alternating "
+        "which goes first;",
+        "  ratio = pi / pi 1.6.0 per slot: its median and 90% interval (order-statistic interval for the median)",
+        f"  our pi loads the plugins pi 1.6.0 ships built in: PI_EXTENSIONS={PI_PLUGINS} (all-plugins: every one)",
     ]
+    verdicts: list[Verdict] = []
     with tempfile.TemporaryDirectory(prefix="pi-bench-cli-") as tmp:
         base = Path(tmp)
         cwd = base / "project"
@@ -612,20 +810,23 @@ def report() -> list[str]:
                 )
             for prog in programs:
                 _models_json(prog.agent, server.url)
+            bench = Bench(programs, n, server, base, cwd, missing, verdicts)
             for section in _sections():
+                out.append("")
                 try:
-                    out.extend(section(programs, n, server, base, cwd, missing))
+                    out.extend(section(bench))
                 except Exception as error:  # a bench prints, never raises
                     out.append(f"  ! {section.__name__} failed: {type(error).__name__}: {error}")
         finally:
             server.close()
+    out += ["", *budgets(verdicts)]
     return out
 
 
-def _startup(programs: list[Program], n: int, server: WireServer, base: Path, cwd: Path, missing: str) -> list[str]:
+def _startup(bench: Bench) -> list[str]:
     def flag(name: str) -> Step:
         def step(prog: Program) -> dict[str, float]:
-            run = run_once(prog, [name], cwd)
+            run = run_once(prog, [name], bench.cwd)
             if not run.stdout.strip():
                 raise CaseFailed(f"{prog.name}: {name} printed nothing")
             return {"time": run.seconds, "rss": run.rss_kb}
@@ -634,54 +835,92 @@ def _startup(programs: list[Program], n: int, server: WireServer, base: Path, cw
 
     steps = {"--version": flag("--version"), "--help": flag("--help")}
     for step in steps.values():
-        warm(programs, step)
-    results = interleave(programs, n, steps)
-    table = _table("  startup", missing)
-    table.row("pi --version", results["--version"])
-    table.row("pi --help", results["--help"])
+        warm(bench.programs, step)
+    results = interleave(bench.programs, bench.n, steps)
+    table = Table(bench, "startup")
+    table.row("pi --version", results["--version"], target=1.0)
+    table.row("pi --help", results["--help"], target=1.0)
     return table.lines()
 
 
-def _print_cases(programs: list[Program], n: int, server: WireServer, base: Path, cwd: Path, missing: str) -> list[str]:
-    def case(model: str, responses: Callable[[], list[Any]], tool: bool) -> Step:
-        def step(prog: Program) -> dict[str, float]:
-            server.reset()
-            server.enqueue(*responses())
-            run = run_once(prog, ["-p", "--no-session", "--model", model, "run it"], cwd)
-            requests = [r.body for r in server.requests]
-            if len(requests) != (2 if tool else 1):
-                raise CaseFailed(f"{prog.name}: {len(requests)} model requests, expected {2 if tool else 1}")
-            if tool and "turn" not in _tool_result_text(requests[-1]):
-                raise CaseFailed(
-                    f"{prog.name}: the bash result did not reach the model: {_tool_result_text(requests[-1])[:200]!r}"
-                )
-            if run.stdout.strip() != "done":
-                raise CaseFailed(f"{prog.name}: printed {run.stdout[-200:]!r}, expected 'done'")
-            return {"time": run.seconds, "rss": run.rss_kb}
+def _print_step(bench: Bench, model: str, responses: Callable[[], list[Any]], tool: bool) -> Step:
+    """``pi -p`` against the scripted model: text only, or one bash round trip first."""
+    server = bench.server
 
-        return step
+    def step(prog: Program) -> dict[str, float]:
+        server.reset()
+        server.enqueue(*responses())
+        run = run_once(prog, ["-p", "--no-session", "--model", model, "run it"], bench.cwd)
+        requests = [r.body for r in server.requests]
+        if len(requests) != (2 if tool else 1):
+            raise CaseFailed(
+                f"{prog.name}: {len(requests)} model requests, expected {2 if tool else 1}; stderr: {_tail(run.stderr)}"
+            )
+        if tool and "turn" not in _tool_result_text(requests[-1]):
+            raise CaseFailed(
+                f"{prog.name}: the bash result did not reach the model: {_tool_result_text(requests[-1])[:200]!r}"
+            )
+        if run.stdout.strip() != "done":
+            raise CaseFailed(f"{prog.name}: printed {run.stdout[-200:]!r}, expected 'done'")
+        return {"time": run.seconds, "rss": run.rss_kb}
 
-    steps = {
-        "text openai-completions": case("local/m", lambda: [_chat_text("done")], False),
-        "text anthropic-messages": case("localant/claude-local", lambda: [_anthropic_text("done")], False),
-        "bash openai-completions": case("local/m", lambda: [_chat_tool(0), _chat_text("done")], True),
-        "bash anthropic-messages": case(
-            "localant/claude-local", lambda: [_anthropic_tool(), _anthropic_text("done")], True
-        ),
-    }
+    return step
+
+
+PRINT_CASES: list[tuple[str, str, Callable[[], list[Any]], bool]] = [
+    ("pi -p hi, openai-completions", "local/m", lambda: [_chat_text("done")], False),
+    ("pi -p hi, anthropic-messages", "localant/claude-local", lambda: [_anthropic_text("done")], False),
+    ("pi -p, one bash round trip, openai-completions", "local/m", lambda: [_chat_tool(0), _chat_text("done")], True),
+    (
+        "pi -p, one bash round trip, anthropic-messages",
+        "localant/claude-local",
+        lambda: [_anthropic_tool(), _anthropic_text("done")],
+        True,
+    ),
+]
+"""``pi -p`` text-only and with one bash round trip, on both wire APIs: label, model, replies, whether a tool runs."""
+
+
+def _print_table(bench: Bench, title: str, suffix: str, target: float) -> list[str]:
+    steps = {label: _print_step(bench, model, responses, tool) for label, model, responses, tool in PRINT_CASES}
     for step in steps.values():
-        warm(programs, step)
-    results = interleave(programs, n, steps)
-    table = _table("  pi -p against a local endpoint", missing)
-    table.row("pi -p hi, openai-completions", results["text openai-completions"])
-    table.row("pi -p hi, anthropic-messages", results["text anthropic-messages"])
-    table.row("pi -p, one bash round trip, openai-completions", results["bash openai-completions"])
-    table.row("pi -p, one bash round trip, anthropic-messages", results["bash anthropic-messages"])
+        warm(bench.programs, step)
+    results = interleave(bench.programs, bench.n, steps)
+    table = Table(bench, title)
+    for label in steps:
+        table.row(label + suffix, results[label], target=target, rss_target=0.7)
     return table.lines()
 
 
-def _mcp_case(programs: list[Program], n: int, server: WireServer, base: Path, cwd: Path, missing: str) -> list[str]:
-    mcp = _mcp_server(base)
+def _print_cases(bench: Bench) -> list[str]:
+    return _print_table(bench, f"pi -p against a local endpoint (PI_EXTENSIONS={PI_PLUGINS})", "", 0.7)
+
+
+def _all_plugins_cases(bench: Bench) -> list[str]:
+    """The print cases with every plugin of the workspace installed and enabled: ``.venv``
+    without ``PI_EXTENSIONS`` (an agent folder of its own)."""
+    agent = bench.base / "agent-py-all"
+    _models_json(agent, bench.server.url)
+    ours = bench.programs[0]
+    env = {k: v for k, v in ours.env.items() if k != "PI_EXTENSIONS"}
+    env["PI_CODING_AGENT_DIR"] = str(agent)
+    everything = Program("pi", ours.cmd, env, agent)
+    listed = subprocess.run(
+        [*ours.cmd, "extensions", "list"], env=env, cwd=bench.cwd, capture_output=True, text=True, timeout=TIMEOUT
+    )
+    names = sorted(line.split()[0] for line in listed.stdout.splitlines() if "  [entry point]  " in line)
+    sub = Bench([everything, *bench.programs[1:]], bench.n, bench.server, bench.base, bench.cwd, bench.missing)
+    sub.verdicts = bench.verdicts  # the same list: its budgets join the others
+    lines = _print_table(
+        sub, "pi -p against a local endpoint, every plugin of the workspace enabled", " (all plugins)", 0.8
+    )
+    lines.insert(1, f"  our pi's plugins: {', '.join(names) or '?'}")
+    return lines
+
+
+def _mcp_case(bench: Bench) -> list[str]:
+    programs, server, cwd = bench.programs, bench.server, bench.cwd
+    mcp = _mcp_server(bench.base)
     tool = f"mcp__{mcp.name}__echo"  # both programs: mcp__<server>__<tool>, declared when exposure is direct
     config = {"mcpServers": {mcp.name: {"command": mcp.command[0], "args": mcp.command[1:], "exposure": "direct"}}}
     for prog in programs:
@@ -707,12 +946,12 @@ def _mcp_case(programs: list[Program], n: int, server: WireServer, base: Path, c
 
     try:
         warm(programs, step)
-        results = interleave(programs, n, {"mcp": step})
+        results = interleave(programs, bench.n, {"mcp": step})
     finally:
         for prog in programs:
             (prog.agent / "mcp.json").unlink(missing_ok=True)
-    table = _table(f"  pi -p with one MCP stdio server, one call of {tool} ({mcp.label})", missing)
-    table.row("pi -p, one MCP tool call", results["mcp"])
+    table = Table(bench, f"pi -p with one MCP stdio server, one call of {tool} ({mcp.label})")
+    table.row("pi -p, one MCP tool call", results["mcp"], target=0.85, rss_target=0.7)
     try:  # the server started alone, its stdin closed at once
         alone = _fmt(
             run_once(Program("the MCP server", mcp.command, programs[0].env, programs[0].agent), [], cwd).rss_kb, "MB"
@@ -723,7 +962,8 @@ def _mcp_case(programs: list[Program], n: int, server: WireServer, base: Path, c
     return table.lines()
 
 
-def _resume_case(programs: list[Program], n: int, server: WireServer, base: Path, cwd: Path, missing: str) -> list[str]:
+def _resume_case(bench: Bench) -> list[str]:
+    programs, server, base, cwd = bench.programs, bench.server, bench.base, bench.cwd
     big = base / "big.jsonl"
     _big_session(big, cwd, SESSION_ENTRIES)
     small = base / "small.jsonl"
@@ -768,37 +1008,52 @@ def _resume_case(programs: list[Program], n: int, server: WireServer, base: Path
 
     warm(programs, resume(small, 10))
     warm(programs, plain)
-    results = interleave(programs, n, {"plain": plain, "resume": resume(big, SESSION_ENTRIES)})
-    table = _table(
-        f"  resume a {SESSION_ENTRIES:,}-entry session in pi -p (all messages sent; fresh copy per run)", missing
-    )
+    # each slot: the plain run and the resume of both programs, so that each slot has an extra cost of each
+    results = interleave(programs, bench.n, {"plain": plain, "resume": resume(big, SESSION_ENTRIES)})
+    table = Table(bench, f"resume a {SESSION_ENTRIES:,}-entry session in pi -p (all messages sent; fresh copy per run)")
     table.row("pi -p --no-session hi", results["plain"])
-    table.row(f"pi -p --session <{SESSION_ENTRIES:,} entries> hi", results["resume"])
-    extra: dict[str, float | None] = {}
+    table.row(f"pi -p --session <{SESSION_ENTRIES:,} entries> hi", results["resume"], rss_target=0.7)
+    extra: dict[str, list[float]] = {}
     failed: dict[str, str | None] = {}
     for prog in programs:
         p, r = results["plain"][prog.name], results["resume"][prog.name]
-        a, b = p.median("time"), r.median("time")
-        extra[prog.name] = None if a is None or b is None else b - a
         failed[prog.name] = p.failed or r.failed
+        extra[prog.name] = [b - a for a, b in zip(p.values("time"), r.values("time"), strict=False)]
+    ratios: list[float] | None = None
+    why = "no pi 1.6.0" if bench.missing else ""
+    if failed.get("pi"):
+        why = "FAILED"
+    elif failed.get("pi 1.6.0"):
+        why = "pi 1.6.0 FAILED"
+    elif "pi 1.6.0" in extra:
+        ratios = per_slot(extra["pi"], extra["pi 1.6.0"])
+        if len(ratios) < len(extra["pi"]):
+            table.notes.append(
+                f"! {len(extra['pi']) - len(ratios)} slot(s) left out of the extra cost's ratio: "
+                "pi 1.6.0's resume was not slower than its plain run there (noise)"
+            )
     table.values(
-        "extra cost of the resume",
-        extra.get("pi"),
-        extra.get("pi 1.6.0"),
+        "extra cost of the resume (per slot: resume - plain)",
+        statistics.median(extra["pi"]) if extra.get("pi") else None,
+        statistics.median(extra["pi 1.6.0"]) if extra.get("pi 1.6.0") else None,
         "s",
+        ratios,
         failed=(failed.get("pi"), failed.get("pi 1.6.0")),
     )
+    bench.verdicts.append(Verdict(f"resume a {SESSION_ENTRIES:,}-entry session: extra cost", ratios, 0.7, why))
     table.values(
         "messages in the resumed request",
         results["resume"]["pi"].median("messages"),
-        results["resume"]["pi 1.6.0"].median("messages") if not missing else None,
+        results["resume"]["pi 1.6.0"].median("messages") if "pi 1.6.0" in results["resume"] else None,
         "n",
-        ratio=False,
     )
     return table.lines()
 
 
-def _loop_case(programs: list[Program], n: int, server: WireServer, base: Path, cwd: Path, missing: str) -> list[str]:
+def _loop_case(bench: Bench) -> list[str]:
+    server, cwd = bench.server, bench.cwd
+    n = loop_runs(bench.n)
+
     def step(prog: Program) -> dict[str, float]:
         server.reset()
         server.enqueue(*[_chat_tool(i) for i in range(LOOP_TURNS - 1)], _chat_text("finished"))
@@ -818,14 +1073,122 @@ def _loop_case(programs: list[Program], n: int, server: WireServer, base: Path, 
         first, last = statistics.median(gaps[:EDGE]), statistics.median(gaps[-EDGE:])
         return {"time": run.seconds, "rss": run.rss_kb, "first": first, "last": last, "flat": last / first}
 
-    results = interleave(programs, n, {"loop": step})["loop"]
-    table = _table(
-        f"  a {LOOP_TURNS}-turn bash tool loop in one pi --mode json run (turn-to-turn gaps of turn_end)", missing
+    results = interleave(bench.programs, n, {"loop": step})["loop"]
+    fewer = f"; {n} slots, fewer than the other cases: it is slow" if n < bench.n else f"; {n} slots"
+    table = Table(
+        bench, f"a {LOOP_TURNS}-turn bash tool loop in one pi --mode json run (turn-to-turn gaps of turn_end{fewer})"
     )
-    table.row(f"first {EDGE} turns, median per turn", results, key="first", unit="ms", rss=False)
-    table.row(f"last {EDGE} turns, median per turn", results, key="last", unit="ms", rss=False)
-    table.row(f"last {EDGE} / first {EDGE} (flatness)", results, key="flat", unit="x", rss=False, ratio=False)
-    table.row("whole run", results)
+    table.row(f"first {EDGE} turns, median per turn", results, key="first", unit="ms", rss=False, ratio=False)
+    table.row(f"last {EDGE} turns, median per turn", results, key="last", unit="ms", rss=False, ratio=False)
+    table.row(f"{LOOP_TURNS}-turn loop: per-turn growth (last {EDGE} / first {EDGE})", results, "flat", "x", False, 1.0)
+    table.row(f"{LOOP_TURNS}-turn loop: whole run", results, target=0.6, rss_target=0.7)
+    return table.lines()
+
+
+# --------------------------------------------------------------------------- the first run after an install
+
+
+def _tasks() -> ModuleType:
+    """``tasks.py`` (not a package), for its ``wheels_for``."""
+    spec = importlib.util.spec_from_file_location("pi_tasks", ROOT / "tasks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("pi_tasks", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _uv() -> list[str]:
+    beside = ROOT / ".venv" / "bin" / "uv"
+    if beside.is_file():
+        return [str(beside)]
+    found = shutil.which("uv")
+    if found:
+        return [found]
+    raise CaseFailed("uv not found (neither in .venv nor on PATH)")
+
+
+def _uv_run(args: list[str], what: str, timeout: float = 900.0) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}
+    env["UV_PYTHON_DOWNLOADS"] = "never"
+    done = subprocess.run([*_uv(), *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise CaseFailed(f"{what} failed: {_tail(done.stderr)}")
+    return done
+
+
+class Installer:
+    """Fresh environments with pi as ``python3 tasks.py install`` puts it there: the
+    workspace's wheels (built once), ``pluggable-pi[standard]`` and the plugins it needs,
+    third-party packages at ``.venv``'s versions, bytecode compiled at install."""
+
+    def __init__(self, base: Path) -> None:
+        wheels = base / "wheels"
+        _uv_run(["build", "--all-packages", "--wheel", "--python", str(VENV_PY), "--out-dir", str(wheels)], "uv build")
+        core, plugins = _tasks().wheels_for(wheels, "standard")
+        frozen = _uv_run(["pip", "freeze", "--python", str(VENV_PY), "--exclude-editable"], "uv pip freeze").stdout
+        self.constraints = base / "constraints.txt"
+        self.constraints.write_text(frozen)
+        self.requirements = [f"pluggable-pi[standard] @ {core.as_uri()}", *map(str, plugins)]
+        self.offline = True
+        self.seconds: list[float] = []
+        self.compile = [] if os.environ.get("PI_BENCH_NO_COMPILE") == "1" else ["--compile-bytecode"]
+
+    def flags(self) -> list[str]:
+        return [*self.compile, *(["--offline"] if self.offline else [])] or ["(no bytecode compiled)"]
+
+    def install(self, where: Path) -> Path:
+        """A new environment in ``where``; its ``pi``."""
+        start = time.perf_counter()
+        _uv_run(["venv", "--quiet", "--python", str(VENV_PY), str(where)], "uv venv")
+        args = ["pip", "install", "--quiet", *self.compile, "--python", str(where / "bin" / "python")]
+        args += ["-c", str(self.constraints), *self.requirements]
+        try:
+            _uv_run([*args, *(["--offline"] if self.offline else [])], "uv pip install --offline")
+        except CaseFailed:
+            if not self.offline:
+                raise
+            self.offline = False  # something is not in uv's cache: from the index
+            _uv_run(args, "uv pip install")
+        self.seconds.append(time.perf_counter() - start)
+        return where / "bin" / "pi"
+
+
+def _first_run_case(bench: Bench) -> list[str]:
+    """Ours only: per slot, a fresh install and agent folder, then ``pi -p`` twice: the
+    ratio first / second. Python writes bytecode as a user's does (no cache prefix)."""
+    label, model, responses, tool = PRINT_CASES[0]
+    step = _print_step(bench, model, responses, tool)
+    installer = Installer(bench.base)
+    first, second = Outcome(), Outcome()
+    for slot in range(bench.n):
+        where = bench.base / f"first-run-{slot}"
+        try:
+            pi = installer.install(where / "venv")
+            agent = where / "agent"
+            _models_json(agent, bench.server.url)
+            env = {k: v for k, v in _env(agent, where / "unused").items() if k not in ("PYTHONPYCACHEPREFIX",)}
+            env.pop("PI_EXTENSIONS", None)  # what a user has: every installed plugin loads
+            prog = Program("pi", [str(pi)], env, agent)
+            first.samples.append(step(prog))
+            second.samples.append(step(prog))
+        except CaseFailed as error:
+            first.failed = str(error)
+            break
+        finally:
+            shutil.rmtree(where, ignore_errors=True)
+    table = Table(
+        bench, f"first run after an install vs the second run (ours only: {label})", ("first", "second"), True
+    )
+    outcomes = {"pi": first, "pi 1.6.0": second}
+    table.row(
+        f"{label}, first run / second run", outcomes, target=1.1, case="first pi -p after an install / the second"
+    )
+    if installer.seconds:
+        table.notes.append(
+            f"(each slot: uv venv + uv pip install {' '.join(installer.flags())}, "
+            f"median {statistics.median(installer.seconds):.1f} s; pluggable-pi[standard] from this workspace's wheels)"
+        )
     return table.lines()
 
 

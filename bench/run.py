@@ -4,7 +4,9 @@
 
 ``bench/cli.py`` runs pi 1.6.0 beside our pi: ``PI_TS`` names its wrapper, defaulting to
 the output of ``../shared/tools/install-pi-ts`` when that wrapper is already installed at
-its default path (this never installs it). ``PI_BENCH_RUNS`` sets its runs per case.
+its default path (this never installs it). ``PI_BENCH_RUNS`` sets its slots per case
+(default 15), ``PI_BENCH_CASES`` its cases; its last table lists every budget and whether
+it is met.
 """
 
 from __future__ import annotations

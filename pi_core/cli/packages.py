@@ -126,11 +126,17 @@ def find_installer() -> Installer:
 
 
 def _run(verb: str, args: list[str]) -> subprocess.CompletedProcess[str]:
+    """``uv pip VERB`` / ``pip VERB`` on pi's environment. An install compiles the bytecode
+    of what it installs (uv does not unless told; pip does by default, said explicitly in
+    case a pip configuration turned it off), so the first run after ``pi install`` /
+    ``pi update`` is as fast as the next."""
     installer = find_installer()
     env = dict(os.environ)
     env.setdefault("UV_PYTHON_DOWNLOADS", "never")
     if installer.kind == "uv":
         env.pop("VIRTUAL_ENV", None)  # --python names the environment
+    if verb == "install":
+        args = ["--compile-bytecode" if installer.kind == "uv" else "--compile", *args]
     if verb == "uninstall" and installer.kind == "pip":
         args = ["-y", *args]
     return subprocess.run(installer.argv(verb, args), capture_output=True, text=True, env=env)

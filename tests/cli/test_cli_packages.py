@@ -117,6 +117,21 @@ def test_install_list_use_remove(venv: Path, tmp_path: Path, agent_dir: Path) ->
     assert not any(p["name"] == "hello" for p in listed["plugins"])
 
 
+def test_install_compiles_the_bytecode_of_what_it_installs(venv: Path, tmp_path: Path, agent_dir: Path) -> None:
+    """The first run after ``pi install`` does not compile the plugin: a module of it that
+    nothing imports (not even ``pi install``'s own check) has its ``.pyc`` already."""
+    project = tmp_path / "project"
+    project.mkdir()
+    plugin = make_plugin(tmp_path)
+    (plugin / "pi_hello" / "unused.py").write_text("VALUE = 1\n")
+    out = pi(venv, "install", str(plugin), cwd=project)
+    assert out.returncode == 0, out.stderr
+    [site] = (venv / "lib").glob("python3*/site-packages")
+    cache = site / "pi_hello" / "__pycache__"
+    assert (cache / f"unused.{sys.implementation.cache_tag}.pyc").is_file(), sorted(p.name for p in cache.glob("*"))
+    assert pi(venv, "remove", "pi-hello", cwd=project).returncode == 0
+
+
 def test_local_install_writes_project_settings_and_missing_packages_are_named(
     venv: Path, tmp_path: Path, agent_dir: Path
 ) -> None:

@@ -1,7 +1,8 @@
 """pi from its built wheels, installed the ways a user installs it: plain ``python -m venv``
 and ``pip`` (no uv, no workspace), ``uv tool install`` (``python3 tasks.py install``) and
 pipx. Third-party packages come from the package index (PyPI must be reachable, as for
-the setup); pi's own distributions come from the wheels only.
+the setup); pi's own distributions come from the wheels only. Each way compiles pi's
+bytecode at install (``assert_compiled``), so the first run is as fast as the next.
 
 The wheels and sdists are built once for the module (the suite runs with ``--dist
 loadfile``: this file's tests share one worker).
@@ -76,6 +77,19 @@ def plugins_of(pi: Path, home: dict[str, Path]) -> dict[str, str]:
     return {row[0]: row[-1] for row in rows}
 
 
+def assert_compiled(root: Path) -> None:
+    """Every module of pi_core in the environment ``root`` has its ``.pyc`` beside it: compiled
+    at install, not by a run (``pi --version`` imports a few modules, pi_core has hundreds)."""
+    [site] = root.glob("lib/python3*/site-packages")
+    sources = sorted((site / "pi_core").rglob("*.py"))
+    assert len(sources) > 50, f"pi_core not found in {site}"
+    tag = sys.implementation.cache_tag
+    missing = [
+        str(s.relative_to(site)) for s in sources if not (s.parent / "__pycache__" / f"{s.stem}.{tag}.pyc").is_file()
+    ]
+    assert missing == [], f"no bytecode for {len(missing)} of {len(sources)} modules of pi_core: {missing[:5]}"
+
+
 def wheel(dist: Path, name: str) -> Path:
     [found] = dist.glob(f"{name.replace('-', '_')}-{VERSION}-*.whl")
     return found
@@ -94,6 +108,7 @@ def test_pip_in_a_plain_venv_installs_pi_with_the_standard_plugins(
     run([sys.executable, "-m", "venv", str(venv)], env=clean_env())
     pip = [str(venv / "bin" / "python"), "-m", "pip"]
     run([*pip, "install", "--quiet", "--find-links", str(dist), "pluggable-pi[standard]"], env=clean_env())
+    assert_compiled(venv)  # pip compiles by default
     installed = run([*pip, "list", "--format=freeze"], env=clean_env()).stdout.lower().splitlines()
     ours = {line for line in installed if line.startswith("pluggable-pi")}
     assert ours == {
@@ -134,6 +149,7 @@ def test_tasks_install_puts_pi_in_a_uv_tool_environment(
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
     pi = tasks().tool_install([sys.executable, "-m", "uv"], dist)
     assert pi == tmp_path / "bin" / "pi" and pi.exists()
+    assert_compiled(tmp_path / "tools" / "pluggable-pi")  # uv only with --compile-bytecode
     assert run([str(pi), "--version"], env=clean_env()).stdout.strip() == f"pi {VERSION}"
     assert plugins_of(pi, home) == dict.fromkeys(STANDARD, "loaded")
     pi = tasks().tool_install([sys.executable, "-m", "uv"], dist, everything=True)
@@ -141,7 +157,7 @@ def test_tasks_install_puts_pi_in_a_uv_tool_environment(
 
 
 def test_uvx_runs_pi_from_the_wheels_without_installing_it(dist: Path, tmp_path: Path, home: dict[str, Path]) -> None:
-    """The one-off form of docs/install.md: ``uvx --from "pluggable-pi[standard] @ WHEEL"
+    """The one-off form of docs/install.md: ``uvx --compile-bytecode --from "pluggable-pi[standard] @ WHEEL"
     --with WHEEL… pi``, every distribution of the workspace named by its wheel."""
     core, plugins = tasks().wheels_for(dist, "standard")
     env = clean_env(UV_TOOL_DIR=str(tmp_path / "tools"), PI_CODING_AGENT_DIR=str(home["agent"]))
@@ -152,6 +168,7 @@ def test_uvx_runs_pi_from_the_wheels_without_installing_it(dist: Path, tmp_path:
         "uv",
         "tool",
         "run",
+        "--compile-bytecode",
         "--python",
         sys.executable,
         "--from",
@@ -177,12 +194,14 @@ def test_uv_installs_pi_with_the_standard_plugins_from_the_git_url(tmp_path: Pat
             "uv",
             "tool",
             "install",
+            "--compile-bytecode",
             "--python",
             sys.executable,
             f"pluggable-pi[standard] @ git+{REPO.as_uri()}",
         ],
         env=env,
     )
+    assert_compiled(tmp_path / "tools" / "pluggable-pi")
     pi = tmp_path / "bin" / "pi"
     assert run([str(pi), "--version"], env=clean_env()).stdout.strip() == f"pi {VERSION}"
     assert plugins_of(pi, home) == dict.fromkeys(STANDARD, "loaded")
@@ -203,7 +222,10 @@ def test_pipx_installs_pi_from_the_wheels_and_injects_a_plugin(
     if got.returncode != 0:
         pytest.skip(f"pipx could not be installed: {got.stderr.strip()[-300:]}")
     env = clean_env(
-        PIPX_HOME=str(tmp_path / "pipx"), PIPX_BIN_DIR=str(tmp_path / "bin"), PIPX_MAN_DIR=str(tmp_path / "man")
+        PIPX_HOME=str(tmp_path / "pipx"),
+        PIPX_BIN_DIR=str(tmp_path / "bin"),
+        PIPX_MAN_DIR=str(tmp_path / "man"),
+        UV_COMPILE_BYTECODE="1",  # as the docs say: a recent pipx installs with uv when it finds uv
     )
     pipx = [str(tool / "bin" / "pipx")]
     # the commands the docs give, run in a clone's folder
@@ -212,6 +234,7 @@ def test_pipx_installs_pi_from_the_wheels_and_injects_a_plugin(
         env=env,
         cwd=dist.parent,
     )
+    assert_compiled(tmp_path / "pipx" / "venvs" / "pluggable-pi")  # pip compiles; uv as told
     pi = tmp_path / "bin" / "pi"
     assert run([str(pi), "--version"], env=clean_env()).stdout.strip() == f"pi {VERSION}"
     policy = wheel(dist / "examples", "pluggable-pi-policy")
