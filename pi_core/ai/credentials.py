@@ -37,6 +37,7 @@ from .auth import (
     refresh_margin,
     resolve_config_value,
 )
+from .oauth.api_key import plain_api_key_login
 
 REFRESH_TIMEOUT = 30.0
 """Seconds a login method's refresh may take (it runs under the lock of auth.json)."""
@@ -57,19 +58,6 @@ API_KEY_LOGIN_NAMES = {
     "typesafe": "TypeSafe API key",
 }
 """The names pi 1.6.0 gives API-key logins that are not "<provider name> API key"."""
-
-
-def plain_api_key_login(provider: str, name: str) -> LoginMethod:
-    """The API-key login every provider that takes a key has (pi 1.6.0's
-    ``envApiKeyAuth``): ask for the key (not echoed) and store it."""
-
-    async def login(callbacks: LoginCallbacks) -> ApiKeyCredentials:
-        key = (await callbacks.prompt(f"Enter {name}", secret=True)).strip()
-        if not key:
-            raise LoginError(f"no {name} entered; nothing was saved")
-        return ApiKeyCredentials(key=key)
-
-    return LoginMethod.model_construct(provider=provider, name=name, kind="api_key", login=login)
 
 
 class ProviderAuth(Protocol):

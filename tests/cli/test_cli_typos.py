@@ -173,7 +173,13 @@ def test_a_mistyped_command_is_refused_without_a_model_turn(tmp_path: Path, args
     modules = _imported(done.stderr)
     assert "pi_core.cli.typos" in modules  # the list is real
     # the plugin host loads pi's provider plugin (its catalogue index and login list), nothing else of the LLM layer
-    provider_plugin = {"pi_core.ai", "pi_core.ai.builtin", "pi_core.ai.catalog", "pi_core.ai.oauth"}
+    provider_plugin = {
+        "pi_core.ai",
+        "pi_core.ai.builtin",
+        "pi_core.ai.catalog",
+        "pi_core.ai.oauth",
+        "pi_core.ai.oauth.api_key",
+    }
     heavy = {m for m in modules if m.startswith(("pi_core.runtime", "pi_core.ai", "pi_core.cli.main"))}
     assert not heavy - provider_plugin
 

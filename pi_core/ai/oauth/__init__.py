@@ -33,7 +33,7 @@ from typing import Any
 
 from pi_hookspecs import LoginMethod
 
-from ..credentials import plain_api_key_login
+from .api_key import plain_api_key_login
 
 _FLOWS: dict[str, tuple[str, str, tuple[str, ...], str | None, bool]] = {
     # provider: (module, name, request extras, /login label, subscription)
