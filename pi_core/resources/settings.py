@@ -57,8 +57,9 @@ _T = TypeVar("_T")
 _MISSING: Any = object()
 
 
-class SettingsError(ValueError):
-    """A settings file that cannot be used. The message names the file and line."""
+class SettingsError(toolkit.SettingsFileError):
+    """A settings file that cannot be used. The message names the file and line (the
+    contract's :class:`~pi_hookspecs.toolkit.SettingsFileError`, with a ``level``)."""
 
     def __init__(
         self,
@@ -69,12 +70,8 @@ class SettingsError(ValueError):
         *,
         level: Literal["error", "warning"] = "error",
     ):
-        self.path = path
-        self.line = line
-        self.column = column
+        super().__init__(path, message, line, column)
         self.level = level
-        where = f"{path}:{line}:{column}" if line is not None else str(path)
-        super().__init__(f"{where}: {message}")
 
 
 MAX_SETTINGS_FILE_BYTES = toolkit.MAX_SETTINGS_BYTES

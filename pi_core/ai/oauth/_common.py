@@ -284,24 +284,14 @@ async def wait_for_code(
 ) -> str:
     """The authorization code from the browser's redirect to ``server`` or from what
     the user pastes, whichever comes first (the other is cancelled)."""
-    manual = asyncio.ensure_future(callbacks.prompt(message, placeholder=placeholder))
-    waiting: set[asyncio.Future[Any]] = {manual}
-    redirect = asyncio.ensure_future(server.wait()) if server is not None else None
-    if redirect is not None:
-        waiting.add(redirect)
-    try:
-        done, _ = await until_aborted(callbacks, asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED))
-    finally:
-        for task in waiting:
-            if not task.done():
-                task.cancel()
-    if redirect is not None and redirect in done and not redirect.cancelled():
-        result = redirect.result()
-        if result.error:
-            raise LoginError(f"authorization failed: {result.error}")
-        if result.code:
-            return result.code
-    code, pasted_state = parse_authorization_input(manual.result())
+    answer = await wait_for_redirect(callbacks, server, message=message, placeholder=placeholder)
+    if isinstance(answer, CallbackResult):
+        if answer.error:
+            raise LoginError(f"authorization failed: {answer.error}")
+        if answer.code:
+            return answer.code
+        answer = ""
+    code, pasted_state = parse_authorization_input(answer)
     if pasted_state and pasted_state != state:
         raise LoginError("the pasted redirect belongs to another sign-in (state mismatch)")
     if not code:
