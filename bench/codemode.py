@@ -108,8 +108,10 @@ def report() -> list[str]:
     return [
         "codemode: two-call script vs the same logic in a fresh Python subprocess",
         f"  fresh python -c subprocess                 {native:8.2f} ms (median of {ROUNDS})",
-        f"  codemode tool, warm (spare session ready)  {med['wall']:8.2f} ms wall, {med['calls']:.2f} ms in the two calls",
-        f"  codemode overhead, warm                    {med['overhead']:8.2f} ms = {med['overhead'] / native:.3f}x subprocess"
+        f"  codemode tool, warm (spare session ready)  {med['wall']:8.2f} ms wall, "
+        f"{med['calls']:.2f} ms in the two calls",
+        f"  codemode overhead, warm                    {med['overhead']:8.2f} ms = "
+        f"{med['overhead'] / native:.3f}x subprocess"
         " (budget <= 0.1x)",
         f"  codemode overhead, back to back            {b2b:8.2f} ms = {b2b / native:.3f}x subprocess",
         f"  first script of the process (cold)         {first['overhead']:8.2f} ms overhead"

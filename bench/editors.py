@@ -123,7 +123,8 @@ def report() -> list[str]:
     lines: list[Any] = [
         f"pluggable-pi-acp: spawn -> initialize answered, median of {RUNS}; budget <= pi --version + {BUDGET_MS:g} ms",
         f"  pi --version            {version_ms:7.1f} ms",
-        f"  pi acp (initialize)     {acp_ms:7.1f} ms  ({acp_ms / version_ms:4.1f}x, +{acp_ms - version_ms:5.1f} ms)  {verdict}",
+        f"  pi acp (initialize)     {acp_ms:7.1f} ms  "
+        f"({acp_ms / version_ms:4.1f}x, +{acp_ms - version_ms:5.1f} ms)  {verdict}",
         f"pluggable-pi-acp: one streamed text delta, mean of {UPDATES}",
         f"  pi --mode json record   {update_json * 1e6:7.1f} us",
         f"  ACP session/update      {update_acp * 1e6:7.1f} us  ({update_acp / update_json:4.1f}x)",

@@ -1,7 +1,8 @@
 """MCP: one tool call over stdio through pluggable-pi-mcp, against a bare ``mcp`` ClientSession call.
 
-Budget (docs/architecture.md, "Performance budgets"): a call through pluggable-pi-mcp <= 1.2x a bare ``ClientSession.call_tool`` on
-the same server. Both talk to their own process of the same small ``MCPServer`` script:
+Budget (docs/architecture.md, "Performance budgets"): a call through pluggable-pi-mcp <= 1.2x a bare
+``ClientSession.call_tool`` on the same server. Both talk to their own process of the same small
+``MCPServer`` script:
 
 * bare: ``stdio_client`` + ``ClientSession.call_tool("echo", ...)``;
 * pluggable-pi-mcp: the registered ``mcp__bench__echo`` tool's ``run(args, ctx)`` (argument
@@ -63,11 +64,15 @@ class Ctx:
 
 async def main():
     params = StdioServerParameters(command=sys.executable, args=[SERVER])
-    entry = ServerEntry("bench", parse_server("bench", {"command": sys.executable, "args": [SERVER], "exposure": "direct"}), "bench")
+    entry = ServerEntry(
+        "bench", parse_server("bench", {"command": sys.executable, "args": [SERVER], "exposure": "direct"}), "bench"
+    )
     connection = McpConnection(entry, ".")
     await connection.session()
     tool = connection.tools[0]
-    definition = build_tool(connection, tool, tool_names("bench", [tool.name])[tool.name], "direct", namespace_for(connection))
+    definition = build_tool(
+        connection, tool, tool_names("bench", [tool.name])[tool.name], "direct", namespace_for(connection)
+    )
     ctx = Ctx()
     bare, piped = [], []
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

@@ -92,7 +92,8 @@ def report() -> list[str]:
     late = statistics.median(gaps[-20:])
     return [
         "runtime per turn (scripted model, 5 plugins with 5 hooks each, session file on)",
-        f"  turns ~10: {early * 1000:.2f} ms   turns ~1000: {late * 1000:.2f} ms   ratio {late / early:.2f} (budget: flat)",
+        f"  turns ~10: {early * 1000:.2f} ms   turns ~1000: {late * 1000:.2f} ms   "
+        f"ratio {late / early:.2f} (budget: flat)",
     ]
 
 

@@ -120,7 +120,9 @@ def render() -> str:
 
 _RULE_TEXT = {
     "notification": "return values are ignored; an exception is reported and the next handler runs",
-    "chained": "each handler receives the previous handler's output; an exception is reported and the previous value kept",
+    "chained": (
+        "each handler receives the previous handler's output; an exception is reported and the previous value kept"
+    ),
     "mutation": "handlers change the event in place and later handlers see it; an exception is reported",
     "gate": "the first decisive result stops the walk; {fail_closed} fail closed on an exception",
     "cancellable": "the first `cancel` wins; otherwise the last non-empty result replaces the whole result",

@@ -130,7 +130,10 @@ async def test_bad_hook_signature_is_a_diagnostic_and_others_still_load(site_dir
         dist="pi-test-sig",
         version="1",
         module="pi_test_sig",
-        code="from pi_hookspecs import hookimpl\nclass P:\n    @hookimpl\n    def tool_call(self, event, ctx, extra):\n        pass\n",
+        code=(
+            "from pi_hookspecs import hookimpl\nclass P:\n    @hookimpl\n"
+            "    def tool_call(self, event, ctx, extra):\n        pass\n"
+        ),
         entry_points={"sig": "pi_test_sig:P"},
     )
     install_good(site_dir)
@@ -184,7 +187,8 @@ async def test_settings_extensions_paths_and_modules(agent_dir: Path, tmp_path: 
     )
     write(
         site_dir / "pi_test_settings_mod.py",
-        "from pi_hookspecs import hookimpl\nclass Audit:\n    @hookimpl\n    def tool_result(self, event):\n        return None\n",
+        "from pi_hookspecs import hookimpl\nclass Audit:\n    @hookimpl\n"
+        "    def tool_result(self, event):\n        return None\n",
     )
     (agent_dir / "settings.json").write_text(
         json.dumps({"extensions": ["mine/policy.py", "pi_test_settings_mod:Audit", "missing/nope.py", "x.ts"]})
@@ -249,7 +253,8 @@ async def test_package_plugins_reload_their_modules_fresh(agent_dir: Path, monke
     package = agent_dir / "extensions" / "pack"
     write(
         package / "__init__.py",
-        "from pi_hookspecs import hookimpl\nfrom .parts.helpers import VERSION\n@hookimpl\ndef agent_start():\n    pass\n",
+        "from pi_hookspecs import hookimpl\nfrom .parts.helpers import VERSION\n"
+        "@hookimpl\ndef agent_start():\n    pass\n",
     )
     write(package / "parts" / "__init__.py", "")
     helpers = write(package / "parts" / "helpers.py", "VERSION = 1\n")
@@ -268,12 +273,16 @@ async def test_package_plugins_reload_their_modules_fresh(agent_dir: Path, monke
 
 
 async def test_module_with_several_classes_needs_pi_plugin(agent_dir: Path) -> None:
-    body = "from pi_hookspecs import hookimpl\nclass A:\n    @hookimpl\n    def agent_start(self): pass\nclass B:\n    @hookimpl\n    def agent_end(self): pass\n"
+    body = (
+        "from pi_hookspecs import hookimpl\nclass A:\n    @hookimpl\n    def agent_start(self): pass\n"
+        "class B:\n    @hookimpl\n    def agent_end(self): pass\n"
+    )
     write(agent_dir / "extensions" / "two.py", body)
     write(agent_dir / "extensions" / "chosen.py", body + "__pi_plugin__ = B\n")
     write(
         agent_dir / "extensions" / "ctor.py",
-        "from pi_hookspecs import hookimpl\nclass P:\n    def __init__(self):\n        raise RuntimeError('no config')\n    @hookimpl\n    def agent_start(self): pass\n",
+        "from pi_hookspecs import hookimpl\nclass P:\n    def __init__(self):\n"
+        "        raise RuntimeError('no config')\n    @hookimpl\n    def agent_start(self): pass\n",
     )
     host = await load_host()
     assert "several plugin classes (A, B)" in record(host, "two").error

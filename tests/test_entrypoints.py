@@ -118,7 +118,8 @@ def test_pydantic_plugins_are_left_to_pydantic_when_one_is_installed(tmp_path: P
     site = tmp_path / "site"
     (site).mkdir()
     (site / "pi_pyd_plugin.py").write_text(
-        "class Plugin:\n    def new_schema_validator(self, *a, **k):\n        return None, None, None\nplugin = Plugin()\n"
+        "class Plugin:\n    def new_schema_validator(self, *a, **k):\n"
+        "        return None, None, None\nplugin = Plugin()\n"
     )
     _dist(site, "pi-pyd-plugin", "1.0", "[pydantic]\nmine = pi_pyd_plugin:plugin\n")
     code = (

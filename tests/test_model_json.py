@@ -75,7 +75,8 @@ def test_a_later_run_does_not_generate_the_schemas(tmp_path: Any) -> None:
         "mc.complete_model_class = lambda cls, *a, **k: (built.append(cls.__name__), real(cls, *a, **k))[1]\n"
         "from pi_core._schema_cache import model_json\n"
         "from pi_hookspecs import UserMessage, TextContent\n"
-        "print(model_json(UserMessage.model_construct(role='user', content=[TextContent.model_construct(type='text', text='q')], timestamp=1)))\n"
+        "print(model_json(UserMessage.model_construct(role='user', "
+        "content=[TextContent.model_construct(type='text', text='q')], timestamp=1)))\n"
         "print(built)\n"
     )
     env = {**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path / "pycache")}

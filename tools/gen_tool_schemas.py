@@ -40,11 +40,41 @@ def schemas() -> dict[str, dict[str, Any]]:
     return out
 
 
+LINE_LENGTH = 120  # ruff's line-length (pyproject.toml)
+
+
+def long_string(value: str, indent: int) -> str:
+    """A string too long for its line, as ruff formats it: in parentheses on a line of its
+    own, or, when even that is too long, cut after spaces into implicitly concatenated
+    parts that each fit (the value is the same)."""
+    pad = "    " * (indent + 1)
+    room = LINE_LENGTH - len(pad)
+    whole = json.dumps(value, ensure_ascii=False)
+    parts: list[str] = []
+    if len(whole) <= room:
+        parts.append(whole)
+    else:
+        words: list[str] = []
+        for word in value.split(" "):
+            if words and len(json.dumps(" ".join([*words, word, ""]), ensure_ascii=False)) > room:
+                parts.append(json.dumps(" ".join([*words, ""]), ensure_ascii=False))
+                words = []
+            words.append(word)
+        parts.append(json.dumps(" ".join(words), ensure_ascii=False))
+    return "(\n" + "".join(f"{pad}{part}\n" for part in parts) + "    " * indent + ")"
+
+
 def literal(value: Any, indent: int = 0) -> str:
-    """``value`` as Python source, one key or item per line."""
+    """``value`` as Python source, one key or item per line; a string too long for its
+    line is wrapped (:func:`long_string`)."""
     pad = "    " * (indent + 1)
     if isinstance(value, dict) and value:
-        items = [f"{pad}{literal(key)}: {literal(item, indent + 1)}," for key, item in value.items()]
+        items = []
+        for key, item in value.items():
+            line = f"{pad}{literal(key)}: {literal(item, indent + 1)},"
+            if isinstance(item, str) and len(line) > LINE_LENGTH:
+                line = f"{pad}{literal(key)}: {long_string(item, indent + 1)},"
+            items.append(line)
         return "{\n" + "\n".join(items) + "\n" + "    " * indent + "}"
     if isinstance(value, list) and value and not all(isinstance(v, str) for v in value):
         items = [f"{pad}{literal(item, indent + 1)}," for item in value]

@@ -467,6 +467,14 @@ class ModelRegistry:
 
         async def run(out: MessageBuilder) -> None:
             request_model, request_options = await self.credentials.prepare(model, options, state)
+            if request_model.base_url and "{" in request_model.base_url:
+                # Cloudflare's {CLOUDFLARE_ACCOUNT_ID} / {CLOUDFLARE_GATEWAY_ID}: the
+                # credential's env first, then the process environment (pi 1.6.0)
+                from .apis._common import fill_base_url
+
+                filled = fill_base_url(request_model.base_url, self.credentials.auth.env(request_model.provider))
+                if filled != request_model.base_url:
+                    request_model = request_model.model_copy(update={"base_url": filled})
             if state is not None and state.stream is not None:
                 await run_stream_function(state.stream, request_model, context, request_options, out)
             elif request_model.api in self._plugin_apis:

@@ -154,7 +154,8 @@ def login_command(
     if not known_provider(registry, provider):
         logins = ", ".join(sorted(registry.login_methods()))
         fail(
-            f'unknown provider "{provider}": account sign-in exists for {logins}; see pi --list-models for API-key providers'
+            f'unknown provider "{provider}": account sign-in exists for {logins}; '
+            "see pi --list-models for API-key providers"
         )
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         fail(f"`pi auth login {provider}` needs an interactive terminal (or set the provider's API key variable)")

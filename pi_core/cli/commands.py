@@ -29,7 +29,8 @@ def help_args(rest: list[str]) -> list[str]:
         return ["--help"]
     if len(rest) > 1 or (rest[0].startswith("-") and rest[0] not in ("-h", "--help")):
         _fail(
-            f"pi help: takes one command name (pi --help lists them); to send the words as a prompt: {_as_prompt(['help', *rest])}"
+            "pi help: takes one command name (pi --help lists them); to send the words as a prompt: "
+            f"{_as_prompt(['help', *rest])}"
         )
     name = rest[0]
     if name in ("help", "-h", "--help"):

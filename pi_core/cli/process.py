@@ -15,12 +15,13 @@ another process (tests, embedding) keeps Python's normal collector and exit.
   generation (:data:`THRESHOLDS`). Garbage cycles made during start-up (about 2,000
   objects) are frozen too; a full collection to find them would cost 0.3 s.
 * **Exit.** Tearing the interpreter down frees every object one by one: 50 ms after a
-  small run, 0.4-0.9 s after a 20,000-entry resume, all after the answer is printed. Once print or json mode has disposed of its
-  runtime (``session_shutdown`` handlers ran, child processes and MCP servers were
-  stopped, the session file was fsynced and closed) it calls :func:`allow_fast_exit`;
-  :func:`exit_process` then runs the ``atexit`` handlers, flushes stdout and stderr and
-  leaves with ``os._exit``. A non-daemon thread still running (a normal exit waits for
-  it) or a failing flush falls back to the normal shutdown.
+  small run, 0.4-0.9 s after a 20,000-entry resume, all after the answer is printed.
+  Once print or json mode has disposed of its runtime (``session_shutdown`` handlers
+  ran, child processes and MCP servers were stopped, the session file was fsynced and
+  closed) it calls :func:`allow_fast_exit`; :func:`exit_process` then runs the
+  ``atexit`` handlers, flushes stdout and stderr and leaves with ``os._exit``. A
+  non-daemon thread still running (a normal exit waits for it) or a failing flush
+  falls back to the normal shutdown.
 * **The event loop** of print, json, rpc and interactive mode runs in :func:`run_main`:
   like ``asyncio.run``, except that tasks still running when the mode returns (a
   plugin's coroutine that swallows cancellation, say) get :data:`STRAGGLER_GRACE`

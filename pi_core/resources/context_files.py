@@ -6,8 +6,9 @@ readable file. The agent directory comes first, then every directory from the
 filesystem root down to the working directory (general first, specific last). The
 same file reached twice (same real path) is loaded once; a byte-order mark is
 stripped. Only the first :data:`MAX_CONTEXT_FILE_BYTES` (256 KiB) of a file are read and
-sent; a larger file is cut there, with a marker and one diagnostic naming it. Context files load whether or not the project is trusted; ``--no-context-files``
-turns the whole discovery off.
+sent; a larger file is cut there, with a marker and one diagnostic naming it. Context
+files load whether or not the project is trusted; ``--no-context-files`` turns the
+whole discovery off.
 
 When the working directory is inside a linked git worktree nested in its main
 worktree, and both worktree roots hold a context file of the same name, the main
@@ -58,7 +59,10 @@ def load_context_file(directory: Path, diagnostics: list[ResourceDiagnostic] | N
                 )
                 if diagnostics is not None:
                     # an error, not a warning: the user must hear that the model sees part of it
-                    message = f"context file is {format_bytes(size)}, larger than the {limit} limit; only its first {limit} are sent to the model"
+                    message = (
+                        f"context file is {format_bytes(size)}, larger than the {limit} limit; "
+                        f"only its first {limit} are sent to the model"
+                    )
                     diagnostics.append(ResourceDiagnostic("error", message, str(path), kind="context"))
             return ContextFile(path=str(path), content=content)
         except OSError as exc:

@@ -465,7 +465,8 @@ class Settings:
                 if checked is None:
                     raise SettingsError(
                         path or Path("settings.json"),
-                        f'compaction.modelOverrides["{model}"].{key} must be a non-negative integer, found {json.dumps(value)}',
+                        f'compaction.modelOverrides["{model}"].{key} must be a non-negative integer, '
+                        f"found {json.dumps(value)}",
                     )
                 if attr == "reserve":
                     reserve = checked

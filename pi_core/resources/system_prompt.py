@@ -162,7 +162,10 @@ def build_system_prompt_sections(
 
     for name, content in options.sections.items():
         if not SECTION_NAME.match(name) or name == "preamble":
-            message = f"invalid system prompt section name {name!r}: use lowercase letters, digits, '_' and '-', starting with a letter (not 'preamble'); the section is left out"
+            message = (
+                f"invalid system prompt section name {name!r}: use lowercase letters, digits, '_' and '-', "
+                "starting with a letter (not 'preamble'); the section is left out"
+            )
             if diagnostics is not None:
                 diagnostics.append(ResourceDiagnostic("warning", message, None, kind="system-prompt"))
             else:

@@ -46,11 +46,17 @@ PARAMETERS: dict[str, dict[str, Any]] = {
                 "type": "string",
             },
             "edits": {
-                "description": "One or more replacements, each matched against the original file (not against the result of the edits before it). Edits must not overlap; merge changes to nearby lines into one edit.",
+                "description": (
+                    "One or more replacements, each matched against the original file (not against the result of the "
+                    "edits before it). Edits must not overlap; merge changes to nearby lines into one edit."
+                ),
                 "items": {
                     "properties": {
                         "oldText": {
-                            "description": "Exact text to replace. It must occur exactly once in the original file and must not overlap another edits[].oldText of the same call.",
+                            "description": (
+                                "Exact text to replace. It must occur exactly once in the original file and must not "
+                                "overlap another edits[].oldText of the same call."
+                            ),
                             "type": "string",
                         },
                         "newText": {

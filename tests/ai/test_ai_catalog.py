@@ -378,7 +378,8 @@ console.log(JSON.stringify(cases.map((c) => {
              warnings: diagnostics.map((d) => d.message) };
   }
   const auth = new Set(c.auth);
-  const r = resolveCliModel({ cliModel: c.model, cliProvider: c.provider ?? undefined, cliThinking: c.thinking ?? undefined,
+  const r = resolveCliModel({ cliModel: c.model, cliProvider: c.provider ?? undefined,
+    cliThinking: c.thinking ?? undefined,
     modelRuntime: { getModels: () => models, hasConfiguredAuth: (p) => auth.has(p) } });
   return { ref: r.model ? `${r.model.provider}/${r.model.id}` : null, thinking: r.thinkingLevel ?? null,
            warning: r.warning ?? null, error: r.error ?? null };

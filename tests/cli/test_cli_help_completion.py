@@ -126,7 +126,8 @@ def test_pi_help_plugin_command(tmp_path: Path, plugin_env: dict[str, str]) -> N
         (["help", "Models"], "pi help: no command 'Models' (pi --help lists them)"),
         (
             ["help", "me", "fix", "it"],
-            "pi help: takes one command name (pi --help lists them); to send the words as a prompt: pi -- help me fix it",
+            "pi help: takes one command name (pi --help lists them); "
+            "to send the words as a prompt: pi -- help me fix it",
         ),
         (["completion"], 'pi completion: name a shell: bash, zsh or fish (e.g. eval "$(pi completion bash)")'),
         (

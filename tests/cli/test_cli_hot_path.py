@@ -1,8 +1,8 @@
 """What a ``pi -p`` run imports: neither provider SDK, on any of the three wire APIs.
 
-``import anthropic`` costs 1.0–1.5 s and ``import openai`` about 0.4 s (measured: pi_core/CHANGELOG.md, "Performance"); the
-wire APIs speak HTTP and SSE themselves. ``python -X importtime`` lists every module
-the real run imported.
+``import anthropic`` costs 1.0–1.5 s and ``import openai`` about 0.4 s (measured:
+pi_core/CHANGELOG.md, "Performance"); the wire APIs speak HTTP and SSE themselves.
+``python -X importtime`` lists every module the real run imported.
 """
 
 from __future__ import annotations

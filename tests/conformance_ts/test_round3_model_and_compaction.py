@@ -49,7 +49,7 @@ from wire_server import WireServer
 EXTENSIONS = HERE / "extensions"
 
 
-# --------------------------------------------------------------------------- a raw RPC client
+# ------------------------------------------------------------ a raw RPC client
 
 
 class RawRpc:
@@ -131,7 +131,7 @@ def wait_for_line(path: Path, text: str, timeout: float = 30) -> None:
     raise AssertionError(f"{text!r} did not appear in {path}")
 
 
-# --------------------------------------------------------------------------- fixtures
+# ------------------------------------------------------------ fixtures
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +164,7 @@ def compare(name: str, run: Any, wire: WireServer, root: Path, *extra: Any) -> d
     return ours
 
 
-# --------------------------------------------------------------------------- 1. thinking level across models
+# ------------------------------------------------------------ 1. thinking level across models
 
 
 def drive_model_switches(which: str, wire: WireServer, root: Path, settings: dict[str, Any]) -> dict[str, Any]:
@@ -231,7 +231,7 @@ def test_model_thinking_levels_apply_when_cycling_back(wire: WireServer, tmp_pat
     assert ours["requests"][-1]["reasoning_effort"] == "low"
 
 
-# --------------------------------------------------------------------------- 4. automatic compaction, nothing to summarise
+# ------------------------------------------------------------ 4. automatic compaction, nothing to summarise
 
 
 def run_two_prompts_compacting(which: str, wire: WireServer, root: Path) -> dict[str, Any]:
@@ -266,7 +266,7 @@ def test_automatic_compaction_with_nothing_to_compact_reports_nothing(wire: Wire
     assert len(ends) == 2 and all("errorMessage" not in e for e in ends)
 
 
-# --------------------------------------------------------------------------- 6 and 9. hooks and models.json across replacements
+# ------------------------------------------------------------ 6 and 9. hooks and models.json across replacements
 
 
 def drive_replacements(which: str, wire: WireServer, root: Path, wire2: WireServer) -> dict[str, Any]:

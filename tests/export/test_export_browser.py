@@ -538,7 +538,8 @@ def test_header_of_a_phone_sized_window(browser: Any, code_page: Path, width: in
 PI_TS = os.environ.get("PI_TS", "")
 
 HEADER_JS_TS = """() => Object.fromEntries([...document.querySelectorAll('.header-info .info-item')]
-  .map(i => [i.querySelector('.info-label').textContent.replace(':', '').trim(), i.querySelector('.info-value').textContent.trim()]))"""
+  .map(i => [i.querySelector('.info-label').textContent.replace(':', '').trim(),
+             i.querySelector('.info-value').textContent.trim()]))"""
 HEADER_JS_PY = """() => Object.fromEntries([...document.querySelectorAll('.info > div')]
   .map(i => [i.querySelector('dt').textContent.trim(), i.querySelector('dd').textContent.trim()]))"""
 

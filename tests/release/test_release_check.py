@@ -177,7 +177,8 @@ def test_licence_classifiers_typing_and_py_typed(repo: Path, tmp_path: Path) -> 
             f'error: {hookspecs}: License-Expression: missing (project.license = "MIT")',
             "error: pluggable_pi_hookspecs-1.0.0-py3-none-any.whl: License-File: LICENSE is named but "
             "pluggable_pi_hookspecs-1.0.0.dist-info/licenses/LICENSE is not in the archive",
-            "error: pluggable_pi_hookspecs-1.0.0.tar.gz: License-File: LICENSE is named but LICENSE is not in the archive",
+            "error: pluggable_pi_hookspecs-1.0.0.tar.gz: License-File: LICENSE is named but "
+            "LICENSE is not in the archive",
         ]
     )
 

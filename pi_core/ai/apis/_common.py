@@ -79,7 +79,39 @@ class HttpStatusError(ProviderError):
 
     @property
     def retry_after(self) -> float | None:
-        return requested_delay(self.headers, self.status_code)
+        from_headers = requested_delay(self.headers, self.status_code)
+        return from_headers if from_headers is not None else body_retry_delay(self.body)
+
+
+_DURATION = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)s\s*")
+
+
+def body_retry_delay(body: Any) -> float | None:
+    """The wait a Google error body asks for: the ``retryDelay`` of its
+    ``google.rpc.RetryInfo`` detail (``{"error": {"details": [{"@type":
+    "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "13s"}]}}``; a
+    protobuf ``Duration`` as JSON, or as ``{"seconds": 13, "nanos": 0}``), in
+    seconds; ``None`` when the body has none."""
+    if isinstance(body, list) and body:
+        body = body[0]
+    details = field(body, "error", "details")
+    if not isinstance(details, list):
+        return None
+    for detail in details:
+        if not isinstance(detail, dict) or not str(detail.get("@type", "")).endswith("google.rpc.RetryInfo"):
+            continue
+        delay = detail.get("retryDelay")
+        if isinstance(delay, str):
+            match = _DURATION.fullmatch(delay)
+            if match:
+                return float(match.group(1))
+        elif isinstance(delay, dict):
+            seconds, nanos = delay.get("seconds", 0), delay.get("nanos", 0)
+            if isinstance(seconds, str) and seconds.isdigit():
+                seconds = int(seconds)
+            if isinstance(seconds, int | float) and isinstance(nanos, int | float):
+                return max(0.0, float(seconds) + float(nanos) / 1e9)
+    return None
 
 
 def requested_delay(headers: Any, status: int | None = None) -> float | None:
@@ -163,6 +195,86 @@ def _body_text(body: Any) -> str:
 # --------------------------------------------------------------------------- headers and hooks
 
 
+COPILOT_PROVIDER = "github-copilot"
+_LLM_ROLES = frozenset({"system", "user", "assistant", "toolResult"})
+
+
+def copilot_headers(model: Model, messages: list[Any]) -> dict[str, str | None]:
+    """The headers GitHub Copilot expects on every request, as pi 1.6.0 sends them
+    (models of the ``github-copilot`` provider only; nothing for others):
+    ``X-Initiator`` (``user`` when the last message is the user's, else ``agent``: a
+    follow-up after tool results), ``Openai-Intent: conversation-edits``, and
+    ``Copilot-Vision-Request: true`` when a user message or a tool result holds an
+    image. They override the model's headers; the request's own override them."""
+    if model.provider != COPILOT_PROVIDER:
+        return {}
+    messages = [m for m in messages if getattr(m, "role", None) in _LLM_ROLES]
+    last = messages[-1] if messages else None
+    headers: dict[str, str | None] = {
+        "X-Initiator": "agent" if last is not None and getattr(last, "role", None) != "user" else "user",
+        "Openai-Intent": "conversation-edits",
+    }
+    if any(
+        getattr(message, "role", None) in ("user", "toolResult")
+        and isinstance(message.content, list)
+        and any(getattr(block, "type", None) == "image" for block in message.content)
+        for message in messages
+    ):
+        headers["Copilot-Vision-Request"] = "true"
+    return headers
+
+
+CLOUDFLARE_ACCOUNT_ID = "CLOUDFLARE_ACCOUNT_ID"
+CLOUDFLARE_GATEWAY_ID = "CLOUDFLARE_GATEWAY_ID"
+CLOUDFLARE_GATEWAY_PROVIDER = "cloudflare-ai-gateway"
+_CLOUDFLARE_PLACEHOLDERS = (CLOUDFLARE_ACCOUNT_ID, CLOUDFLARE_GATEWAY_ID)
+
+
+class MissingEndpointSettingError(ProviderError):
+    """A model's base URL names a setting (``{CLOUDFLARE_ACCOUNT_ID}``) that is not set."""
+
+
+def fill_base_url(base_url: str, env: dict[str, str] | None = None) -> str:
+    """``base_url`` with the Cloudflare placeholders pi 1.6.0 fills in
+    (``{CLOUDFLARE_ACCOUNT_ID}``, ``{CLOUDFLARE_GATEWAY_ID}``) replaced by their
+    values: from ``env`` first (a credential's ``env`` in auth.json), then the process
+    environment. A placeholder neither sets is left as it is."""
+    if "{" not in base_url:
+        return base_url
+    for name in _CLOUDFLARE_PLACEHOLDERS:
+        token = "{" + name + "}"
+        if token in base_url:
+            value = (env or {}).get(name) or os.environ.get(name)
+            if value:
+                base_url = base_url.replace(token, value.strip())
+    return base_url
+
+
+def endpoint_base_url(model: Model, default: str) -> str:
+    """The base URL a request goes to: the model's (its Cloudflare placeholders filled
+    from the environment, see :func:`fill_base_url`), else ``default``. A placeholder
+    still unset fails the request with one line naming the variable to set."""
+    base_url = fill_base_url(model.base_url or default)
+    for name in _CLOUDFLARE_PLACEHOLDERS:
+        if "{" + name + "}" in base_url:
+            raise MissingEndpointSettingError(
+                f"{name} is not set: the {model.provider} endpoint needs it (export {name}=… "
+                f"or put it in the credential's env in auth.json)"
+            )
+    return base_url
+
+
+def cloudflare_gateway_auth(model: Model, options: StreamOptions, headers: dict[str, str | None]) -> bool:
+    """Cloudflare AI Gateway takes pi's ``CLOUDFLARE_API_KEY`` as ``cf-aig-authorization:
+    Bearer <key>`` (pi 1.6.0), leaving ``Authorization`` to the upstream provider (a
+    header configured in models.json). True when it did so: the caller then sends no
+    ``Authorization`` / ``x-api-key`` made from the key."""
+    if model.provider != CLOUDFLARE_GATEWAY_PROVIDER or not options.api_key:
+        return False
+    set_default_header(headers, "cf-aig-authorization", f"Bearer {options.api_key}")
+    return True
+
+
 def base_headers(model: Model, options: StreamOptions, **extra: str | None) -> dict[str, str | None]:
     """The request headers pi assembles: its user agent, the model's headers, the
     API's own (``extra``), then the per-request ``options.headers`` (later wins)."""
@@ -223,7 +335,7 @@ def require_api_key(model: Model, options: StreamOptions, headers: dict[str, str
 def set_bearer_auth(model: Model, options: StreamOptions, headers: dict[str, str | None]) -> None:
     """``Authorization: Bearer <API key>`` unless the headers carry the credential."""
     api_key = require_api_key(model, options, headers, "authorization")
-    if api_key != "unused":
+    if api_key != "unused" and not cloudflare_gateway_auth(model, options, headers):
         set_default_header(headers, "Authorization", f"Bearer {api_key}")
 
 
@@ -559,7 +671,8 @@ async def post_sse(
 
     ``headers`` and ``payload`` go through the ``options`` hooks first
     (:func:`apply_headers_hook`, :func:`apply_payload_hook`); ``forced`` fields are set
-    on the payload the hook returned (what the API needs whatever the hook did). An HTTP error status raises :class:`HttpStatusError` (after ``options.on_response``
+    on the payload the hook returned (what the API needs whatever the hook did). An
+    HTTP error status raises :class:`HttpStatusError` (after ``options.on_response``
     saw its status and headers). Otherwise ``out`` starts and every event goes to
     ``on_event(event_name, data)`` with its data parsed as JSON (``[DONE]`` ends the
     stream). ``error_events(name, data)`` may turn an event into the exception that

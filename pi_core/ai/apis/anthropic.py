@@ -399,10 +399,12 @@ def _map_stop(reason: str, details: Any) -> tuple[str, str | None]:
 async def stream_anthropic(model: Model, context: LlmContext, options: StreamOptions, out: MessageBuilder) -> None:
     """Run one streaming Messages request, reporting it through ``out``."""
     payload, betas = build_request(model, context, options)
-    headers = _common.base_headers(model, options)
+    base_url = _common.endpoint_base_url(model, DEFAULT_BASE_URL)
+    headers = _common.base_headers(model, options, **_common.copilot_headers(model, context.messages))
     api_key = _common.require_api_key(model, options, headers, "authorization", "x-api-key")
     oauth = "sk-ant-oat" in api_key
-    bearer = bool(options.extra.get("auth_header")) or oauth
+    # GitHub Copilot's Anthropic endpoint takes its token as a bearer token (pi 1.6.0)
+    bearer = bool(options.extra.get("auth_header")) or oauth or model.provider == _common.COPILOT_PROVIDER
     tool_names: dict[str, str] = {}
     if oauth:
         betas[:0] = [CLAUDE_CODE_BETA, OAUTH_BETA]
@@ -415,14 +417,14 @@ async def stream_anthropic(model: Model, context: LlmContext, options: StreamOpt
     if betas and existing is None:
         headers["anthropic-beta"] = ",".join(dict.fromkeys(betas))
     _common.set_default_header(headers, "anthropic-version", API_VERSION)
-    if api_key != "unused":
+    if api_key != "unused" and not _common.cloudflare_gateway_auth(model, options, headers):
         if bearer:
             _common.set_default_header(headers, "Authorization", f"Bearer {api_key}")
         else:
             _common.set_default_header(headers, "X-Api-Key", api_key)
     state = _StreamState(model, out, tool_names)
     await _common.post_sse(
-        _common.join_url(model.base_url or DEFAULT_BASE_URL, "/v1/messages"),
+        _common.join_url(base_url, "/v1/messages"),
         payload=payload,
         headers=headers,
         options=options,

@@ -16,7 +16,10 @@ Rules pi 1.6.0 applies and that are kept here:
   separate user turn with them;
 * consecutive tool results are answered in one user turn;
 * string and number ``const`` in tool schemas become one-value ``enum`` (Gemini ignores
-  ``const``).
+  ``const``);
+* on Gemini 3 and later a tool that asks for JSON-schema constrained sampling
+  (``constrainedSampling: {"type": "json_schema", …}``) is sent with its strict schema
+  and function calling in ``VALIDATED`` mode.
 """
 
 from __future__ import annotations
@@ -321,23 +324,175 @@ def const_as_enum(schema: Any, names: bool = False) -> Any:
     return result
 
 
+class UnsupportedStrictSchemaError(ValueError):
+    """A tool schema outside the subset strict (validated) tool calling accepts."""
+
+
+_UNSUPPORTED_STRICT_KEYS = (
+    "$ref",
+    "$defs",
+    "definitions",
+    "allOf",
+    "oneOf",
+    "patternProperties",
+    "dependentSchemas",
+    "dependencies",
+    "unevaluatedProperties",
+    "propertyNames",
+    "contains",
+    "prefixItems",
+    "not",
+    "if",
+    "then",
+    "else",
+)
+
+
+def _is_structured(schema: Any) -> bool:
+    if not isinstance(schema, dict):
+        return False
+    kind = schema.get("type")
+    types = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else []
+    return "object" in types or "array" in types or "properties" in schema or "items" in schema
+
+
+def _allows_null(schema: Any) -> bool:
+    if not isinstance(schema, dict):
+        return False
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    if "const" in schema and schema["const"] is None:
+        return True
+    if isinstance(schema.get("enum"), list) and None in schema["enum"]:
+        return True
+    return isinstance(schema.get("anyOf"), list) and any(_allows_null(variant) for variant in schema["anyOf"])
+
+
+def _make_strict_node(schema: Any) -> None:
+    if not isinstance(schema, dict):
+        raise UnsupportedStrictSchemaError("boolean schemas are unsupported")
+    for key in _UNSUPPORTED_STRICT_KEYS:
+        if schema.get(key) is not None:
+            raise UnsupportedStrictSchemaError(f"{key} schemas are unsupported")
+    if schema.get("type") is None and schema.get("anyOf") is None and schema.get("enum") is None:
+        raise UnsupportedStrictSchemaError("schemas without a type are unsupported")
+    if schema.get("anyOf") is not None:
+        variants = schema["anyOf"]
+        if not isinstance(variants, list) or not variants:
+            raise UnsupportedStrictSchemaError("anyOf must contain at least one schema")
+        for variant in variants:
+            if _is_structured(variant):
+                raise UnsupportedStrictSchemaError("object and array unions are unsupported")
+            _make_strict_node(variant)
+    if schema.get("items") is not None:
+        if isinstance(schema["items"], list):
+            raise UnsupportedStrictSchemaError("tuple schemas are unsupported")
+        _make_strict_node(schema["items"])
+    is_object = schema.get("type") == "object"
+    if schema.get("properties") is not None and not is_object:
+        raise UnsupportedStrictSchemaError("properties require type object")
+    if not is_object:
+        return
+    if schema.get("additionalProperties") not in (None, False):
+        raise UnsupportedStrictSchemaError("schema-valued or true additionalProperties is unsupported")
+    properties = schema.get("properties")
+    if properties is None:
+        properties = {}
+    if not isinstance(properties, dict):
+        raise UnsupportedStrictSchemaError("object properties must be a schema map")
+    required = schema.get("required")
+    if required is not None and (not isinstance(required, list) or not all(isinstance(k, str) for k in required)):
+        raise UnsupportedStrictSchemaError("object required must be a string array")
+    wanted = set(required or [])
+    if wanted - set(properties):
+        raise UnsupportedStrictSchemaError("required contains an unknown property")
+    for key, value in list(properties.items()):
+        _make_strict_node(value)
+        if key not in wanted and not _allows_null(value):
+            properties[key] = {"anyOf": [value, {"type": "null"}]}
+    schema["required"] = list(properties)
+    schema["additionalProperties"] = False
+
+
+def make_strict_schema(schema: Any) -> dict[str, Any]:
+    """A copy of a tool schema in the strict subset constrained sampling takes, as pi
+    1.6.0 makes it: every property required (an optional one may be ``null``
+    instead), ``additionalProperties: false`` on every object. Raises
+    :class:`UnsupportedStrictSchemaError` for what that subset cannot express
+    (``$ref``, ``oneOf``, object unions, …)."""
+    copied = json.loads(json.dumps(schema))
+    if not isinstance(copied, dict):
+        raise UnsupportedStrictSchemaError("root schema must have type object")
+    _make_strict_node(copied)
+    if copied.get("type") != "object":
+        raise UnsupportedStrictSchemaError("root schema must have type object")
+    return copied
+
+
+def supports_strict_tools(model_id: str) -> bool:
+    """Gemini 3 and later enforce a tool's schema in validated function calling."""
+    version = gemini_major_version(model_id)
+    return version is not None and version >= 3
+
+
+def constrained_sampling(tool: ToolDeclaration) -> Any:
+    """The tool's ``constrainedSampling`` setting (pi 1.6.0's tools: ``{"type":
+    "json_schema", "strict": "prefer" | "require"}``), kept among its extra fields."""
+    extra = tool.model_extra or {}
+    value = extra.get("constrainedSampling", extra.get("constrained_sampling"))
+    if value is None:
+        value = getattr(tool, "constrained_sampling", None)
+    dump = getattr(value, "model_dump", None)
+    return dump(by_alias=True) if callable(dump) else value
+
+
+def strict_tool(tool: ToolDeclaration, supported: bool) -> bool:
+    """Whether ``tool`` is sent with a strict schema: it asks for JSON-schema constrained
+    sampling, the model supports it and its schema fits the strict subset. A tool that
+    *requires* it (``strict: "require"``) fails the request when it cannot have it."""
+    config = constrained_sampling(tool)
+    if not isinstance(config, dict) or config.get("type") != "json_schema":
+        return False
+    required = config.get("strict") == "require"
+    if not supported:
+        if required:
+            raise ProviderError(
+                f'Tool "{tool.name}" requires JSON-schema constrained sampling, but strict tools are unsupported.'
+            )
+        return False
+    try:
+        make_strict_schema(tool.parameters or {})
+    except UnsupportedStrictSchemaError as error:
+        if required:
+            raise ProviderError(f'Tool "{tool.name}" requires JSON-schema constrained sampling, but {error}.') from None
+        return False
+    return True
+
+
 _TOOLS = MessageMemo()
 
 
-def convert_tools(tools: list[ToolDeclaration]) -> list[dict[str, Any]]:
+def convert_tools(tools: list[ToolDeclaration], strict_supported: bool = False) -> list[dict[str, Any]]:
     """``tools`` as one Gemini tool of ``functionDeclarations`` (JSON Schema in
-    ``parametersJsonSchema``)."""
+    ``parametersJsonSchema``). With ``strict_supported`` (Gemini 3 and later), a tool
+    that asks for JSON-schema constrained sampling gets its strict schema
+    (:func:`make_strict_schema`)."""
     declarations = []
+    kind = "gemini-strict" if strict_supported else "gemini"
     for tool in tools:
-        declaration = _TOOLS.get(tool, "gemini")
+        declaration = _TOOLS.get(tool, kind)
         if declaration is MISSING:
+            parameters = tool.parameters or {"type": "object", "properties": {}}
+            if strict_tool(tool, strict_supported):
+                parameters = make_strict_schema(parameters)
             declaration = _TOOLS.put(
                 tool,
-                "gemini",
+                kind,
                 {
                     "name": tool.name,
                     "description": tool.description,
-                    "parametersJsonSchema": const_as_enum(tool.parameters or {"type": "object", "properties": {}}),
+                    "parametersJsonSchema": const_as_enum(parameters),
                 },
             )
         declarations.append(declaration)
@@ -365,10 +520,19 @@ def build_request(model: Model, context: LlmContext, options: StreamOptions, *, 
         generation["thinkingConfig"] = thinking
     payload["generationConfig"] = generation
     if prepared.tools:
-        payload["tools"] = convert_tools(prepared.tools)
+        strict_supported = supports_strict_tools(model.id)
+        payload["tools"] = convert_tools(prepared.tools, strict_supported)
         choice = options.extra.get("tool_choice")
-        if isinstance(choice, str) and choice:
-            payload["toolConfig"] = {"functionCallingConfig": {"mode": _TOOL_CHOICE.get(choice, "AUTO")}}
+        choice = choice if isinstance(choice, str) and choice else None
+        mode: str | None = None
+        if choice in ("none", "any", "required"):
+            mode = _TOOL_CHOICE[choice]
+        elif any(strict_tool(tool, strict_supported) for tool in prepared.tools):
+            mode = "VALIDATED"  # Gemini 3 holds the calls to the strict schemas (pi 1.6.0)
+        elif choice is not None:
+            mode = _TOOL_CHOICE.get(choice, "AUTO")
+        if mode is not None:
+            payload["toolConfig"] = {"functionCallingConfig": {"mode": mode}}
     return payload
 
 

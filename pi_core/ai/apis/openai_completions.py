@@ -514,6 +514,7 @@ async def stream_openai_completions(
     extra: dict[str, str | None] = {}
     if options.session_id and compat.get("sendSessionAffinityHeaders"):
         extra["x-session-id"] = options.session_id
+    extra.update(_common.copilot_headers(model, context.messages))
     state = _ChunkState(model, out)
     await _common.stream_openai(
         model,
@@ -521,7 +522,7 @@ async def stream_openai_completions(
         out,
         payload=payload,
         extra_headers=extra,
-        base_url=model.base_url or DEFAULT_BASE_URL,
+        base_url=_common.endpoint_base_url(model, DEFAULT_BASE_URL),
         path="/chat/completions",
         on_event=state.handle,
     )

@@ -264,6 +264,7 @@ async def stream_openai_responses(
         else:
             extra["session_id"] = options.session_id
             extra["x-client-request-id"] = options.session_id
+    extra.update(_common.copilot_headers(model, context.messages))
     decoder = ResponsesDecoder(out)
     await _common.stream_openai(
         model,
@@ -271,7 +272,7 @@ async def stream_openai_responses(
         out,
         payload=payload,
         extra_headers=extra,
-        base_url=model.base_url or DEFAULT_BASE_URL,
+        base_url=_common.endpoint_base_url(model, DEFAULT_BASE_URL),
         path="/responses",
         on_event=decoder,
     )

@@ -123,7 +123,9 @@ async def login(callbacks: LoginCallbacks) -> OAuthCredentials:
         callbacks,
         server,
         url=_authorize_url(redirect_uri, challenge, state),
-        instructions="Complete login in your browser. If the browser is on another machine, paste the final redirect URL here.",
+        instructions=(
+            "Complete login in your browser. If the browser is on another machine, paste the final redirect URL here."
+        ),
         state=state,
         redirect_uri=redirect_uri,
     )

@@ -84,7 +84,8 @@ async def login(callbacks: LoginCallbacks) -> OAuthCredentials:
         callbacks.progress(f"Listening for OpenRouter OAuth callback on {redirect_uri}")
         callbacks.open_url(
             f"{_url('AUTHORIZE_URL')}?{query}",
-            "Complete sign-in in your browser. If the browser is on another machine, paste the final redirect URL here.",
+            "Complete sign-in in your browser. If the browser is on another machine, "
+            "paste the final redirect URL here.",
         )
         try:
             answer = await asyncio.wait_for(

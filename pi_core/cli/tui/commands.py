@@ -587,7 +587,10 @@ def _open_browser(url: str) -> None:
 def _login_options(app: CommandHost) -> list[Option[str]]:
     models = app.session.models
     methods = models.login_methods()
-    options = [Option(p, m.name, "sign in with your account") for p, m in sorted(methods.items())]
+    options = [
+        Option(p, m.name, "enter a key" if getattr(m, "kind", "oauth") == "api_key" else "sign in with your account")
+        for p, m in sorted(methods.items())
+    ]
     for provider in models.providers():
         if provider not in methods and provider != "faux":
             variables = ", ".join(ENV_API_KEYS.get(provider, ()))

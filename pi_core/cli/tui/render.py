@@ -846,7 +846,8 @@ class EventRenderer:
     def on_auto_retry_start(self, event: AutoRetryStartEvent) -> None:
         self.out.print(
             Text(
-                f"↻ Retrying ({event.attempt}/{event.max_attempts}) in {event.delay_ms / 1000:.1f}s: {event.error_message}",
+                f"↻ Retrying ({event.attempt}/{event.max_attempts}) in {event.delay_ms / 1000:.1f}s: "
+                f"{event.error_message}",
                 style="yellow",
             )
         )

@@ -466,7 +466,9 @@ async def cmd_bug(app: CommandHost, args: str) -> None:
     include = await app.dialogs.choose(
         "Include the session transcript?",
         [Option(True, "Yes, include the transcript", key="y"), Option(False, "No", key="n")],
-        message="It holds your messages, the model's answers, tool calls and their output (file contents, command output).",
+        message=(
+            "It holds your messages, the model's answers, tool calls and their output (file contents, command output)."
+        ),
         filterable=False,
     )
     if include is None:

@@ -582,7 +582,8 @@ def load_theme(name: Any, settings: Any, cwd: str, problems: list[str] | None = 
         if path is None:
             if problems is not None:
                 problems.append(
-                    f"Theme {wanted!r} not found (built in: dark, light; custom themes: {agent_dir() / 'themes'}): using dark"
+                    f"Theme {wanted!r} not found (built in: dark, light; custom themes: "
+                    f"{agent_dir() / 'themes'}): using dark"
                 )
         else:
             try:

@@ -162,7 +162,10 @@ def build_description(listed: Sequence[CatalogTool], budget: int, *, declared_no
 
 
 def _script_note(tool: CatalogTool) -> str:
-    return f"{tool.definition.description.strip()}\n\nCodemode: scripts call it as `tools.{tool.ident}(...)`, which returns `{tool.stub.returns}`."
+    return (
+        f"{tool.definition.description.strip()}\n\n"
+        f"Codemode: scripts call it as `tools.{tool.ident}(...)`, which returns `{tool.stub.returns}`."
+    )
 
 
 def prepare_loadout(loadout: ToolLoadout, settings: CodemodeSettings, cache: CatalogCache) -> LoadoutResult:

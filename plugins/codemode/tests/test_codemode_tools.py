@@ -87,7 +87,8 @@ def test_discovery_helpers_find_unlisted_tools(pi: PiHarness) -> None:
         "names = [t['name'] for t in ALL_TOOLS]\n"
         'stub = describe_tool("mcp__shop-db__price_list")\n'
         "prices = call_tool(hits[0]['identifier'])\n"
-        "{'hit': hits[0]['name'], 'instructions': ns['instructions'], 'members': [t['identifier'] for t in ns['tools']],\n"
+        "{'hit': hits[0]['name'], 'instructions': ns['instructions'],"
+        " 'members': [t['identifier'] for t in ns['tools']],\n"
         " 'all': 'mcp__shop-db__price_list' in names and 'codemode' not in names, 'stub': stub.splitlines()[1],\n"
         " 'missing': [describe_tool('nope'), describe_namespace('nope')], 'prices': prices}\n",
     )

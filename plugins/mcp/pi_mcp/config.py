@@ -126,7 +126,8 @@ class OAuthConfig(_Model):
                 parts = urlsplit(self.callback_url)
                 if parts.hostname not in ("localhost", "127.0.0.1") or parts.path != "/callback":
                     raise ValueError(
-                        'with clientRegistration "cimd" callbackUrl must be http://localhost or 127.0.0.1 with the path /callback'
+                        'with clientRegistration "cimd" callbackUrl must be http://localhost or 127.0.0.1 '
+                        "with the path /callback"
                     )
         return self
 

@@ -515,7 +515,8 @@ class McpManager:
             self._warned.add("unreachable")
             self._notify(
                 "MCP tools with codemode or deferred exposure cannot be called: neither codemode nor tool_search is "
-                'active (install pluggable-pi-codemode / pluggable-pi-tool-search, or give the tools "direct" exposure)',
+                'active (install pluggable-pi-codemode / pluggable-pi-tool-search, or give the tools "direct" '
+                "exposure)",
                 "warning",
             )
 

@@ -381,7 +381,10 @@ class CallbackServer:
         import html
 
         body = _PAGE.format(title=html.escape(title), text=html.escape(text)).encode()
-        head = f"HTTP/1.1 {status} {title}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        head = (
+            f"HTTP/1.1 {status} {title}\r\nContent-Type: text/html; charset=utf-8\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        )
         writer.write(head.encode() + body)
         with contextlib.suppress(ConnectionError):
             await writer.drain()

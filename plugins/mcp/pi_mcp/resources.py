@@ -133,7 +133,8 @@ def resource_tools(servers: Servers, exposure: str) -> list[ToolDefinition]:
             name=LIST_RESOURCES,
             label="MCP resources",
             description=(
-                "List the resources of the connected MCP servers as JSON: {server?, resources: [{server, uri, name, ...}], "
+                "List the resources of the connected MCP servers as JSON: "
+                "{server?, resources: [{server, uri, name, ...}], "
                 "nextCursor?}. With server, one page (continue with cursor); without, every resource of every server."
             ),
             parameters={**_OBJECT, "properties": {"server": _SERVER, "cursor": _CURSOR}},

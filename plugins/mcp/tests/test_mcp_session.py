@@ -322,7 +322,10 @@ async def test_other_plugins_register_servers(pi_agent_dir: Path, pi_project: Pa
         assert outcomes[0] == 'MCP server: invalid server name "bad name": use only letters, digits, "_" and "-"'
         assert outcomes[1].startswith('MCP server "broken": type "sse"')
         assert any(
-            'plugin Greedy: register_mcp_servers failed: ValueError: MCP server "extra" is already registered by plugin "Provider"'
+            (
+                'plugin Greedy: register_mcp_servers failed: ValueError: MCP server "extra" '
+                'is already registered by plugin "Provider"'
+            )
             in e
             for e in manager.config.errors
         )

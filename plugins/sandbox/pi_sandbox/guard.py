@@ -348,7 +348,8 @@ def check(snapshot: Snapshot, plan: Plan) -> list[tuple[str, str]]:
             repairs.append(
                 (
                     os.path.join(project, ".pi"),
-                    f"a new .pi folder (plugins and settings pi runs outside the sandbox): moved aside to {os.path.basename(moved)}",
+                    "a new .pi folder (plugins and settings pi runs outside the sandbox): "
+                    f"moved aside to {os.path.basename(moved)}",
                 )
             )
         for path, saved in snapshot.saved.items():

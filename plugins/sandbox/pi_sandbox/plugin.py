@@ -109,7 +109,8 @@ class SandboxPlugin:
                     f"{backend.detail} cannot keep what the sandbox promises here: "
                     + "; ".join(f"{name} ({why})" for name, why in missing.items())
                     + f'. To run commands with less, add "acceptWeaker": [{names}] to the sandbox settings in '
-                    f"{Path(policy.agent_dir) / 'settings.json'}, or make bubblewrap work (unprivileged user namespaces)"
+                    f"{Path(policy.agent_dir) / 'settings.json'}, "
+                    "or make bubblewrap work (unprivileged user namespaces)"
                 )
             self._sandbox = Sandbox(policy, backend, Path(policy.agent_dir) / "sandbox")
         return self._sandbox

@@ -114,7 +114,8 @@ def weaker_guarantees(backend: Backend) -> dict[str, str]:
                 )
         else:
             weaker["unix-sockets"] = (
-                "Landlock does not mediate connections to unix sockets by path (pi is not root: no mount namespace to hide them)"
+                "Landlock does not mediate connections to unix sockets by path "
+                "(pi is not root: no mount namespace to hide them)"
             )
             if backend.landlock_abi < 6:
                 why = f"Landlock ABI {backend.landlock_abi} (< 6) does not scope signals"

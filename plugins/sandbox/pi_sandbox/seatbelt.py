@@ -44,7 +44,10 @@ def profile(plan: Plan, *, proxy_port: int | None = None) -> str:
         "(allow file-ioctl)",
         "(allow pseudo-tty)",
         "(allow file-read*)",
-        '(allow file-write* (literal "/dev/null") (literal "/dev/zero") (literal "/dev/tty") (regex #"^/dev/ttys[0-9]+$"))',
+        (
+            '(allow file-write* (literal "/dev/null") (literal "/dev/zero") (literal "/dev/tty")'
+            ' (regex #"^/dev/ttys[0-9]+$"))'
+        ),
     ]
     if plan.deny:
         lines.append(f"(deny file-read* file-write* {_paths(plan.deny)})")

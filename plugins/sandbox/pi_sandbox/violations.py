@@ -314,7 +314,10 @@ async def emit(ctx: Any, violation: SandboxViolation) -> None:
             if inspect.isawaitable(result):
                 await result
         except Exception as exc:
-            message = f"pluggable-pi-sandbox: the sandbox_violation handler of plugin {impl.plugin_name!r} failed: {type(exc).__name__}: {exc}"
+            message = (
+                f"pluggable-pi-sandbox: the sandbox_violation handler of plugin {impl.plugin_name!r} failed: "
+                f"{type(exc).__name__}: {exc}"
+            )
             try:
                 ui = ctx.ui if getattr(ctx, "has_ui", False) else None
             except Exception:

@@ -1004,7 +1004,8 @@ PROBES: list[Probe] = [
         "git-hooks-oversize",
         "protected-paths",
         "a hook written next to 9 MB of filler in .git/hooks (beyond a size-limited restore) does not stay",
-        "head -c 9000000 /dev/zero > .git/hooks/filler && printf '#!/bin/sh\\n# @@m@@\\n' > .git/hooks/pre-commit && echo PLANTED",
+        "head -c 9000000 /dev/zero > .git/hooks/filler && "
+        "printf '#!/bin/sh\\n# @@m@@\\n' > .git/hooks/pre-commit && echo PLANTED",
         hook_planted(),
         landlock=LANDLOCK_OVERSIZE,
         setup=reset_project,
@@ -1014,7 +1015,8 @@ PROBES: list[Probe] = [
         "git-init-root",
         "protected-paths",
         "a project without a repository: `git init` at its root does not keep its hooks",
-        "git init -q . && printf '#!/bin/sh\\n# @@m@@\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && echo PLANTED",
+        "git init -q . && printf '#!/bin/sh\\n# @@m@@\\n' > .git/hooks/pre-commit && "
+        "chmod +x .git/hooks/pre-commit && echo PLANTED",
         hook_planted(),
         setup=without(".git"),
         control=ANY,
@@ -1023,7 +1025,8 @@ PROBES: list[Probe] = [
         "pi-dir-symlink",
         "protected-paths",
         "a project without .pi: a .pi symlink to a folder with an extension does not stay",
-        "mkdir -p pi-@@m@@/extensions && printf '# @@m@@\\n' > pi-@@m@@/extensions/probe.py && ln -s pi-@@m@@ .pi && echo LINKED",
+        "mkdir -p pi-@@m@@/extensions && printf '# @@m@@\\n' > pi-@@m@@/extensions/probe.py && "
+        "ln -s pi-@@m@@ .pi && echo LINKED",
         pi_dir_marked,
         setup=without(".pi"),
         control=ANY,
@@ -1093,7 +1096,8 @@ PROBES: list[Probe] = [
     Probe(
         "home-agent-parent-rename",
         "protected-paths",
-        "pi started in HOME: renaming ~/.pi (the agent folder's parent) and recreating it does not replace pi's settings",
+        "pi started in HOME: renaming ~/.pi (the agent folder's parent) and recreating it "
+        "does not replace pi's settings",
         "mv ~/.pi ~/.pi-@@m@@ && mkdir -p ~/.pi/agent && "
         'printf \'{"sandbox": {"preset": "off"}, "m": "@@m@@"}\' > ~/.pi/agent/settings.json && echo REPLACED',
         agent_settings_marked,
@@ -1301,7 +1305,8 @@ PROBES: list[Probe] = [
         "signal-stop-pi",
         "signals",
         "`kill -STOP` cannot stop pi (the command sends SIGCONT right after)",
-        f'for p in {PPID_AND_PI}; do [ "$p" -gt 1 ] || continue; kill -STOP $p && echo "STOP-SENT $p"; kill -CONT $p; done',
+        f'for p in {PPID_AND_PI}; do [ "$p" -gt 1 ] || continue; '
+        'kill -STOP $p && echo "STOP-SENT $p"; kill -CONT $p; done',
         stop_oracle,
         setup=lambda lab, probe: lab.reset_sigcont(),
         guarantee="signals",
@@ -1609,7 +1614,8 @@ PROBES: list[Probe] = [
         PY(
             "import random, socket, struct\n"
             "q = struct.pack('>HHHHHH', random.randrange(65536), 0x0100, 1, 0, 0, 0)\n"
-            "q += b''.join(bytes([len(p)]) + p.encode() for p in '@@dns_name@@'.split('.')) + b'\\0' + struct.pack('>HH', 1, 1)\n"
+            "q += b''.join(bytes([len(p)]) + p.encode() for p in '@@dns_name@@'.split('.'))"
+            " + b'\\0' + struct.pack('>HH', 1, 1)\n"
             "try:\n"
             "    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
             "    s.settimeout(2)\n"
@@ -2422,7 +2428,8 @@ def render_cell(cell: dict[str, Any]) -> str:
         rows.append((r.id, r.cls, cell["backend"], cell["user"], r.status(control), expected[:60], r.detail[:150]))
     widths = [max(len(row[i]) for row in rows) for i in range(6)]
     lines = [
-        f"pluggable-pi-sandbox probes, {cell_name(cell)}: uid {cell['uid']}, {', '.join(cell.get('backend_detail', []))}, "
+        f"pluggable-pi-sandbox probes, {cell_name(cell)}: uid {cell['uid']}, "
+        f"{', '.join(cell.get('backend_detail', []))}, "
         f"{len(rows) - 1} probes in {cell.get('seconds')} s"
     ]
     for row in rows:

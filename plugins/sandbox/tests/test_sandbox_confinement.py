@@ -40,7 +40,9 @@ def test_writing_inside_the_project_and_the_temp_folder_works(pi: PiHarness, mac
     pi.script(
         call(
             "bash",
-            command="mkdir -p src && echo hello > src/a.txt && cat src/a.txt && echo t > $TMPDIR/t && mv src/a.txt b.txt",
+            command=(
+                "mkdir -p src && echo hello > src/a.txt && cat src/a.txt && echo t > $TMPDIR/t && mv src/a.txt b.txt"
+            ),
         ),
         ECHO,
     )

@@ -254,7 +254,10 @@ def outside_socket(machine: Machine) -> Iterator[Path]:
         server.close()
 
 
-CONNECT = "python3 -c \"import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print('CONNECTED')\" {path}"
+CONNECT = (
+    "python3 -c \"import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print('CONNECTED')\""
+    " {path}"
+)
 
 
 def test_unix_sockets_outside_the_project_are_hidden(

@@ -74,7 +74,8 @@ def _normal_user() -> tuple[str, int | None, dict[str, str]]:
         return sys.executable, None, {}  # the tests already run as a normal user
     if not SYSTEM_PYTHON.exists():
         pytest.skip(
-            f"the normal-user half needs {SYSTEM_PYTHON} (the dev venv's Python lives under /root, unreachable for uid {NOBODY})"
+            f"the normal-user half needs {SYSTEM_PYTHON} (the dev venv's Python lives under /root, "
+            f"unreachable for uid {NOBODY})"
         )
     version = subprocess.run(
         [str(SYSTEM_PYTHON), "-c", "import sys; print(*sys.version_info[:2])"],
@@ -84,7 +85,8 @@ def _normal_user() -> tuple[str, int | None, dict[str, str]]:
     )
     if version.stdout.split() != [str(sys.version_info.major), str(sys.version_info.minor)]:
         pytest.skip(
-            f"{SYSTEM_PYTHON} is not Python {sys.version_info.major}.{sys.version_info.minor} (the venv's packages are built for it)"
+            f"{SYSTEM_PYTHON} is not Python {sys.version_info.major}.{sys.version_info.minor} "
+            "(the venv's packages are built for it)"
         )
     paths = [REPO, REPO / "hookspecs", REPO / "plugins" / "sandbox", Path(sysconfig.get_path("purelib"))]
     unreachable = [str(p) for p in paths if not _reachable_by_others(p)]
@@ -399,7 +401,10 @@ def test_a_socket_pi_cannot_reach_does_not_stop_the_sandbox(pi: PiHarness, machi
         pytest.skip("no system python3 to run as another user")
     folder = Path(tempfile.mkdtemp(prefix=f"{probes.PROBE_PREFIX}foreign-", dir=_traversable_tmp()))
     os.chown(folder, NOBODY, NOBODY)  # mode 0700: pi (root in bubblewrap's namespace) cannot enter it
-    code = "import socket, sys, time; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); print(1, flush=True); time.sleep(120)"
+    code = (
+        "import socket, sys, time; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); "
+        "print(1, flush=True); time.sleep(120)"
+    )
     listener = subprocess.Popen(
         [python, "-I", "-c", code, str(folder / "agent.sock")],
         stdout=subprocess.PIPE,
