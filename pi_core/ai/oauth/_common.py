@@ -364,6 +364,24 @@ class Poll:
     interval: float | None = None
 
 
+def device_wait(
+    answer: dict[str, Any], *, denied: str, expired: str, denied_codes: tuple[str, ...] = ("access_denied",)
+) -> Poll | None:
+    """What a device-code token endpoint's standard error answer means (RFC 8628: still
+    pending, slow down, denied, expired), with the provider's words for the last two;
+    ``None`` for any other answer."""
+    error = answer.get("error")
+    if error == "authorization_pending":
+        return Poll("pending")
+    if error == "slow_down":
+        return Poll("slow_down", interval=positive(answer.get("interval")))
+    if error in denied_codes:
+        return Poll("failed", message=denied)
+    if error == "expired_token":
+        return Poll("failed", message=expired)
+    return None
+
+
 async def poll_device_code(
     callbacks: LoginCallbacks,
     poll: Callable[[], Awaitable[Poll]],

@@ -19,7 +19,7 @@ from typing import Any
 
 from pi_hookspecs import LoginCallbacks, LoginError, OAuthCredentials
 
-from ._common import Poll, now_ms, poll_device_code, positive, post, trusted_http_url
+from ._common import Poll, device_wait, now_ms, poll_device_code, positive, post, trusted_http_url
 
 PROVIDER = "kimi-coding"
 NAME = "Kimi Code (subscription)"
@@ -78,15 +78,14 @@ async def login(callbacks: LoginCallbacks) -> OAuthCredentials:
                 return Poll("complete", _tokens(answer, "poll"))
             except LoginError as failure:
                 return Poll("failed", message=str(failure))
+        waiting = device_wait(
+            answer,
+            denied="Kimi Code login was denied.",
+            expired="Kimi Code device authorization expired. Please restart login.",
+        )
+        if waiting is not None:
+            return waiting
         error = answer.get("error")
-        if error == "authorization_pending":
-            return Poll("pending")
-        if error == "slow_down":
-            return Poll("slow_down", interval=positive(answer.get("interval")))
-        if error == "expired_token":
-            return Poll("failed", message="Kimi Code device authorization expired. Please restart login.")
-        if error == "access_denied":
-            return Poll("failed", message="Kimi Code login was denied.")
         description = f": {answer['error_description']}" if isinstance(answer.get("error_description"), str) else ""
         detail = f": {error}{description}" if isinstance(error, str) else ""
         return Poll("failed", message=f"Kimi Code device token request failed (status {status}){detail}")

@@ -16,7 +16,17 @@ from typing import Any
 
 from pi_hookspecs import LoginCallbacks, LoginError, OAuthCredentials
 
-from ._common import Poll, endpoint, now_ms, oauth_error, poll_device_code, positive, post, trusted_http_url
+from ._common import (
+    Poll,
+    device_wait,
+    endpoint,
+    now_ms,
+    oauth_error,
+    poll_device_code,
+    positive,
+    post,
+    trusted_http_url,
+)
 
 PROVIDER = "meta"
 NAME = "Meta (Muse subscription)"
@@ -85,16 +95,14 @@ async def login(callbacks: LoginCallbacks) -> OAuthCredentials:
         token = answer.get("access_token")
         if 200 <= status < 300 and isinstance(token, str) and token:
             return Poll("complete", token)
-        error = answer.get("error")
-        if error == "authorization_pending":
-            return Poll("pending")
-        if error == "slow_down":
-            return Poll("slow_down", interval=positive(answer.get("interval")))
-        if error == "access_denied":
-            return Poll("failed", message="Meta login was denied.")
-        if error == "expired_token":
-            return Poll("failed", message="Meta device authorization expired. Please restart login.")
-        return Poll("failed", message=f"Meta device token request failed with status {status}{_detail(answer)}")
+        waiting = device_wait(
+            answer,
+            denied="Meta login was denied.",
+            expired="Meta device authorization expired. Please restart login.",
+        )
+        return waiting or Poll(
+            "failed", message=f"Meta device token request failed with status {status}{_detail(answer)}"
+        )
 
     identity: str = await poll_device_code(
         callbacks, poll, interval=positive(body.get("interval")), expires_in=expires_in, wait_first=True

@@ -14,7 +14,7 @@ from typing import Any
 
 from pi_hookspecs import LoginCallbacks, LoginError, OAuthCredentials
 
-from ._common import Poll, endpoint, now_ms, poll_device_code, positive, post, trusted_http_url
+from ._common import Poll, device_wait, endpoint, now_ms, poll_device_code, positive, post, trusted_http_url
 
 PROVIDER = "xai"
 NAME = "xAI (Grok/X subscription)"
@@ -95,16 +95,13 @@ async def login(callbacks: LoginCallbacks) -> OAuthCredentials:
                 return Poll("complete", _credentials(answer))
             except LoginError as failure:
                 return Poll("failed", message=str(failure))
-        error = answer.get("error")
-        if error == "authorization_pending":
-            return Poll("pending")
-        if error == "slow_down":
-            return Poll("slow_down", interval=positive(answer.get("interval")))
-        if error in ("access_denied", "authorization_denied"):
-            return Poll("failed", message="xAI device authorization was denied")
-        if error == "expired_token":
-            return Poll("failed", message="xAI device code expired")
-        return Poll("failed", message=_failure("device token polling", status, answer))
+        waiting = device_wait(
+            answer,
+            denied="xAI device authorization was denied",
+            expired="xAI device code expired",
+            denied_codes=("access_denied", "authorization_denied"),
+        )
+        return waiting or Poll("failed", message=_failure("device token polling", status, answer))
 
     credentials: OAuthCredentials = await poll_device_code(
         callbacks, poll, interval=interval, expires_in=expires_in, wait_first=True
