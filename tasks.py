@@ -97,6 +97,7 @@ PLUGIN_PACKAGES = [
     "plugins/bedrock/pi_bedrock",
     "plugins/acp/pi_acp",
     "plugins/llama/pi_llama",
+    "plugins/fleet/pi_fleet",
     "examples/pluggable-pi-policy/pi_policy",
 ]
 

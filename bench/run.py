@@ -21,13 +21,15 @@ import cli
 import codemode
 import dispatch
 import editors  # bench/editors.py: pluggable-pi-acp's handshake and per-update cost
+import fleet  # bench/fleet.py: pluggable-pi-fleet, 20 scripted tasks at --max-parallel 1 and 2
+import imports  # bench/imports.py: modules and import time of pi -p
 import mcp  # bench/mcp.py: measures in a subprocess (the name shadows the SDK package here)
 import runtime
 import sandbox  # bench/sandbox.py: pluggable-pi-sandbox's cost per bash call
 import session
 import tool_search
 
-SUITES = [dispatch, ai, session, runtime, cli, tool_search, codemode, mcp, sandbox, editors]
+SUITES = [dispatch, ai, session, runtime, imports, cli, tool_search, codemode, mcp, sandbox, editors, fleet]
 
 
 def main() -> None:

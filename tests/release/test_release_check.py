@@ -268,6 +268,7 @@ def test_the_workspace_sources_carry_the_pins_and_one_version() -> None:
         "pluggable-pi-bedrock",
         "pluggable-pi-vertex",
         "pluggable-pi-llama",
+        "pluggable-pi-fleet",
         "pluggable-pi-policy",
     }
     assert {p.version for p in projects.values()} == {pi_core.__version__}
@@ -317,7 +318,7 @@ def test_the_extras_standard_and_all() -> None:
     }
     assert extra("all") == {
         f"pluggable-pi-{n}"
-        for n in ("mcp", "codemode", "tool-search", "sandbox", "otel", "acp", "bedrock", "vertex", "llama")
+        for n in ("mcp", "codemode", "tool-search", "sandbox", "otel", "acp", "bedrock", "vertex", "llama", "fleet")
     }
 
 

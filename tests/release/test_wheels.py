@@ -153,7 +153,7 @@ def test_tasks_install_puts_pi_in_a_uv_tool_environment(
     assert run([str(pi), "--version"], env=clean_env()).stdout.strip() == f"pi {VERSION}"
     assert plugins_of(pi, home) == dict.fromkeys(STANDARD, "loaded")
     pi = tasks().tool_install([sys.executable, "-m", "uv"], dist, everything=True)
-    assert set(plugins_of(pi, home)) == {*STANDARD, "acp", "bedrock", "otel", "sandbox", "vertex"}
+    assert set(plugins_of(pi, home)) == {*STANDARD, "acp", "bedrock", "fleet", "otel", "sandbox", "vertex"}
 
 
 def test_uvx_runs_pi_from_the_wheels_without_installing_it(dist: Path, tmp_path: Path, home: dict[str, Path]) -> None:
