@@ -25,6 +25,7 @@ CLASSES: dict[str, str] = {
     "ProjectTrustContext": "ctx",
     "UIContext": "ctx.ui",
     "SessionView": "ctx.session_manager",
+    "ModelRegistryView": "ctx.model_registry",
     "ContextUsage": "usage",
 }
 """The protocols documented, in page order (``StaleContextError`` and ``Mode`` are in the
@@ -37,6 +38,7 @@ TITLES = {
     "ProjectTrustContext": "`ProjectTrustContext`: a `project_trust` handler's `ctx`",
     "UIContext": "`UIContext`: `ctx.ui`",
     "SessionView": "`SessionView`: `ctx.session_manager`",
+    "ModelRegistryView": "`ModelRegistryView`: `ctx.model_registry`",
     "ContextUsage": "`ContextUsage`: `ctx.get_context_usage()`",
 }
 

@@ -8,6 +8,7 @@ take the rule, the event model and the result model from the hookspec
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -140,6 +141,45 @@ async def test_hook_register_providers() -> None:
     assert any("takes a ProviderDefinition" in d.message for d in host.diagnostics)
 
 
+async def test_hook_register_virtual_models(tmp_path: Path) -> None:
+    def route(request: Any) -> Any:
+        return h.Route(model="faux/offline-demo", state={"seen": request.reason})
+
+    class Router:
+        @hookimpl
+        def register_virtual_models(self, register: Any) -> None:
+            register(
+                h.VirtualModelDefinition(provider="router", id="auto", thinking_levels=["low", "high"], route=route)
+            )
+            register({"provider": "router", "id": "dict-form", "route": route})
+            register({"provider": "router", "id": "", "route": route})
+            register({"provider": "router", "id": "x", "thinking_levels": ["huge"], "route": route})
+            register(42)
+
+    class Late:
+        @hookimpl
+        def register_virtual_models(self, register: Any) -> None:
+            register({"provider": "router", "id": "auto", "route": route})
+
+    host = await load_host(Router, Late)
+    auto = host.registry.virtual_models["router/auto"]
+    assert auto.plugin == "Router" and auto.value.thinking_levels == ["low", "high"] and auto.value.route is route
+    assert host.registry.virtual_models["router/dict-form"].value.thinking_levels == ["off"]
+    messages = [d.message for d in host.diagnostics]
+    assert any("invalid virtual model: id" in m for m in messages)
+    assert any("unknown thinking level(s) ['huge']" in m for m in messages)
+    assert any("takes a VirtualModelDefinition" in m for m in messages)
+    assert any("virtual model 'router/auto' is already registered by plugin 'Router'" in m for m in messages)
+    from pi_core.ai import ModelRegistry
+
+    registry = ModelRegistry(models_path=tmp_path / "models.json")
+    assert registry.use_virtual_models(host.registry.virtual_model_registrations()) == []
+    listed = registry.get("router", "auto")
+    assert listed is not None and h.is_virtual_model(listed) and listed.reasoning
+    target, level, state = await registry.route(listed, [], reason="user", thinking_level="high")
+    assert (target.ref, level, state) == ("faux/offline-demo", "off", {"seen": "user"})
+
+
 async def test_hook_register_cli_commands() -> None:
     class Cli:
         @hookimpl
@@ -154,25 +194,25 @@ async def test_hook_register_cli_commands() -> None:
 
 
 async def test_hook_add_hookspecs() -> None:
-    class McpSpecs:
+    class DocsSpecs:
         @h.hookspec
-        def register_mcp_servers(self, register: Any) -> None:
-            """Contribute MCP servers."""
+        def register_doc_sources(self, register: Any) -> None:
+            """Contribute documentation sources."""
 
     class Publisher:
         @hookimpl
         def add_hookspecs(self, add: Any) -> None:
-            add(McpSpecs)
+            add(DocsSpecs)
 
         @hookimpl
         async def session_start(self, ctx: Any) -> None:
             servers: dict[str, Any] = {}
-            ctx.hook.register_mcp_servers(register=lambda name, cfg: servers.__setitem__(name, cfg))
+            ctx.hook.register_doc_sources(register=lambda name, cfg: servers.__setitem__(name, cfg))
             self.servers = servers
 
     class Contributor:
         @hookimpl
-        def register_mcp_servers(self, register: Any) -> None:
+        def register_doc_sources(self, register: Any) -> None:
             register("docs", {"url": "http://127.0.0.1:9/mcp"})
 
     host = await load_host(Publisher, Contributor)
@@ -337,6 +377,74 @@ async def test_hook_register_tool_renderers() -> None:
     assert registered.value.resolve("ls", lambda: None)["render_call"]({}, {}) == "ls"
     assert registered.value.resolve("bash", lambda: "fallback") == "fallback"
     assert any("tool renderer must be a callable" in d.message for d in host.diagnostics)
+
+
+async def test_hook_register_markdown_transformers() -> None:
+    class Arrows:
+        @hookimpl
+        def register_markdown_transformers(self, register: Any) -> None:
+            register(lambda text, context: text.replace("->", "=>"))
+            register(lambda text, context: text.replace("-->", "→"))  # replaces the first, in its place
+            register(print, message_types=["sidebar"])
+
+    class Changelog:
+        @hookimpl
+        def register_markdown_transformers(self, register: Any) -> None:
+            register(lambda text, context: text.upper(), message_types="changelog")
+
+    host = await load_host(Arrows, Changelog)
+    first, second = host.registry.markdown_transformers
+    assert (first.plugin, second.plugin) == ("Arrows", "Changelog")
+    context = h.MarkdownTransformContext(message_type="assistant", available_width=80)
+    assert first.value.transform("a --> b", context) == "a → b"
+    assert first.value.message_types == h.DEFAULT_MARKDOWN_MESSAGE_TYPES
+    assert second.value.message_types == frozenset({"changelog"})
+    assert any(
+        d.plugin == "Arrows" and "invalid markdown transformer: message_types" in d.message for d in host.diagnostics
+    )
+
+
+async def test_hook_register_mcp_servers() -> None:
+    outcomes: list[str] = []
+
+    class Servers:
+        @hookimpl
+        def register_mcp_servers(self, register: Any) -> None:
+            register("docs", {"url": "http://127.0.0.1:9/mcp", "exposure": "direct"})
+            register("local-db", {"command": "uvx", "args": ["db-mcp"]})
+            register("local-db", {"command": "uvx", "args": ["db-mcp", "--ro"]})  # replaces its own
+            for name, config in (("bad name", {"command": "x"}), ("both", {"command": "x", "url": "http://x"})):
+                try:
+                    register(name, config)
+                except ValueError as exc:
+                    outcomes.append(str(exc))
+
+    class Greedy:
+        @hookimpl
+        def register_mcp_servers(self, register: Any) -> None:
+            register("local_db", {"command": "mine"})  # "-" and "_" name the same server
+
+    host = await load_host(Servers, Greedy)
+    listed = host.registry.mcp_server_list()
+    assert [(s.name, s.plugin) for s in listed] == [("docs", "Servers"), ("local-db", "Servers")]
+    assert listed[1].config == {"command": "uvx", "args": ["db-mcp", "--ro"]}
+    assert outcomes == [
+        'MCP server "bad name": a server name holds only letters, digits, "_" and "-"',
+        'MCP server "both": an MCP server needs either "command" (stdio) or "url" (HTTP), not both',
+    ]
+    assert any(
+        d.plugin == "Greedy" and 'MCP server "local_db" is already registered by plugin "Servers"' in d.message
+        for d in host.diagnostics
+    )
+
+
+async def test_hook_mcp_servers_change() -> None:
+    server = h.McpServerRegistration(name="docs", config={"url": "http://127.0.0.1:9/mcp"}, plugin="Servers")
+    seen = await check_notification("mcp_servers_change", h.McpServersChangeEvent(servers=[server]))
+    assert seen[0][1].to_json() == {
+        "type": "mcp_servers_change",
+        "servers": [{"name": "docs", "config": {"url": "http://127.0.0.1:9/mcp"}, "plugin": "Servers"}],
+    }
 
 
 async def test_hook_ui_prompt_start() -> None:

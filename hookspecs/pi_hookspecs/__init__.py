@@ -22,12 +22,14 @@ from ._base import PiModel, StrictModel, camel_alias, now_ms
 from ._event import OCCASIONAL
 from .aio import maybe_await
 from .auth import REFRESH_MARGIN_MS, ApiKeyCredentials, LoginCallbacks, LoginError, LoginMethod, OAuthCredentials
+from .catalogue import CatalogueRefresh, CatalogueRefreshResult, CatalogueSnapshot, ProviderAuth, RefreshModels
 from .context import (
     CommandContext,
     ContextUsage,
     DeliverAs,
     ExtensionContext,
     Mode,
+    ModelRegistryView,
     ProjectTrustContext,
     SessionView,
     StaleContextError,
@@ -116,18 +118,26 @@ from .messages import (
     UserMessage,
 )
 from .registration import (
+    DEFAULT_MARKDOWN_MESSAGE_TYPES,
     AddHookspecs,
     CliCommandDefinition,
     CommandDefinition,
     FlagDefinition,
+    MarkdownMessageType,
+    MarkdownTransformContext,
+    MarkdownTransformerDefinition,
+    McpServerRegistration,
     RegisterCliCommand,
     RegisterCommand,
     RegisterFlag,
+    RegisterMarkdownTransformer,
+    RegisterMcpServer,
     RegisterProvider,
     RegisterRenderer,
     RegisterShortcut,
     RegisterTool,
     RegisterToolRenderer,
+    RegisterVirtualModel,
     RendererDefinition,
     ShortcutDefinition,
     ToolRendererDefinition,
@@ -148,6 +158,18 @@ from .tools import (
     format_validation_error,
     parse_docstring,
     tool,
+)
+from .virtual import (
+    VIRTUAL_MODEL_API,
+    VIRTUAL_MODEL_STATE_ENTRY,
+    FailedRequest,
+    ModelLookup,
+    Route,
+    RoutedModel,
+    RouteReason,
+    RouteRequest,
+    VirtualModelDefinition,
+    is_virtual_model,
 )
 
 __all__ = [
@@ -175,6 +197,7 @@ __all__ = [
     "DeliverAs",
     "ExtensionContext",
     "Mode",
+    "ModelRegistryView",
     "ProjectTrustContext",
     "SessionView",
     "StaleContextError",
@@ -271,6 +294,23 @@ __all__ = [
     "ToolCallEndEvent",
     "ToolCallStartEvent",
     "TranscriptRules",
+    # classifier and image models
+    "MODEL_TYPES",
+    "ClassifierAnswer",
+    "ClassifierBoolAnswer",
+    "ClassifierBoolQuestion",
+    "ClassifierChoiceAnswer",
+    "ClassifierChoiceQuestion",
+    "ClassifierContext",
+    "ClassifierQuestion",
+    "ClassifierResult",
+    "ClassifierScoreAnswer",
+    "ClassifierScoreQuestion",
+    "ClassifyFunction",
+    "ImagesContext",
+    "ImagesFunction",
+    "ImagesResult",
+    "ModelType",
     # tools & registration
     "EXPOSURES",
     "ExecutionMode",
@@ -293,28 +333,102 @@ __all__ = [
     "RegisterFlag",
     "RegisterProvider",
     "RegisterRenderer",
+    "RegisterMarkdownTransformer",
+    "RegisterMcpServer",
+    "MarkdownMessageType",
+    "MarkdownTransformContext",
+    "MarkdownTransformerDefinition",
+    "McpServerRegistration",
+    "DEFAULT_MARKDOWN_MESSAGE_TYPES",
     "RegisterShortcut",
     "RegisterTool",
     "RegisterToolRenderer",
     "RendererDefinition",
     "ShortcutDefinition",
     "ToolRendererDefinition",
+    # virtual models and dynamic catalogues
+    "RegisterVirtualModel",
+    "VIRTUAL_MODEL_API",
+    "VIRTUAL_MODEL_STATE_ENTRY",
+    "FailedRequest",
+    "ModelLookup",
+    "Route",
+    "RouteReason",
+    "RouteRequest",
+    "RoutedModel",
+    "VirtualModelDefinition",
+    "is_virtual_model",
+    "CatalogueRefresh",
+    "CatalogueRefreshResult",
+    "CatalogueSnapshot",
+    "ProviderAuth",
+    "RefreshModels",
     *_events.__all__,
     *sorted(OCCASIONAL),
 ]
 
 
+_MODEL_TYPES_NAMES = frozenset(
+    {
+        "MODEL_TYPES",
+        "ClassifierAnswer",
+        "ClassifierBoolAnswer",
+        "ClassifierBoolQuestion",
+        "ClassifierChoiceAnswer",
+        "ClassifierChoiceQuestion",
+        "ClassifierContext",
+        "ClassifierQuestion",
+        "ClassifierResult",
+        "ClassifierScoreAnswer",
+        "ClassifierScoreQuestion",
+        "ClassifyFunction",
+        "ImagesContext",
+        "ImagesFunction",
+        "ImagesResult",
+        "ModelType",
+    }
+)
+"""The names of :mod:`pi_hookspecs.model_types` (classifier and image models): only the
+APIs of such models use them, so that module is imported the first time one is read."""
+
+if TYPE_CHECKING:
+    from .model_types import (
+        MODEL_TYPES,
+        ClassifierAnswer,
+        ClassifierBoolAnswer,
+        ClassifierBoolQuestion,
+        ClassifierChoiceAnswer,
+        ClassifierChoiceQuestion,
+        ClassifierContext,
+        ClassifierQuestion,
+        ClassifierResult,
+        ClassifierScoreAnswer,
+        ClassifierScoreQuestion,
+        ClassifyFunction,
+        ImagesContext,
+        ImagesFunction,
+        ImagesResult,
+        ModelType,
+    )
+
+
 def __getattr__(name: str) -> Any:
-    """The occasional events (``pi_hookspecs.events.OCCASIONAL``), made on first use."""
+    """The occasional events (``pi_hookspecs.events.OCCASIONAL``) and the classifier and
+    image model types, made on first use."""
     if name in OCCASIONAL:
         value = getattr(_events, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    elif name in _MODEL_TYPES_NAMES:
+        from . import model_types
+
+        value = getattr(model_types, name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *OCCASIONAL})
+    return sorted({*globals(), *OCCASIONAL, *_MODEL_TYPES_NAMES})
 
 
 if TYPE_CHECKING:

@@ -19,17 +19,27 @@ class Event(PiModel):
 
 CompactReason = Literal["manual", "threshold", "overflow"]
 
+HookOutcome = Literal["blocked", "transformed", "handled", "cancelled", "failed"]
+
 
 OCCASIONAL = frozenset(
     {
         "BashResult",
+        "BashSpawnEvent",
+        "BashSpawnResult",
         "BranchSummaryResult",
         "CacheWarmingDecisionEvent",
         "CacheWarmingDecisionResult",
         "CompactionPreparation",
         "CompactionResult",
+        "FileAccessEvent",
+        "FileAccessResult",
         "FileOperations",
+        "HookOutcomeEvent",
+        "McpServersChangeEvent",
         "ModelSelectEvent",
+        "ProjectTrustEvent",
+        "ProjectTrustResult",
         "SessionBeforeCompactEvent",
         "SessionBeforeCompactResult",
         "SessionBeforeForkEvent",
@@ -53,6 +63,8 @@ OCCASIONAL = frozenset(
 """Events (and their results and payloads) that fire only when something occasional
 happens: compaction, tree navigation, switching or forking sessions, a user's ``!``
 command, a model or thinking-level switch, prompt-cache warming, a terminal dialog, a
-session renamed. They are defined in :mod:`pi_hookspecs._occasional` and created the
+session renamed; and the events pi builds only for the plugins that implement them
+(``bash_spawn``, ``file_access``, ``hook_outcome``) or only for a project that needs
+trust (``project_trust``). They are defined in :mod:`pi_hookspecs._occasional` and created the
 first time one is used (``pi_hookspecs.events.SessionTreeEvent`` works as any other
-name): a ``pi -p`` run does not pay for making about 26 model classes it never uses."""
+name): a ``pi -p`` run does not pay for making about 34 model classes it never uses."""

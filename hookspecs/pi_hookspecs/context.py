@@ -14,14 +14,16 @@ the call that received it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from .catalogue import CatalogueRefreshResult, ProviderAuth
     from .entries import SessionEntry, SessionHeader
-    from .llm import Model
+    from .llm import Model, StreamOptions
     from .messages import CustomMessage, UserContent
-    from .registration import CommandDefinition
+    from .model_types import ClassifierContext, ClassifierResult, ImagesContext, ImagesResult, ModelType
+    from .registration import CommandDefinition, McpServerRegistration
     from .signals import AbortSignal
     from .tools import ToolDefinition, ToolResult
 
@@ -104,6 +106,26 @@ class UIContext(Protocol):
         """Replace the text of the input line."""
         ...
 
+    async def custom(self, factory: Callable[..., Any], *, overlay: bool = False, **options: Any) -> Any:
+        """Show a component of the plugin in place of the input line until it calls
+        ``done(value)``; returns that value. ``factory(tui, theme, keybindings, done)``
+        (may be async) returns the component: ``render(width) -> list[str]`` (lines, ANSI
+        colours allowed), ``handle_input(key)`` for each key pressed (``"enter"``,
+        ``"escape"``, ``"up"``, ``"ctrl+c"``, ``"a"`` …), and optionally ``invalidate()``
+        and ``dispose()``. ``tui.request_render()`` redraws, ``tui.width``/``tui.height``
+        give the terminal's size, ``theme.fg(color, text)`` / ``theme.bold(text)`` style
+        text, and ``keybindings.matches(key, "tui.select.confirm")`` checks pi's picker
+        actions (``tui.select.up``/``down``/``confirm``/``cancel``). A component that
+        waits for an answer passes ``blocked={"kind": "question", "message": "..."}``:
+        ``ui_prompt_start`` / ``ui_prompt_end`` (``kind="custom"``) then surround it, as
+        around dialogs (without it pi does not count as waiting: components also show
+        progress). ``overlay=True`` is accepted as in pi 1.6.0; this terminal UI draws
+        every component inline, under the transcript, and erases it when done. Interactive
+        mode only: elsewhere (``rpc``, ``json``, ``print``) it returns ``None`` at once
+        without calling ``factory``; check ``ctx.mode == "tui"``. An exception in the
+        component ends it with ``None`` and is shown in one line naming the plugin."""
+        ...
+
 
 class SessionView(Protocol):
     """Read-only access to the session (``ctx.session_manager``)."""
@@ -152,6 +174,91 @@ class SessionView(Protocol):
 
     def get_label(self, entry_id: str) -> str | None:
         """The label set on an entry (``/tree``'s bookmarks, ``ctx.set_label``), or ``None``."""
+        ...
+
+
+@runtime_checkable
+class ModelRegistryView(Protocol):
+    """The session's models (``ctx.model_registry``): chat models, and the classifier
+    and image models that never take part in a conversation (see
+    :mod:`pi_hookspecs.model_types`). Calls use the session's credentials."""
+
+    def find(self, provider: str, model_id: str) -> Model | None:
+        """A chat model by provider and id, ``None`` when there is none."""
+        ...
+
+    def get_all(self) -> list[Model]:
+        """Every chat model."""
+        ...
+
+    def get_available(self) -> list[Model]:
+        """The chat models whose provider has a credential (what ``/model`` offers)."""
+        ...
+
+    def get_models_of_type(self, type: ModelType, provider: str | None = None) -> list[Model]:
+        """Every known model of ``type`` (``chat``, ``classifier`` or ``image``),
+        optionally of one provider."""
+        ...
+
+    def get_available_of_type(self, type: ModelType, provider: str | None = None) -> list[Model]:
+        """The models of ``type`` whose provider has working credentials."""
+        ...
+
+    def get_model_of_type(self, type: ModelType, provider: str, model_id: str) -> Model | None:
+        """One model of ``type``, e.g. ``get_model_of_type("classifier", "typesafe",
+        "jev-latest")``; ``None`` when there is none. (``find_of_type`` is the same.)"""
+        ...
+
+    def find_of_type(self, type: ModelType, provider: str, model_id: str) -> Model | None:
+        """The same as :meth:`get_model_of_type`."""
+        ...
+
+    async def classify(
+        self,
+        model: Model | dict[str, Any],
+        context: ClassifierContext | dict[str, Any],
+        options: StreamOptions | None = None,
+    ) -> ClassifierResult:
+        """Answer ``context.questions`` about ``context.state`` with a classifier model
+        (only its ``provider`` and ``id`` are read; a dict of them works too). Never raises
+        for provider errors: check ``stop_reason`` and ``error_message``. ``options`` may
+        carry ``signal`` and ``temperature`` (APIs that read label probabilities divide
+        their logits by it)."""
+        ...
+
+    async def generate_images(
+        self,
+        model: Model | dict[str, Any],
+        context: ImagesContext | dict[str, Any],
+        options: StreamOptions | None = None,
+    ) -> ImagesResult:
+        """Make images from ``context.input`` (text and image blocks) with an image
+        model. Never raises for provider errors: check ``stop_reason``."""
+        ...
+
+    async def refresh(
+        self,
+        *,
+        providers: Sequence[str] | None = None,
+        allow_network: bool | None = None,
+        signal: AbortSignal | None = None,
+    ) -> CatalogueRefreshResult:
+        """Refresh the dynamic catalogues (the providers' ``refresh_models``; only
+        ``providers`` when given) now, and offer their models at once - ``/model``,
+        ``--model`` and :meth:`find` see them without ``/reload``. ``allow_network``
+        ``None`` means "unless pi is offline" (``--offline``, ``PI_OFFLINE``); ``True``
+        asks online even then (the plugin just talked to its server itself). Without
+        ``signal`` the call waits for every refresh; an aborted ``signal`` stops the
+        waiting (``aborted`` in the result). Never raises for a provider's failure:
+        check ``errors``."""
+        ...
+
+    async def get_provider_auth(self, provider: str) -> ProviderAuth | None:
+        """``provider``'s credentials as a request would use them (its key, headers,
+        base URL and stored ``env``), without a model. Read your own plugin's
+        stored login this way rather than parsing ``auth.json``. ``None`` when the
+        provider is unknown or has no credentials; a key's failing ``!command`` raises
+        its error (one line naming the provider)."""
         ...
 
 
@@ -208,6 +315,12 @@ class ExtensionContext(Protocol):
         ...
 
     @property
+    def model_registry(self) -> ModelRegistryView:
+        """The session's models (:class:`ModelRegistryView`): look up chat, classifier and
+        image models, ``classify()`` and ``generate_images()``."""
+        ...
+
+    @property
     def signal(self) -> AbortSignal | None:
         """The abort signal of the current run, ``None`` while idle."""
         ...
@@ -220,7 +333,7 @@ class ExtensionContext(Protocol):
         e.g. the blocking :class:`ToolCallResult` or ``None``). Hooks that plugins
         publish with ``add_hookspecs`` are called pluggy's way (keyword arguments, a list
         of results, wrappers honoured) and the list can be awaited too, every coroutine
-        a handler returned awaited: ``await ctx.hook.register_mcp_servers(register=...)``."""
+        a handler returned awaited: ``await ctx.hook.my_published_hook(value=...)``."""
         ...
 
     def is_project_trusted(self) -> bool:
@@ -332,6 +445,26 @@ class ExtensionContext(Protocol):
         """The slash commands plugins registered."""
         ...
 
+    def register_mcp_server(self, name: str, config: Mapping[str, Any]) -> None:
+        """Add an MCP server to the session now (pi's ``registerMcpServer``), owned by
+        the plugin whose handler, command or tool is running: ``config`` is an
+        ``mcpServers`` entry (see ``register_mcp_servers``). It connects right away;
+        registering a name again replaces your earlier server. Raises ``ValueError`` for
+        an invalid name or config, or a name another plugin registered."""
+        ...
+
+    def unregister_mcp_server(self, name: str) -> bool:
+        """Remove your plugin's MCP server ``name``: its connection closes and its tools
+        become unreachable. ``False`` when your plugin registered none of that name;
+        ``ValueError`` when another plugin did."""
+        ...
+
+    def get_mcp_servers(self) -> list[McpServerRegistration]:
+        """Every MCP server plugins registered (``register_mcp_servers``,
+        ``ctx.register_mcp_server``), in registration order; servers of ``mcp.json`` are
+        not listed. For plugins that connect MCP servers themselves."""
+        ...
+
     async def set_model(self, model: Model) -> bool:
         """Switch to ``model`` for the next request; ``False`` (and no switch) when it
         has no credentials. The thinking level is clamped to what it supports."""
@@ -396,6 +529,15 @@ class ToolContext(ExtensionContext, Protocol):
 class CommandContext(ExtensionContext, Protocol):
     """The context of a command handler: adds session control. These methods can
     deadlock when called from event handlers, hence only here."""
+
+    @property
+    def signal(self) -> AbortSignal | None:
+        """The command's own abort signal: it fires when the user stops the command
+        (Esc or Ctrl+C in the terminal, RPC ``abort``) or the session ends. Pass it
+        to long operations (downloads, polling) and return when it fires; a handler
+        that ignores it is cancelled (``asyncio.CancelledError``) a moment later. While
+        an agent run is active, an abort also stops the run."""
+        ...
 
     async def wait_for_idle(self) -> None:
         """Wait until the active run (if any) and its queued messages are done."""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ConfigDict, Field
 
 from ._base import PiModel, StrictModel, camel_alias
-from ._event import OCCASIONAL, CompactReason, Event
+from ._event import OCCASIONAL, CompactReason, Event, HookOutcome
 from .entries import DraftCustomMessage, DraftEntry, SessionEntry
 from .messages import (
     AgentMessage,
@@ -62,16 +62,6 @@ class SystemPromptOptions(PiModel):
 
 
 # --------------------------------------------------------------------------- startup & resources
-
-
-class ProjectTrustEvent(Event):
-    type: Literal["project_trust"] = "project_trust"
-    cwd: str
-
-
-class ProjectTrustResult(StrictModel):
-    trusted: Literal["yes", "no", "undecided"] = "undecided"
-    remember: bool = False
 
 
 class ResourcesDiscoverEvent(Event):
@@ -363,85 +353,10 @@ class ProviderStreamEvent(_ProviderEvent):
 
 # --------------------------------------------------------------------------- observing plugins
 
-HookOutcome = Literal["blocked", "transformed", "handled", "cancelled", "failed"]
-
-
-class HookOutcomeEvent(Event):
-    """A handler of another event blocked, transformed, handled or cancelled it, or failed."""
-
-    type: Literal["hook_outcome"] = "hook_outcome"
-    hook: str
-    """The event whose handler acted (``"tool_call"`` …)."""
-    plugin: str
-    """The plugin whose handler acted."""
-    outcome: HookOutcome
-    message: str | None = None
-    """The block reason, or the error, when there is one."""
-    tool_call_id: str | None = None
-    """The tool call the event concerns (``tool_call``, ``tool_result``, ``tool_execution_*``)."""
+# HookOutcomeEvent is occasional: made when a plugin implements hook_outcome.
 
 
 # --------------------------------------------------------------------------- user input
-
-
-class BashSpawnEvent(Event):
-    """A shell command pi is about to start. ``argv``, ``env`` and ``pass_fds`` are
-    mutable: change them in place (e.g. wrap ``argv`` in a sandbox launcher, filter
-    ``env``); the process starts with what the last handler left. ``on_exit`` collects
-    zero-argument callables (sync or async) that pi calls once the process has exited,
-    or when it never started."""
-
-    type: Literal["bash_spawn"] = "bash_spawn"
-    command: str
-    """The command as given (by the model, the user or a nested call), without the
-    ``shellCommandPrefix`` that ``argv`` may carry."""
-    argv: list[str]
-    """What pi will execute: ``[shell, "-c", command]`` unless a handler changed it."""
-    cwd: str
-    env: dict[str, str]
-    """The complete environment of the process."""
-    source: Literal["tool", "user"] = "tool"
-    """``"tool"``: the ``bash`` tool (also nested calls through ``ctx.execute_tool``);
-    ``"user"``: a ``!command`` / ``!!command`` the user typed (or an RPC ``bash``)."""
-    tool_call_id: str | None = None
-    pass_fds: list[int] = Field(default_factory=list)
-    """File descriptors of pi's process to keep open in the child."""
-    on_exit: list[Any] = Field(default_factory=list)
-    launch: Any = None
-    """``None``: pi starts ``argv`` as a local process. A handler may set an async
-    callable ``launch(event, on_data) -> int`` that starts the command elsewhere (an
-    editor's terminal, a remote host), streams its output as bytes to ``on_data`` and
-    returns its exit status (negative: killed by that signal, as in ``subprocess``)."""
-
-
-class BashSpawnResult(StrictModel):
-    block: bool = False
-    reason: str | None = None
-
-
-class FileAccessEvent(Event):
-    """A built-in file tool is about to read or write a file's text."""
-
-    type: Literal["file_access"] = "file_access"
-    operation: Literal["read", "write"]
-    path: str
-    """The absolute path."""
-    content: str | None = None
-    """``write``: the complete new text of the file."""
-    tool_name: str
-    """``read``, ``edit`` or ``write``."""
-    tool_call_id: str | None = None
-
-
-class FileAccessResult(StrictModel):
-    """``read``: ``content``, the file's text as the handler sees it; ``write``:
-    ``handled=True`` once the handler has written ``event.content``. ``block=True``
-    (with a ``reason``) refuses the operation: the tool fails with the reason."""
-
-    content: str | None = None
-    handled: bool = False
-    block: bool = False
-    reason: str | None = None
 
 
 class InputEvent(Event):
@@ -487,8 +402,6 @@ __all__ = [
     "AgentEndEvent",
     "AgentSettledEvent",
     "AgentStartEvent",
-    "BashSpawnEvent",
-    "BashSpawnResult",
     "BeforeAgentStartEvent",
     "BeforeAgentStartResult",
     "BeforeProviderHeadersEvent",
@@ -503,18 +416,13 @@ __all__ = [
     "ContextWithSystemEvent",
     "ContextWithSystemResult",
     "Event",
-    "FileAccessEvent",
-    "FileAccessResult",
     "HookOutcome",
-    "HookOutcomeEvent",
     "InputEvent",
     "InputResult",
     "MessageEndEvent",
     "MessageEndResult",
     "MessageStartEvent",
     "MessageUpdateEvent",
-    "ProjectTrustEvent",
-    "ProjectTrustResult",
     "ProjectedEntry",
     "ProviderStreamEvent",
     "ResourcesDiscoverEvent",

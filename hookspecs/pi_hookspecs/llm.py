@@ -9,7 +9,7 @@ may add a provider of its own through the ``register_providers`` hook.
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ._base import PiModel
 from .messages import AgentMessage, AssistantMessage, ToolCall, ToolDeclaration
@@ -63,6 +63,16 @@ class Model(PiModel):
     """The provider's cache lifetime in seconds per retention tier (``{"short": 300}``)."""
     sampling_params: dict[str, Any] | None = None
     sampling_params_by_thinking_level: dict[str, dict[str, Any]] | None = None
+    type: Literal["chat", "classifier", "image"] | None = None
+    """What the model is for: ``chat`` (also when unset), ``classifier`` or ``image``
+    (see :mod:`pi_hookspecs.model_types`); only chat models take part in conversations."""
+    output: list[Literal["text", "image"]] | None = None
+    """An image model's output modalities (always ``"image"``; ``"text"`` when it also writes text)."""
+
+    @property
+    def model_type(self) -> str:
+        """``type``, ``chat`` when unset."""
+        return self.type or "chat"
 
     @property
     def ref(self) -> str:
@@ -234,7 +244,10 @@ class TranscriptRules(PiModel):
 
 class ApiDefinition(PiModel):
     """A wire API a plugin registers through ``register_providers``: requests of every
-    model whose ``api`` is ``name`` go to ``stream``.
+    model whose ``api`` is ``name`` go to ``stream``. An API of classifier or image
+    models gives ``classify`` or ``generate_images`` instead (see
+    :mod:`pi_hookspecs.model_types`; ``"module:function"`` names are imported on the
+    first call as for ``stream``).
 
     ``stream`` is an :data:`ApiStreamFunction`, or ``"package.module:function"`` naming
     one: the module is imported on the first request, so an API whose client library
@@ -245,8 +258,18 @@ class ApiDefinition(PiModel):
     """
 
     name: str
-    stream: ApiStreamFunction | str = Field(exclude=True)
+    stream: ApiStreamFunction | str | None = Field(default=None, exclude=True)
     transcript: TranscriptRules | None = None
+    classify: Callable[..., Awaitable[Any]] | str | None = Field(default=None, exclude=True)
+    """A :data:`~pi_hookspecs.model_types.ClassifyFunction` for the API's classifier models."""
+    generate_images: Callable[..., Awaitable[Any]] | str | None = Field(default=None, exclude=True)
+    """An :data:`~pi_hookspecs.model_types.ImagesFunction` for the API's image models."""
+
+    @model_validator(mode="after")
+    def _serves_something(self) -> "ApiDefinition":
+        if self.stream is None and self.classify is None and self.generate_images is None:
+            raise ValueError(f"API {self.name!r} needs stream, classify or generate_images")
+        return self
 
 
 class ProviderDefinition(PiModel):
@@ -257,6 +280,11 @@ class ProviderDefinition(PiModel):
     ``catalogue`` set to a provider id of pi's built-in model catalogue (``pi models
     --all`` lists them), the provider offers that catalogue's models (read when first
     asked for); ``models`` then add to them or replace some.
+
+    With ``refresh_models`` set, the provider's catalogue is dynamic: pi calls
+    ``refresh_models(refresh)`` with a :class:`~pi_hookspecs.CatalogueRefresh` offline
+    when a session starts and online when catalogues are refreshed, and a list it
+    returns replaces the provider's models (see :mod:`pi_hookspecs.catalogue`).
     """
 
     name: str
@@ -270,3 +298,5 @@ class ProviderDefinition(PiModel):
     models: list[Model] = Field(default_factory=list)
     catalogue: str | None = None
     stream: StreamFunction | None = Field(default=None, exclude=True)
+    refresh_models: Callable[..., Any] | None = Field(default=None, exclude=True)
+    """``refresh_models(refresh) -> list[Model | dict] | None`` (sync or async): a dynamic catalogue."""

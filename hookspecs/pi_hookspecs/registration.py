@@ -8,7 +8,7 @@ register the same name again to replace its own earlier registration.
 """
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 from pydantic import ConfigDict, Field, field_validator
@@ -18,6 +18,7 @@ from .auth import LoginMethod
 from .credentials import CredentialSource
 from .llm import ApiDefinition, ProviderDefinition
 from .tools import ToolDefinition
+from .virtual import VirtualModelDefinition
 
 COMMAND_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_:.-]*$")
 FLAG_NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
@@ -128,6 +129,94 @@ class ToolRendererDefinition(PiModel):
     resolve: Callable[..., Any] = Field(exclude=True)
 
 
+MarkdownMessageType = Literal["user", "assistant", "assistant-thinking", "custom", "summary", "changelog"]
+"""Where interactive mode renders markdown: ``user``, ``assistant`` and ``assistant-thinking``
+(transcript messages: what a transformer runs on unless it names others), ``custom``
+(custom messages without a plugin renderer), ``summary`` (compaction and branch
+summaries, without pi's header) and ``changelog`` (``/changelog``)."""
+DEFAULT_MARKDOWN_MESSAGE_TYPES: frozenset[MarkdownMessageType] = frozenset({"user", "assistant", "assistant-thinking"})
+
+
+class MarkdownTransformContext(PiModel):
+    """What a markdown transformer learns about the text it gets."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    message_type: MarkdownMessageType
+    is_streaming: bool = False
+    """``True`` for the partial answer while it streams in."""
+    available_width: int
+    """The terminal columns the rendered markdown gets."""
+    message_id: str | None = None
+    """The session entry's id when drawn from the session file (a resumed session), else ``None``."""
+    timestamp: str | None = None
+    """The session entry's ISO timestamp, with ``message_id``."""
+
+
+class MarkdownTransformerDefinition(PiModel):
+    """A plugin's markdown transformer (pi's ``registerMarkdownTransformer``):
+    ``transform(markdown, context)`` returns the markdown to render instead, for the
+    surfaces in ``message_types``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    transform: Callable[[str, MarkdownTransformContext], str] = Field(exclude=True)
+    message_types: frozenset[MarkdownMessageType] = DEFAULT_MARKDOWN_MESSAGE_TYPES
+
+
+MCP_SERVER_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+class McpServerRegistration(PiModel):
+    """An MCP server a plugin registered (``register_mcp_servers``,
+    ``ctx.register_mcp_server``): ``config`` is an ``mcpServers`` entry of ``mcp.json``
+    as JSON (``command``/``args``/``env``/``cwd`` or ``url``/``headers``/``oauth``, plus
+    ``exposure``, ``toolExposure``, ``description``, ``enabled``, ``timeout``), ``plugin``
+    the plugin that registered it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    config: dict[str, Any]
+    plugin: str
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        if not MCP_SERVER_NAME_RE.match(name):
+            raise ValueError('a server name holds only letters, digits, "_" and "-"')
+        return name
+
+    @field_validator("config", mode="before")
+    @classmethod
+    def _check_config(cls, config: Any) -> Any:
+        if hasattr(config, "model_dump"):  # a pydantic model of the entry (pi_mcp.ServerConfig)
+            config = config.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if not isinstance(config, dict):
+            kind = type(config).__name__
+            raise ValueError(f"an MCP server's config is a dict shaped like an mcpServers entry, not {kind}")
+        command, url = config.get("command"), config.get("url")
+        if (command is None) == (url is None):
+            raise ValueError('an MCP server needs either "command" (stdio) or "url" (HTTP), not both')
+        if not isinstance(command if command is not None else url, str):
+            raise ValueError(f'"{"command" if command is not None else "url"}" must be a string')
+        return config
+
+
+class RegisterMarkdownTransformer(Protocol):
+    def __call__(
+        self,
+        transform: Callable[[str, MarkdownTransformContext], str],
+        /,
+        *,
+        message_types: Sequence[MarkdownMessageType] | None = None,
+    ) -> None: ...
+
+
+class RegisterMcpServer(Protocol):
+    def __call__(self, name: str, config: Mapping[str, Any], /) -> None: ...
+
+
 class RegisterShortcut(Protocol):
     def __call__(
         self, key: str | ShortcutDefinition, /, handler: Callable[..., Any] | None = None, *, description: str = ""
@@ -180,6 +269,10 @@ class RegisterProvider(Protocol):
         definition: ProviderDefinition | ApiDefinition | CredentialSource | LoginMethod | dict[str, Any],
         /,
     ) -> None: ...
+
+
+class RegisterVirtualModel(Protocol):
+    def __call__(self, definition: VirtualModelDefinition | dict[str, Any], /) -> None: ...
 
 
 class AddHookspecs(Protocol):

@@ -31,8 +31,6 @@ from .events import (
     AgentEndEvent,
     AgentSettledEvent,
     AgentStartEvent,
-    BashSpawnEvent,
-    BashSpawnResult,
     BeforeAgentStartEvent,
     BeforeAgentStartResult,
     BeforeProviderHeadersEvent,
@@ -43,17 +41,12 @@ from .events import (
     ContextResult,
     ContextWithSystemEvent,
     ContextWithSystemResult,
-    FileAccessEvent,
-    FileAccessResult,
-    HookOutcomeEvent,
     InputEvent,
     InputResult,
     MessageEndEvent,
     MessageEndResult,
     MessageStartEvent,
     MessageUpdateEvent,
-    ProjectTrustEvent,
-    ProjectTrustResult,
     ProviderStreamEvent,
     ResourcesDiscoverEvent,
     ResourcesDiscoverResult,
@@ -74,19 +67,30 @@ from .registration import (
     RegisterCliCommand,
     RegisterCommand,
     RegisterFlag,
+    RegisterMarkdownTransformer,
+    RegisterMcpServer,
     RegisterProvider,
     RegisterRenderer,
     RegisterShortcut,
     RegisterTool,
     RegisterToolRenderer,
+    RegisterVirtualModel,
 )
 from .rules import EventSpec, RegistrationSpec, Rule, contract_of, event_spec, registration_spec
 
 if TYPE_CHECKING:  # occasional events: made when first used (pi_hookspecs.events.OCCASIONAL)
     from ._occasional import (
+        BashSpawnEvent,
+        BashSpawnResult,
         CacheWarmingDecisionEvent,
         CacheWarmingDecisionResult,
+        FileAccessEvent,
+        FileAccessResult,
+        HookOutcomeEvent,
+        McpServersChangeEvent,
         ModelSelectEvent,
+        ProjectTrustEvent,
+        ProjectTrustResult,
         SessionBeforeCompactEvent,
         SessionBeforeCompactResult,
         SessionBeforeForkEvent,
@@ -183,7 +187,194 @@ def register_providers(register: RegisterProvider) -> None:
     Claude Pro/Max, ChatGPT Plus/Pro and GitHub Copilot logins are registered this way;
     a plugin's login method for the same provider replaces pi's.
 
+    A provider whose models come from a live service sets ``refresh_models`` (pi's
+    ``refreshModels``): ``refresh_models(refresh)`` gets a
+    :class:`~pi_hookspecs.CatalogueRefresh` and returns the provider's models (a list
+    of :class:`Model` or dicts; ``None`` keeps them). pi calls it offline (``allow_network``
+    false) each time a session's models are built - ``None`` there starts from the
+    snapshot stored by an earlier refresh, ``refresh.stored`` - and online on ``pi update
+    --models``, in the background when interactive or RPC mode starts (not with
+    ``--offline`` / ``PI_OFFLINE``) and after ``/login``. ``await refresh.publish(snapshot)``
+    keeps a :class:`~pi_hookspecs.CatalogueSnapshot` in ``models-store.json`` for offline
+    starts (``publish(None)`` deletes it). A team catalogue kept in a shared file, say:
+
+    ```python
+    import json
+    from pathlib import Path
+
+    from pi_hookspecs import CatalogueSnapshot, Model, ProviderDefinition, hookimpl
+
+
+    class TeamModels:
+        def __init__(self, catalogue: Path) -> None:
+            self.catalogue = catalogue
+
+        @hookimpl
+        def register_providers(self, register):
+            register(
+                ProviderDefinition(
+                    name="team",
+                    base_url="https://llm.team.test/v1",
+                    api="openai-completions",
+                    api_key="$TEAM_KEY",
+                    refresh_models=self.refresh_models,
+                )
+            )
+
+        async def refresh_models(self, refresh):
+            if not refresh.allow_network:
+                return None  # start from refresh.stored
+            names = json.loads(self.catalogue.read_text())["models"]
+            models = [Model(id=name, context_window=32_000) for name in names]
+            await refresh.publish(CatalogueSnapshot(models=models))
+            return models
+
+
+    def test_team_models(pi, tmp_path):
+        catalogue = tmp_path / "catalogue.json"
+        catalogue.write_text(json.dumps({"models": ["coder", "writer"]}))
+        pi.use(TeamModels(catalogue))
+        models = pi.session.models  # started offline: nothing stored yet
+        assert models.get("team", "coder") is None
+        assert pi.run(models.refresh_catalogues(allow_network=True)) == {}  # what pi update --models does
+        assert models.get("team", "coder").context_window == 32_000
+        assert [m.id for m in models.catalogues.store.read("team").models] == ["coder", "writer"]
+    ```
+
+    A refresh that fails is reported by the command that asked for it (``pi update
+    --models`` names the provider) and leaves the models as they were.
+
+    Models that do not chat declare a ``type``: ``classifier`` (answers typed ``choice``,
+    ``bool`` and ``score`` questions about JSON state) or ``image`` (makes images). They
+    never appear in ``/model`` or ``--list-models``; plugins reach them through
+    ``ctx.model_registry`` (``get_model_of_type``, ``classify``, ``generate_images``) and
+    scripts through codemode's ``models``. A plugin adds the API that serves them with
+    ``register(ApiDefinition(name=..., classify=...))`` (or ``generate_images=...``; see
+    :mod:`pi_hookspecs.model_types`): ``classify(model, context, options)`` gets the
+    model, a :class:`~pi_hookspecs.ClassifierContext` and the request's options with the
+    provider's credentials, returns a :class:`~pi_hookspecs.ClassifierResult` (or a dict
+    of it) and raises on failure (the caller gets an error result, never the exception).
+    A judge that calls a prompt urgent when it holds one of a few words, and a hook that
+    asks it:
+
+    ```python
+    from pi_hookspecs import ApiDefinition, ClassifierResult, Model, ProviderDefinition, hookimpl
+
+
+    async def keyword_judge(model, context, options):
+        text = str(context.state).lower()
+        answers = {}
+        for question_id, question in context.questions.items():
+            hit = any(word in text for word in question.criteria.true.split())
+            answers[question_id] = {"type": "bool", "probability": 0.9 if hit else 0.1}
+        return ClassifierResult(answers=answers)
+
+
+    URGENT = {"type": "bool", "instructions": "Is it urgent?", "criteria": {"true": "now asap outage", "false": ""}}
+
+
+    class Triage:
+        @hookimpl
+        def register_providers(self, register):
+            register(ApiDefinition(name="keyword-judge", classify=keyword_judge))
+            judge = Model(id="keywords", type="classifier", api="keyword-judge")
+            register(ProviderDefinition(name="judges", api_key="unused", models=[judge]))
+
+        @hookimpl
+        async def input(self, event, ctx):
+            judge = ctx.model_registry.get_model_of_type("classifier", "judges", "keywords")
+            result = await ctx.model_registry.classify(
+                judge, {"state": {"prompt": event.text}, "questions": {"urgent": URGENT}}
+            )
+            if result.stop_reason == "stop" and result.answers["urgent"].probability > 0.5:
+                ctx.ui.notify("An urgent prompt", "warning")
+
+
+    def test_triage(pi):
+        pi.use(Triage())
+        pi.script("on it")
+        pi.prompt("The site is down: fix the outage asap")
+        assert ("warning", "An urgent prompt") in pi.ui.notifications
+        assert pi.session.models.get("judges", "keywords") is None  # not a chat model
+    ```
+
     **Errors**: reported as a diagnostic naming the plugin.
+    """
+
+
+@registration_spec()
+def register_virtual_models(register: RegisterVirtualModel) -> None:
+    """Register virtual models (pi's ``registerVirtualModel``): selectable models that
+    route each request to a physical model and thinking level.
+
+    **Fires** once per session runtime, after ``register_providers``, before the model is
+    chosen: a virtual model is selected like any other (``--model router/auto``,
+    ``/model``, settings) and ``pi --list-models`` lists it.
+
+    **Call** ``register(VirtualModelDefinition(provider=..., id=..., route=...))`` (or a
+    dict of its fields). Before every request made with the virtual model pi calls
+    ``route(request)`` (or ``route(request, ctx)``; sync or async) with a
+    :class:`~pi_hookspecs.RouteRequest` - the selected level, ``reason`` (``user``,
+    ``continuation``, ``retry``, ``direct``), ``previous`` and ``failed`` physical models,
+    router ``state``, the messages, and ``models`` to look models up - and sends the
+    request to the :class:`~pi_hookspecs.Route` it returns: a physical model of the
+    catalogue whose provider has credentials, and a thinking level (clamped to that
+    model). Providers only ever see physical models; assistant messages name the
+    physical model and level, ``model_change`` entries the selection, and a ``state``
+    the router returns is kept on the session branch (``custom`` entries of type
+    ``pi.virtual-model-state``). Resuming restores the virtual selection; when the
+    virtual model is no longer registered pi falls back to the physical model that
+    answered last. Registering the same ``provider/id`` again replaces it.
+
+    A router that sends quick questions to a small model and hard ones (the ``high``
+    level) to a large one, and keeps tool follow-ups and retries on the model of the turn
+    (so prompt caches stay valid):
+
+    ```python
+    from pi_hookspecs import Route, VirtualModelDefinition, hookimpl
+
+
+    class AutoRouter:
+        def __init__(self, small="anthropic/claude-haiku-4-5", large="anthropic/claude-sonnet-4-5"):
+            self.small, self.large = small, large
+
+        @hookimpl
+        def register_virtual_models(self, register):
+            register(
+                VirtualModelDefinition(
+                    provider="router", id="auto", name="Auto", thinking_levels=["low", "high"], route=self.route
+                )
+            )
+
+        def route(self, request):
+            sticky = request.failed or request.previous
+            if request.reason != "user" and sticky is not None:
+                return Route(model=sticky.model, thinking_level=sticky.thinking_level)
+            turns = (request.state or {}).get("turns", 0) + 1
+            target = self.large if request.thinking_level == "high" else self.small
+            return Route(model=target, thinking_level="off", state={"turns": turns})
+
+
+    def test_auto_router(pi):
+        pi.use(AutoRouter(small="faux/offline-demo", large="faux/offline-demo"))
+        auto = pi.session.models.get("router", "auto")
+        assert pi.run(pi.session.set_model(auto))
+        run = pi.prompt("what is here?")  # the demo model runs ls, then answers
+        assert [m.model for m in run.messages if m.role == "assistant"] == ["offline-demo"] * 2
+        assert pi.session.model.ref == "router/auto"  # the selection stays virtual
+        entries = pi.session_entries()
+        assert [e["modelId"] for e in entries if e["type"] == "model_change"][-1] == "auto"
+        states = [e["data"]["state"] for e in entries if e["type"] == "custom"]
+        assert states == [{"turns": 1}]  # the continuation after ls kept its route and state
+    ```
+
+    A route that raises, names a model that is not a physical one of the catalogue, or
+    one without credentials ends that request with an error response naming the virtual
+    model; the session goes on.
+
+    **Errors**: an invalid definition, a virtual model whose id is one of the provider's
+    physical models, or an exception in the hook is a diagnostic naming the plugin; the
+    other registrations stand.
     """
 
 
@@ -277,6 +468,122 @@ def register_tool_renderers(register: RegisterToolRenderer) -> None:
 
 
 @registration_spec()
+def register_markdown_transformers(register: RegisterMarkdownTransformer) -> None:
+    """Change markdown before interactive mode renders it (pi's
+    ``registerMarkdownTransformer``).
+
+    **Fires** once per session runtime, in plugin load order.
+
+    **Call** ``register(transform, message_types=[...])``: ``transform(markdown,
+    context)`` gets the markdown and a :class:`MarkdownTransformContext`
+    (``message_type``, ``is_streaming``, ``available_width``, ``message_id``,
+    ``timestamp``) and returns the markdown to render. ``message_types`` names the
+    surfaces it runs on (:data:`MarkdownMessageType`; default ``user``, ``assistant``,
+    ``assistant-thinking``). A plugin has one transformer: registering again replaces
+    it. The transformers run in plugin load order, each on the previous one's output; the
+    session and what the model sees keep the original text. They run for every message
+    drawn, for each redraw of a streaming answer and for replayed sessions: keep them
+    synchronous and quick. Print, json and RPC modes and the HTML export do not use them.
+
+    Arrows in finished answers, and ``:warning:`` shortcodes in the changelog:
+
+    ```python
+    from pi_hookspecs import MarkdownTransformContext, hookimpl
+
+
+    class Typography:
+        @hookimpl
+        def register_markdown_transformers(self, register):
+            register(self.transform, message_types=["assistant", "changelog"])
+
+        def transform(self, markdown, context):
+            if context.message_type == "changelog":
+                return markdown.replace(":warning:", "⚠")
+            if context.is_streaming:  # an unfinished "--" may become "-->" in the next redraw
+                return markdown
+            return markdown.replace("-->", "→")
+
+
+    def test_typography(pi):
+        pi.use(Typography())
+        assert pi.diagnostics == []
+        answer = MarkdownTransformContext(message_type="assistant", available_width=80)
+        assert Typography().transform("a --> b", answer) == "a → b"
+        streaming = MarkdownTransformContext(message_type="assistant", is_streaming=True, available_width=80)
+        assert Typography().transform("a --> b", streaming) == "a --> b"
+        pi.script("use a --> b")
+        assert pi.prompt("how?").text == "use a --> b"  # the session keeps the original text
+    ```
+
+    **Errors**: a failing registration is a diagnostic naming the plugin. A transformer
+    that raises or returns something other than a string is reported once in one line
+    naming the plugin; the markdown produced so far is kept and the next transformer runs.
+    """
+
+
+@registration_spec()
+def register_mcp_servers(register: RegisterMcpServer) -> None:
+    """Add MCP servers to the session (pi's ``registerMcpServer``).
+
+    **Fires** once per session runtime, in plugin load order, before ``session_start``.
+
+    **Call** ``register(name, config)`` with a server name (letters, digits, ``_`` and
+    ``-``) and a dict shaped like an ``mcpServers`` entry of ``mcp.json`` (``command``,
+    ``args``, ``env``, ``cwd`` or ``url``, ``headers``, ``oauth``, plus ``exposure``,
+    ``toolExposure``, ``description``, ``enabled``, ``timeout``). Registrations are not
+    saved: register on every load. Registering a name again replaces your earlier
+    server. The MCP plugin (pluggable-pi-mcp) connects them next to the ``mcp.json``
+    servers, which win over a registration of the same name. Later in the session use
+    ``ctx.register_mcp_server(name, config)`` and ``ctx.unregister_mcp_server(name)``;
+    ``ctx.get_mcp_servers()`` lists every registration (:class:`McpServerRegistration`).
+
+    A team's ticket server, with a command that disconnects it for the rest of the session:
+
+    ```python
+    from pi_hookspecs import hookimpl
+
+
+    class TeamServers:
+        @hookimpl
+        def register_mcp_servers(self, register):
+            register("tickets", {"url": "https://mcp.example.com/tickets", "exposure": "deferred"})
+
+        @hookimpl
+        def register_commands(self, register):
+            register("tickets-off", self.off, description="Disconnect the tickets MCP server")
+
+        def off(self, args, ctx):
+            removed = ctx.unregister_mcp_server("tickets")
+            ctx.ui.notify("tickets server disconnected" if removed else "no tickets server")
+
+
+    def test_team_servers(pi):
+        listed = []
+
+        class Lister:
+            @hookimpl
+            def session_start(self, ctx):
+                listed.extend((server.name, server.plugin) for server in ctx.get_mcp_servers())
+
+        pi.use(TeamServers(), Lister())
+        pi.prompt("/tickets-off")
+        assert listed == [("tickets", "TeamServers")]
+        assert pi.ui.notifications == [("info", "tickets server disconnected")]
+        # this test loads no MCP plugin: the registration is reported, naming the plugin
+        [error] = pi.plugin_errors
+        assert error.plugin == "TeamServers" and 'MCP server "tickets" is not connected' in error.message
+    ```
+
+    **Errors**: ``register`` raises ``ValueError`` for an invalid name, a config that is
+    neither a stdio (``command``) nor an HTTP (``url``) server, or a name another plugin
+    registered; an exception escaping the hook is a diagnostic naming the plugin, and
+    the servers registered before it stand. When no loaded plugin connects MCP servers
+    (none implements ``mcp_servers_change``), each registration is reported as an error
+    naming its plugin at ``session_start``.
+    """
+
+
+@registration_spec()
 def add_hookspecs(add: AddHookspecs) -> None:
     """Publish hook specifications of a plugin's own.
 
@@ -286,8 +593,7 @@ def add_hookspecs(add: AddHookspecs) -> None:
     ``pi_hookspecs.hookspec``. Other plugins then implement them, and the publishing
     plugin calls them through ``ctx.hook.<name>(...)``: pluggy's own calling convention
     (keyword arguments), result list and wrappers; the list can be awaited (coroutines
-    awaited), as pi's events can. pluggable-pi-mcp publishes ``register_mcp_servers``
-    this way. A function declared with ``@event_spec`` (a rule and a composition, see
+    awaited), as pi's events can. A function declared with ``@event_spec`` (a rule and a composition, see
     :mod:`pi_hookspecs.compose`) is an event: ``ctx.hook`` calls it through pi's runner,
     exactly as pi's own.
 
@@ -301,13 +607,13 @@ def add_hookspecs(add: AddHookspecs) -> None:
 # ------------------------------------------------------------ how some gates decide
 
 
-def _file_answered(event: FileAccessEvent, result: FileAccessResult) -> bool:
+def _file_answered(event: "FileAccessEvent", result: "FileAccessResult") -> bool:
     """A ``file_access`` result answers the access: a read with the file's text, a
     write done (``handled``); anything else lets the next handler (or pi) do it."""
     return result.content is not None if event.operation == "read" else bool(result.handled)
 
 
-def _check_file_answer(event: FileAccessEvent, result: FileAccessResult) -> None:
+def _check_file_answer(event: "FileAccessEvent", result: "FileAccessResult") -> None:
     if event.operation == "read" and result.content is None and result.handled:
         raise ValueError("a read needs the file's text in content")
     if event.operation == "write" and not result.handled and result.content is not None:
@@ -331,7 +637,7 @@ def _check_user_bash_answer(event: Any, result: Any) -> None:
         summary="the first `yes` or `no` decides",
     ),
 )
-def project_trust(event: ProjectTrustEvent, ctx: ProjectTrustContext) -> ProjectTrustResult | None:
+def project_trust(event: "ProjectTrustEvent", ctx: ProjectTrustContext) -> "ProjectTrustResult | None":
     """Decide whether the project in ``event.cwd`` is trusted.
 
     **Fires** at startup (and when a session replacement enters a new working
@@ -405,6 +711,23 @@ def session_info_changed(event: "SessionInfoChangedEvent", ctx: ExtensionContext
     """The session's display name changed (``event.name``; ``None`` when cleared).
 
     **Fires** after ``/name``, RPC ``set_session_name`` or ``ctx.set_session_name()``.
+
+    **Returns** nothing (notification).
+
+    **Errors**: reported; the next handler runs.
+    """
+
+
+@event_spec(Rule.NOTIFICATION, group="Session")
+def mcp_servers_change(event: "McpServersChangeEvent", ctx: ExtensionContext) -> None:
+    """A plugin registered or unregistered an MCP server after the session started
+    (``ctx.register_mcp_server``, ``ctx.unregister_mcp_server``): ``event.servers`` lists
+    every server plugins registered, after the change.
+
+    **Fires** after each change, from the session's start on; servers registered while
+    the plugins load are read with ``ctx.get_mcp_servers()`` at ``session_start``.
+    Implementing it makes a plugin one that connects registered servers: pluggable-pi-mcp
+    connects new ones right away and closes removed ones, whose tools become unreachable.
 
     **Returns** nothing (notification).
 
@@ -791,7 +1114,7 @@ def tool_result(event: ToolResultEvent, ctx: ExtensionContext) -> ToolResultPatc
 
 
 @event_spec(Rule.GATE, group="Tools", fail_closed=True, compose=BlockingGate(blocked=True), in_place=True)
-def bash_spawn(event: BashSpawnEvent, ctx: ExtensionContext) -> BashSpawnResult | None:
+def bash_spawn(event: "BashSpawnEvent", ctx: ExtensionContext) -> "BashSpawnResult | None":
     """A shell command is about to start as a local process: change how it starts.
 
     **Fires** for every command pi's own shell runner starts: each ``bash`` tool call
@@ -836,7 +1159,7 @@ def bash_spawn(event: BashSpawnEvent, ctx: ExtensionContext) -> BashSpawnResult 
         summary="the first block, or the first handler that does the access, decides",
     ),
 )
-def file_access(event: FileAccessEvent, ctx: ExtensionContext) -> FileAccessResult | None:
+def file_access(event: "FileAccessEvent", ctx: ExtensionContext) -> "FileAccessResult | None":
     """A built-in file tool is about to read or write a file's text: serve it elsewhere.
 
     **Fires** when the ``read`` tool reads a text file (after pi checked locally that
@@ -1037,7 +1360,7 @@ def input(event: InputEvent, ctx: ExtensionContext) -> InputResult | None:
 
 
 @event_spec(Rule.NOTIFICATION, group="Observing plugins")
-def hook_outcome(event: HookOutcomeEvent, ctx: ExtensionContext) -> None:
+def hook_outcome(event: "HookOutcomeEvent", ctx: ExtensionContext) -> None:
     """A handler of another event changed its course: it blocked, transformed, handled
     or cancelled it, or it failed. For audit and telemetry plugins (pluggable-pi-otel records each
     one as a span event naming the plugin).

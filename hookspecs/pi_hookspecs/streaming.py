@@ -11,7 +11,6 @@ a plugin that adds an API (``register_providers`` with an :class:`ApiDefinition`
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -86,6 +85,8 @@ def retry_after_seconds(headers: dict[str, str]) -> float | None:
         try:
             return max(0.0, float(value))
         except ValueError:
+            import email.utils  # an HTTP date: rare, and email.utils brings 8 modules
+
             parsed = email.utils.parsedate_tz(value)
             if parsed is not None:
                 return max(0.0, email.utils.mktime_tz(parsed) - time.time())

@@ -31,9 +31,23 @@ BUILTIN_APIS: dict[str, str] = {
     "mistral-conversations": "pi_core.ai.apis.mistral:stream_mistral",
     "azure-openai-responses": "pi_core.ai.apis.azure_openai_responses:stream_azure_openai_responses",
     "openai-codex-responses": "pi_core.ai.apis.openai_codex_responses:stream_openai_codex_responses",
+    "pi-messages": "pi_core.ai.apis.pi_messages:stream_pi_messages",
     "faux": "pi_core.ai.faux:stream_faux",
 }
 """Each built-in wire API and the function that speaks it."""
+
+CLASSIFIER_APIS: dict[str, str] = {
+    "typesafe-system-one": "pi_core.ai.apis.system_one:classify_typesafe",
+    "cloudflare-workers-ai-system-one": "pi_core.ai.apis.system_one:classify_cloudflare",
+    "openai-decisions": "pi_core.ai.apis.openai_decisions:classify_openai_decisions",
+    "llama-cpp-classify": "pi_core.ai.apis.llama_cpp_classify:classify_llama_cpp",
+}
+"""Each built-in classifier API and the function that speaks it."""
+
+IMAGE_APIS: dict[str, str] = {
+    "openrouter-images": "pi_core.ai.apis.openrouter_images:generate_openrouter_images",
+}
+"""Each built-in image API and the function that speaks it."""
 
 PLUGIN_APIS: dict[str, str] = {
     "bedrock-converse-stream": "pluggable-pi-bedrock",
@@ -68,6 +82,12 @@ def provider_definitions() -> list[ProviderDefinition]:
                 catalogue=name,
             )
         )
+    for name, info in catalog.typed_providers().items():  # only classifier or image models
+        definitions.append(
+            ProviderDefinition.model_construct(
+                name=name, display_name=info.get("name"), base_url=info.get("baseUrl"), api=info.get("api")
+            )
+        )
     return definitions
 
 
@@ -75,6 +95,10 @@ def provider_definitions() -> list[ProviderDefinition]:
 def register_providers(register: Callable[[Any], Any]) -> None:
     for name, target in BUILTIN_APIS.items():
         register(ApiDefinition.model_construct(name=name, stream=target))
+    for name, target in CLASSIFIER_APIS.items():
+        register(ApiDefinition.model_construct(name=name, classify=target))
+    for name, target in IMAGE_APIS.items():
+        register(ApiDefinition.model_construct(name=name, generate_images=target))
     for definition in provider_definitions():
         register(definition)
     for method in login_methods():

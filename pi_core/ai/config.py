@@ -67,7 +67,9 @@ class ModelConfig(_ModelFields):
     api: str | None = None
     base_url: str | None = None
     cost: CostConfig | None = None
-    type: Literal["chat"] | None = None
+    type: Literal["chat", "classifier", "image"] | None = None
+    output: list[Literal["text", "image"]] | None = None
+    """An image model's output modalities."""
 
 
 class ModelOverride(_ModelFields):

@@ -47,6 +47,14 @@ class ProviderState:
     that IS one of them is read from the catalogue when first needed."""
     routed: bool = False
     """``baseUrl`` set by a plugin or ``models.json``: it replaces the catalogue's own."""
+    refresh_models: Any = None
+    """A plugin's ``refresh_models`` function: the provider's catalogue is dynamic."""
+    typed: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    """Classifier and image models by ``(type, id)``, entries like ``models`` (with
+    ``type``): a plugin's or ``models.json``'s. The same id may be a chat model too."""
+    typed_catalogue: str | None = None
+    """The catalogue provider whose classifier and image models the provider offers
+    under ``typed`` (read when one is first asked for)."""
 
 
 _CAMEL = {
@@ -80,6 +88,7 @@ def use_catalogue(provider: ProviderState, catalogue: str) -> None:
     """Give ``provider`` the models of catalogue provider ``catalogue``: placeholders
     read from the catalogue when first needed (its own models keep theirs)."""
     provider.catalogue = catalogue
+    provider.typed_catalogue = catalogue
     provider.stubs = catalog.stubs(catalogue)
     provider.models = {**provider.stubs, **provider.models}
 
@@ -92,6 +101,8 @@ def _route(provider: ProviderState, base_url: str) -> None:
     for model_id, entry in list(provider.models.items()):
         if "base_url" in entry and provider.stubs.get(model_id) is not entry:
             provider.models[model_id] = {k: v for k, v in entry.items() if k != "base_url"}
+    for key, entry in list(provider.typed.items()):
+        provider.typed[key] = {k: v for k, v in entry.items() if k != "base_url"}
 
 
 def config_fields(config: Any, exclude: Iterable[str] = ()) -> dict[str, Any]:
@@ -146,11 +157,16 @@ def plugin_provider(definition: ProviderDefinition | dict[str, Any], source: str
         compat=dict(definition.compat or {}),
         stream=definition.stream,
         needs_auth=definition.stream is None,
+        refresh_models=definition.refresh_models,
     )
     for model in definition.models:
         entry = model.model_dump(exclude_none=True, exclude={"provider"})
         if "base_url" in entry and entry["base_url"] == definition.base_url:
             entry.pop("base_url")
+        if model.model_type != "chat":
+            provider.typed[(model.model_type, model.id)] = entry
+            continue
+        entry.pop("type", None)
         provider.models[model.id] = entry
     if definition.catalogue:
         if definition.catalogue not in catalog.provider_ids():
@@ -163,14 +179,17 @@ def apply_plugin(providers: dict[str, ProviderState], plugin: ProviderState) -> 
     """Layer a plugin's provider over ``providers`` (a new one, or changes to one)."""
     existing = providers.get(plugin.name)
     if existing is None:
-        providers[plugin.name] = ProviderState(**{**plugin.__dict__, "models": dict(plugin.models)})
+        providers[plugin.name] = ProviderState(
+            **{**plugin.__dict__, "models": dict(plugin.models), "typed": dict(plugin.typed)}
+        )
         return
     existing.source = plugin.source
     if plugin.catalogue:
         existing.catalogue, existing.stubs = plugin.catalogue, plugin.stubs
-    if plugin.base_url is not None and not plugin.models:
+        existing.typed_catalogue = plugin.typed_catalogue
+    if plugin.base_url is not None and not plugin.models and not plugin.typed:
         _route(existing, plugin.base_url)
-    for attribute in ("display_name", "base_url", "api", "api_key", "stream"):
+    for attribute in ("display_name", "base_url", "api", "api_key", "stream", "refresh_models"):
         value = getattr(plugin, attribute)
         if value is not None:
             setattr(existing, attribute, value)
@@ -178,8 +197,10 @@ def apply_plugin(providers: dict[str, ProviderState], plugin: ProviderState) -> 
     existing.compat.update(plugin.compat)
     existing.auth_header = existing.auth_header or plugin.auth_header
     existing.needs_auth = existing.needs_auth and plugin.needs_auth
-    if plugin.models:
+    if plugin.models or plugin.typed:  # a model list replaces the provider's, of every type (pi 1.6.0)
         existing.models = dict(plugin.models)
+        existing.typed = dict(plugin.typed)
+        existing.typed_catalogue = plugin.typed_catalogue
 
 
 def apply_models_file(providers: dict[str, ProviderState], file: ModelsFile, path: Path) -> list[str]:
@@ -212,7 +233,10 @@ def apply_models_file(providers: dict[str, ProviderState], file: ModelsFile, pat
         if config.auth_header is not None:
             provider.auth_header = config.auth_header
         for model in config.models or []:
-            provider.models[model.id] = config_fields(model, exclude={"type"})
+            if model.type in ("classifier", "image"):
+                provider.typed[(model.type, model.id)] = config_fields(model)
+            else:
+                provider.models[model.id] = config_fields(model, exclude={"type"})
         for model_id, override in (config.model_overrides or {}).items():
             entry = model_entry(provider, model_id)
             if entry is not None:
@@ -233,6 +257,22 @@ def model_entry(provider: ProviderState, model_id: str) -> dict[str, Any] | None
     return entry
 
 
+def typed_entries(provider: ProviderState) -> dict[tuple[str, str], dict[str, Any]]:
+    """The provider's classifier and image models by ``(type, id)``: the catalogue's
+    (read now; without their own ``baseUrl`` when the provider was routed elsewhere),
+    then its own."""
+    entries: dict[tuple[str, str], dict[str, Any]] = {}
+    if provider.typed_catalogue:
+        for data in catalog.typed_models(provider.typed_catalogue):
+            entry = _normalise(data)
+            entry["type"] = data["type"]
+            if provider.routed:
+                entry.pop("base_url", None)
+            entries[(data["type"], data["id"])] = entry
+    entries.update(provider.typed)
+    return entries
+
+
 __all__ = [
     "ProviderState",
     "apply_models_file",
@@ -240,5 +280,6 @@ __all__ = [
     "config_fields",
     "model_entry",
     "plugin_provider",
+    "typed_entries",
     "use_catalogue",
 ]

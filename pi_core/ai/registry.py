@@ -9,13 +9,15 @@ credentials (keys, ``auth.json``, logins, credential sources) are
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Set
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pi_core._paths import agent_dir
 from pi_hookspecs import (
+    VIRTUAL_MODEL_API,
     ApiDefinition,
     ApiKeyCredentials,
     ApiStreamFunction,
@@ -29,12 +31,19 @@ from pi_hookspecs import (
     ProviderDefinition,
     StreamOptions,
     TranscriptRules,
+    VirtualModelDefinition,
+    is_virtual_model,
 )
+
+if TYPE_CHECKING:  # classifier and image models: their module loads when first used
+    from pi_hookspecs import ClassifierContext, ClassifierResult, ImagesContext, ImagesResult
 
 from . import builtin, selection
 from .apis import known_apis, resolve_target
 from .auth import AuthStore
 from .catalog import DEFAULT_MODELS
+from .catalog import typed_providers as catalog_typed_providers
+from .catalogue_snapshots import STORE_FILE, DynamicCatalogues, apply_dynamic, network_disabled, refresh_catalogues
 from .config import ModelsConfigError, ModelsFile, load_models_json_lenient
 from .credentials import Credentials
 from .dispatch import provider_label, run_api, run_stream_function
@@ -47,9 +56,11 @@ from .providers import (
     config_fields,
     model_entry,
     plugin_provider,
+    typed_entries,
     use_catalogue,
 )
 from .transform import apply_transcript_rules
+from .virtual import apply_virtual, direct_stream, resolve_route
 
 
 class ModelResolutionError(ValueError):
@@ -94,6 +105,13 @@ class ModelRegistry:
         self._builtin_providers: list[ProviderDefinition] = []
         self._plugin_providers: list[ProviderState] = []
         self._plugin_apis: dict[str, tuple[str, ApiStreamFunction | str, TranscriptRules | None]] = {}
+        self._virtual: dict[str, tuple[VirtualModelDefinition, str]] = {}
+        """Virtual models by ``provider/id``: ``(definition, plugin)``."""
+        self.catalogues = DynamicCatalogues(lambda: self.models_path.with_name(STORE_FILE))
+        """The dynamic catalogues' refreshed models and ``models-store.json``."""
+        self._typed_apis: dict[tuple[str, str], tuple[str, Any]] = {}
+        """``("classify" | "generate_images", api name)`` -> ``(source, function or "module:function")``."""
+        self._typed_built: dict[tuple[str, str, str], Model] = {}
         logins: dict[str, LoginMethod] = {}
         if builtins:  # made on its own: pi's provider plugin, as a plugin host would load it
             own = builtin.registrations()
@@ -157,8 +175,17 @@ class ModelRegistry:
 
     def add_api(self, definition: ApiDefinition, source: str = "plugin") -> None:
         """Add a wire API registered through ``register_providers``: requests of models
-        whose ``api`` is its name go to its ``stream`` (before pi's own table)."""
-        self._plugin_apis[definition.name] = (source, definition.stream, definition.transcript)
+        whose ``api`` is its name go to its ``stream`` (before pi's own table); its
+        ``classify`` / ``generate_images`` serve classifier and image models."""
+        self._add_api(definition, source)
+
+    def _add_api(self, definition: ApiDefinition, source: str) -> None:
+        if definition.stream is not None:
+            self._plugin_apis[definition.name] = (source, definition.stream, definition.transcript)
+        for operation in ("classify", "generate_images"):
+            function = getattr(definition, operation, None)
+            if function is not None:
+                self._typed_apis[(operation, definition.name)] = (source, function)
 
     def add_credential_source(self, definition: CredentialSource, source: str = "plugin") -> None:
         """Add a :class:`~pi_hookspecs.CredentialSource` registered through
@@ -191,11 +218,12 @@ class ModelRegistry:
         a plugin's provider of the same name changes them (see :meth:`add_provider`).
         Returns one message per provider that could not be used."""
         self._builtin_providers, self._plugin_providers, self._plugin_apis = [], [], {}
+        self._typed_apis = {}
         self.credentials.clear()
         problems: list[str] = []
         for value, source in registered:
             if isinstance(value, ApiDefinition):
-                self._plugin_apis[value.name] = (source, value.stream, value.transcript)
+                self._add_api(value, source)
             elif isinstance(value, LoginMethod):
                 self.credentials.add_login_method(value, source)
             elif isinstance(value, CredentialSource):
@@ -215,6 +243,7 @@ class ModelRegistry:
         """Forget the providers and APIs ``source`` registered (on plugin reload)."""
         self._plugin_providers = [p for p in self._plugin_providers if p.source != source]
         self._plugin_apis = {name: entry for name, entry in self._plugin_apis.items() if entry[0] != source}
+        self._typed_apis = {key: entry for key, entry in self._typed_apis.items() if entry[0] != source}
         self.credentials.remove(source)
         self._rebuild()
 
@@ -231,6 +260,8 @@ class ModelRegistry:
             )
             if definition.catalogue:
                 use_catalogue(provider, definition.catalogue)
+            elif definition.name in catalog_typed_providers():
+                provider.typed_catalogue = definition.name  # only classifier or image models (TypeSafe)
             for model in definition.models:
                 provider.models[model.id] = model.model_dump(exclude_none=True, exclude={"provider"})
             providers[definition.name] = provider
@@ -248,12 +279,15 @@ class ModelRegistry:
             named_only.add(("faux", demo["id"]))
         for plugin in self._plugin_providers:
             apply_plugin(providers, plugin)
+        apply_dynamic(providers, self.catalogues.models)
         self.models_problems = list(self._file_problems)
         if self._models_file is not None:
             self.models_problems += apply_models_file(providers, self._models_file, self.models_path)
+        apply_virtual(providers, self._virtual)
         self._providers = providers
         self._named_only = {key for key in named_only if key[0] in providers and key[1] in providers[key[0]].models}
         self._built = {}
+        self._typed_built = {}
         self._refs = None
 
     def _model(self, provider: ProviderState, model_id: str) -> Model | None:
@@ -396,6 +430,116 @@ class ModelRegistry:
                     return model
         return self._model(*fallback) if fallback else None
 
+    # ------------------------------------------------------------------ classifier and image models
+
+    def models_of_type(self, model_type: str, provider: str | None = None) -> list[Model]:
+        """Every model of ``model_type`` (``chat``, ``classifier``, ``image``), optionally
+        of one provider. Classifier and image models are never among :meth:`models`."""
+        if model_type == "chat":
+            return [m for m in self.models() if provider is None or m.provider == provider]
+        states = [self._providers[provider]] if provider in self._providers else []
+        if provider is None:
+            states = list(self._providers.values())
+        out: list[Model] = []
+        for state in states:
+            for (kind, model_id), entry in typed_entries(state).items():
+                if kind == model_type:
+                    out.append(self._typed_model(state, kind, model_id, entry))
+        return out
+
+    def available_of_type(self, model_type: str, provider: str | None = None) -> list[Model]:
+        """The models of ``model_type`` whose provider has a credential. OpenAI's Decisions
+        API takes only API keys: its models are left out while the provider is signed in
+        with an account (pi 1.6.0)."""
+        if model_type == "chat":
+            return [m for m in self.available() if provider is None or m.provider == provider]
+        usable: dict[str, bool] = {}
+        out = []
+        for model in self.models_of_type(model_type, provider):
+            if model.provider not in usable:
+                usable[model.provider] = self.has_auth(model.provider)
+            if not usable[model.provider]:
+                continue
+            if model.api == "openai-decisions" and self.credentials.logged_in(model.provider):
+                continue
+            out.append(model)
+        return out
+
+    def get_of_type(self, model_type: str, provider: str, model_id: str) -> Model | None:
+        """One model of ``model_type``, ``None`` when the provider has none of that id."""
+        if model_type == "chat":
+            return self.get(provider, model_id)
+        state = self._providers.get(provider)
+        if state is None:
+            return None
+        key = (provider, model_type, model_id)
+        built = self._typed_built.get(key)
+        if built is not None:
+            return built
+        entry = typed_entries(state).get((model_type, model_id))
+        return self._typed_model(state, model_type, model_id, entry) if entry is not None else None
+
+    def _typed_model(self, state: ProviderState, model_type: str, model_id: str, entry: dict[str, Any]) -> Model:
+        key = (state.name, model_type, model_id)
+        model = self._typed_built.get(key)
+        if model is None:
+            model = self._typed_built[key] = self._materialise(state, {**entry, "type": model_type})
+        return model
+
+    def typed_api(self, operation: str, api: str) -> Any:
+        """The function a plugin (or pi's built-in provider plugin) registered for
+        ``operation`` (``classify`` / ``generate_images``) of ``api``, ``None`` if none."""
+        entry = self._typed_apis.get((operation, api))
+        if entry is None:  # a registry made without a plugin host: pi's own APIs
+            registered = builtin.registrations().apis.get(api)
+            own = getattr(registered, operation, None) if registered is not None else None
+            if own is None:
+                return None
+            entry = self._typed_apis[(operation, api)] = ("builtin", own)
+        source, function = entry
+        if isinstance(function, str):
+            function = resolve_target(function)
+            self._typed_apis[(operation, api)] = (source, function)
+        return function
+
+    async def classify(
+        self,
+        model: Model | dict[str, Any],
+        context: ClassifierContext | dict[str, Any],
+        options: StreamOptions | None = None,
+    ) -> ClassifierResult:
+        """Answer ``context.questions`` about ``context.state`` with a classifier model,
+        with the provider's credentials (see :mod:`pi_core.ai.classify`). Never raises
+        for provider errors: the result's ``stop_reason`` says ``error``."""
+        from .classify import run_classify
+
+        return await run_classify(self, model, context, options)
+
+    async def generate_images(
+        self,
+        model: Model | dict[str, Any],
+        context: ImagesContext | dict[str, Any],
+        options: StreamOptions | None = None,
+    ) -> ImagesResult:
+        """Make images with an image model (see :mod:`pi_core.ai.classify`). Never raises
+        for provider errors."""
+        from .classify import run_generate_images
+
+        return await run_generate_images(self, model, context, options)
+
+    async def prepare_request(self, model: Model, options: StreamOptions) -> tuple[Model, StreamOptions]:
+        """``model`` and ``options`` of a request with the provider's credentials and
+        headers resolved, and Cloudflare's account / gateway ids filled into the URL."""
+        state = self._providers.get(model.provider)
+        request_model, request_options = await self.credentials.prepare(model, options, state)
+        if request_model.base_url and "{" in request_model.base_url:
+            from .apis._common import fill_base_url
+
+            filled = fill_base_url(request_model.base_url, self.credentials.auth.env(request_model.provider))
+            if filled != request_model.base_url:
+                request_model = request_model.model_copy(update={"base_url": filled})
+        return request_model, request_options
+
     # ------------------------------------------------------------------ selection
 
     def resolve(
@@ -435,7 +579,9 @@ class ModelRegistry:
             )
         target = result.target
         if target is None:
-            raise ModelResolutionError(f'Model "{pattern}" not found. Use --list-models to see available models.')
+            raise ModelResolutionError(
+                f'Model "{pattern}" not found. Use --list-models to see available models.{self._typed_hint(pattern)}'
+            )
         model_id = target.model_text if thinking else target.model_id
         level = None if thinking else target.thinking_level
         default = DEFAULT_MODELS.get(target.provider)
@@ -446,8 +592,17 @@ class ModelRegistry:
         return ModelSelection(
             self._model_of(base).model_copy(update=update),
             level,
-            f'Model "{model_id}" not found for provider "{target.provider}". Using custom model id.',
+            f'Model "{model_id}" not found for provider "{target.provider}". Using custom model id.'
+            + self._typed_hint(f"{target.provider}/{model_id}"),
         )
+
+    def _typed_hint(self, pattern: str) -> str:
+        """For ``provider/id`` of a classifier or image model: that it does not chat."""
+        provider, _, model_id = pattern.partition("/")
+        for kind, article in (("classifier", "a"), ("image", "an")):
+            if model_id and provider in self._providers and self.get_of_type(kind, provider, model_id) is not None:
+                return f" ({pattern} is {article} {kind} model: it does not chat; codemode's models module runs it)"
+        return ""
 
     def resolve_scope(self, patterns: Iterable[str]) -> tuple[list[ModelSelection], list[str]]:
         """``--models``: every model a comma list of patterns selects (exact ids, fuzzy
@@ -463,6 +618,8 @@ class ModelRegistry:
         resolved (commands run off the event loop). A provider's own stream function
         wins over the API table. Never raises for provider errors."""
         options = options or StreamOptions()
+        if is_virtual_model(model):
+            return direct_stream(self, model, context, options)  # routed first (reason "direct")
         state = self._providers.get(model.provider)
 
         async def run(out: MessageBuilder) -> None:
@@ -510,8 +667,116 @@ class ModelRegistry:
         self, provider: str, callbacks: LoginCallbacks, kind: str | None = None
     ) -> OAuthCredentials | ApiKeyCredentials:
         """Run ``provider``'s login method (of ``kind``: ``"oauth"`` or ``"api_key"``)
-        with ``callbacks`` and store the credentials it returns in ``auth.json``."""
-        return await self.credentials.login(provider, callbacks, kind)
+        with ``callbacks`` and store the credentials it returns in ``auth.json``. A
+        provider with a dynamic catalogue is refreshed right after (as pi 1.6.0 does; not
+        offline, at most 15 s; a failure leaves it to the next start)."""
+        credentials = await self.credentials.login(provider, callbacks, kind)
+        if state := self._providers.get(provider):
+            if state.refresh_models is not None and not network_disabled():
+                try:
+                    await asyncio.wait_for(self.refresh_catalogues(allow_network=True, providers=[provider]), 15)
+                except Exception:  # a timeout included: the login stands
+                    pass
+        return credentials
+
+    # ------------------------------------------------------------------ virtual models
+
+    def use_virtual_models(self, registered: Iterable[tuple[VirtualModelDefinition, str]]) -> list[str]:
+        """Take the virtual models plugins registered (``register_virtual_models``):
+        ``(definition, plugin)`` pairs, in place of the ones this registry had. A virtual
+        model whose id is one of its provider's physical models is left out (one message
+        each); a catalogue refresh that adds such a model later is hidden by it."""
+        registered = list(registered)
+        if not registered and not self._virtual:
+            return []
+        problems: list[str] = []
+        accepted: dict[str, tuple[VirtualModelDefinition, str]] = {}
+        for definition, plugin in registered:
+            state = self._providers.get(definition.provider)
+            entry = state.models.get(definition.id) if state is not None else None
+            if entry is not None and entry.get("api") != VIRTUAL_MODEL_API:
+                problems.append(
+                    f"plugin {plugin!r}: virtual model {definition.ref} conflicts with a physical model; skipped"
+                )
+                continue
+            accepted[definition.ref] = (definition, plugin)
+        self._virtual = accepted
+        self._rebuild()
+        return problems
+
+    def virtual_models(self) -> list[VirtualModelDefinition]:
+        """The registered virtual models."""
+        return [definition for definition, _ in self._virtual.values()]
+
+    def virtual_definition(self, model: Model) -> VirtualModelDefinition | None:
+        """The definition of virtual model ``model`` (``None``: not a registered one)."""
+        found = self._virtual.get(model.ref)
+        return found[0] if found is not None else None
+
+    def physical_model(self, provider: str, model_id: str) -> Model | None:
+        """A model of the catalogue that is not virtual, ``None`` when there is none."""
+        model = self.get(provider, model_id)
+        return model if model is not None and not is_virtual_model(model) else None
+
+    async def route(
+        self,
+        model: Model,
+        messages: list[Any],
+        *,
+        reason: Any,
+        thinking_level: str,
+        state: Any = None,
+        failed: AssistantMessage | None = None,
+        signal: Any = None,
+        ctx: Any = None,
+    ) -> tuple[Model, str, Any]:
+        """Route one request of virtual model ``model``: ``(physical model, thinking level,
+        new router state or None)``; raises
+        :class:`~pi_core.ai.virtual.VirtualRouteError` (see :func:`~pi_core.ai.virtual.resolve_route`)."""
+        from .virtual import VirtualRouteError
+
+        definition = self.virtual_definition(model)
+        if definition is None:
+            raise VirtualRouteError(f"Virtual model {model.ref} is not registered")
+        return await resolve_route(
+            self,
+            definition,
+            model,
+            messages,
+            reason=reason,
+            thinking_level=thinking_level,
+            state=state,
+            failed=failed,
+            signal=signal,
+            ctx=ctx,
+        )
+
+    # ------------------------------------------------------------------ dynamic catalogues
+
+    def provider_states(self) -> list[ProviderState]:
+        return list(self._providers.values())
+
+    def dynamic_providers(self) -> list[str]:
+        """The providers whose catalogue a plugin refreshes (``refresh_models``)."""
+        return [state.name for state in self._providers.values() if state.refresh_models is not None]
+
+    async def refresh_catalogues(
+        self,
+        *,
+        allow_network: bool,
+        force: bool = False,
+        providers: Iterable[str] | None = None,
+        signal: Any = None,
+    ) -> dict[str, str]:
+        """Refresh the dynamic catalogues (see :func:`~pi_core.ai.catalogue_snapshots.refresh_catalogues`);
+        one message per provider whose refresh failed."""
+        return await refresh_catalogues(
+            self, allow_network=allow_network, force=force, providers=providers, signal=signal
+        )
+
+    def catalogues_changed(self) -> None:
+        """Rebuild the model list after a refresh changed a dynamic catalogue."""
+        self._rebuild()
 
 
 __all__ = ["ModelRegistry", "ModelResolutionError", "ModelSelection", "config_fields"]

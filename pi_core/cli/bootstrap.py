@@ -301,10 +301,17 @@ async def _open_runtime(
 
 
 async def start_runtime(runtime: SessionRuntime, args: argparse.Namespace) -> None:
-    """Fire ``session_start`` (and ``resources_discover``), then apply ``--name``."""
+    """Fire ``session_start`` (and ``resources_discover``), then apply ``--name``.
+    Interactive and RPC mode then refresh the plugins' dynamic model catalogues in the
+    background, as pi 1.6.0 does (not with ``--offline`` / ``PI_OFFLINE``)."""
     await runtime.session.start("startup")
     if args.name:
         await runtime.session.set_session_name(args.name)
+    session = runtime.session
+    if session.services.options.mode in ("tui", "rpc") and session.models.dynamic_providers():
+        from .update_models import background_refresh
+
+        background_refresh(session)
 
 
 def diagnostics_of(runtime: SessionRuntime) -> list[str]:

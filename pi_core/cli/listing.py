@@ -21,12 +21,14 @@ if TYPE_CHECKING:
     from pi_hookspecs import Model
 
 
-async def _registry() -> ModelRegistry:
-    """The model registry with the providers plugins register."""
+async def _registry(extensions: list[str] | None = None, no_extensions: bool = False) -> ModelRegistry:
+    """The model registry with the providers (and virtual models) plugins register,
+    ``-e`` plugins included."""
     # the runtime (plugins, tools, agent) only for ``pi models``, not ``pi sessions``
     from ..runtime import ServiceOptions, create_services
 
-    services = await create_services(os.getcwd(), ServiceOptions(mode="print"))
+    options = ServiceOptions(mode="print", cli_extensions=list(extensions or ()), no_extensions=no_extensions)
+    services = await create_services(os.getcwd(), options)
     for line in services.diagnostics:
         print(f"pi: {line}", file=sys.stderr)
     return services.models
@@ -70,7 +72,14 @@ def format_token_count(count: int) -> str:
     return str(count)
 
 
-def print_models(search: str = "", *, as_json: bool = False, all_models: bool = False) -> int:
+def print_models(
+    search: str = "",
+    *,
+    as_json: bool = False,
+    all_models: bool = False,
+    extensions: list[str] | None = None,
+    no_extensions: bool = False,
+) -> int:
     """The models you have credentials for (every model with ``all_models``), filtered
     by ``search``, sorted by provider and id: pi 1.6.0's ``--list-models`` table.
 
@@ -78,7 +87,7 @@ def print_models(search: str = "", *, as_json: bool = False, all_models: bool = 
     the models you have credentials for; ``all_models`` lists it, as not available."""
     from ..runtime.errors import no_model_message
 
-    registry = asyncio.run(_registry())
+    registry = asyncio.run(_registry(extensions, no_extensions))
     refs = registry.model_refs()
     if search.strip():
         refs = [r for r in refs if matches_search(search, r[0], r[1])]

@@ -63,7 +63,7 @@ def run(argv: list[str]) -> int:
     if args.list_models is not None:
         from .listing import print_models
 
-        return print_models(args.list_models)
+        return print_models(args.list_models, extensions=list(args.extension), no_extensions=args.no_extensions)
     if args.export is not None:
         return _export(args.export, args.messages, args)
     mode = args.mode

@@ -499,11 +499,6 @@ PI_DISTRIBUTION = "pluggable-pi"
 SELF_TARGETS = ("self", "pi")
 """``pi update self`` / ``pi update pi``: pi itself, as in pi 1.6.0."""
 
-MODELS_NOTE = (
-    "Model catalogue: built into this pi (pi_core/ai/catalog), nothing to refresh; a newer pi brings a newer one "
-    "(pi update --self). Custom models are read from models.json at every start."
-)
-
 
 def _offline() -> bool:
     return os.environ.get("PI_OFFLINE", "").strip().lower() in ("1", "true", "yes")
@@ -517,7 +512,7 @@ def update_command(
     local: bool = typer.Option(False, "--local", "-l", help="The project's .pi/settings.json."),
     self_: bool = typer.Option(False, "--self", help="Update pi itself (same as the target self or pi)."),
     extensions: bool = typer.Option(False, "--extensions", help="Update every recorded package (the default)."),
-    models: bool = typer.Option(False, "--models", help="Model catalogues: built into this pi (says so)."),
+    models: bool = typer.Option(False, "--models", help="Refresh the plugins' dynamic model catalogues now."),
     everything: bool = typer.Option(False, "--all", help="Update pi itself and every recorded package."),
     extension: list[str] = typer.Option(
         [], "--extension", metavar="SOURCE", help="Update this recorded package only (repeatable)."
@@ -533,9 +528,10 @@ def update_command(
       pi update --self           pi itself (also: pi update self, pi update pi)
       pi update --all            pi itself, then every recorded package
       pi update --force          reinstall pi itself even if it is the newest
-      pi update --models         model catalogues (built into this pi: says so)
+      pi update --models         refresh the plugins' dynamic model catalogues
 
-    With PI_OFFLINE=1 nothing is downloaded: the updates are skipped (said in one line).
+    With PI_OFFLINE=1 nothing is downloaded: the updates are skipped (said in one line);
+    --models, an explicit refresh, still asks the providers (as pi 1.6.0).
     """
     targets = [*(specs or []), *extension]
     wants_self = self_ or everything or force or any(t in SELF_TARGETS for t in targets)
@@ -543,7 +539,9 @@ def update_command(
     wants_packages = extensions or everything or bool(targets) or not (wants_self or models)
     status = 0
     if models:
-        typer.echo(MODELS_NOTE)
+        from .update_models import update_models
+
+        status = max(status, update_models())
     if wants_self:
         status = max(status, _update_pi(force))
     if wants_packages:

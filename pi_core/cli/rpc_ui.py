@@ -10,8 +10,8 @@ Extension UI sub-protocol (what :class:`RpcUI` sends and expects):
 * ``notify``, ``set_status``, ``set_widget`` (with ``widgetPlacement``), ``set_title``,
   ``set_editor_text`` are fire-and-forget requests: no response is expected;
 * as in pi 1.6.0, ``set_working_message``, ``set_header`` and ``set_footer`` send
-  nothing (they need a terminal), and ``get_editor_text`` is ``""`` (the client keeps
-  its own editor's text);
+  nothing (they need a terminal), ``get_editor_text`` is ``""`` (the client keeps
+  its own editor's text) and ``custom`` returns ``None`` without calling the factory;
 * each dialog is wrapped in ``ui_prompt_start`` / ``ui_prompt_end`` events for the
   plugins (:class:`~pi_core.extensions.ui.PromptSpan`).
 """
@@ -280,6 +280,11 @@ class RpcUI:
 
     def get_editor_text(self) -> str:
         return ""
+
+    async def custom(self, factory: Callable[..., Any], *, overlay: bool = False, **options: Any) -> Any:
+        """As in pi 1.6.0: ``None`` at once, nothing sent (a component needs pi's terminal;
+        the client has its own UI)."""
+        return None
 
     def set_title(self, title: str) -> None:
         self._request("setTitle", title=title)

@@ -149,6 +149,6 @@ def should_compact(context_tokens: int, context_window: int, settings: Compactio
     """Whether automatic compaction should run: it is enabled and fewer than
     ``reserve_tokens`` of the context window remain
     (``context_tokens > context_window - reserve_tokens``)."""
-    if not settings.enabled:
+    if not settings.enabled or context_window <= 0:  # an unknown window (a virtual model's)
         return False
     return context_tokens > context_window - settings.reserve_tokens

@@ -78,6 +78,10 @@ class ContextHost:
     thinking_level: str = "off"
     signal: Any = None
 
+    def model_registry(self) -> Any:
+        """``ctx.model_registry`` (the session runtime gives its registry's view)."""
+        raise self.unavailable("model_registry")
+
     def unavailable(self, what: str) -> RuntimeError:
         return RuntimeError(f"ctx.{what} is not available here: no session is running yet")
 
@@ -174,6 +178,10 @@ class ExtensionContextImpl:
         return self._h().thinking_level
 
     @property
+    def model_registry(self) -> Any:
+        return self._h().model_registry()
+
+    @property
     def signal(self) -> Any:
         return self._h().signal
 
@@ -254,6 +262,15 @@ class ExtensionContextImpl:
     def get_commands(self) -> list[Any]:
         return list(self._h().call("get_commands"))
 
+    def register_mcp_server(self, name: str, config: Any) -> None:
+        self._h().call("register_mcp_server", name, config)
+
+    def unregister_mcp_server(self, name: str) -> bool:
+        return bool(self._h().call("unregister_mcp_server", name))
+
+    def get_mcp_servers(self) -> list[Any]:
+        return list(self._h().call("get_mcp_servers"))
+
     async def set_model(self, model: Any) -> bool:
         return bool(await self._h().call("set_model", model))
 
@@ -269,9 +286,19 @@ class ExtensionContextImpl:
 
 
 class CommandContextImpl(ExtensionContextImpl):
-    """The :class:`~pi_hookspecs.CommandContext` of command handlers."""
+    """The :class:`~pi_hookspecs.CommandContext` of command handlers; ``signal`` is the
+    command's own abort signal (``None``: the run's, as every context has)."""
 
-    __slots__ = ()
+    __slots__ = ("_command_signal",)
+
+    def __init__(self, host: ContextHost, live: Liveness, signal: Any = None) -> None:
+        super().__init__(host, live)
+        self._command_signal = signal
+
+    @property
+    def signal(self) -> Any:
+        host = self._h()
+        return self._command_signal if self._command_signal is not None else host.signal
 
     async def wait_for_idle(self) -> None:
         await self._h().call("wait_for_idle")

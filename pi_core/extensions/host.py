@@ -17,25 +17,33 @@ A plugin that implements one of pi's hooks as a pluggy wrapper (``wrapper=True``
 runner calls implementations itself (async, composing results between handlers) and
 cannot run wrappers. Wrappers of hooks that plugins publish work as in pluggy.
 
+Installed plugins that a run may not need are imported when first needed: an entry
+point indexed by an earlier start (:mod:`.lazy`) is registered as a stand-in with the
+same hooks, and imported on its first hook call. ``PI_LAZY_PLUGINS=0`` (and
+``PI_EXTENSIONS_STRICT=1``) import every plugin at start.
+
 Failures never propagate: each becomes a :class:`Diagnostic` naming the plugin (unless
 ``PI_EXTENSIONS_STRICT=1``, which raises :class:`ExtensionLoadError` for plugin
-development).
+development). A deferred plugin that fails to import when its hook is first called is
+one line too, when that happens.
 """
 
 from __future__ import annotations
 
 import inspect
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 import pluggy
 
 import pi_hookspecs
-from pi_hookspecs import EVENTS, PROJECT_NAME, REGISTRATIONS, ProjectTrustEvent
+from pi_hookspecs import EVENTS, PROJECT_NAME, REGISTRATIONS
 from pi_hookspecs import specs as core_specs
 
 from .._paths import agent_dir as default_agent_dir
@@ -51,7 +59,8 @@ from .context import (
 from .contract import contract_mismatch
 from .diagnostics import Diagnostic, ExtensionLoadError, describe_exception
 from .guard import hook_timeout_setting
-from .registry import RegistrationError, Registry
+from .lazy import PluginIndex, hooks_of, index_path, is_static, same_hooks, stand_in_for
+from .registry import ON_DEMAND, RegistrationError, Registry, Table
 from .runner import WRAPPERS_REFUSED, EventRunner, PluginHooks
 from .sources import (
     PluginLoadError,
@@ -80,6 +89,12 @@ class PluginRecord:
     error: str | None = None
     plugin: Any = None
     hooks: list[str] = field(default_factory=list)
+    deferred: bool = False
+    """Registered as a stand-in: imported on its first hook call (:mod:`.lazy`)."""
+    realized: Any = field(default=None, repr=False)
+    """The plugin object of a deferred plugin once imported."""
+    indexed: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    """The hooks the index gave a deferred plugin."""
 
     @property
     def kind(self) -> str:
@@ -100,7 +115,15 @@ class PluginRecord:
         data.update(
             registry.by_plugin(self.name)
             if registry is not None
-            else {"tools": [], "commands": [], "flags": [], "providers": [], "apis": [], "cli_commands": []}
+            else {
+                "tools": [],
+                "commands": [],
+                "flags": [],
+                "providers": [],
+                "virtual_models": [],
+                "apis": [],
+                "cli_commands": [],
+            }
         )
         return data
 
@@ -137,6 +160,10 @@ class PluginHost:
         self.records: list[PluginRecord] = []
         self.diagnostics: list[Diagnostic] = []
         self.registry = Registry(diagnostics=self.diagnostics)
+        self.registry.rank = self._rank
+        self.lazy = not self.strict and env.get("PI_LAZY_PLUGINS") != "0"
+        self.index = PluginIndex(index_path(self.agent_dir))
+        self._realizing = threading.RLock()
         self.liveness = Liveness()
         self.project_trusted = False
         # settings problems are reported once, by the resource loader (load_resources)
@@ -321,12 +348,23 @@ class PluginHost:
             record.status, record.error = "error", mismatch
             self._diag("error", mismatch, plugin=record.name, source=source.kind, path=source.path)
             return record
+        entry = None
+        indexed = self.lazy and source.kind == "entrypoint"
+        if indexed:
+            entry = self.index.lookup(source)
+            if entry is not None:
+                stand = stand_in_for(record.name, entry, partial(self._forward, record), ON_DEMAND)
+                if stand is not None:  # imported on its first hook call
+                    record.deferred, record.indexed, record.plugin = True, entry["hooks"], stand
+                    return record
         try:
             if source.path and (source.kind in ("user", "project", "settings", "cli")) and self.options.fresh_files:
                 obj = import_file(Path(source.path), source.kind, fresh=True)
             else:
                 obj = source.loader()
             record.plugin = resolve_plugin(obj, source.path or source.origin)
+            if indexed and entry is None:  # a valid entry (a plugin needed at start) stays as it is
+                self.index.store(source, obj, record.plugin)
         except PluginLoadError as exc:
             record.status, record.error = "error", str(exc)
         except (Exception, SystemExit) as exc:
@@ -344,8 +382,107 @@ class PluginHost:
             return self
         self._phase = 1
         self.records = [self._load_source(s) for s in self.phase_one_sources()]
+        if self.lazy:
+            self.index.save()
         self._register_all(self.pm)
         return self
+
+    # ------------------------------------------------------------------ deferred plugins
+
+    def plugin_of(self, record: PluginRecord) -> Any:
+        """The plugin object of ``record``: for a deferred plugin, the plugin itself
+        (imported now if it was not yet; ``None`` when that fails), not its stand-in."""
+        if record.deferred:
+            return record.realized if record.realized is not None else self._realize(record)
+        return record.plugin
+
+    def _rank(self, plugin: str) -> int:
+        """The load-order position of plugin ``plugin``."""
+        for position, record in enumerate(self.records):
+            if record.name == plugin:
+                return position
+        return len(self.records)
+
+    def _forward(self, record: PluginRecord, attr: str | None, hook: str | None = None) -> Any:
+        """What a stand-in calls: attribute ``attr`` of the plugin, imported on the first
+        call (``None`` when it cannot be imported; ``attr`` ``None``: only import it, for
+        a call of ``hook``)."""
+        if hook is None:
+            hook = next((h["hook"] for h in record.indexed if h["attr"] == attr), None)
+        plugin = record.realized if record.realized is not None else self._realize(record, hook)
+        return getattr(plugin, attr, None) if plugin is not None and attr is not None else None
+
+    def _realize(self, record: PluginRecord, hook: str | None = None) -> Any:
+        """Import a deferred plugin (once); compare its hooks with the index."""
+        with self._realizing:
+            if record.realized is not None or record.status != "loaded":
+                return record.realized
+            source = record.source
+            start = time.perf_counter()
+            try:
+                obj = source.loader()
+                plugin = resolve_plugin(obj, source.path or source.origin)
+            except PluginLoadError as exc:
+                message = str(exc)
+            except (Exception, SystemExit) as exc:
+                message = f"import failed: {describe_exception(exc)}"
+            else:
+                record.realized = plugin
+                self.runner.trace(
+                    f"{record.name}: imported on its first hook call ({(time.perf_counter() - start) * 1000:.2f} ms)"
+                )
+                self._check_index(record, obj, plugin)
+                return plugin
+            record.status, record.error = "error", message
+            if self.pm.is_registered(record.plugin):  # nothing more is dispatched to it
+                self.pm.unregister(record.plugin)
+                self.runner.invalidate()
+            self._late_diagnostic("error", message, record, hook or "import")
+            return None
+
+    def _check_index(self, record: PluginRecord, loaded: Any, plugin: Any) -> None:
+        """The hooks of a deferred plugin, once imported, against the index it was
+        deferred by: a difference re-indexes it; hooks the stand-in lacks are reported
+        and the plugin itself takes the stand-in's place from now on."""
+        try:
+            found = hooks_of(plugin)
+        except Exception:  # not describable: the stand-in keeps forwarding what it has
+            return
+        self.index.store(record.source, loaded, plugin, found)
+        if same_hooks(record.indexed, found) and is_static(loaded, plugin):
+            return
+        self.index.save()
+        missing = sorted({h["hook"] for h in found} - {h["hook"] for h in record.indexed})
+        if not missing:
+            return
+        stand = record.plugin
+        try:
+            self.pm.unregister(stand)
+            self.pm.register(plugin, name=record.name)
+        except Exception as exc:  # the stand-in stays
+            if not self.pm.is_registered(stand):
+                self.pm.register(stand, name=record.name)
+            detail = f"; registering them failed: {describe_exception(exc)}"
+        else:
+            record.plugin, detail = plugin, ""
+            self.runner.invalidate()
+        self._late_diagnostic(
+            "warning",
+            f"its hooks changed since pi indexed it: {', '.join(missing)} "
+            f"not called before it was imported in this run (re-indexed){detail}",
+            record,
+        )
+
+    def _late_diagnostic(
+        self, level: Literal["error", "warning"], message: str, record: PluginRecord, hook: str = "import"
+    ) -> None:
+        """A problem of a deferred plugin found when it was imported: a diagnostic, and,
+        once the session runs (its start-up diagnostics shown), one line now."""
+        self.diagnostics.append(
+            Diagnostic(level, message, plugin=record.name, source=record.kind, path=record.source.path)
+        )
+        if self._phase >= 2:
+            self.runner.report(record.name, hook, message)
 
     def project_needs_trust(self) -> bool:
         """Whether the project has plugin sources that only load once trusted."""
@@ -360,10 +497,11 @@ class PluginHost:
     async def decide_project_trust(self) -> pi_hookspecs.ProjectTrustResult | None:
         """Fire ``project_trust`` at the phase-one plugins; the first yes/no wins."""
         self.load_phase_one()
-        event = ProjectTrustEvent(cwd=self.cwd)
+        event = pi_hookspecs.ProjectTrustEvent(cwd=self.cwd)
         ctx = ProjectTrustContextImpl(self.context_host, self.liveness)
         result = await self.runner.emit("project_trust", event, ctx)
-        return result  # type: ignore[no-any-return]
+        # (an occasional model: Any to mypy, hence unused-ignore)
+        return result  # type: ignore[no-any-return,unused-ignore]
 
     async def load_phase_two(self, *, project_trusted: bool) -> PluginHost:
         """Add the project's plugins when trusted, then finish loading."""
@@ -410,7 +548,7 @@ class PluginHost:
         self._check_pending()
         for hook in REGISTRATIONS:  # in the order of the hookspecs: tools, commands, flags, providers, cli
             if hook != "add_hookspecs":
-                await self.run_registration(hook)
+                await self.run_registration(hook, deferred=hook not in ON_DEMAND)
         for name, reg in self.registry.flags.items():
             self.context_host.flags.setdefault(name, reg.value.default)
         self.runner.invalidate()
@@ -479,7 +617,7 @@ class PluginHost:
             and any(impl.plugin is plugin and (impl.wrapper or impl.hookwrapper) for impl in caller.get_hookimpls())
         )
 
-    async def run_registration(self, hook: str) -> list[Diagnostic]:
+    async def run_registration(self, hook: str, *, deferred: bool = True) -> list[Diagnostic]:
         """Call registration hook ``hook`` (``register_tools``, ``register_commands``,
         ``register_flags``, ``register_providers``, ``register_cli_commands`` or
         ``add_hookspecs``) of every loaded plugin, in load order, each with its own
@@ -490,16 +628,22 @@ class PluginHost:
 
         Loading (:meth:`load_phase_two`) runs every registration hook; the command line
         calls this after :meth:`load_phase_one` to read flags, subcommands or providers
-        without starting a session."""
+        without starting a session. With ``deferred=False`` the plugins not imported yet
+        are left out: their registrations are made when the hook's registry table is
+        first read (:data:`~.registry.ON_DEMAND`)."""
         spec = REGISTRATIONS.get(hook)
         if spec is None:
             raise ValueError(f"{hook!r} is not a registration hook (one of {', '.join(REGISTRATIONS)})")
         before = len(self.diagnostics)
         caller = getattr(self.pm.hook, hook, None)
         impls = {impl.plugin_name: impl for impl in caller.get_hookimpls()} if caller is not None else {}
+        later: list[PluginRecord] = []
         for record in self.loaded:
             impl = impls.get(record.name)
             if impl is None:
+                continue
+            if not deferred and record.deferred and record.realized is None and hook in ON_DEMAND:
+                later.append(record)
                 continue
             callback = self._registration_callback(hook, record)
             start = time.perf_counter()
@@ -519,7 +663,40 @@ class PluginHost:
                     source=record.kind,
                     path=record.source.path,
                 )
+        if later:
+            table = getattr(self.registry, ON_DEMAND[hook])
+            if isinstance(table, Table):
+                table.defer(lambda: self._register_later(hook, later))
         return self.diagnostics[before:]
+
+    def _register_later(self, hook: str, records: list[PluginRecord]) -> None:
+        """Run registration hook ``hook`` of deferred plugins (importing them), when
+        its table is first read; registrations go to the first plugin in load order."""
+        spec = REGISTRATIONS[hook]
+        caller = getattr(self.pm.hook, hook, None)
+        impls = {impl.plugin_name: impl for impl in caller.get_hookimpls()} if caller is not None else {}
+        for record in records:
+            impl = impls.get(record.name)
+            if impl is None or record.status != "loaded":
+                continue
+            callback = self._registration_callback(hook, record)
+            try:
+                result = impl.function(**{name: callback for name in impl.argnames if name == spec.argument})
+                if inspect.isawaitable(result):
+                    close = getattr(result, "close", None)
+                    if close is not None:
+                        close()
+                    raise TypeError(f"{hook} returned an awaitable; it must register at once")
+            except ExtensionLoadError:
+                raise
+            except Exception as exc:
+                self._diag(
+                    "error",
+                    f"{hook} failed: {describe_exception(exc)}",
+                    plugin=record.name,
+                    source=record.kind,
+                    path=record.source.path,
+                )
 
     def _registration_callback(self, hook: str, record: PluginRecord) -> Callable[..., Any]:
         """The ``register`` (or ``add``) callable ``record``'s plugin receives for ``hook``."""
@@ -545,6 +722,7 @@ class PluginHost:
             ),
             "register_flags": lambda name, **kw: registry.register_flag(name, plugin, kind, **kw),
             "register_providers": lambda value: registry.register_provider(value, plugin, kind),
+            "register_virtual_models": lambda value: registry.register_virtual_model(value, plugin, kind),
             "register_cli_commands": lambda name, main=None, **kw: registry.register_cli_command(
                 name, main, plugin, kind, **kw
             ),
@@ -558,6 +736,10 @@ class PluginHost:
                 "entry", custom_type, render, plugin, kind
             ),
             "register_tool_renderers": lambda resolve: registry.register_tool_renderer(resolve, plugin, kind),
+            "register_markdown_transformers": lambda transform, message_types=None: (
+                registry.register_markdown_transformer(transform, plugin, kind, message_types=message_types)
+            ),
+            "register_mcp_servers": lambda name, config: registry.register_mcp_server(name, config, plugin, kind),
         }
         registrar = registrars[hook]
 

@@ -6,6 +6,12 @@ record the plugin that registered it, and resolve conflicts:
 * a plugin registering a name again replaces its own earlier registration;
 * a plugin tool replaces a built-in tool of the same name;
 * otherwise the first plugin (in load order) keeps a name and later ones are reported.
+
+The tables of :data:`ON_DEMAND` registration hooks are filled when first read: an
+installed plugin that only registers, say, a ``pi NAME`` subcommand is imported when the
+subcommands are looked up, not at every start (see :mod:`.lazy`). Its registrations then
+arrive after those of plugins later in load order; :attr:`Registry.rank` keeps the first
+plugin in load order the owner of a name all the same.
 """
 
 from __future__ import annotations
@@ -23,11 +29,14 @@ from pi_hookspecs import (
     CredentialSource,
     FlagDefinition,
     LoginMethod,
+    MarkdownTransformerDefinition,
+    McpServerRegistration,
     ProviderDefinition,
     RendererDefinition,
     ShortcutDefinition,
     ToolDefinition,
     ToolRendererDefinition,
+    VirtualModelDefinition,
     tool,
 )
 
@@ -46,7 +55,89 @@ Kind = Literal[
     "shortcut",
     "message renderer",
     "entry renderer",
+    "virtual model",
 ]
+
+
+ON_DEMAND: dict[str, str] = {
+    "register_commands": "commands",
+    "register_cli_commands": "cli_commands",
+    "register_shortcuts": "shortcuts",
+    "register_message_renderers": "message_renderers",
+    "register_entry_renderers": "entry_renderers",
+}
+"""Registration hooks whose results are read when needed (a slash command typed, ``pi
+NAME``, the terminal UI's keys and renderers), with their :class:`Registry` table: a
+plugin that is not imported yet calls them when the table is first read."""
+
+
+class Table(dict[str, "Registered[Any]"]):
+    """A registry table that fills itself, once, when first read (:meth:`defer`)."""
+
+    __slots__ = ("_fill",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._fill: Callable[[], None] | None = None
+
+    def defer(self, fill: Callable[[], None]) -> None:
+        """Call ``fill`` before the table is next read (after any fill still pending)."""
+        pending = self._fill
+        if pending is None:
+            self._fill = fill
+            return
+
+        def both() -> None:
+            pending()
+            fill()
+
+        self._fill = both
+
+    def _filled(self) -> None:
+        fill = self._fill
+        if fill is not None:
+            self._fill = None
+            fill()
+
+    def __getitem__(self, key: str) -> Registered[Any]:
+        self._filled()
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self._filled()
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        self._filled()
+        return super().__contains__(key)
+
+    def __iter__(self) -> Any:
+        self._filled()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._filled()
+        return super().__len__()
+
+    def keys(self) -> Any:
+        self._filled()
+        return super().keys()
+
+    def values(self) -> Any:
+        self._filled()
+        return super().values()
+
+    def items(self) -> Any:
+        self._filled()
+        return super().items()
+
+    def __repr__(self) -> str:
+        self._filled()
+        return super().__repr__()
+
+
+def _table() -> Any:
+    return Table()
 
 
 @dataclass(slots=True)
@@ -74,22 +165,33 @@ def _short(exc: ValidationError) -> str:
 @dataclass
 class Registry:
     tools: dict[str, Registered[ToolDefinition]] = field(default_factory=dict)
-    commands: dict[str, Registered[CommandDefinition]] = field(default_factory=dict)
+    commands: dict[str, Registered[CommandDefinition]] = field(default_factory=_table)
     flags: dict[str, Registered[FlagDefinition]] = field(default_factory=dict)
     providers: dict[str, Registered[ProviderDefinition]] = field(default_factory=dict)
     apis: dict[str, Registered[ApiDefinition]] = field(default_factory=dict)
     logins: dict[str, Registered[LoginMethod]] = field(default_factory=dict)
     """Login methods by provider."""
-    cli_commands: dict[str, Registered[CliCommandDefinition]] = field(default_factory=dict)
+    cli_commands: dict[str, Registered[CliCommandDefinition]] = field(default_factory=_table)
     credentials: dict[str, Registered[CredentialSource]] = field(default_factory=dict)
     """Credential sources by provider name."""
-    shortcuts: dict[str, Registered[ShortcutDefinition]] = field(default_factory=dict)
+    shortcuts: dict[str, Registered[ShortcutDefinition]] = field(default_factory=_table)
     """Interactive-mode keys (pi's notation) of the plugins."""
-    message_renderers: dict[str, Registered[RendererDefinition]] = field(default_factory=dict)
-    entry_renderers: dict[str, Registered[RendererDefinition]] = field(default_factory=dict)
+    message_renderers: dict[str, Registered[RendererDefinition]] = field(default_factory=_table)
+    entry_renderers: dict[str, Registered[RendererDefinition]] = field(default_factory=_table)
     tool_renderers: list[Registered[ToolRendererDefinition]] = field(default_factory=list)
     """Tool renderer resolvers, in plugin load order."""
+    virtual_models: dict[str, Registered[VirtualModelDefinition]] = field(default_factory=dict)
+    """Virtual models by ``provider/id``, in registration order."""
+    markdown_transformers: list[Registered[MarkdownTransformerDefinition]] = field(default_factory=list)
+    """One markdown transformer per plugin, in plugin load order."""
+    mcp_servers: dict[str, Registered[McpServerRegistration]] = field(default_factory=dict)
+    """MCP servers plugins registered, by name (``-`` and ``_`` alike), in registration order."""
+    on_mcp_change: Callable[[], None] | None = None
+    """Called after each MCP registration change once the session runs (``mcp_servers_change``)."""
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    rank: Callable[[str], int] | None = None
+    """The load-order position of a plugin (by name): when a plugin imported late
+    registers a name a plugin later in load order has, the earlier plugin keeps it."""
 
     def by_plugin(self, plugin: str) -> dict[str, list[str]]:
         """Names each kind of registration of ``plugin`` (for ``pi extensions list``)."""
@@ -99,6 +201,7 @@ class Registry:
             ("commands", self.commands),
             ("flags", self.flags),
             ("providers", self.providers),
+            ("virtual_models", self.virtual_models),
             ("apis", self.apis),
             ("logins", self.logins),
             ("cli_commands", self.cli_commands),
@@ -132,27 +235,32 @@ class Registry:
     def _add(
         self, kind: Kind, table: dict[str, Registered[Any]], name: str, value: Any, plugin: str, source: str
     ) -> bool:
-        existing = table.get(name)
+        existing = dict.get(table, name)  # the table as it is: not filled by this
         entry: Registered[Any] = Registered(value, plugin, source)
         if existing is None or existing.plugin == plugin:
             if existing is not None:
                 entry.shadows = existing.shadows
-            table[name] = entry
+            dict.__setitem__(table, name, entry)
             return True
         if existing.source == "builtin" and source != "builtin":
             entry.shadows = existing
-            table[name] = entry
+            dict.__setitem__(table, name, entry)
             return True
+        first, ignored = existing, entry
+        if existing.source != "builtin" and self.rank is not None and self.rank(plugin) < self.rank(existing.plugin):
+            entry.shadows = existing.shadows  # registered late, but first in load order
+            dict.__setitem__(table, name, entry)
+            first, ignored = entry, existing
         self.diagnostics.append(
             Diagnostic(
                 "warning",
-                f"{kind} {name!r} is already registered by plugin {existing.plugin!r}; "
+                f"{kind} {name!r} is already registered by plugin {first.plugin!r}; "
                 f"this registration is ignored (the first plugin in load order keeps a name)",
-                plugin=plugin,
-                source=source,
+                plugin=ignored.plugin,
+                source=ignored.source,
             )
         )
-        return False
+        return first is entry
 
     def register_tool(self, value: Any, plugin: str, source: str) -> ToolDefinition:
         if isinstance(value, ToolDefinition):
@@ -238,6 +346,86 @@ class Registry:
         definition = ToolRendererDefinition(resolve=resolve)
         self.tool_renderers.append(Registered(definition, plugin, source))
         return definition
+
+    def register_markdown_transformer(
+        self, transform: Any, plugin: str, source: str, *, message_types: Any = None
+    ) -> MarkdownTransformerDefinition:
+        """The plugin's one transformer: registering again replaces it, in its place."""
+        if not callable(transform):
+            raise RegistrationError(
+                f"markdown transformer must be a callable transform(markdown, context), got {type(transform).__name__}"
+            )
+        fields: dict[str, Any] = {"transform": transform}
+        if message_types is not None:
+            fields["message_types"] = [message_types] if isinstance(message_types, str) else message_types
+        try:
+            definition = MarkdownTransformerDefinition(**fields)
+        except ValidationError as exc:
+            raise RegistrationError(f"invalid markdown transformer: {_short(exc)}") from exc
+        entry = Registered(definition, plugin, source)
+        for index, registered in enumerate(self.markdown_transformers):
+            if registered.plugin == plugin:
+                self.markdown_transformers[index] = entry
+                break
+        else:
+            self.markdown_transformers.append(entry)
+        return definition
+
+    def register_mcp_server(self, name: Any, config: Any, plugin: str, source: str) -> McpServerRegistration:
+        """Add or replace ``plugin``'s server ``name``; ``ValueError`` (for the plugin to
+        catch) for an invalid name or config or a name another plugin holds."""
+        try:
+            registration = McpServerRegistration(name=name, config=config, plugin=plugin)
+        except ValidationError as exc:
+            problems = "; ".join(str(item.get("msg", "")).removeprefix("Value error, ") for item in exc.errors())
+            raise ValueError(f'MCP server "{name}": {problems}') from None
+        key = registration.name.replace("-", "_")
+        existing = self.mcp_servers.get(key)
+        if existing is not None and existing.plugin != plugin:
+            raise ValueError(f'MCP server "{registration.name}" is already registered by plugin "{existing.plugin}"')
+        self.mcp_servers[key] = Registered(registration, plugin, source)
+        if self.on_mcp_change is not None:
+            self.on_mcp_change()
+        return registration
+
+    def unregister_mcp_server(self, name: str, plugin: str) -> bool:
+        """Remove ``plugin``'s server ``name``; ``False`` when it has none of that name."""
+        key = str(name).replace("-", "_")
+        existing = self.mcp_servers.get(key)
+        if existing is None:
+            return False
+        if existing.plugin != plugin:
+            raise ValueError(f'MCP server "{name}" is registered by plugin "{existing.plugin}", not "{plugin}"')
+        del self.mcp_servers[key]
+        if self.on_mcp_change is not None:
+            self.on_mcp_change()
+        return True
+
+    def mcp_server_list(self) -> list[McpServerRegistration]:
+        """Copies of the registered MCP servers, in registration order."""
+        return [registered.value.model_copy(deep=True) for registered in self.mcp_servers.values()]
+
+    def register_virtual_model(self, value: Any, plugin: str, source: str) -> VirtualModelDefinition:
+        try:
+            if isinstance(value, VirtualModelDefinition):
+                definition = value
+            elif isinstance(value, dict):
+                definition = VirtualModelDefinition.model_validate(value)
+            else:
+                raise RegistrationError(
+                    "register() for virtual models takes a VirtualModelDefinition or a dict, "
+                    f"got {type(value).__name__}"
+                )
+        except ValidationError as exc:
+            raise RegistrationError(f"invalid virtual model: {_short(exc)}") from exc
+        if not callable(definition.route):
+            raise RegistrationError(f"virtual model {definition.ref!r}: route must be callable")
+        self._add("virtual model", self.virtual_models, definition.ref, definition, plugin, source)
+        return definition
+
+    def virtual_model_registrations(self) -> list[tuple[VirtualModelDefinition, str]]:
+        """``(definition, plugin)`` of every virtual model, in registration order."""
+        return [(registered.value, registered.plugin) for registered in self.virtual_models.values()]
 
     def register_flag(self, name: Any, plugin: str, source: str, **options: Any) -> FlagDefinition:
         try:

@@ -60,11 +60,11 @@ from typing import Annotated, Any
 import pluggy
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+import pi_hookspecs
 from pi_hookspecs import (
     EVENTS,
     BoundaryResult,
     EventSpec,
-    HookOutcomeEvent,
     Rule,
 )
 from pi_hookspecs.compose import Blocked
@@ -219,6 +219,12 @@ class EventRunner:
         if impls is None:
             caller = getattr(self.pm.hook, name, None)
             found: list[_Impl] = []
+            if caller is not None:
+                for impl in caller.get_hookimpls():
+                    if getattr(impl.plugin, "__pi_stand_in__", False):
+                        # an installed plugin not imported yet (pi_core.extensions.lazy):
+                        # imported here, on the loop's thread, before its first event
+                        impl.plugin._pi_import(name)
             for impl in reversed(caller.get_hookimpls()) if caller is not None else ():
                 if impl.hookwrapper or impl.wrapper:
                     self._refuse_wrapper(impl.plugin_name, name)
@@ -292,7 +298,7 @@ class EventRunner:
         tool_call_id = getattr(event, "tool_call_id", None)
         await self.emit(
             "hook_outcome",
-            HookOutcomeEvent(
+            pi_hookspecs.HookOutcomeEvent(  # occasional: made when a plugin implements hook_outcome
                 hook=hook,
                 plugin=plugin,
                 outcome=outcome,

@@ -29,6 +29,10 @@ class NoUI:
     async def editor(self, title: str, prefill: str = "") -> str | None:
         return None
 
+    async def custom(self, factory: Callable[..., Any], *, overlay: bool = False, **options: Any) -> Any:
+        """No terminal to draw a component on: ``None`` at once (``factory`` is not called)."""
+        return None
+
     def notify(self, message: str, level: Literal["info", "warning", "error"] = "info") -> None:
         self.notifications.append((level, message))
         if self.echo and level != "info":

@@ -525,6 +525,18 @@ class Settings:
         return None if value in (0, "disabled") else int(value)
 
     @property
+    def websocket_connect_timeout_ms(self) -> int | None:
+        """How long opening a provider's WebSocket may take (Codex); ``None`` when
+        disabled (``0`` or ``"disabled"``)."""
+        value = self._typed(
+            ("websocketConnectTimeoutMs",),
+            lambda v: v if v == "disabled" else _non_negative_int(v),
+            15000,
+            'a non-negative integer or "disabled"',
+        )
+        return None if value in (0, "disabled") else int(value)
+
+    @property
     def http_response_deadline_ms(self) -> int | None:
         """Longest time from sending a provider request to the end of its response,
         whatever arrives meanwhile; ``None`` when disabled (``0`` or ``"disabled"``)."""
@@ -644,6 +656,7 @@ class Settings:
             lambda: self.retry_settings(),
             lambda: self.http_idle_timeout_ms,
             lambda: self.http_response_deadline_ms,
+            lambda: self.websocket_connect_timeout_ms,
             lambda: self.shell_path,
             lambda: self.shell_command_prefix,
             lambda: self.block_images,

@@ -149,7 +149,6 @@ class SettingKey:
 
 _SESSION = "pi_core/runtime/session.py"
 _TUI = "pi_core/cli/tui"
-_NO_WEBSOCKET = "this pi talks to providers over HTTP streaming (SSE) only; there is no WebSocket transport"
 
 
 def _tui(key: str, check: Callable[[Any], bool], expected: str, reads: str = "") -> SettingKey:
@@ -318,33 +317,58 @@ KEYS: tuple[SettingKey, ...] = (
     _tui("theme", _str, "a string", 'get("theme")'),
     _tui("quietStartup", _bool_or("header"), 'true, false or "header"', 'get("quietStartup"'),
     _tui("tuiMode", _one_of("regular", "fullscreen"), _words("regular", "fullscreen"), 'get("tuiMode")'),
-    _tui("fullscreenExitOutput", _one_of("transcript", "resume-hint"), _words("transcript", "resume-hint")),
-    _tui("fullscreenScrollbar", _one_of("auto", "always", "hidden"), _words("auto", "always", "hidden")),
-    _tui("fullscreenCopyOnSelect", _bool, "true or false"),
-    _tui("fullscreenWheelScrollLines", lambda v: v == "auto" or _int_between(1, 100)(v), '"auto" or 1 to 100'),
+    _tui(
+        "fullscreenExitOutput",
+        _one_of("transcript", "resume-hint"),
+        _words("transcript", "resume-hint"),
+        'get("fullscreenExitOutput")',
+    ),
+    _tui(
+        "fullscreenScrollbar",
+        _one_of("auto", "always", "hidden"),
+        _words("auto", "always", "hidden"),
+        'get("fullscreenScrollbar")',
+    ),
+    _tui("fullscreenCopyOnSelect", _bool, "true or false", 'get("fullscreenCopyOnSelect")'),
+    _tui(
+        "fullscreenWheelScrollLines",
+        lambda v: v == "auto" or _int_between(1, 100)(v),
+        '"auto" or 1 to 100',
+        'get("fullscreenWheelScrollLines")',
+    ),
     _tui("editorPaddingX", _int_between(0, 3), "an integer from 0 to 3", 'get("editorPaddingX")'),
     _tui("outputPad", _one_of(0, 1), "0 or 1", 'get("outputPad")'),
     _tui("autocompleteMaxVisible", _int_between(3, 20), "an integer from 3 to 20", 'get("autocompleteMaxVisible")'),
     _tui("showHardwareCursor", _bool, "true or false"),
-    _tui("terminal.showImages", _bool, "true or false"),
-    _tui("terminal.imageWidthCells", lambda v: is_int(v) and v > 0, "a positive integer"),
+    _tui("terminal.showImages", _bool, "true or false", 'lookup("terminal", "showImages")'),
+    _tui(
+        "terminal.imageWidthCells",
+        lambda v: is_int(v) and v > 0,
+        "a positive integer",
+        'lookup("terminal", "imageWidthCells")',
+    ),
     _tui("terminal.clearOnShrink", _bool, "true or false"),
     _tui("terminal.showTerminalProgress", _bool, "true or false", 'lookup("terminal", "showTerminalProgress")'),
     _tui("terminal.hyperlinks", _bool_or("auto"), 'true, false or "auto"', 'lookup("terminal", "hyperlinks")'),
-    _tui("terminal.images", _one_of("kitty", "iterm2", "auto", False), '"kitty", "iterm2", "auto" or false'),
+    _tui(
+        "terminal.images",
+        _one_of("kitty", "iterm2", "auto", False),
+        '"kitty", "iterm2", "auto" or false',
+        'lookup("terminal", "images")',
+    ),
     _tui("terminal.trueColor", _bool_or("auto"), 'true, false or "auto"', 'lookup("terminal", "trueColor")'),
     SettingKey("images.autoResize", "run", _bool, "true or false", (_SESSION,), "auto_resize_images"),
     SettingKey("images.blockImages", "run", _bool, "true or false", (_SESSION,), "block_images"),
     _tui("markdown.codeBlockIndent", _str, "a string", 'get("codeBlockIndent")'),
     _tui("markdown.mermaid", _one_of("off", "final", "streaming"), _words("off", "final", "streaming")),
     # ---- network and retries
-    _refused(
+    SettingKey(
         "transport",
+        "run",
         _one_of("auto", "sse", "websocket", "websocket-cached"),
         _words("auto", "sse", "websocket", "websocket-cached"),
-        _NO_WEBSOCKET,
-        "auto",
-        "sse",
+        ("pi_core/runtime/agent_hooks.py",),
+        "settings.transport",
     ),
     SettingKey(
         "httpProxy", "run", _str, "a string", ("pi_core/cli/bootstrap.py",), "apply_http_proxy(", user_only=True
@@ -366,7 +390,14 @@ KEYS: tuple[SettingKey, ...] = (
         "http_response_deadline_ms",
         in_reference=False,
     ),
-    _refused("websocketConnectTimeoutMs", _timeout, 'a non-negative integer or "disabled"', _NO_WEBSOCKET),
+    SettingKey(
+        "websocketConnectTimeoutMs",
+        "run",
+        _timeout,
+        'a non-negative integer or "disabled"',
+        ("pi_core/runtime/agent_hooks.py",),
+        "websocket_connect_timeout_ms",
+    ),
     SettingKey("retry.enabled", "run", _bool, "true or false", (_SESSION,), "retry_settings("),
     SettingKey("retry.maxRetries", "run", _non_negative_int, "a non-negative integer", (_SESSION,), "retry_settings("),
     SettingKey("retry.baseDelayMs", "run", _non_negative_int, "a non-negative integer", (_SESSION,), "retry_settings("),

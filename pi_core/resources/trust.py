@@ -27,9 +27,9 @@ import os
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pi_hookspecs import ProjectTrustResult
+import pi_hookspecs
 
 from .._fs import DirectoryLock, DirectoryLockTimeout, atomic_write
 from .._paths import CONFIG_DIR_NAME
@@ -38,6 +38,9 @@ from ._files import MAX_RESOURCE_FILE_BYTES, ancestors_to_git_root, canonical_pa
 from ._trust_file import TRUST_FILE_NAME, nearest_decision
 from .diagnostics import ResourceDiagnostic
 from .settings import PROJECT_TRUST_DEFAULTS, SettingsError, read_settings_file
+
+if TYPE_CHECKING:  # occasional (pi_hookspecs.events.OCCASIONAL): made only when a project needs trust
+    from pi_hookspecs import ProjectTrustResult
 
 PROTECTED_PROJECT_ENTRIES: tuple[str, ...] = (
     "settings.json",
@@ -228,7 +231,7 @@ class TrustAnswer:
     path: str | None = None
 
 
-AskPlugins = Callable[[], Awaitable[ProjectTrustResult | Mapping[str, Any] | None]]
+AskPlugins = Callable[[], Awaitable["ProjectTrustResult | Mapping[str, Any] | None"]]
 AskUser = Callable[[str], Awaitable[TrustAnswer | None]]
 OnDiagnostic = Callable[[ResourceDiagnostic], None]
 
@@ -298,7 +301,7 @@ async def resolve_project_trust(
     if ask_plugins is not None:
         try:
             raw = await ask_plugins()
-            result = ProjectTrustResult.model_validate(raw) if isinstance(raw, Mapping) else raw
+            result = pi_hookspecs.ProjectTrustResult.model_validate(raw) if isinstance(raw, Mapping) else raw
         except Exception as exc:  # a failing hook counts as undecided
             _report(on_diagnostic, "error", f"project_trust failed: {type(exc).__name__}: {exc}", None)
             result = None

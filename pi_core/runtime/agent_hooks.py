@@ -192,17 +192,21 @@ class ProviderHooks:
         self._api_key = api_key
 
     def transport_options(self) -> dict[str, Any]:
-        """``retry.provider.*``, ``httpIdleTimeoutMs`` and ``httpResponseDeadlineMs`` as
-        the wire APIs read them from ``StreamOptions.extra``: the idle timeout and the
-        response deadline in seconds (``None``: none), the provider-level retries and
-        the longest server-requested delay accepted."""
+        """``retry.provider.*``, ``httpIdleTimeoutMs``, ``httpResponseDeadlineMs``,
+        ``transport`` and ``websocketConnectTimeoutMs`` as the wire APIs read them from
+        ``StreamOptions.extra``: the idle timeout, the response deadline and the WebSocket
+        connect timeout in seconds (``None``: none), the provider-level retries, the
+        longest server-requested delay accepted, and the preferred transport."""
         settings = self._settings()
         provider = settings.retry_settings().provider
         timeout_ms = provider.timeout_ms if provider.timeout_ms is not None else settings.http_idle_timeout_ms
         deadline_ms = settings.http_response_deadline_ms
+        connect_ms = settings.websocket_connect_timeout_ms
         return {
             "timeout": timeout_ms / 1000 if timeout_ms else None,
             "response_deadline": deadline_ms / 1000 if deadline_ms else None,
+            "transport": settings.transport,
+            "websocket_connect_timeout": connect_ms / 1000 if connect_ms else None,
             "max_retries": provider.max_retries,
             "max_retry_delay": provider.max_retry_delay_ms / 1000 if provider.max_retry_delay_ms else None,
         }

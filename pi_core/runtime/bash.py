@@ -13,14 +13,17 @@ import codecs
 import inspect
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pi_hookspecs
-from pi_hookspecs import AgentMessage, BashExecutionMessage, BashSpawnEvent
+from pi_hookspecs import AgentMessage, BashExecutionMessage
 
 from ..extensions import Blocked, EventRunner
 from ..tools.output import OutputAccumulator
 from ..tools.shell import PreparedSpawn, ShellNotFoundError, run_command, shell_command
+
+if TYPE_CHECKING:  # occasional (pi_hookspecs.events.OCCASIONAL): made only for a bash_spawn handler
+    from pi_hookspecs import BashSpawnEvent
 
 
 async def prepare_bash_spawn(
@@ -64,7 +67,9 @@ class LocalBashOperations:
         if self.runner is not None:
             spawn = await prepare_bash_spawn(
                 self.runner,
-                lambda: BashSpawnEvent(command=command, argv=argv, cwd=cwd, env=dict(os.environ), source="user"),
+                lambda: pi_hookspecs.BashSpawnEvent(
+                    command=command, argv=argv, cwd=cwd, env=dict(os.environ), source="user"
+                ),
             )
         if spawn is not None and spawn.blocked is not None:
             await spawn.finish()

@@ -93,17 +93,21 @@ class Compactor:
         self._complete = complete
         self._on_compacted = on_compacted
 
-    async def maybe_compact(self) -> None:
-        """Compact when the context has grown past the model's window minus the reserve."""
+    async def maybe_compact(self, limits: Model | None = None) -> bool:
+        """Compact when the context has grown past the window minus the reserve of
+        ``limits`` (default: the session's model whose limits apply; a virtual
+        selection's request checks the model it is routed to). Returns whether it did."""
         model = self._model()
         if model is None:
-            return
+            return False
         settings = self._settings(model.ref)
-        if not self._enabled():
-            return
+        window = (limits or model).context_window
+        if not self._enabled() or window <= 0:
+            return False
         tokens = estimate_context_tokens(list(self.sm.build_session_context().messages)).tokens
-        if should_compact(tokens, model.context_window, settings):
-            await self.compact(reason="threshold", raise_errors=False)
+        if should_compact(tokens, window, settings):
+            return await self.compact(reason="threshold", raise_errors=False) is not None
+        return False
 
     async def compact(
         self,

@@ -55,6 +55,7 @@ class HostedSession(Protocol):
     def tools(self) -> ToolRegistry: ...
     @property
     def model(self) -> Model | None: ...
+    def limits_model(self) -> Model | None: ...
     @property
     def thinking_level(self) -> str: ...
     @property
@@ -138,12 +139,18 @@ class SessionContextHost(ContextHost):
     def thinking_level(self) -> str:  # type: ignore[override]
         return self.session.thinking_level
 
+    def model_registry(self) -> Any:
+        from pi_core.ai.registry_view import RegistryView
+
+        return RegistryView(self.session.services.models)
+
     @property
     def signal(self) -> Any:
         return self.session.run_signal
 
-    def command_context(self) -> CommandContextImpl:
-        return CommandContextImpl(self, self.session.plugins.liveness)
+    def command_context(self, signal: Any = None) -> CommandContextImpl:
+        """The ``ctx`` of a command handler (``signal``: the command's own abort signal)."""
+        return CommandContextImpl(self, self.session.plugins.liveness, signal)
 
     def tool_context(
         self,
@@ -180,8 +187,9 @@ class SessionContextHost(ContextHost):
 
     def action_get_context_usage(self) -> ContextUsageInfo | None:
         """The context's size, as pi 1.6.0 reports it: unknown (``tokens`` ``None``) after
-        a compaction until a model response in the new context reports its usage."""
-        model = self.session.model
+        a compaction until a model response in the new context reports its usage. Under
+        a virtual selection the window is the physical model's that answered last."""
+        model = self.session.limits_model()
         if model is None or model.context_window <= 0:
             return None
         sm = self.session.sm
@@ -255,6 +263,16 @@ class SessionContextHost(ContextHost):
 
     def action_get_commands(self) -> list[Any]:
         return [reg.value for reg in self.session.plugins.registry.commands.values()]
+
+    def action_register_mcp_server(self, name: str, config: Any) -> None:
+        owner = current_plugin() or "runtime"
+        self.session.plugins.registry.register_mcp_server(name, config, owner, "extension")
+
+    def action_unregister_mcp_server(self, name: str) -> bool:
+        return self.session.plugins.registry.unregister_mcp_server(name, current_plugin() or "runtime")
+
+    def action_get_mcp_servers(self) -> list[Any]:
+        return self.session.plugins.registry.mcp_server_list()
 
     async def action_set_model(self, model: Any) -> bool:
         return await self.session.set_model(model)

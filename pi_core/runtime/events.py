@@ -6,16 +6,11 @@ Hosts (interactive, print, json, rpc, SDK) receive both through
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
-from pi_hookspecs import PiModel
-
-
-class SessionEvent(PiModel):
-    model_config = ConfigDict(extra="forbid")
-    type: str
+from ._session_event import SessionEvent
 
 
 class QueueUpdateEvent(SessionEvent):
@@ -38,48 +33,6 @@ class CompactionEndEvent(SessionEvent):
     error_message: str | None = None
 
 
-class AutoRetryStartEvent(SessionEvent):
-    type: Literal["auto_retry_start"] = "auto_retry_start"
-    attempt: int
-    max_attempts: int
-    delay_ms: int
-    error_message: str = ""
-
-
-class AutoRetryEndEvent(SessionEvent):
-    type: Literal["auto_retry_end"] = "auto_retry_end"
-    success: bool
-    attempt: int
-    final_error: str | None = None
-
-
-class SummarizationRetryScheduledEvent(SessionEvent):
-    """A compaction or branch summary request failed with a transient error and is
-    retried after ``delay_ms`` (the ``retry.*`` settings' budget and backoff)."""
-
-    type: Literal["summarization_retry_scheduled"] = "summarization_retry_scheduled"
-    attempt: int
-    max_attempts: int
-    delay_ms: int
-    error_message: str = ""
-
-
-class SummarizationRetryAttemptStartEvent(SessionEvent):
-    """The retried summary request starts: ``source`` is ``compaction`` (with its
-    ``reason``) or ``branchSummary``."""
-
-    type: Literal["summarization_retry_attempt_start"] = "summarization_retry_attempt_start"
-    source: Literal["compaction", "branchSummary"]
-    reason: str | None = None
-
-
-class SummarizationRetryFinishedEvent(SessionEvent):
-    """The retries of a summary request are over (it succeeded, failed for good or
-    was cancelled)."""
-
-    type: Literal["summarization_retry_finished"] = "summarization_retry_finished"
-
-
 class EntryAppendedEvent(SessionEvent):
     type: Literal["entry_appended"] = "entry_appended"
     entry: dict[str, Any]
@@ -97,15 +50,63 @@ class ExtensionErrorEvent(SessionEvent):
     error: str
 
 
-class BashExecutionUpdateEvent(SessionEvent):
-    type: Literal["bash_execution_update"] = "bash_execution_update"
-    delta: str
-    id: str | None = None
-
-
 class NoticeEvent(SessionEvent):
     """A message for the user from pi itself (a diagnostic, a warning)."""
 
     type: Literal["notice"] = "notice"
     level: Literal["info", "warning", "error"] = "info"
     message: str
+
+
+OCCASIONAL = frozenset(
+    {
+        "AutoRetryEndEvent",
+        "AutoRetryStartEvent",
+        "BashExecutionUpdateEvent",
+        "SummarizationRetryAttemptStartEvent",
+        "SummarizationRetryFinishedEvent",
+        "SummarizationRetryScheduledEvent",
+    }
+)
+"""Events emitted only when something occasional happens (a retry, a user command's
+output): defined in :mod:`._occasional_events` and made the first time one is read,
+so a run that needs none does not make their model classes."""
+
+if TYPE_CHECKING:
+    from ._occasional_events import (
+        AutoRetryEndEvent,
+        AutoRetryStartEvent,
+        BashExecutionUpdateEvent,
+        SummarizationRetryAttemptStartEvent,
+        SummarizationRetryFinishedEvent,
+        SummarizationRetryScheduledEvent,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name in OCCASIONAL:
+        from . import _occasional_events
+
+        value = getattr(_occasional_events, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "OCCASIONAL",
+    "AutoRetryEndEvent",
+    "AutoRetryStartEvent",
+    "BashExecutionUpdateEvent",
+    "CompactionEndEvent",
+    "CompactionStartEvent",
+    "EntryAppendedEvent",
+    "ExtensionErrorEvent",
+    "NoticeEvent",
+    "QueueUpdateEvent",
+    "SessionEvent",
+    "SummarizationRetryAttemptStartEvent",
+    "SummarizationRetryFinishedEvent",
+    "SummarizationRetryScheduledEvent",
+    "ThinkingLevelChangedEvent",
+]

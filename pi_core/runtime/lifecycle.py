@@ -40,6 +40,39 @@ async def announce_start(
     return [str(diagnostic) for diagnostic in resources.extend(skill_paths=skills, prompt_paths=prompts)]
 
 
+def watch_mcp_servers(runner: EventRunner, registry: Any, spawn: Any) -> None:
+    """MCP servers plugins register reach the plugin that connects them: from now on each
+    change fires ``mcp_servers_change``. Without such a plugin (pluggable-pi-mcp disabled or
+    replaced) every registration is reported as an error naming its plugin."""
+
+    reported: set[tuple[str, str, int]] = set()
+
+    def report_unconnected() -> None:
+        for registered in registry.mcp_servers.values():
+            key = (registered.plugin, registered.value.name, id(registered))
+            if key in reported:
+                continue
+            reported.add(key)
+            runner.report(
+                registered.plugin,
+                "register_mcp_servers",
+                f'MCP server "{registered.value.name}" is not connected: no loaded plugin connects MCP servers '
+                "(is pluggable-pi-mcp disabled?)",
+            )
+
+    def changed() -> None:
+        if runner.has_handlers("mcp_servers_change"):
+            from pi_hookspecs import McpServersChangeEvent
+
+            spawn(runner.emit("mcp_servers_change", McpServersChangeEvent(servers=registry.mcp_server_list())))
+        else:
+            report_unconnected()
+
+    if registry.mcp_servers and not runner.has_handlers("mcp_servers_change"):
+        report_unconnected()
+    registry.on_mcp_change = changed
+
+
 async def announce_shutdown(runner: EventRunner, reason: str, target_session_file: str | None) -> None:
     if runner.has_handlers("session_shutdown"):
         if reason in _SHUTDOWN_REASONS:
@@ -51,4 +84,4 @@ async def announce_shutdown(runner: EventRunner, reason: str, target_session_fil
         await runner.emit("session_shutdown", shutdown)
 
 
-__all__ = ["announce_shutdown", "announce_start"]
+__all__ = ["announce_shutdown", "announce_start", "watch_mcp_servers"]

@@ -57,6 +57,12 @@ class ModelControl:
         provider with credentials: the offline demo is used only when named)."""
         if model is not None:
             return model
+        if context.model is not None and self.models.virtual_models():
+            from .virtual_routing import branch_virtual_selection
+
+            virtual = branch_virtual_selection(self.sm.get_branch(), self.models)
+            if virtual is not None:  # responses name the physical models a virtual selection routed to
+                return virtual
         if context.model is not None:
             found = self.models.get(context.model.provider, context.model.model_id)
             if found is not None:
@@ -92,6 +98,7 @@ class ModelControl:
             return
         self._selection_recorded = True
         if self._has_history:
+            self._record_virtual_selection()
             if not self.sm.build_session_context().thinking_level_set:
                 self.sm.append_thinking_level_change(self.state.thinking_level)
             return
@@ -101,6 +108,20 @@ class ModelControl:
         if model is not None:
             self.sm.append_model_change(model.provider, model.id)
         self.sm.append_thinking_level_change(self.state.thinking_level)
+
+    def _record_virtual_selection(self) -> None:
+        """A resumed branch whose selection differs from the model the session starts
+        with gets a ``model_change`` when either is virtual (responses name physical
+        models, so they cannot record a virtual selection, nor replace one)."""
+        model = self.state.model
+        if model is None or not self.models.virtual_models():
+            return
+        from .virtual_routing import branch_virtual_selection
+
+        held = branch_virtual_selection(self.sm.get_branch(), self.models)
+        virtual = self.models.virtual_definition(model) is not None
+        if (held is not None and held.ref != model.ref) or (virtual and held is None):
+            self.sm.append_model_change(model.provider, model.id)
 
     def clamp(self, level: str) -> str:
         """``level`` as the current model supports it (unchanged without a model)."""

@@ -25,13 +25,7 @@ from pi_hookspecs import AbortController, AssistantMessage
 from ..ai import is_context_overflow, is_retryable_error
 from ..ai.errors import requested_retry_delay
 from ..resources.settings import RetrySettings
-from .events import (
-    AutoRetryEndEvent,
-    AutoRetryStartEvent,
-    SummarizationRetryAttemptStartEvent,
-    SummarizationRetryFinishedEvent,
-    SummarizationRetryScheduledEvent,
-)
+from . import events  # its retry events are made when a retry first happens
 from .ports import Emit
 
 
@@ -82,19 +76,19 @@ async def retry_summary(
         response = await produce()
         if response.stop_reason != "error" or attempt >= max_attempts or not is_retryable_error(response):
             if retried:
-                emit(SummarizationRetryFinishedEvent())
+                emit(events.SummarizationRetryFinishedEvent())
             return response
         planned, note = retry_delay(settings, attempt + 1, response)
         if planned is None:
             if retried:
-                emit(SummarizationRetryFinishedEvent())
+                emit(events.SummarizationRetryFinishedEvent())
             return response
         attempt += 1
         retried = True
         delay = planned
         error = (response.error_message or "Unknown error") + note
         emit(
-            SummarizationRetryScheduledEvent(
+            events.SummarizationRetryScheduledEvent(
                 attempt=attempt, max_attempts=max_attempts, delay_ms=delay, error_message=error
             )
         )
@@ -103,11 +97,11 @@ async def retry_summary(
             done, _ = await asyncio.wait([waiter], timeout=delay / 1000)
             waiter.cancel()
             if done or signal.aborted:
-                emit(SummarizationRetryFinishedEvent())
+                emit(events.SummarizationRetryFinishedEvent())
                 return response.model_copy(update={"stop_reason": "aborted", "error_message": None})
         else:
             await asyncio.sleep(delay / 1000)
-        emit(SummarizationRetryAttemptStartEvent(**source))
+        emit(events.SummarizationRetryAttemptStartEvent(**source))
 
 
 class AutoRetry:
@@ -168,17 +162,17 @@ class AutoRetry:
         if not self._enabled() or self.is_overflow(message) or not is_retryable_error(message):
             return False
         if self.attempt >= retry.max_retries:
-            self._emit(AutoRetryEndEvent(success=False, attempt=self.attempt, final_error=message.error_message))
+            self._emit(events.AutoRetryEndEvent(success=False, attempt=self.attempt, final_error=message.error_message))
             return False
         planned, note = retry_delay(retry, self.attempt + 1, message)
         if planned is None:  # the server asked for a longer wait than the settings allow
             final = (message.error_message or "Unknown error") + note
-            self._emit(AutoRetryEndEvent(success=False, attempt=self.attempt, final_error=final))
+            self._emit(events.AutoRetryEndEvent(success=False, attempt=self.attempt, final_error=final))
             return False
         self.attempt += 1
         delay = planned
         self._emit(
-            AutoRetryStartEvent(
+            events.AutoRetryStartEvent(
                 attempt=self.attempt,
                 max_attempts=retry.max_retries,
                 delay_ms=delay,
@@ -192,7 +186,7 @@ class AutoRetry:
             done, _ = await asyncio.wait([waiter], timeout=delay / 1000)
             waiter.cancel()
             if done:
-                self._emit(AutoRetryEndEvent(success=False, attempt=self.attempt, final_error="cancelled"))
+                self._emit(events.AutoRetryEndEvent(success=False, attempt=self.attempt, final_error="cancelled"))
                 return False
         finally:
             self._controller = None
@@ -201,7 +195,7 @@ class AutoRetry:
     def succeeded(self) -> None:
         """A run ended well: close a retry sequence with ``auto_retry_end`` (success)."""
         if self.attempt:
-            self._emit(AutoRetryEndEvent(success=True, attempt=self.attempt))
+            self._emit(events.AutoRetryEndEvent(success=True, attempt=self.attempt))
             self.attempt = 0
 
     def take_overflow_recovery(self, message: AssistantMessage) -> bool:

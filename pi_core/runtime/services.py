@@ -160,6 +160,14 @@ async def create_services(cwd: str | os.PathLike[str], options: ServiceOptions |
     diagnostics += [
         f"error: {problem}" for problem in models.use_registrations(plugins.registry.provider_registrations())
     ]
+    diagnostics += [
+        f"error: {problem}" for problem in models.use_virtual_models(plugins.registry.virtual_model_registrations())
+    ]
+    # dynamic catalogues start offline, from their stored snapshots (pi 1.6.0)
+    diagnostics += [
+        f"warning: model catalogue {problem}"
+        for problem in (await models.refresh_catalogues(allow_network=False)).values()
+    ]
     diagnostics += [f"error: {e}" for e in models.errors]
     if models.auth.warning and not models.auth.error:  # one line per file: a broken one is reported as such
         diagnostics.append(f"warning: {models.auth.warning}")

@@ -52,6 +52,7 @@ from pi_hookspecs import (
     ToolDefinition,
     ToolResult,
     UserMessage,
+    is_virtual_model,
 )
 
 from ..agent import Agent, AgentContext, NextTurn, TurnInfo
@@ -69,7 +70,7 @@ from .compactor import CompactionReason, Compactor, complete_summary
 from .context_host import SessionContextHost
 from .errors import NoModelError, SessionBusyError
 from .events import ExtensionErrorEvent, NoticeEvent
-from .lifecycle import announce_shutdown, announce_start
+from .lifecycle import announce_shutdown, announce_start, watch_mcp_servers
 from .loadout import Loadout
 from .model_control import ModelControl
 from .navigation import TreeNavigator
@@ -80,9 +81,14 @@ from .runs import RunLoop
 from .services import SessionServices
 from .tool_binding import ToolBinding, tool_selection
 from .tool_registry import ToolRegistry
+from .virtual_routing import VirtualRouting
 from .warming import SessionWarming
 
 PromptOutcome = Literal["handled", "queued", "started"]
+
+COMMAND_ABORT_GRACE = 2.0
+"""Seconds a plugin command's handler has to return after its ``ctx.signal`` fired
+before it is cancelled."""
 
 
 class AgentSession:
@@ -105,6 +111,10 @@ class AgentSession:
         self.nested = NestedLedger()
         """Records and usage of nested tool calls, per top-level call (``nestedCalls``)."""
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._background: dict[asyncio.Task[Any], Callable[[], None]] = {}
+        """Work that ends with the session (a catalogue refresh): task -> its abort."""
+        self._commands: dict[AbortController, asyncio.Task[Any] | None] = {}
+        """The plugin commands running: their abort controllers and tasks."""
         self._disposed = False
         self._shutdown_requested = False
         self.on_shutdown: Callable[[], Any] | None = None
@@ -120,7 +130,9 @@ class AgentSession:
 
         settings = services.resources.settings
         context = self.sm.build_session_context()
-        base_stream = stream_fn or self.models.stream
+        self._routing = VirtualRouting(self.models, self.sm, ctx=lambda: self.runner.ctx)
+        """Requests of a virtual model: routed to a physical one each (see :mod:`.virtual_routing`)."""
+        base_stream = self._routing.wrap(stream_fn or self.models.stream)
         self._warming = SessionWarming(
             base_stream,
             self.sm,
@@ -171,7 +183,7 @@ class AgentSession:
         self._retry = AutoRetry(
             settings=lambda: self.settings.retry_settings(),
             enabled=lambda: self.auto_retry_enabled,
-            context_window=lambda: self.model.context_window if self.model else None,
+            context_window=lambda: limits.context_window if (limits := self.limits_model()) else None,
             emit=self._emit,
             omit=lambda message: self._bridge.omit(message),
         )
@@ -179,7 +191,7 @@ class AgentSession:
             sm,
             runner,
             emit=self._emit,
-            model=lambda: self.model,
+            model=self.limits_model,
             thinking_level=lambda: self.thinking_level,
             settings=lambda ref: self.settings.compaction_settings(ref),
             enabled=lambda: self.auto_compaction_enabled,
@@ -249,6 +261,7 @@ class AgentSession:
         )
         tool_hooks = ToolHooks(runner, nested_usage=self.nested.with_nested_usage)
         agent.subscribe(self._bridge.on_agent_event)
+        agent.subscribe(self._routing.on_agent_event)
         agent.transform_context = context.transform_context
         agent.convert_to_llm = context.convert_to_llm
         agent.before_tool_call = tool_hooks.before_tool_call
@@ -374,10 +387,24 @@ class AgentSession:
         context.tools = self.tools.active_definitions()
         context.model = self.agent.state.model
         context.thinking_level = self.agent.state.thinking_level
+        selected = context.model
+        await self._routing.prepare(context, self.run_signal)  # a virtual model: this request's physical one
+        if selected is not None and is_virtual_model(selected) and not is_virtual_model(context.model):
+            # As pi 1.6.0: the model the request is routed to must hold the conversation;
+            # when its window is too small, compact first. The route stands.
+            if await self._compactor.maybe_compact(context.model):
+                context.messages = self._projection()
         return context
 
+    def limits_model(self) -> Model | None:
+        """The model whose context window applies (compaction, overflow): under a virtual
+        selection the physical model that answered last."""
+        return self._routing.limits_model(self.agent.state.model, self.agent.state.messages)
+
     async def _prepare_next_turn(self, info: TurnInfo) -> NextTurn | None:
-        await self._compactor.maybe_compact()
+        model = self.agent.state.model
+        if model is None or not is_virtual_model(model):  # a virtual selection: checked per request
+            await self._compactor.maybe_compact()
         patch = self._loadout.patch(self._projection())
         return NextTurn(messages=[patch] if patch is not None else [])
 
@@ -563,7 +590,9 @@ class AgentSession:
         registered = self.plugins.registry.commands.get(name)
         if registered is None:
             raise KeyError(f"unknown command /{name}")
-        ctx = self.context_host.command_context()
+        controller = AbortController()
+        self._commands[controller] = asyncio.current_task()
+        ctx = self.context_host.command_context(controller.signal)
         token = CURRENT_PLUGIN.set(registered.plugin)
         try:
             result = registered.value.handler(args, ctx)
@@ -575,6 +604,35 @@ class AgentSession:
             )
         finally:
             CURRENT_PLUGIN.reset(token)
+            self._commands.pop(controller, None)
+
+    @property
+    def command_running(self) -> bool:
+        """A plugin command's handler is running (:meth:`abort` stops it)."""
+        return bool(self._commands)
+
+    def abort_commands(self) -> None:
+        """Fire the abort signal of every running plugin command; a handler that has not
+        returned :data:`COMMAND_ABORT_GRACE` seconds later is cancelled."""
+        if not self._commands:
+            return
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        for controller, task in list(self._commands.items()):
+            if controller.signal.aborted:
+                continue
+            controller.abort()
+            if task is not None and not task.done():
+                if loop is None:
+                    task.cancel()
+                else:
+                    loop.call_later(COMMAND_ABORT_GRACE, self._cancel_command, controller, task)
+
+    def _cancel_command(self, controller: AbortController, task: asyncio.Task[Any]) -> None:
+        if self._commands.get(controller) is task and not task.done():
+            task.cancel()
 
     # ================================================================== model & thinking
 
@@ -601,8 +659,10 @@ class AgentSession:
     # ================================================================== control
 
     def abort(self) -> None:
-        """Stop the active run (and a retry backoff)."""
+        """Stop the active run (and a retry backoff) and the running plugin commands
+        (their ``ctx.signal`` fires)."""
         self._runs.abort()
+        self.abort_commands()
 
     async def abort_and_wait(self) -> None:
         self.abort()
@@ -636,6 +696,7 @@ class AgentSession:
     async def start(self, reason: str = "startup", previous_session_file: str | None = None) -> None:
         """``session_start`` then ``resources_discover``; call once the host is bound."""
         self._model_control.record_selection()
+        watch_mcp_servers(self.runner, self.plugins.registry, self.spawn)
         for problem in await announce_start(
             self.runner, self.services.resources, self.cwd, reason, previous_session_file
         ):
@@ -656,6 +717,9 @@ class AgentSession:
             return
         self._disposed = True
         self.abort()
+        for task, abort in list(self._background.items()):
+            abort()
+            task.cancel()
         self.cache_warmer.cancel()
         self.plugins.invalidate(reason)
         self._listeners.clear()
@@ -690,5 +754,17 @@ class AgentSession:
         task.add_done_callback(self._tasks.discard)
         return task
 
+    def spawn_owned(self, coroutine: Any, abort: Callable[[], None]) -> asyncio.Task[Any]:
+        """Run ``coroutine`` in the background until it is done or the session is
+        disposed: then ``abort()`` is called and the task cancelled (a catalogue refresh)."""
+        task: asyncio.Task[Any] = asyncio.ensure_future(coroutine)
+        if self._disposed:
+            abort()
+            task.cancel()
+            return task
+        self._background[task] = abort
+        task.add_done_callback(lambda done: self._background.pop(done, None))
+        return task
 
-__all__ = ["AgentSession", "NoModelError", "PromptOutcome", "SessionBusyError"]
+
+__all__ = ["COMMAND_ABORT_GRACE", "AgentSession", "NoModelError", "PromptOutcome", "SessionBusyError"]

@@ -7,8 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-DIALOGS = ("confirm", "select", "input", "editor")
-DEFAULTS: dict[str, Any] = {"confirm": False, "select": None, "input": None, "editor": None}
+DIALOGS = ("confirm", "select", "input", "editor", "custom")
+DEFAULTS: dict[str, Any] = {"confirm": False, "select": None, "input": None, "editor": None, "custom": None}
 """What a dialog answers when the test scripted nothing: the answers of print mode."""
 
 
@@ -116,6 +116,11 @@ class RecordingUI:
     async def editor(self, title: str, prefill: str = "") -> str | None:
         answer = self._dialog("editor", title=title, prefill=prefill)
         return None if answer is None else str(answer)
+
+    async def custom(self, factory: Any, *, overlay: bool = False, **options: Any) -> Any:
+        """Records the call (``factory`` is not run: there is no terminal) and returns the
+        queued answer (``ui.answer("custom", value)``), ``None`` by default."""
+        return self._dialog("custom", factory=factory, overlay=overlay)
 
     def notify(self, message: str, level: Literal["info", "warning", "error"] = "info") -> None:
         self.calls.append(UICall("notify", {"message": message, "level": level}))

@@ -35,11 +35,9 @@ PI_1_6_0_APIS = {
     "azure-openai-responses",
     "openai-codex-responses",
     "bedrock-converse-stream",
+    "pi-messages",
 }
-"""The wire APIs of issue 15 (pi 1.6.0's chat APIs)."""
-
-UNSUPPORTED_APIS = {"pi-messages"}
-"""APIs of catalogue providers pi does not speak yet (documented in docs/providers.md)."""
+"""The wire APIs of pi 1.6.0's chat models (issue 15, and pi-messages of issue 33)."""
 
 
 @pytest.fixture(autouse=True)
@@ -113,7 +111,7 @@ def test_the_index_lists_each_providers_models_in_order() -> None:
 def test_every_api_is_one_pi_speaks_or_a_documented_plugin_api() -> None:
     docs = (REPO / "docs" / "providers.md").read_text(encoding="utf-8")
     apis = {m.get("api") or catalog.provider_info(p)["api"] for p, m in all_models()}  # type: ignore[index]
-    assert apis <= PI_1_6_0_APIS | UNSUPPORTED_APIS, apis - PI_1_6_0_APIS
+    assert apis <= PI_1_6_0_APIS, apis - PI_1_6_0_APIS
     for api in apis:
         assert api in BUILTIN_APIS or api in PLUGIN_APIS or f"`{api}`" in docs, api
 

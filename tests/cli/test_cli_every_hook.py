@@ -60,6 +60,7 @@ class Tour:
         register("tour-tree", self.tree)
         register("tour-replace", self.replace)
         register("tour-ask", self.ask)
+        register("tour-mcp", self.mcp)
 
     @hookimpl
     def register_shortcuts(self, register):
@@ -79,6 +80,14 @@ class Tour:
         log("register_tool_renderers")
 
     @hookimpl
+    def register_markdown_transformers(self, register):
+        log("register_markdown_transformers")
+
+    @hookimpl
+    def register_mcp_servers(self, register):
+        log("register_mcp_servers")
+
+    @hookimpl
     def register_flags(self, register):
         log("register_flags")
         register("tour-flag", description="a flag of the tour plugin")
@@ -86,6 +95,10 @@ class Tour:
     @hookimpl
     def register_providers(self, register):
         log("register_providers")
+
+    @hookimpl
+    def register_virtual_models(self, register):
+        log("register_virtual_models")
 
     @hookimpl
     def add_hookspecs(self, add):
@@ -100,6 +113,11 @@ class Tour:
         ctx.set_session_name("tour")
         ctx.set_thinking_level("high")
         await ctx.set_model(ctx.model)
+
+    def mcp(self, args, ctx):
+        # a server registered during the session: mcp_servers_change (this plugin's
+        # handler of it makes it one that connects MCP servers)
+        ctx.register_mcp_server("tour-server", {"command": "tour-mcp-server"})
 
     async def ask(self, args, ctx):
         # a dialog nobody answers in time: ui_prompt_start, then ui_prompt_end
@@ -177,6 +195,7 @@ def test_every_hook_fires_in_a_real_pi_run(wire: WireServer, tmp_path: Path) -> 
         model,
         "--tour-flag",
         "/tour-settings",
+        "/tour-mcp",
         "go",
         "/tour-compact",
         "/tour-tree",

@@ -144,14 +144,14 @@ def test_enable_skill_commands_false_sends_the_command_as_written(wire: WireServ
 
 def test_refused_and_unknown_keys_are_one_line_each(wire: WireServer, cwd: Path) -> None:
     models_json({"local": chat_provider(wire.url, {"id": "m"})})
-    settings_json({"transport": "websocket", "transport_typo": 1, "enableAnalytics": False})
+    settings_json({"sessionShareDestination": "radius", "transport_typo": 1, "enableAnalytics": False})
     wire.enqueue(text_reply("ok"))
     out = run_pi("-p", "--model", "local/m", "hi", cwd=cwd)
     assert out.returncode == 0 and out.stdout == "ok\n"
     path = agent_dir() / "settings.json"
     assert out.stderr.splitlines() == [
-        f'pi: {path}: transport = "websocket" is not supported by this pi: this pi talks to providers over '
-        "HTTP streaming (SSE) only; there is no WebSocket transport",
+        f'pi: {path}: sessionShareDestination = "radius" is not supported by this pi: /share makes a GitHub '
+        "gist; this pi cannot share to Radius",
         f"pi: {path}: unknown setting transport_typo",
     ]
 

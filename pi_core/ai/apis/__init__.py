@@ -32,7 +32,8 @@ def _load_builtins() -> None:
         return
     _builtins_loaded = True
     for name, definition in registrations()[0].items():
-        _APIS.setdefault(name, definition.stream)
+        if definition.stream is not None:  # (classifier and image APIs do not stream)
+            _APIS.setdefault(name, definition.stream)
 
 
 def register_api(name: str, implementation: ApiImplementation | str) -> None:
@@ -71,6 +72,7 @@ _HTTP_APIS = frozenset(
         "mistral-conversations",
         "azure-openai-responses",
         "openai-codex-responses",
+        "pi-messages",
     }
 )
 

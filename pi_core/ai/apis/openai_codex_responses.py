@@ -16,8 +16,9 @@ The input items and the stream are OpenAI's (:mod:`.openai_responses`). What dif
   ``response.failed`` ends it with the backend's message; a usage limit is reported as
   such.
 
-pi 1.6.0 tries a WebSocket transport first and falls back to this SSE transport; only
-the SSE transport is implemented here.
+A request goes over a WebSocket first, as pi 1.6.0 sends it (the ``transport``
+setting; :mod:`.openai_codex_websocket`), and over HTTP and SSE when that is off or
+fails before the answer starts.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import base64
 import json
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pi_hookspecs import LlmContext, Model, StreamOptions
@@ -34,9 +36,12 @@ from ..errors import ProviderError
 from ..message_stream import MessageBuilder
 from ..models import clamp_thinking_level, provider_thinking_value
 from ..token_budget import clamp_max_tokens
-from ..transform import prepare_context, supports_mid_conversation_system
+from ..transform import PreparedContext, prepare_context, supports_mid_conversation_system
 from . import _common
+from . import openai_codex_websocket as websocket
+from .openai_codex_websocket import CodexApiError
 from .openai_responses import MIN_OUTPUT_TOKENS, ResponsesDecoder, convert_input, convert_tools
+from .openai_responses import _assistant_items as assistant_items
 
 DEFAULT_BASE_URL = "https://chatgpt.com/backend-api"
 JWT_CLAIM = "https://api.openai.com/auth"
@@ -85,8 +90,14 @@ def cache_session_id(options: StreamOptions) -> str | None:
     return options.session_id[:64]
 
 
-def build_codex_payload(model: Model, context: LlmContext, options: StreamOptions) -> dict[str, Any]:
-    prepared = prepare_context(model, context, mid_conversation_system=supports_mid_conversation_system(model, False))
+def _prepare(model: Model, context: LlmContext) -> PreparedContext:
+    return prepare_context(model, context, mid_conversation_system=supports_mid_conversation_system(model, False))
+
+
+def build_codex_payload(
+    model: Model, context: LlmContext, options: StreamOptions, prepared: PreparedContext | None = None
+) -> dict[str, Any]:
+    prepared = prepared or _prepare(model, context)
     payload: dict[str, Any] = {
         "model": model.id,
         "store": False,
@@ -166,6 +177,39 @@ def usage_limit_message(error: _common.HttpStatusError) -> str | None:
     return text
 
 
+def codex_event_mapper(out: MessageBuilder) -> Callable[[Any], Any]:
+    """The Codex events as the Responses decoder reads them: ``error`` and
+    ``response.failed`` raise the backend's message (:class:`CodexApiError`, with its
+    code); ``response.done`` and ``response.incomplete`` become ``response.completed``
+    (its ``end_turn`` recorded, an unknown status dropped)."""
+
+    def map_event(event: Any) -> Any:
+        if not isinstance(event, dict):
+            return event
+        kind = event.get("type")
+        if kind == "error":
+            nested = event["error"] if isinstance(event.get("error"), dict) else {}
+            code = event.get("code") if isinstance(event.get("code"), str) else nested.get("code")
+            message = event.get("message") or nested.get("message") or code
+            raise CodexApiError(f"Codex error: {message or json.dumps(event)}", code if isinstance(code, str) else None)
+        if kind == "response.failed":
+            failure = _common.field(event, "response", "error") or {}
+            code = failure.get("code")
+            raise CodexApiError(
+                str(failure.get("message") or "Codex response failed"), code if isinstance(code, str) else None
+            )
+        if kind in ("response.done", "response.completed", "response.incomplete"):
+            response = dict(event.get("response") or {})
+            if isinstance(response.get("end_turn"), bool):
+                out.message.end_turn = response["end_turn"]
+            status = response.get("status")
+            response["status"] = status if status in _STATUSES else None
+            return {**event, "type": "response.completed", "response": response}
+        return event
+
+    return map_event
+
+
 async def stream_openai_codex_responses(
     model: Model, context: LlmContext, options: StreamOptions, out: MessageBuilder
 ) -> None:
@@ -174,37 +218,40 @@ async def stream_openai_codex_responses(
         raise ProviderError(f"No API key for provider: {model.provider}. Log in with `pi auth login openai-codex`")
     session = cache_session_id(options)
     headers = build_headers(model, options, token, session)
-    payload = build_codex_payload(model, context, options)
+    prepared = _prepare(model, context)
+    payload = build_codex_payload(model, context, options, prepared)
     decoder = ResponsesDecoder(out)
-
-    async def on_event(name: str, event: Any) -> None:
-        if isinstance(event, dict):
-            kind = event.get("type")
-            if kind == "error":
-                nested = event["error"] if isinstance(event.get("error"), dict) else {}
-                message = event.get("message") or nested.get("message") or event.get("code") or nested.get("code")
-                raise ProviderError(f"Codex error: {message or json.dumps(event)}")
-            if kind == "response.failed":
-                failure = _common.field(event, "response", "error") or {}
-                raise ProviderError(str(failure.get("message") or "Codex response failed"))
-            if kind in ("response.done", "response.completed", "response.incomplete"):
-                response = dict(event.get("response") or {})
-                if isinstance(response.get("end_turn"), bool):
-                    out.message.end_turn = response["end_turn"]
-                status = response.get("status")
-                response["status"] = status if status in _STATUSES else None
-                event = {**event, "type": "response.completed", "response": response}
-        await decoder(name, event)
-
-    try:
-        await _common.post_sse(
-            resolve_url(model.base_url),
-            payload=payload,
-            headers=headers,
+    map_event = codex_event_mapper(out)
+    url = resolve_url(model.base_url)
+    sse_options = options
+    if websocket.websocket_enabled(options, session):
+        # the payload hook runs once, whichever transport carries the request
+        payload = await _common.apply_payload_hook(options, payload)
+        sse_options = options.model_copy(update={"on_payload": None})
+        position = len(prepared.messages)
+        request = websocket.Request(
+            model=model,
             options=options,
             out=out,
-            on_event=on_event,
+            url=url,
+            headers=headers,
+            payload=payload,
+            session=session,
+            account=account_id(token),
+            map_event=map_event,
+            decoder=decoder,
+            response_items=lambda: assistant_items(out.message, model, position),
         )
+        if await websocket.send(request):
+            if not decoder.terminal:
+                raise ProviderError("Codex stream ended without a stop reason")
+            return
+
+    async def on_event(name: str, event: Any) -> None:
+        await decoder(name, map_event(event))
+
+    try:
+        await _common.post_sse(url, payload=payload, headers=headers, options=sse_options, out=out, on_event=on_event)
     except _common.HttpStatusError as error:
         friendly = usage_limit_message(error)
         if friendly is None:

@@ -5,7 +5,7 @@ start ``pi acp`` and speak JSON-RPC with it over stdio. Every session is a real 
 session (pluggable-pi's SDK, :func:`pi_core.runtime.create_agent_session`) with the user's
 plugins, settings and trust rules; the editor's file system and terminal, its
 permission prompts and the MCP servers it passes reach pi through pi's hooks
-(``file_access``, ``bash_spawn``, ``ctx.ui.confirm``, pluggable-pi-mcp's
+(``file_access``, ``bash_spawn``, ``ctx.ui.confirm``, pi's
 ``register_mcp_servers``). See ``docs/editors.md``.
 
 Importing this package is free: ``pi acp`` answers the editor's ``initialize`` before

@@ -11,7 +11,7 @@ notifications, and the editor as a partner through pi's hooks.
 * :class:`EditorUI` (the session's ``ctx.ui``): ``confirm`` and ``select`` become
   ``session/request_permission``; "always" is remembered for the session.
 * :class:`ClientMcpServers`: the MCP servers the client passed, registered with pluggable-pi-mcp
-  through its ``register_mcp_servers`` hook.
+  through pi's ``register_mcp_servers`` hook.
 
 A request the client answers with a JSON-RPC error becomes :class:`ClientError`, whose
 message names the method and carries the client's reason (its error message and data):
@@ -386,6 +386,9 @@ class EditorUI:
 
     async def editor(self, title: str, prefill: str = "") -> str | None:
         return None
+
+    async def custom(self, factory: Any, *, overlay: bool = False, **options: Any) -> Any:
+        return None  # a component needs pi's terminal; the editor draws its own UI
 
     def notify(self, message: str, level: Literal["info", "warning", "error"] = "info") -> None:
         print(f"pi acp: {level}: {message}", file=sys.stderr)

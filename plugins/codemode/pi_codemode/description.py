@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pi_hookspecs import LoadoutResult, ToolDefinition, ToolLoadout, ToolNamespace
 
 from .catalog import CODEMODE_TOOL, CatalogCache, CatalogTool
+from .models_api import DESCRIPTION as MODELS
 
 __all__ = [
     "DEFAULT_INLINE_BUDGET",
@@ -58,7 +59,8 @@ GLOBALS = """Globals:
 - `ALL_TOOLS`, `search_tools(query, limit=8, namespace=None)`, `describe_tool(name)`, \
 `describe_namespace(name)` find tools not listed here, such as MCP tools; call them as \
 `tools.<identifier>(...)`, or by name with `call_tool(name, **args)` (awaitable: `call_tool_async`).
-- `asyncio` and `json` are imported."""
+- `asyncio` and `json` are imported.
+- `models`: classifier and image models (see below)."""
 
 
 @dataclass(frozen=True)
@@ -140,7 +142,7 @@ def build_description(listed: Sequence[CatalogTool], budget: int, *, declared_no
         *sorted((g for k, g in groups.items() if k), key=lambda g: g.namespace.name if g.namespace else ""),
     ]
     shown = _select(ordered, budget)
-    parts = [INTRO, GLOBALS]
+    parts = [INTRO, GLOBALS, MODELS]
     if declared_note:
         parts.append("Tools declared to you directly can be called from scripts too, as `tools.<name>(...)`.")
     if not listed:

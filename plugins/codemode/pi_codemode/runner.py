@@ -10,6 +10,9 @@ The sandbox suspends whenever the script reaches the host, and the loop answers:
   calls finished, so ``asyncio.gather`` runs tool calls concurrently;
 * ``call_tool(name, **args)`` / ``call_tool_async(name, **args)`` — the same, for a tool
   named at run time (the sandbox has no ``getattr``);
+* ``models.<function>(...)`` — the model catalogue and classifier / image calls
+  (:mod:`pi_codemode.models_api`); ``models.classify_async`` and
+  ``models.generate_images_async`` give futures, like ``async_tools``;
 * ``text()``, ``image()``, ``store()``, ``load()``, ``search_tools()``, ``describe_tool()``,
   ``describe_namespace()`` — answered here; ``exit()`` ends the script;
 * file system and OS calls — refused with ``PermissionError``; undefined names — ``NameError``.
@@ -27,6 +30,7 @@ from pi_hookspecs import ImageContent, ToolResult
 
 from .catalog import Catalog, CatalogTool
 from .discovery import Discovery
+from .models_api import ASYNC_FUNCTIONS, ModelsApi
 from .output import Output
 from .store import ScriptStore
 
@@ -108,6 +112,7 @@ class ScriptRun:
         self.catalog = catalog
         self.store = store
         self.output = Output()
+        self.models = ModelsApi(ctx)
         self.calls: list[dict[str, Any]] = []
         self.console: list[tuple[str, str]] = []
         self._pending: dict[int, asyncio.Task[Any]] = {}
@@ -163,7 +168,11 @@ class ScriptRun:
             return await snap.resume({"exception": PermissionError(FS_REFUSED)})
         if name in ("exit", "quit"):
             raise ScriptExit
-        if name.startswith("async_tools.") or name == "codemode.call_tool_async":
+        if (
+            name.startswith("async_tools.")
+            or name == "codemode.call_tool_async"
+            or name.removeprefix("models.") in ASYNC_FUNCTIONS
+        ):
             self._pending[snap.call_id] = asyncio.ensure_future(self._host_call(name, snap.args, snap.kwargs))
             return await snap.resume({"future": ...})
         try:
@@ -180,6 +189,8 @@ class ScriptRun:
             return await self._call_by_name(args, kwargs)
         if module == "codemode" and attr in self._helpers:
             return self._helpers[attr](*args, **kwargs)
+        if module == "models":
+            return await self.models.call(attr, args, kwargs)
         raise NameError(f"name {name!r} is not defined")
 
     async def _settle(self, snap: AsyncFutureSnapshot) -> Any:

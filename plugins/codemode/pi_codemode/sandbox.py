@@ -5,8 +5,9 @@ processes running a Python subset with no file system, network or subprocesses, 
 memory limit and Monty's type checker (ty) in front. Each script gets a fresh session:
 
 1. ``pool.checkout(type_check=True, limits=…, external_modules={tools, async_tools,
-   codemode})`` — ``tools`` holds one host function per callable tool with their stubs,
-   ``async_tools`` the same as coroutines, ``codemode`` the helper globals;
+   codemode, models})`` — ``tools`` holds one host function per callable tool with their
+   stubs, ``async_tools`` the same as coroutines, ``codemode`` the helper globals,
+   ``models`` the model catalogue (:mod:`pi_codemode.models_api`);
 2. the *prelude* imports them (type-checked, which also warms the checker up);
 3. the script is fed (type-checked, then run through the snapshot loop).
 
@@ -79,6 +80,7 @@ PRELUDE = (
     "import json\n"
     "import tools\n"
     "import async_tools\n"
+    "import models\n"
     f"from codemode import ALL_TOOLS, {', '.join(sorted(GLOBALS))}\n"
     # binds no names; has the type checker look at common builtins, so the script's own
     # check starts warm
@@ -103,8 +105,11 @@ class SessionSetup:
     def modules(self) -> dict[str, ExternalModule]:
         from pydantic_monty import ExternalModule
 
+        from .models_api import FUNCTIONS, MODELS_STUBS
+
         host = _host_placeholder
         return {
+            "models": ExternalModule(dict.fromkeys(FUNCTIONS, host), stubs=MODELS_STUBS),
             "tools": ExternalModule(dict.fromkeys(self.idents, host), stubs=self.tools_stubs),
             "async_tools": ExternalModule(dict.fromkeys(self.idents, host), stubs=self.async_stubs),
             "codemode": ExternalModule(

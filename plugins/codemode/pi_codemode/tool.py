@@ -150,7 +150,9 @@ class CodemodeTool:
         else:
             error = f"{error}\n\n{_calls_summary(run.calls)}"
         outcome = Outcome(error is None, time.perf_counter() - started, run.output, run.console, error, run.calls)
-        return render_result(outcome, options.max_output_tokens)
+        result = render_result(outcome, options.max_output_tokens)
+        result.usage = run.models.usage()  # classifier and image calls count toward the session's cost
+        return result
 
     async def _run(
         self, run: ScriptRun, catalog: Catalog, code: str, options: ScriptOptions, signal: Any

@@ -128,6 +128,47 @@ def to_model(entry: dict[str, Any], server_url: str, props: dict[str, Any] | Non
     return model
 
 
+def classifier_models(snapshot: Snapshot) -> list[dict[str, Any]]:
+    """The router's models as classifiers (pi 1.6.0): every chat model offered also as a
+    ``llama-cpp-classify`` classifier of the same id (answers read from next-token
+    probabilities), and decision models (``architecture.output_modalities`` holds
+    ``decisions``) as ``typesafe-system-one`` classifiers at llama.cpp's ``/v1/systemone``."""
+    models = [
+        {
+            "id": chat["id"],
+            "name": chat.get("name", chat["id"]),
+            "provider": PROVIDER,
+            "type": "classifier",
+            "api": "llama-cpp-classify",
+            "base_url": chat["base_url"],
+            "input": ["text"],
+            "context_window": chat.get("context_window", DEFAULT_CONTEXT_WINDOW),
+        }
+        for chat in snapshot.models
+    ]
+    for entry in snapshot.catalogue:
+        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+            continue
+        if "decisions" not in _modalities(entry, "output_modalities"):
+            continue
+        if not is_selectable(entry, snapshot.autoload) and status_of(entry) != "unloaded":
+            continue
+        models.append(
+            {
+                "id": entry["id"],
+                "name": entry["id"],
+                "provider": PROVIDER,
+                "type": "classifier",
+                "api": "typesafe-system-one",
+                "base_url": inference_url(snapshot.server_url),
+                "input": ["text", "image"] if "image" in _modalities(entry, "input_modalities") else ["text"],
+                "context_window": context_window(entry),
+                "compat": {"imageInput": "assets", "sendImageOptInHeader": False},
+            }
+        )
+    return models
+
+
 @dataclass
 class Snapshot:
     """What the router offered at ``checked_at`` (Unix ms): the raw ``catalogue`` (for
@@ -214,6 +255,7 @@ def fetch_snapshot(client: LlamaClient, *, timeout: float | None = None) -> Snap
 
 __all__ = [
     "Snapshot",
+    "classifier_models",
     "context_window",
     "fetch_snapshot",
     "is_chat_model",

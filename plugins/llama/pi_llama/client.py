@@ -13,15 +13,15 @@
 Requests run with :mod:`urllib` in a worker thread (nothing to import at startup, no
 dependency); :meth:`LlamaClient.load_and_wait` and :meth:`LlamaClient.download_and_wait`
 poll the catalogue, which is authoritative, and report progress through a callback.
-Cancelling the awaiting task cancels the wait (the caller then asks the router to stop).
+An abort ``signal`` (a command's ``ctx.signal``) ends the wait with :class:`Stopped`
+between two polls; cancelling the awaiting task ends it too. Either way the caller then
+asks the router to stop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +41,24 @@ class LlamaError(Exception):
 
 class RouterUnreachable(LlamaError):
     """The router could not be reached at all (refused, timed out, unknown host)."""
+
+
+class Stopped(Exception):
+    """The user stopped a load or a download (its abort signal fired)."""
+
+
+async def _pause(seconds: float, signal: Any) -> None:
+    """Sleep between two polls; :class:`Stopped` as soon as ``signal`` fires."""
+    if signal is None:
+        await asyncio.sleep(seconds)
+        return
+    if signal.aborted:
+        raise Stopped
+    try:
+        await asyncio.wait_for(signal.wait(), seconds)
+    except TimeoutError:
+        return
+    raise Stopped
 
 
 def normalize_server_url(value: str) -> str:
@@ -172,6 +190,11 @@ class LlamaClient:
             headers["Content-Type"] = "application/json"
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
+        # imported here: urllib.request brings http.client and email (a dozen modules),
+        # which a start that sends no request to llama.cpp does not need
+        import urllib.error
+        import urllib.request
+
         request = urllib.request.Request(
             f"{self.server_url}{path}", data=data, headers=headers, method="POST" if body is not None else "GET"
         )
@@ -239,8 +262,9 @@ class LlamaClient:
                 return
             await asyncio.sleep(UNLOAD_POLL)
 
-    async def load_and_wait(self, model: str, on_progress: ProgressCallback) -> dict[str, Any]:
-        """Load ``model`` and wait until the router reports it loaded."""
+    async def load_and_wait(self, model: str, on_progress: ProgressCallback, signal: Any = None) -> dict[str, Any]:
+        """Load ``model`` and wait until the router reports it loaded (:class:`Stopped`
+        when ``signal`` fires first)."""
         await self.load(model)
         on_progress(Progress("Loading model"))
         while True:
@@ -256,10 +280,13 @@ class LlamaClient:
                 progress = load_progress(status.get("progress") if isinstance(status, dict) else None)
                 if progress is not None:
                     on_progress(progress)
-            await asyncio.sleep(LOAD_POLL)
+            await _pause(LOAD_POLL, signal)
 
-    async def download_and_wait(self, model: str, on_progress: ProgressCallback) -> list[dict[str, Any]]:
-        """Have the router download ``model``; the catalogue (rescanned) once it is done."""
+    async def download_and_wait(
+        self, model: str, on_progress: ProgressCallback, signal: Any = None
+    ) -> list[dict[str, Any]]:
+        """Have the router download ``model``; the catalogue (rescanned) once it is done
+        (:class:`Stopped` when ``signal`` fires first)."""
         await self.download(model)
         on_progress(Progress("Downloading model"))
         saw_downloading = False
@@ -277,7 +304,7 @@ class LlamaClient:
                 raise LlamaError(f"Download of {model} failed")
             elif entry is not None and (saw_downloading or polls >= 2):
                 return await self.catalogue(reload=True)
-            await asyncio.sleep(DOWNLOAD_POLL)
+            await _pause(DOWNLOAD_POLL, signal)
 
 
 __all__ = [
@@ -285,6 +312,7 @@ __all__ = [
     "LlamaError",
     "Progress",
     "RouterUnreachable",
+    "Stopped",
     "download_progress",
     "format_bytes",
     "inference_url",

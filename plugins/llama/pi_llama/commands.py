@@ -7,10 +7,14 @@
 * ``/llama download owner/repository[:quant]`` (or a search text: Hugging Face is searched);
 * ``/llama search TEXT`` — GGUF repositories on Hugging Face.
 
-A load or a download shows its progress in the status line; Esc (or Ctrl+C) stops it
-and asks the router to stop too. After a change the snapshot is rewritten and pi's
-session is reloaded, so ``/model`` offers the router's current models. The router may
-be shared with other clients: every command shows its current state, never a cache.
+The router is the one ``/login llama.cpp`` (or ``LLAMA_BASE_URL``) configured, read
+through ``ctx.model_registry.get_provider_auth`` (the stored URL in its ``env``, the key
+as a request sends it). A load or a download shows its progress in the status line; Esc
+(or Ctrl+C, or RPC ``abort``) fires the command's ``ctx.signal``, which stops the wait
+and asks the router to stop too. After a change pi's catalogue is refreshed
+(``ctx.model_registry.refresh``), so ``/model`` and ``--model`` offer the router's
+current models at once, without ``/reload``. The router may be shared with other
+clients: every command shows its current state, never a cache.
 """
 
 from __future__ import annotations
@@ -21,14 +25,25 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .catalog import context_window, fetch_snapshot, write_snapshot
-from .client import LlamaClient, LlamaError, Progress, format_bytes, model_is_loaded, status_of
-from .config import PROVIDER, connection
+from .client import (
+    LlamaClient,
+    LlamaError,
+    Progress,
+    Stopped,
+    format_bytes,
+    model_is_loaded,
+    normalize_server_url,
+    status_of,
+)
+from .config import PROVIDER
 from .huggingface import HuggingFaceClient, HuggingFaceError, find_token, split_reference
 
 if TYPE_CHECKING:
     from . import LlamaPlugin
 
 STATUS_KEY = "llama"
+APPLY_TIMEOUT = 15.0
+"""Seconds the catalogue refresh after a change may take (as pi 1.6.0)."""
 DOWNLOAD = "Download model…"
 CLOSE = "Close"
 USAGE = "Usage: /llama [list | load ID | unload ID | download owner/repository[:quant] | search TEXT]"
@@ -56,12 +71,27 @@ def describe(entry: dict[str, Any], contexts: dict[str, int] | None = None) -> s
     return " · ".join([entry["id"], *details])
 
 
+async def configured_client(ctx: Any) -> LlamaClient | None:
+    """The router pi's credentials name (``None``: not configured): the URL a login
+    stored in its ``env`` (else the provider's base URL, from ``LLAMA_BASE_URL``) and
+    the key a request would send."""
+    auth = await ctx.model_registry.get_provider_auth(PROVIDER)
+    if auth is None:
+        return None
+    url = auth.env.get("LLAMA_BASE_URL") or auth.base_url
+    if not url:
+        return None
+    try:
+        return LlamaClient(normalize_server_url(url), auth.api_key)
+    except ValueError:
+        return None
+
+
 async def run_command(plugin: LlamaPlugin, args: str, ctx: Any) -> None:
-    current = connection()
-    if current is None:
+    client = await configured_client(ctx)
+    if client is None:
         ctx.ui.notify(f"Configure llama.cpp with /login {PROVIDER} (or set LLAMA_BASE_URL)", "warning")
         return
-    client = current.client()
     word, _, rest = args.strip().partition(" ")
     rest = rest.strip()
     session = _Session(plugin, ctx, client)
@@ -142,23 +172,32 @@ class _Session:
     # ------------------------------------------------------------------ actions
 
     async def _with_progress(
-        self, title: str, model: str, run: Callable[[Callable[[Progress], None]], Awaitable[T]], stop: str
-    ) -> T:
-        """``run(update)`` with its progress in the status line. Cancelling (Esc) asks the
-        router to ``stop`` (unload) the model and re-raises."""
+        self, title: str, model: str, run: Callable[[Callable[[Progress], None], Any], Awaitable[T]], stop: str
+    ) -> T | None:
+        """``run(update, signal)`` with its progress in the status line. When the user
+        stops the command (``ctx.signal`` fires: Esc, Ctrl+C, RPC ``abort``) the router is
+        asked to stop (unload) the model and ``None`` is returned; a cancelled task
+        does the same and re-raises."""
 
         def update(progress: Progress) -> None:
             with contextlib.suppress(Exception):
                 self.ctx.ui.set_status(STATUS_KEY, f"{title} {model}: {progress.line()} (Esc stops)")
 
-        update(Progress("Starting…"))
-        try:
-            return await run(update)
-        except asyncio.CancelledError:
+        async def halt() -> None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self.client.unload(model))
+            with contextlib.suppress(Exception):
                 self.ctx.ui.notify(f"Stopped {stop} {model}", "warning")
             self.changed = True
+
+        update(Progress("Starting…"))
+        try:
+            return await run(update, self.ctx.signal)
+        except Stopped:
+            await halt()
+            return None
+        except asyncio.CancelledError:
+            await halt()
             raise
 
     async def load(self, model: str, catalogue: list[dict[str, Any]] | None = None) -> None:
@@ -183,7 +222,7 @@ class _Session:
             self.changed = True
         try:
             loaded = await self._with_progress(
-                "Loading", model, lambda update: self.client.load_and_wait(model, update), "loading"
+                "Loading", model, lambda update, signal: self.client.load_and_wait(model, update, signal), "loading"
             )
         except LlamaError:
             if replace:
@@ -195,6 +234,10 @@ class _Session:
                     await asyncio.shield(self._restore(others))
             raise
         self.changed = True
+        if loaded is None:  # stopped
+            if replace:
+                await self._restore(others)
+            return
         self.ctx.ui.notify(f"Loaded {model} ({describe(loaded).partition(' · ')[2] or 'loaded'})", "info")
 
     async def _restore(self, models: list[dict[str, Any]]) -> None:
@@ -269,25 +312,33 @@ class _Session:
                         return
                     quantization = details.quantizations[labels.index(picked)].name
         model = f"{repository}:{quantization}" if quantization else repository
-        await self._with_progress(
-            "Downloading", model, lambda update: self.client.download_and_wait(model, update), "downloading"
+        done = await self._with_progress(
+            "Downloading",
+            model,
+            lambda update, signal: self.client.download_and_wait(model, update, signal),
+            "downloading",
         )
         self.changed = True
-        self.ctx.ui.notify(f"Downloaded {model}", "info")
+        if done is not None:
+            self.ctx.ui.notify(f"Downloaded {model}", "info")
 
     # ------------------------------------------------------------------ after a change
 
     async def apply(self) -> None:
-        """Rewrite the snapshot and, when the offered models changed, reload the session
-        so that ``/model`` and ``--model`` see them (the contract has no live update)."""
+        """Refresh pi's ``llama.cpp`` catalogue (which rewrites the snapshot), so that
+        ``/model`` and ``--model`` offer what the router offers now. Online even with
+        ``PI_OFFLINE``: the command just talked to the router."""
+        from pi_hookspecs import AbortController
+
+        controller = AbortController()
+        timer = asyncio.get_running_loop().call_later(APPLY_TIMEOUT, controller.abort)
         try:
-            snapshot = await asyncio.to_thread(fetch_snapshot, self.client)
-        except LlamaError as error:
-            self.ctx.ui.notify(str(error), "error")
-            return
-        write_snapshot(snapshot)
-        registered = self.plugin.registered
-        if registered is not None and registered.models == snapshot.models:
-            return
-        self.plugin.registered = snapshot
-        await self.ctx.reload()
+            result = await self.ctx.model_registry.refresh(
+                providers=[PROVIDER], allow_network=True, signal=controller.signal
+            )
+        finally:
+            timer.cancel()
+        if result.aborted:
+            self.ctx.ui.notify("llama.cpp: the model catalogue refresh timed out; /model may be out of date", "warning")
+        elif PROVIDER in result.errors:
+            self.ctx.ui.notify(f"llama.cpp: {result.errors[PROVIDER]}", "error")

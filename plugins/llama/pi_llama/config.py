@@ -1,14 +1,19 @@
 """Where the router is and which key it takes: ``LLAMA_BASE_URL`` / ``LLAMA_API_KEY`` and
-the ``llama.cpp`` entry of ``auth.json`` that ``/login llama.cpp`` stores.
+the ``llama.cpp`` login that ``/login llama.cpp`` stores.
 
 As in pi 1.6.0, the provider counts as configured when a server URL is known: a stored
 login's URL first, then ``LLAMA_BASE_URL``. The key is the stored one, then
 ``LLAMA_API_KEY``, then ``local`` (llama.cpp started without ``--api-key`` ignores it).
 
-The login stores pi 1.6.0's entry, an API-key login:
+The plugin reads the stored login through pi's contract, never ``auth.json`` itself:
+its ``env`` comes with every catalogue refresh (``CatalogueRefresh.env``) and with the
+credential hooks, and ``/llama`` asks ``ctx.model_registry.get_provider_auth``. The login
+stores pi 1.6.0's entry, an API-key login:
 ``{"type": "api_key", "key": KEY, "env": {"LLAMA_BASE_URL": URL}}`` (no ``key`` when
-none was given). The entry earlier versions of this plugin stored is still read:
-``{"type": "oauth", "access": KEY, "refresh": "", "expires": …, "serverUrl": URL}``.
+none was given). Only the entry earlier versions of this plugin stored,
+``{"type": "oauth", "access": KEY, "refresh": "", "expires": …, "serverUrl": URL}``,
+has its URL where the contract does not look: :func:`legacy_entry` reads that one file
+entry when no other URL is known (``/login llama.cpp`` again replaces it).
 """
 
 from __future__ import annotations
@@ -44,16 +49,16 @@ class Connection:
         return LlamaClient(self.server_url, self.api_key, timeout=timeout)
 
 
-def stored_entry() -> dict[str, Any] | None:
-    """The ``llama.cpp`` entry of ``<agent>/auth.json`` (read only; ``None`` when absent
-    or unreadable: pi reports a broken ``auth.json`` itself)."""
+def legacy_entry() -> dict[str, Any] | None:
+    """The ``llama.cpp`` entry of ``<agent>/auth.json`` when it is the OAuth-shaped entry
+    earlier versions of this plugin stored (read only; ``None`` otherwise)."""
     path = toolkit.agent_dir() / "auth.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8-sig"))
     except (OSError, ValueError):
         return None
     entry = data.get(PROVIDER) if isinstance(data, dict) else None
-    return entry if isinstance(entry, dict) else None
+    return entry if isinstance(entry, dict) and entry.get("type") == "oauth" and entry.get("serverUrl") else None
 
 
 def _literal(value: Any) -> str | None:
@@ -90,17 +95,27 @@ def env_api_key(env: Mapping[str, str] | None = None) -> str | None:
     return value.strip() or None if value else None
 
 
+def server_url(env: Mapping[str, str] | None = None) -> str | None:
+    """The configured router's URL (without ``/v1``): the one a login stored (``env``,
+    the login's stored values as pi hands them over), else ``LLAMA_BASE_URL``, else an
+    earlier version's entry; ``None``: not configured."""
+    url = _valid_url((env or {}).get("LLAMA_BASE_URL"))
+    if url is not None:
+        return url
+    url = _valid_url(os.environ.get("LLAMA_BASE_URL"))
+    return url if url is not None else stored_url(legacy_entry())
+
+
 def connection(env: Mapping[str, str] | None = None) -> Connection | None:
-    """The configured router, or ``None`` (neither a login nor ``LLAMA_BASE_URL``)."""
-    entry = stored_entry()
-    url = stored_url(entry)
-    if url is not None and entry is not None:
-        key = _literal(entry.get("access") if entry.get("type") == "oauth" else entry.get("key"))
-        return Connection(url, key or env_api_key(env), "stored login")
-    url = _valid_url((env or {}).get("LLAMA_BASE_URL") or os.environ.get("LLAMA_BASE_URL"))
+    """The configured router with the key of ``env`` / ``LLAMA_API_KEY`` (a stored key
+    comes through pi: ``refresh.api_key``, ``get_provider_auth``); ``None`` when no URL
+    is known."""
+    url = server_url(env)
     if url is None:
         return None
-    return Connection(url, env_api_key(env), "LLAMA_BASE_URL")
+    legacy = legacy_entry() if not (env or {}).get("LLAMA_BASE_URL") else None
+    key = _literal(legacy.get("access")) if legacy is not None else None
+    return Connection(url, key or env_api_key(env), "stored login" if env else "LLAMA_BASE_URL")
 
 
 def login_credentials(server_url: str, api_key: str | None) -> ApiKeyCredentials:
@@ -114,7 +129,8 @@ __all__ = [
     "Connection",
     "connection",
     "env_api_key",
+    "legacy_entry",
     "login_credentials",
-    "stored_entry",
+    "server_url",
     "stored_url",
 ]

@@ -1,6 +1,5 @@
 """Helpers of pluggable-pi-llama's tests (a plain module: the root tests own ``conftest``):
-the scripted router's typical catalogue, running the real ``pi`` with the plugin, and a
-small stand-in for a command's ``ctx``."""
+the scripted router's typical catalogue and running the real ``pi`` with the plugin."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from scripted_router import ScriptedRouter
 
@@ -38,45 +36,3 @@ def listed(stdout: str) -> list[tuple[str, str]]:
     """``(provider, model)`` rows of a ``--list-models`` table."""
     rows = [line.split() for line in stdout.splitlines()[1:] if line.strip()]
     return [(row[0], row[1]) for row in rows if len(row) >= 2]
-
-
-class FakeUI:
-    def __init__(self, answers: list[Any] | None = None) -> None:
-        self.answers = list(answers or [])
-        self.notes: list[tuple[str, str]] = []
-        self.statuses: list[str | None] = []
-        self.asked: list[tuple[str, Any]] = []
-
-    def notify(self, message: str, level: str = "info") -> None:
-        self.notes.append((level, message))
-
-    def set_status(self, key: str, text: str | None) -> None:
-        self.statuses.append(text)
-
-    async def select(self, title: str, options: Any, *, timeout: float | None = None) -> str | None:
-        self.asked.append((title, list(options)))
-        return self.answers.pop(0) if self.answers else None
-
-    async def confirm(self, title: str, message: str = "", *, timeout: float | None = None) -> bool:
-        self.asked.append((title, message))
-        return bool(self.answers.pop(0)) if self.answers else False
-
-    async def input(self, title: str, placeholder: str = "", *, timeout: float | None = None) -> str | None:
-        self.asked.append((title, placeholder))
-        return self.answers.pop(0) if self.answers else None
-
-
-class FakeContext:
-    """What ``/llama`` uses of a :class:`~pi_hookspecs.CommandContext`."""
-
-    def __init__(self, mode: str = "print", answers: list[Any] | None = None) -> None:
-        self.mode = mode
-        self.has_ui = mode in ("tui", "rpc")
-        self.ui = FakeUI(answers)
-        self.reloads = 0
-
-    async def reload(self) -> None:
-        self.reloads += 1
-
-    def text(self) -> str:
-        return "\n".join(message for _, message in self.ui.notes)

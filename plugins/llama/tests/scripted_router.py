@@ -6,6 +6,13 @@ It speaks what pi (and pi 1.6.0) ask a router: ``/health``, ``/models`` (``?relo
 Hugging Face endpoints ``/api/models?search=`` and ``/api/models/OWNER/REPO``. A load
 takes ``load_polls`` looks at ``/models`` (reporting ``loading`` with progress), a
 download ``download_polls``; every request is recorded.
+
+For classification it also speaks ``/tokenize`` (a toy vocabulary: a newline is token 10,
+a one-character text its code point plus 1000, ``Yes`` / ``No`` 2001 / 2002, anything
+else one token per character), ``/apply-template`` (a fixed chat template ending with a
+newline), ``/completion`` (the next token's top log-probabilities: the ones a test put in
+``label_logprobs`` under the question the prompt ends with, then filler tokens, cut to
+``n_probs``) and a decision model's ``/v1/systemone`` (``systemone_answers``).
 """
 
 from __future__ import annotations
@@ -39,6 +46,13 @@ class RouterState:
     hf_models: list[dict[str, Any]] = field(default_factory=list)
     hf_details: dict[str, dict[str, Any]] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
+    label_logprobs: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Question instructions -> label -> log-probability as the next token."""
+    systemone_answers: dict[str, Any] = field(default_factory=dict)
+    """Question id -> the wire answer ``/v1/systemone`` gives."""
+    chat_script: list[dict[str, Any]] = field(default_factory=list)
+    """Replies of ``/v1/chat/completions`` in order (``{"tool_call": {"name", "arguments"}}``
+    or ``{"text": ...}``); ``answer`` once they are used up."""
     pending: dict[str, list[Any]] = field(default_factory=dict)
     """model -> [kind ("load" | "download"), polls left]."""
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -168,6 +182,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send(200, {"success": True})
         if method == "POST" and url.path == "/v1/chat/completions":
             return self._chat(body)
+        if method == "POST" and url.path in ("/tokenize", "/apply-template", "/completion", "/v1/systemone"):
+            return self._classify(url.path, body if isinstance(body, dict) else {})
         return self._send(404, {"error": {"message": f"no route {method} {url.path}"}})
 
     def _huggingface(self, path: str, query: dict[str, list[str]]) -> None:
@@ -193,11 +209,32 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
         self.end_headers()
-        text = state.answer
+        with state.lock:
+            reply = state.chat_script.pop(0) if state.chat_script else {"text": state.answer}
+        call = reply.get("tool_call")
+        if call is not None:
+            delta = {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": f"call_{len(state.chat_requests())}",
+                        "type": "function",
+                        "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])},
+                    }
+                ]
+            }
+            body_chunks = [{"choices": [{"index": 0, "delta": delta}]}]
+            finish = "tool_calls"
+        else:
+            text = reply["text"]
+            body_chunks = [
+                {"choices": [{"index": 0, "delta": {"content": text[i : i + 6]}}]} for i in range(0, len(text), 6)
+            ]
+            finish = "stop"
         chunks: list[dict[str, Any]] = [
             {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
-            *({"choices": [{"index": 0, "delta": {"content": text[i : i + 6]}}]} for i in range(0, len(text), 6)),
-            {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+            *body_chunks,
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
             {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}},
         ]
         for chunk in chunks:
@@ -207,11 +244,62 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         self.close_connection = True
 
+    def _classify(self, path: str, body: dict[str, Any]) -> None:
+        state = self.server.state
+        with state.lock:
+            entry = state.models.get(body.get("model"))  # type: ignore[arg-type]
+        if entry is None:
+            return self._send(404, {"error": {"message": f"model {body.get('model')} not found"}})
+        if path == "/tokenize":
+            return self._send(200, {"tokens": toy_tokens(str(body.get("content", "")))})
+        if path == "/apply-template":
+            messages = body.get("messages") or []
+            rendered = "".join(f"<|{m['role']}|>\n{m['content']}\n" for m in messages)
+            return self._send(200, {"prompt": rendered + "<|assistant|>\n"})
+        if path == "/v1/systemone":
+            answers = {qid: state.systemone_answers[qid] for qid in body.get("questions", {})}
+            return self._send(200, {"answers": answers, "usage": {"input_tokens": 120, "output_tokens": 3}})
+        prompt = str(body.get("prompt", ""))
+        question = prompt.rsplit("Question: ", 1)[-1].split("\n", 1)[0]
+        chosen = state.label_logprobs.get(question, {})
+        top = [
+            {"id": toy_tokens("\n" + label)[-1]["id"], "token": label, "logprob": lp} for label, lp in chosen.items()
+        ]
+        top += [{"id": 5000 + i, "token": f"filler{i}", "logprob": -20.0 - i} for i in range(300)]
+        top.sort(key=lambda t: -t["logprob"])
+        depth = int(body.get("n_probs") or 10)
+        first = {
+            "id": top[0]["id"],
+            "token": top[0]["token"],
+            "logprob": top[0]["logprob"],
+            "top_logprobs": top[:depth],
+        }
+        return self._send(200, {"content": top[0]["token"], "completion_probabilities": [first]})
+
     def do_GET(self) -> None:
         self._handle("GET")
 
     def do_POST(self) -> None:
         self._handle("POST")
+
+
+def toy_tokens(text: str) -> list[dict[str, Any]]:
+    """The scripted router's vocabulary (see the module docstring)."""
+    ids: list[int] = []
+    rest = text
+    while rest:
+        if rest[0] == "\n":
+            ids.append(10)
+            rest = rest[1:]
+            continue
+        word = next((w for w in ("Yes", "No") if rest.startswith(w)), None)
+        if word is not None:
+            ids.append(2001 if word == "Yes" else 2002)
+            rest = rest[len(word) :]
+            continue
+        ids.append(1000 + ord(rest[0]))
+        rest = rest[1:]
+    return [{"id": i, "piece": ""} for i in ids]
 
 
 class _Server(ThreadingHTTPServer):

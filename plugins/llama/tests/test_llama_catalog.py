@@ -1,9 +1,11 @@
 """The catalogue, the snapshot and the registration of pluggable-pi-llama, in-process
 against the scripted router: which models are offered, their context and thinking, the
-snapshot used at startup, the one short look at the router without one."""
+snapshot a start restores (pi's offline catalogue refresh, in a real model registry),
+the one short look at the router without one, the URL a stored login names."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,11 +15,12 @@ import pytest
 from llama_kit import stock
 from scripted_router import ScriptedRouter, dead_url
 
+from pi_core.ai import ModelRegistry
 from pi_hookspecs import CredentialSource, LoginMethod, ProviderDefinition
 from pi_llama import LlamaPlugin
 from pi_llama.catalog import fetch_snapshot, read_snapshot, snapshot_path
 from pi_llama.client import LlamaClient, normalize_server_url
-from pi_llama.config import connection
+from pi_llama.config import connection, server_url
 from pi_llama.huggingface import HuggingFaceClient, find_token, split_reference
 
 
@@ -38,6 +41,19 @@ def register(plugin: LlamaPlugin) -> list[Any]:
     registered: list[Any] = []
     plugin.register_providers(registered.append)
     return registered
+
+
+def started(plugin: LlamaPlugin, agent_dir: Path) -> ModelRegistry:
+    """A model registry with the plugin's registrations, restored as a start restores
+    it: pi's offline catalogue refresh (which hands the plugin the stored login's env)."""
+    registry = ModelRegistry(models_path=agent_dir / "models.json", builtins=False)
+    assert registry.use_registrations([(value, "llama") for value in register(plugin)]) == []
+    assert asyncio.run(registry.refresh_catalogues(allow_network=False)) == {}
+    return registry
+
+
+def llama_models(registry: ModelRegistry, model_type: str = "chat") -> list[Any]:
+    return sorted(registry.models_of_type(model_type, "llama.cpp"), key=lambda m: m.id)
 
 
 def test_server_urls_are_normalised() -> None:
@@ -67,26 +83,44 @@ def test_unloaded_presets_are_offered_when_the_router_autoloads(configured: Scri
     assert "preset-coder" in snapshot.model_ids() and "llama-3.2-1b" not in snapshot.model_ids()
 
 
-def test_registration_without_a_snapshot_asks_the_router_once(configured: ScriptedRouter) -> None:
+def test_a_start_without_a_snapshot_asks_the_router_once(configured: ScriptedRouter, pi_agent_dir: Path) -> None:
     registered = register(LlamaPlugin())
     provider = next(r for r in registered if isinstance(r, ProviderDefinition))
-    assert provider.name == "llama.cpp" and sorted(m.id for m in provider.models) == ["gemma-3-4b", "qwen3-8b"]
+    assert provider.name == "llama.cpp" and provider.models == []  # the models come from the refresh
+    registry = started(LlamaPlugin(), pi_agent_dir)
+    assert [m.id for m in llama_models(registry)] == ["gemma-3-4b", "qwen3-8b"]
+    # the same chat models as classifiers, and the decision-only model as one
+    classifiers = [(m.id, m.api) for m in llama_models(registry, "classifier")]
+    assert classifiers == [
+        ("gemma-3-4b", "llama-cpp-classify"),
+        ("julia-1", "typesafe-system-one"),
+        ("qwen3-8b", "llama-cpp-classify"),
+    ]
     assert any(isinstance(r, LoginMethod) for r in registered)
     assert any(isinstance(r, CredentialSource) for r in registered)
     assert read_snapshot(configured.url) is not None
     # the next start uses the snapshot: no request at all
     before = len(configured.state.requests)
-    register(LlamaPlugin())
+    again = started(LlamaPlugin(), pi_agent_dir)
+    assert len(configured.state.requests) == before
+    assert [m.id for m in llama_models(again)] == ["gemma-3-4b", "qwen3-8b"]
+    # offline (PI_OFFLINE) a start without a snapshot does not look at the router
+    snapshot_path().unlink()
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setenv("PI_OFFLINE", "1")
+    try:
+        assert llama_models(started(LlamaPlugin(), pi_agent_dir)) == []
+    finally:
+        monkeypatch.undo()
     assert len(configured.state.requests) == before
 
 
-def test_registration_with_a_dead_router_registers_no_models_quickly(
+def test_a_start_with_a_dead_router_offers_no_models_quickly(
     pi_agent_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LLAMA_BASE_URL", dead_url())
     plugin = LlamaPlugin()
-    provider = next(r for r in register(plugin) if isinstance(r, ProviderDefinition))
-    assert provider.models == []
+    assert llama_models(started(plugin, pi_agent_dir)) == []
     assert plugin.startup_error is not None and "Could not reach llama.cpp server" in plugin.startup_error
     assert not snapshot_path().exists()
 
@@ -96,19 +130,30 @@ def test_unconfigured_means_no_router_and_no_request(pi_agent_dir: Path, monkeyp
     assert connection() is None
     provider = next(r for r in register(LlamaPlugin()) if isinstance(r, ProviderDefinition))
     assert provider.models == [] and provider.base_url == "http://127.0.0.1:9931/v1"
+    assert llama_models(started(LlamaPlugin(), pi_agent_dir)) == []
+
+
+def test_a_start_restores_the_snapshot_of_the_router_the_stored_login_names(
+    configured: ScriptedRouter, pi_agent_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The login's URL reaches the plugin through pi (``CatalogueRefresh.env``): the
+    router it names is the one asked, not ``LLAMA_BASE_URL``."""
+    monkeypatch.setenv("LLAMA_BASE_URL", dead_url())
+    (pi_agent_dir / "auth.json").write_text(
+        json.dumps({"llama.cpp": {"type": "api_key", "env": {"LLAMA_BASE_URL": configured.url}}})
+    )
+    assert [m.id for m in llama_models(started(LlamaPlugin(), pi_agent_dir))] == ["gemma-3-4b", "qwen3-8b"]
+    assert read_snapshot(configured.url) is not None
 
 
 def test_a_stored_login_wins_over_the_environment(pi_agent_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LLAMA_BASE_URL", "http://elsewhere:1")
-    auth = pi_agent_dir / "auth.json"
-    # pi 1.6.0's entry
-    auth.write_text(
-        json.dumps({"llama.cpp": {"type": "api_key", "key": "k1", "env": {"LLAMA_BASE_URL": "http://a:2/v1"}}})
-    )
-    found = connection()
-    assert found is not None and (found.server_url, found.api_key) == ("http://a:2", "k1")
-    # what earlier versions of this plugin stored
-    auth.write_text(
+    # pi 1.6.0's entry: its env, as pi hands it to the plugin
+    assert server_url({"LLAMA_BASE_URL": "http://a:2/v1"}) == "http://a:2"
+    assert server_url({}) == "http://elsewhere:1"
+    # what earlier versions of this plugin stored: its URL is read from the file
+    monkeypatch.delenv("LLAMA_BASE_URL")
+    (pi_agent_dir / "auth.json").write_text(
         json.dumps(
             {"llama.cpp": {"type": "oauth", "access": "", "refresh": "", "expires": 1, "serverUrl": "http://b:3"}}
         )

@@ -47,6 +47,27 @@ def test_list_models_lists_the_loaded_models(router: ScriptedRouter, tmp_path: P
     assert len(router.state.requests) == before
 
 
+def test_update_models_refreshes_the_router_catalogue(router: ScriptedRouter, tmp_path: Path) -> None:
+    assert listed(run_pi("--list-models", cwd=tmp_path, env=env_of(router)).stdout) == [
+        ("llama.cpp", "gemma-3-4b"),
+        ("llama.cpp", "qwen3-8b"),
+    ]
+    router.state.models["llama-3.2-1b"]["status"] = {"value": "loaded"}  # loaded behind pi's back
+    assert ("llama.cpp", "llama-3.2-1b") not in listed(run_pi("--list-models", cwd=tmp_path, env=env_of(router)).stdout)
+    done = run_pi("update", "--models", cwd=tmp_path, env=env_of(router))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Model catalogues refreshed: llama.cpp"
+    after = run_pi("--list-models", cwd=tmp_path, env=env_of(router))
+    assert ("llama.cpp", "llama-3.2-1b") in listed(after.stdout)  # the refresh kept its snapshot
+
+
+def test_update_models_names_a_dead_router(tmp_path: Path, pi_agent_dir: Path) -> None:
+    done = run_pi("update", "--models", cwd=tmp_path, env={"LLAMA_BASE_URL": dead_url()})
+    assert done.returncode == 1
+    assert done.stderr.startswith("pi update: could not refresh model catalogues: llama.cpp: RuntimeError:")
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+
+
 def test_print_mode_answers_through_the_router(router: ScriptedRouter, tmp_path: Path) -> None:
     done = run_pi("-p", "--no-session", "--model", "llama.cpp/qwen3-8b", "say hello", cwd=tmp_path, env=env_of(router))
     assert done.returncode == 0, done.stderr

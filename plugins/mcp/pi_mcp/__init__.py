@@ -1,10 +1,10 @@
 """pluggable-pi-mcp: connect MCP servers (stdio and streamable HTTP) and expose their tools.
 
 Servers come from ``<agent dir>/mcp.json``, the trusted project's ``.pi/mcp.json`` and
-plugins implementing ``register_mcp_servers``. They connect in the background when a
-session starts; their tools are registered as ``mcp__<server>__<tool>`` with the
-configured exposure and run through pi's tool pipeline, so ``tool_call`` /
-``tool_result`` policies apply. See ``docs/mcp.md``.
+the servers plugins register with pi (``register_mcp_servers``,
+``ctx.register_mcp_server``). They connect in the background when a session starts;
+their tools are registered as ``mcp__<server>__<tool>`` with the configured exposure and
+run through pi's tool pipeline, so ``tool_call`` / ``tool_result`` policies apply. See ``docs/mcp.md``.
 
 ``import pi_mcp`` never imports the ``mcp`` SDK (``import mcp`` costs about half a
 second): it loads in a background thread once a server is configured, while the stdio
@@ -35,12 +35,6 @@ class McpPlugin:
         self.disabled: str | None = None
 
     # ------------------------------------------------------------------ registration
-
-    @hookimpl
-    def add_hookspecs(self, add: Any) -> None:
-        from . import hookspecs
-
-        add(hookspecs)
 
     # The registrations are this plugin's constants: passed as constructed definitions,
     # so a run does not build their validators.
@@ -81,6 +75,13 @@ class McpPlugin:
 
         self.manager = McpManager()
         await self.manager.start(ctx)
+
+    @hookimpl
+    async def mcp_servers_change(self, event: Any) -> None:
+        # implementing this hook also tells pi that this plugin connects the servers plugins register
+        manager = self.manager
+        if manager is not None and manager.bound:
+            manager.registrations_changed(event.servers)
 
     @hookimpl
     async def before_agent_start(self, event: Any, ctx: Any) -> None:

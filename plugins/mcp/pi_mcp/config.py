@@ -452,18 +452,6 @@ def untrusted_note(project: Path) -> str:
     )
 
 
-def add_registered(loaded: LoadedConfig, name: str, config: ServerConfig, plugin: str) -> None:
-    """Add a plugin's server; a ``mcp.json`` server of the same name wins."""
-    entry = ServerEntry(name, config, f"plugin {plugin}", scope="plugin")
-    existing = loaded.find(name)
-    if existing is not None and existing.scope != "plugin":
-        loaded.shadowed.append(entry)
-        return
-    if existing is not None:
-        del loaded.servers[existing.name]
-    loaded.servers[name] = entry
-
-
 # --------------------------------------------------------------------------- expansion
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")

@@ -24,9 +24,7 @@ from .config import (
     LoadedConfig,
     ServerConfig,
     ServerEntry,
-    add_registered,
     agent_dir,
-    check_server_name,
     load_config,
     normalized_server_name,
     parse_server,
@@ -49,85 +47,50 @@ def has_direct_tools(config: ServerConfig) -> bool:
     return config.exposure == "direct" or "direct" in config.tool_exposure.values()
 
 
-def collect_registrations(ctx: Any, loaded: LoadedConfig, manager: McpManager | None = None) -> list[Any]:
-    """Call every plugin's ``register_mcp_servers`` (each with its own ``register`` and
-    ``unregister``, so a server is attributed to its plugin). Returns awaitables of async
-    implementations. Calls made after start-up (a plugin keeping the callables) reach
-    ``manager``, which connects or closes the server right away."""
-    hook = getattr(getattr(ctx, "hook", None), "register_mcp_servers", None)
-    if hook is None:
-        return []
-    owners: dict[str, str] = {}
-    pending: list[Any] = []
-
-    def changed() -> None:
-        if manager is not None and manager.bound:
-            manager.registrations_changed()
-
-    for impl in hook.get_hookimpls():  # load order: the first plugin to register a name keeps it
-        plugin = impl.plugin_name
-
-        def register(name: str, config: Any = None, /, _plugin: str = plugin, **fields: Any) -> None:
-            problem = check_server_name(name)
-            if problem:
-                raise ValueError(f"MCP server: {problem}")
-            key = normalized_server_name(name)
-            owner = owners.get(key)
-            if owner is not None and owner != _plugin:
-                raise ValueError(f'MCP server "{name}" is already registered by plugin "{owner}"')
-            raw = config if config is not None else fields
-            if isinstance(raw, ServerConfig):
-                parsed = raw
-            else:
-                try:
-                    parsed = parse_server(name, raw)
-                except ValueError as exc:
-                    raise ValueError(f'MCP server "{name}": {exc}') from None
-            owners[key] = _plugin
-            remove_registered(loaded, name, _plugin)
-            add_registered(loaded, name, parsed, _plugin)
-            changed()
-
-        def unregister(name: str, /, _plugin: str = plugin) -> bool:
-            """Remove the plugin's own server ``name``; ``False`` when it has none of that name."""
-            key = normalized_server_name(name)
-            owner = owners.get(key)
-            if owner is not None and owner != _plugin:
-                raise ValueError(f'MCP server "{name}" is registered by plugin "{owner}", not "{_plugin}"')
-            if owner is None:
-                return False
-            del owners[key]
-            remove_registered(loaded, name, _plugin)
-            changed()
-            return True
-
-        try:
-            callables = {"register": register, "unregister": unregister}
-            kwargs = {arg: callables[arg] for arg in impl.argnames if arg in callables}
-            result = impl.function(**kwargs)
-            if inspect.isawaitable(result):
-                pending.append((plugin, result))
-        except Exception as exc:
-            loaded.errors.append(f"plugin {plugin}: register_mcp_servers failed: {type(exc).__name__}: {exc}")
-    return pending
+Registrations = dict[str, tuple[str, dict[str, Any], ServerEntry]]
+"""What :func:`apply_registrations` put in place: server -> (plugin, its config, entry)."""
 
 
-def remove_registered(loaded: LoadedConfig, name: str, plugin: str) -> None:
-    """Forget ``plugin``'s registration of ``name`` (also one a ``mcp.json`` server shadows)."""
-    source = f"plugin {plugin}"
-    wanted = normalized_server_name(name)
+def apply_registrations(
+    loaded: LoadedConfig, servers: Iterable[Any], previous: Registrations | None = None
+) -> Registrations:
+    """Put the servers plugins registered with pi (``register_mcp_servers``,
+    ``ctx.register_mcp_server``: :class:`~pi_hookspecs.McpServerRegistration`) into
+    ``loaded`` in place of the ones it held: a ``mcp.json`` server of the same name wins.
+    A registration unchanged since ``previous`` keeps its entry (its connection stays). A
+    config this plugin cannot use is an error line naming the plugin and the server."""
+    previous = previous or {}
     for key, entry in list(loaded.servers.items()):
-        if normalized_server_name(key) == wanted and entry.scope == "plugin" and entry.source == source:
+        if entry.scope == "plugin":
             del loaded.servers[key]
-    loaded.shadowed = [
-        e for e in loaded.shadowed if not (normalized_server_name(e.name) == wanted and e.source == source)
-    ]
+    loaded.shadowed = []
+    loaded.errors = [error for error in loaded.errors if not error.startswith("plugin ")]
+    current: Registrations = {}
+    for registration in servers:
+        name, plugin, raw = registration.name, registration.plugin, registration.config
+        kept = previous.get(name)
+        if kept is not None and kept[0] == plugin and kept[1] == raw:
+            entry = kept[2]
+        else:
+            try:
+                parsed = parse_server(name, raw)
+            except ValueError as exc:
+                loaded.errors.append(f'plugin {plugin}: MCP server "{name}": {exc}')
+                continue
+            entry = ServerEntry(name, parsed, f"plugin {plugin}", scope="plugin")
+        current[name] = (plugin, raw, entry)
+        existing = loaded.find(name)
+        if existing is not None and existing.scope != "plugin":
+            loaded.shadowed.append(entry)  # the mcp.json server wins
+        else:
+            loaded.servers[name] = entry
+    return current
 
 
 def registered_servers(loaded: LoadedConfig) -> list[dict[str, Any]]:
-    """Every server plugins registered (in effect or shadowed by ``mcp.json``), as
-    ``mcp_servers_change`` reports them: ``name``, ``plugin``, ``config`` (the
-    ``mcpServers`` entry as JSON), ``overridden`` (a ``mcp.json`` server wins)."""
+    """Every server plugins registered (in effect or shadowed by ``mcp.json``):
+    ``name``, ``plugin``, ``config`` (the ``mcpServers`` entry as JSON), ``overridden``
+    (a ``mcp.json`` server wins)."""
     out = []
     for entry, overridden in [
         *((e, False) for e in loaded.servers.values() if e.scope == "plugin"),
@@ -144,14 +107,15 @@ def registered_servers(loaded: LoadedConfig) -> list[dict[str, Any]]:
     return out
 
 
-async def load_session_config(ctx: Any, agent: Path | None = None, manager: McpManager | None = None) -> LoadedConfig:
-    """``mcp.json`` files (the project's only when trusted) plus plugin registrations."""
+def plugin_servers(ctx: Any) -> list[Any]:
+    """The servers plugins registered with pi (``ctx.get_mcp_servers()``)."""
+    get = getattr(ctx, "get_mcp_servers", None)
+    return list(get()) if get is not None else []
+
+
+async def load_session_config(ctx: Any, agent: Path | None = None) -> LoadedConfig:
+    """``mcp.json`` files (the project's only when trusted)."""
     loaded = load_config(cwd=ctx.cwd, project_trusted=bool(ctx.is_project_trusted()), agent=agent)
-    for plugin, awaitable in collect_registrations(ctx, loaded, manager):
-        try:
-            await awaitable
-        except Exception as exc:
-            loaded.errors.append(f"plugin {plugin}: register_mcp_servers failed: {type(exc).__name__}: {exc}")
     return loaded
 
 
@@ -176,6 +140,7 @@ class McpManager:
         self._switched_on: set[str] = set()
         self._deferred_pending = True
         self.bound = False
+        self._registrations: Registrations = {}
         """Start-up read the registrations: later ones connect (or close) right away."""
         self._auth: Any = None
 
@@ -188,7 +153,8 @@ class McpManager:
         # during a tool call) run in the context of this session_start handler, so pi
         # attributes the tools to this plugin whichever task registers them.
         self._owner = contextvars.copy_context()
-        self.config = await load_session_config(ctx, self.agent, self)
+        self.config = await load_session_config(ctx, self.agent)
+        self._registrations = apply_registrations(self.config, plugin_servers(ctx))
         self.bound = True
         for error in self.config.errors:
             self._notify(f"MCP config: {error}", "warning")
@@ -231,26 +197,19 @@ class McpManager:
 
     # ------------------------------------------------------------------ registrations after start-up
 
-    def registrations_changed(self) -> None:
-        """A plugin registered or unregistered a server after start-up: tell the other
-        plugins (``mcp_servers_change``), close what went away, connect what came."""
+    def registrations_changed(self, servers: Iterable[Any]) -> None:
+        """Plugins registered or unregistered servers after start-up
+        (``mcp_servers_change``): close what went away, connect what came."""
         if self._closed or self.ctx is None:
             return
+        errors = list(self.config.errors)
+        self._registrations = apply_registrations(self.config, servers, self._registrations)
+        for error in self.config.errors:
+            if error not in errors:
+                self._notify(f"MCP config: {error}", "warning")
         self._spawn(self._reconcile())
 
     async def _reconcile(self) -> None:
-        servers = registered_servers(self.config)
-        hook = getattr(getattr(self.ctx, "hook", None), "mcp_servers_change", None)
-        if hook is not None:
-            try:
-                result = hook(servers=servers)
-                for value in result if isinstance(result, list) else []:
-                    if inspect.isawaitable(value):
-                        await value
-            except StaleContextError:
-                return
-            except Exception as exc:  # another plugin's handler: reported, MCP goes on
-                self._notify(f"mcp_servers_change handler failed: {type(exc).__name__}: {exc}", "warning")
         removed = [
             connection
             for name, connection in self.connections.items()

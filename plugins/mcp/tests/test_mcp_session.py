@@ -319,16 +319,18 @@ async def test_other_plugins_register_servers(pi_agent_dir: Path, pi_project: Pa
         assert "mcp__extra__echo" in runtime.session.tools.active_names
         assert manager.entry("fx").source == str(pi_agent_dir / "mcp.json")
         assert [s.name for s in manager.config.shadowed] == ["fx"]
-        assert outcomes[0] == 'MCP server: invalid server name "bad name": use only letters, digits, "_" and "-"'
-        assert outcomes[1].startswith('MCP server "broken": type "sse"')
+        # pi checks the name and the kind of server; pluggable-pi-mcp the rest of the entry
+        assert outcomes == ['MCP server "bad name": a server name holds only letters, digits, "_" and "-"']
+        assert any(e.startswith('plugin Provider: MCP server "broken": type "sse"') for e in manager.config.errors)
+        assert manager.entry("broken") is None
         assert any(
-            (
-                'plugin Greedy: register_mcp_servers failed: ValueError: MCP server "extra" '
-                'is already registered by plugin "Provider"'
-            )
-            in e
-            for e in manager.config.errors
+            d.plugin == "Greedy"
+            and 'register_mcp_servers failed: ValueError: MCP server "extra" is already registered by plugin "Provider"'
+            in d.message
+            for d in runtime.session.plugins.diagnostics
         )
+        listed = [(s.name, s.plugin) for s in manager.ctx.get_mcp_servers()]
+        assert listed == [("extra", "Provider"), ("fx", "Provider"), ("broken", "Provider")]
     finally:
         await runtime.dispose()
 
@@ -521,40 +523,75 @@ async def test_tool_search_finds_a_deferred_server_tool_and_the_next_request_cal
 # a server being closed when the session ends is closed to the end (its process not left to the loop's end)
 @pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 async def test_servers_registered_and_unregistered_during_the_session(pi_agent_dir: Path, pi_project: Path) -> None:
-    changes: list[list[dict[str, Any]]] = []
+    changes: list[list[Any]] = []
+    listed: list[list[tuple[str, str]]] = []
 
-    class Toggle:
+    class Toggle:  # a plugin's commands add and remove its server (ctx.register_mcp_server …)
         @hookimpl
-        def register_mcp_servers(self, register: Any, unregister: Any) -> None:
-            self.register, self.unregister = register, unregister
+        def register_commands(self, register: Any) -> None:
+            register("late-on", self.on)
+            register("late-off", self.off)
+
+        def on(self, args: str, ctx: Any) -> None:
+            name = args.strip() or "late"
+            ctx.register_mcp_server(name, stdio(exposure="direct", description="Registered later"))
+            listed.append([(s.name, s.plugin) for s in ctx.get_mcp_servers()])
+
+        def off(self, args: str, ctx: Any) -> None:
+            listed.append([("removed", str(ctx.unregister_mcp_server("late")))])
 
     class Watcher:  # a plugin that follows registrations (as another MCP connector would)
         @hookimpl
-        def mcp_servers_change(self, servers: list[dict[str, Any]]) -> None:
-            changes.append(servers)
+        def mcp_servers_change(self, event: Any) -> None:
+            changes.append(list(event.servers))
 
-    toggle = Toggle()
-    runtime, _ = await start(pi_project, plugins=(McpPlugin, toggle, Watcher))
+        @hookimpl
+        def register_commands(self, register: Any) -> None:
+            register("steal", self.steal)
+
+        def steal(self, args: str, ctx: Any) -> None:
+            try:
+                ctx.unregister_mcp_server("late")
+            except ValueError as exc:
+                listed.append([("refused", str(exc))])
+
+    runtime, _ = await start(pi_project, plugins=(McpPlugin, Toggle, Watcher))
     try:
         manager = manager_of(runtime)
         assert manager.connections == {} and changes == []
-        toggle.register("late", stdio(exposure="direct", description="Registered later"))
+        await runtime.session.prompt("/late-on")
         deadline = time.monotonic() + WAIT  # it connects in the background, right away
         while time.monotonic() < deadline and getattr(manager.find("late"), "state", None) != "connected":
             await asyncio.sleep(0.05)
         assert manager.find("late").state == "connected"
+        assert manager.entry("late").source == "plugin Toggle"
         assert "mcp__late__echo" in runtime.session.tools.active_names
-        assert [(s["name"], s["plugin"], s["overridden"]) for s in changes[0]] == [("late", "Toggle", False)]
-        assert changes[0][0]["config"]["exposure"] == "direct"
+        assert listed == [[("late", "Toggle")]]
+        assert [(s.name, s.plugin) for s in changes[0]] == [("late", "Toggle")]
+        assert changes[0][0].config["exposure"] == "direct"
 
-        assert toggle.unregister("late") is True
+        first = manager.find("late")
+        await runtime.session.prompt("/late-on second")  # another server: the first stays connected
+        assert listed[-1] == [("late", "Toggle"), ("second", "Toggle")]
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline and getattr(manager.find("second"), "state", None) != "connected":
+            await asyncio.sleep(0.05)
+        assert manager.find("second").state == "connected"
+        assert manager.find("late") is first and first.state == "connected"
+        assert "mcp__second__echo" in runtime.session.tools.active_names
+
+        await runtime.session.prompt("/steal")
+        assert listed[-1] == [("refused", 'MCP server "late" is registered by plugin "Toggle", not "Watcher"')]
+        await runtime.session.prompt("/late-off")
+        assert listed[-1] == [("removed", "True")]
         for _ in range(50):
             if manager.find("late") is None:
                 break
             await asyncio.sleep(0.05)
-        assert manager.find("late") is None and changes[-1] == []
+        assert manager.find("late") is None and [s.name for s in changes[-1]] == ["second"]
         definition = next(d for d in manager.ctx.get_all_tools() if d.name == "mcp__late__echo")
         assert definition.exposure == "hidden"  # unreachable from now on
-        assert toggle.unregister("late") is False
+        await runtime.session.prompt("/late-off")
+        assert listed[-1] == [("removed", "False")]
     finally:
         await runtime.dispose()

@@ -1,0 +1,390 @@
+"""Installed plugins a run does not need are not imported (pi_core.extensions.lazy).
+
+The first start imports every installed plugin and indexes its hooks in the agent
+folder's cache; later starts register a stand-in for a plugin whose files are unchanged
+and import it when one of its hooks is first called (a registration hook read on
+demand: when its table is read)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import load_host, make_distribution
+from pi_core.extensions import PluginHost
+from pi_core.extensions.lazy import index_path
+from pi_hookspecs import SessionShutdownEvent
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "ai"))
+
+from wire_server import WireServer, chat_chunks
+
+MARKS = "PI_TEST_LAZY_MARKS"
+"""A file each test plugin appends a line to when it is imported and when a hook runs."""
+
+RARE_PLUGIN = """
+import os
+from pi_hookspecs import hookimpl
+
+def _mark(what):
+    with open(os.environ["PI_TEST_LAZY_MARKS"], "a") as fh:
+        fh.write(what + "\\n")
+
+_mark("imported")
+
+@hookimpl
+def register_cli_commands(register):
+    register("rare-tour", lambda args: _mark("tour " + " ".join(args)), help="A rare tour")
+
+@hookimpl
+def session_before_tree(event):
+    _mark("tree")
+"""
+
+SHUTDOWN_PLUGIN = """
+import os
+from pi_hookspecs import hookimpl
+
+def _mark(what):
+    with open(os.environ["PI_TEST_LAZY_MARKS"], "a") as fh:
+        fh.write(what + "\\n")
+
+_mark("shutdown-plugin imported")
+
+class Plugin:
+    @hookimpl
+    def session_shutdown(self, event):
+        _mark("shutdown " + event.reason)
+"""
+
+
+def marks(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def record(host: PluginHost, name: str) -> Any:
+    return next(r for r in host.records if r.name == name)
+
+
+@pytest.fixture
+def marks_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "marks.txt"
+    monkeypatch.setenv(MARKS, str(path))
+    return path
+
+
+def forget(module: str) -> None:
+    """A new process: the plugin's module not imported."""
+    sys.modules.pop(module, None)
+
+
+# --------------------------------------------------------------------------- in process
+
+
+async def test_an_indexed_plugin_is_imported_on_its_first_hook_call(site_dir: Path, marks_file: Path) -> None:
+    make_distribution(
+        site_dir,
+        dist="pi-test-shut",
+        version="1",
+        module="pi_test_shut",
+        code=SHUTDOWN_PLUGIN,
+        entry_points={"shut": "pi_test_shut:Plugin"},
+    )
+    first = await load_host(entry_points=("shut",))
+    assert not record(first, "shut").deferred
+    assert marks(marks_file) == ["shutdown-plugin imported"]
+    index = json.loads(index_path(first.agent_dir).read_text())["plugins"]["shut"]
+    assert [h["hook"] for h in index["hooks"]] == ["session_shutdown"] and index["static"] is True
+
+    forget("pi_test_shut")
+    second = await load_host(entry_points=("shut",))
+    shut = record(second, "shut")
+    assert shut.deferred and shut.status == "loaded" and shut.hooks == ["session_shutdown"]
+    assert "pi_test_shut" not in sys.modules
+    assert marks(marks_file) == ["shutdown-plugin imported"]
+    await second.runner.emit("session_shutdown", SessionShutdownEvent(reason="quit"))
+    assert marks(marks_file) == ["shutdown-plugin imported", "shutdown-plugin imported", "shutdown quit"]
+    assert "pi_test_shut" in sys.modules and not second.diagnostics
+
+
+async def test_a_changed_plugin_file_makes_the_index_stale(site_dir: Path, marks_file: Path) -> None:
+    make_distribution(
+        site_dir,
+        dist="pi-test-rare",
+        version="1",
+        module="pi_test_rare",
+        code=RARE_PLUGIN,
+        entry_points={"rare": "pi_test_rare"},
+    )
+    await load_host(entry_points=("rare",))
+    forget("pi_test_rare")
+    assert record(await load_host(entry_points=("rare",)), "rare").deferred
+    # another version of the distribution (the module's file untouched): imported at
+    # start, then indexed again
+    (site_dir / "pi_test_rare-1.dist-info").rename(site_dir / "pi_test_rare-2.dist-info")
+    metadata = site_dir / "pi_test_rare-2.dist-info" / "METADATA"
+    metadata.write_text(metadata.read_text().replace("Version: 1", "Version: 2"))
+    forget("pi_test_rare")
+    assert not record(await load_host(entry_points=("rare",)), "rare").deferred
+    forget("pi_test_rare")
+    assert record(await load_host(entry_points=("rare",)), "rare").deferred
+    # a hook added to the plugin: its file changed, so it is imported at start again
+    source = site_dir / "pi_test_rare.py"
+    source.write_text(source.read_text() + "\n@hookimpl\ndef agent_start():\n    _mark('agent_start')\n")
+    forget("pi_test_rare")
+    host = await load_host(entry_points=("rare",))
+    rare = record(host, "rare")
+    assert not rare.deferred and "agent_start" in rare.hooks
+    hooks = json.loads(index_path(host.agent_dir).read_text())["plugins"]["rare"]["hooks"]
+    assert sorted(h["hook"] for h in hooks) == ["agent_start", "register_cli_commands", "session_before_tree"]
+
+
+async def test_hooks_the_index_did_not_know_are_reported_and_registered(site_dir: Path, marks_file: Path) -> None:
+    """The index says less than the plugin has (its files unchanged): found when the
+    plugin is imported, reported in one warning, re-indexed, and called from then on."""
+    make_distribution(
+        site_dir,
+        dist="pi-test-rare",
+        version="1",
+        module="pi_test_rare",
+        code=RARE_PLUGIN,
+        entry_points={"rare": "pi_test_rare"},
+    )
+    first = await load_host(entry_points=("rare",))
+    path = index_path(first.agent_dir)
+    data = json.loads(path.read_text())
+    entry = data["plugins"]["rare"]
+    entry["hooks"] = [h for h in entry["hooks"] if h["hook"] != "session_before_tree"]
+    entry["hooks"].append({"attr": "tool_result", "hook": "tool_result", "args": ["event"], "async": False, "opts": {}})
+    path.write_text(json.dumps(data))
+    forget("pi_test_rare")
+    host = await load_host(entry_points=("rare",))
+    rare = record(host, "rare")
+    assert rare.deferred and rare.hooks == ["register_cli_commands", "tool_result"]
+    assert "rare-tour" in host.registry.cli_commands  # reading the table imports it
+    warnings = [d for d in host.diagnostics if d.plugin == "rare"]
+    assert len(warnings) == 1 and warnings[0].level == "warning"
+    assert "session_before_tree" in warnings[0].message and "re-indexed" in warnings[0].message
+    hooks = json.loads(path.read_text())["plugins"]["rare"]["hooks"]
+    assert sorted(h["hook"] for h in hooks) == ["register_cli_commands", "session_before_tree"]
+    assert host.runner.has_handlers("session_before_tree")
+
+
+async def test_a_damaged_index_entry_means_an_import_at_start(site_dir: Path, marks_file: Path) -> None:
+    make_distribution(
+        site_dir,
+        dist="pi-test-rare",
+        version="1",
+        module="pi_test_rare",
+        code=RARE_PLUGIN,
+        entry_points={"rare": "pi_test_rare"},
+    )
+    first = await load_host(entry_points=("rare",))
+    path = index_path(first.agent_dir)
+    data = json.loads(path.read_text())
+    for damage in ({"attr": "x", "hook": "agent_start", "args": ["a b"], "async": False}, "not a hook"):
+        data["plugins"]["rare"]["hooks"] = [damage]
+        path.write_text(json.dumps(data))
+        forget("pi_test_rare")
+        host = await load_host(entry_points=("rare",))
+        rare = record(host, "rare")
+        assert rare.status == "loaded" and not rare.deferred and "pi_test_rare" in sys.modules
+        assert not host.diagnostics
+        hooks = json.loads(path.read_text())["plugins"]["rare"]["hooks"]
+        assert sorted(h["hook"] for h in hooks) == ["register_cli_commands", "session_before_tree"]  # indexed again
+    path.write_text("{not json")
+    forget("pi_test_rare")
+    assert not record(await load_host(entry_points=("rare",)), "rare").deferred
+    assert json.loads(path.read_text())["plugins"]["rare"]["hooks"]  # written again
+
+
+async def test_a_deferred_plugin_that_fails_to_import_is_one_line(site_dir: Path, marks_file: Path) -> None:
+    (site_dir / "pi_test_dep.py").write_text("VALUE = 1\n")
+    make_distribution(
+        site_dir,
+        dist="pi-test-shut",
+        version="1",
+        module="pi_test_shut",
+        code="import pi_test_dep\n" + SHUTDOWN_PLUGIN,
+        entry_points={"shut": "pi_test_shut:Plugin"},
+    )
+    await load_host(entry_points=("shut",))
+    forget("pi_test_shut")
+    forget("pi_test_dep")
+    (site_dir / "pi_test_dep.py").unlink()  # a dependency removed; the plugin's own file is unchanged
+    host = await load_host(entry_points=("shut",))
+    assert record(host, "shut").deferred and not host.diagnostics
+    await host.runner.emit("session_shutdown", SessionShutdownEvent(reason="quit"))
+    shut = record(host, "shut")
+    assert shut.status == "error" and "No module named 'pi_test_dep'" in (shut.error or "")
+    assert [e.format().split(" (", 1)[0] for e in host.runner.errors] == [
+        "plugin 'shut', hook session_shutdown: import failed: ModuleNotFoundError: No module named 'pi_test_dep'"
+    ]
+    assert not host.runner.has_handlers("session_shutdown")  # tried once, then out of the way
+    await host.runner.emit("session_shutdown", SessionShutdownEvent(reason="quit"))
+    assert len(host.runner.errors) == 1
+
+
+async def test_a_late_registration_keeps_the_first_plugin_in_load_order(site_dir: Path, marks_file: Path) -> None:
+    """A deferred plugin registers its command when the commands are read, after a
+    plugin later in load order: the earlier one still keeps the name."""
+    command = "@hookimpl\ndef register_commands(register):\n    register('same', lambda args, ctx: None)\n"
+    make_distribution(
+        site_dir,
+        dist="pi-test-aaa",
+        version="1",
+        module="pi_test_aaa",
+        code="from pi_hookspecs import hookimpl\n" + command,
+        entry_points={"aaa": "pi_test_aaa"},
+    )
+    make_distribution(
+        site_dir,
+        dist="pi-test-bbb",
+        version="1",
+        module="pi_test_bbb",
+        code="from pi_hookspecs import hookimpl\n"
+        + command
+        + "@hookimpl\ndef register_tools(register):\n    pass\n",  # needed at start: never deferred
+        entry_points={"bbb": "pi_test_bbb"},
+    )
+    await load_host(entry_points=("aaa", "bbb"))
+    forget("pi_test_aaa")
+    forget("pi_test_bbb")
+    host = await load_host(entry_points=("aaa", "bbb"))
+    assert record(host, "aaa").deferred and not record(host, "bbb").deferred
+    assert "pi_test_aaa" not in sys.modules
+    assert host.registry.commands["same"].plugin == "aaa"
+    warnings = [d for d in host.diagnostics if d.level == "warning"]
+    assert [(d.plugin, "already registered by plugin 'aaa'" in d.message) for d in warnings] == [("bbb", True)]
+
+
+async def test_plugins_registering_what_every_start_needs_are_imported(site_dir: Path, marks_file: Path) -> None:
+    make_distribution(
+        site_dir,
+        dist="pi-test-tools",
+        version="1",
+        module="pi_test_tools",
+        code="from pi_hookspecs import hookimpl\n@hookimpl\ndef register_tools(register):\n    pass\n",
+        entry_points={"tools": "pi_test_tools"},
+    )
+    await load_host(entry_points=("tools",))
+    forget("pi_test_tools")
+    assert not record(await load_host(entry_points=("tools",)), "tools").deferred
+    assert "pi_test_tools" in sys.modules
+
+
+async def test_strict_mode_and_the_switch_import_every_plugin(
+    site_dir: Path, marks_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_distribution(
+        site_dir,
+        dist="pi-test-rare",
+        version="1",
+        module="pi_test_rare",
+        code=RARE_PLUGIN,
+        entry_points={"rare": "pi_test_rare"},
+    )
+    await load_host(entry_points=("rare",))
+    for variable, value in (("PI_LAZY_PLUGINS", "0"), ("PI_EXTENSIONS_STRICT", "1")):
+        with monkeypatch.context() as patch:
+            patch.setenv(variable, value)
+            forget("pi_test_rare")
+            assert not record(await load_host(entry_points=("rare",)), "rare").deferred
+
+
+# --------------------------------------------------------------------------- the pi command
+
+
+def test_pi_p_does_not_import_a_plugin_it_does_not_need(site_dir: Path, marks_file: Path, tmp_path: Path) -> None:
+    """The real ``pi``: the first run indexes the plugins; the second ``pi -p`` imports
+    neither the CLI-command plugin nor, until the session ends, the shutdown one;
+    ``pi rare-tour`` imports the first and runs its command; a deferred plugin that no
+    longer imports is one line."""
+    make_distribution(
+        site_dir,
+        dist="pi-test-rare",
+        version="1",
+        module="pi_test_rare",
+        code=RARE_PLUGIN,
+        entry_points={"rare": "pi_test_rare"},
+    )
+    (site_dir / "pi_test_dep.py").write_text("VALUE = 1\n")
+    make_distribution(
+        site_dir,
+        dist="pi-test-shut",
+        version="1",
+        module="pi_test_shut",
+        code="import pi_test_dep\n" + SHUTDOWN_PLUGIN,
+        entry_points={"shut": "pi_test_shut:Plugin"},
+    )
+    server = WireServer()
+    agent = Path(os.environ["PI_CODING_AGENT_DIR"])
+    agent.mkdir(parents=True, exist_ok=True)
+    (agent / "models.json").write_text(
+        json.dumps(
+            {
+                "providers": {
+                    "local": {
+                        "baseUrl": f"{server.url}/v1",
+                        "api": "openai-completions",
+                        "apiKey": "k",
+                        "models": [{"id": "m", "contextWindow": 32000, "maxTokens": 1024}],
+                    }
+                }
+            }
+        )
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site_dir), os.environ.get("PYTHONPATH", "")]),
+        "PI_EXTENSIONS": "rare,shut",
+    }
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def pi(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pi_core", *args], cwd=work, env=env, capture_output=True, text=True, timeout=60
+        )
+
+    try:
+        for run in range(2):
+            marks_file.unlink(missing_ok=True)
+            server.enqueue(chat_chunks([{"content": "done"}]))
+            done = pi("-p", "--no-session", "--model", "local/m", "hi")
+            assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "done", "")
+            if run == 0:  # indexed: both imported at start
+                assert marks(marks_file) == ["imported", "shutdown-plugin imported", "shutdown quit"]
+            else:  # only the shutdown plugin, when the session ends
+                assert marks(marks_file) == ["shutdown-plugin imported", "shutdown quit"]
+        marks_file.unlink()
+        listed = pi("extensions", "list", "--json")  # reads every registry table: imports it
+        assert listed.returncode == 0, listed.stderr
+        found = json.loads(listed.stdout)
+        plugins = found["plugins"] if isinstance(found, dict) else found
+        rare = next(p for p in plugins if p["name"] == "rare")
+        assert (rare["status"], rare["cli_commands"]) == ("loaded", ["rare-tour"])
+        assert marks(marks_file) == ["imported"]
+        marks_file.unlink()
+        done = pi("rare-tour", "now")
+        assert done.returncode == 0, done.stderr
+        assert marks(marks_file) == ["imported", "tour now"]
+        # the shutdown plugin's dependency removed (its own file unchanged): one line
+        # when its hook is first called, and the run goes on
+        (site_dir / "pi_test_dep.py").unlink()
+        server.enqueue(chat_chunks([{"content": "done"}]))
+        done = pi("-p", "--no-session", "--model", "local/m", "hi")
+        assert (done.returncode, done.stdout.strip()) == (0, "done"), done.stderr
+        lines = done.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(
+            "pi: extension error (pi_test_shut:Plugin) in session_shutdown: import failed: "
+            "ModuleNotFoundError: No module named 'pi_test_dep'"
+        ), done.stderr
+    finally:
+        server.close()
