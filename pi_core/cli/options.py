@@ -162,8 +162,8 @@ def build_parser(
     prompts.add_argument(
         "--tui-mode",
         choices=("regular", "fullscreen"),
-        help="terminal UI mode (default: the tuiMode setting); this pi runs regular mode only: "
-        "fullscreen says so in one line and runs regular",
+        help="terminal UI mode (default: the tuiMode setting, else regular): fullscreen keeps the "
+        "transcript on the alternate screen and scrolls it itself",
     )
 
     if plugin_flags:

@@ -111,6 +111,16 @@ def highlight(code: str, language: str | None) -> Markup:
     return Markup('<div class="highlight"><pre><code>') + escape(code) + Markup("</code></pre></div>")
 
 
+def pygments_background(style: str) -> str:
+    """The background colour of a Pygments style's code blocks (``#rrggbb``)."""
+    from pygments.styles import get_style_by_name
+
+    colour = str(get_style_by_name(style).background_color or "#ffffff")
+    if len(colour) == 4:  # #rgb
+        colour = "#" + "".join(c * 2 for c in colour[1:])
+    return colour
+
+
 def pygments_css(style: str) -> str:
     """The colour rules of a Pygments style for ``.highlight`` code blocks: the block's
     background and base colour and one rule per token type (none of Pygments' global

@@ -25,7 +25,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -33,6 +33,8 @@ from .. import __version__
 
 if TYPE_CHECKING:
     from jinja2 import Environment
+
+    from ._theme import PageTheme
 
 APP_NAME = "pi"
 TEMPLATES = Path(__file__).parent / "templates"
@@ -44,6 +46,23 @@ DARK_CODE_STYLE = "monokai"
 
 class ExportError(Exception):
     """The export failed; the message is one line naming the file."""
+
+
+@dataclass(frozen=True)
+class PluginRenderings:
+    """What the plugins' renderers drew, as text, for the page (pi 1.6.0 puts a plugin
+    tool renderer's output on its page; here message and entry renderers' too). The
+    terminal UI fills it from the live session's renderers; the page shows each as
+    preformatted text in place of its own drawing."""
+
+    tool_calls: Mapping[str, str] = field(default_factory=dict)
+    """Tool call id -> what ``render_call`` drew."""
+    tool_results: Mapping[str, tuple[str, str | None]] = field(default_factory=dict)
+    """Tool call id -> what ``render_result`` drew collapsed, and expanded when that differs."""
+    messages: Mapping[str, str] = field(default_factory=dict)
+    """Entry id of a custom message -> what its message renderer drew."""
+    entries: Mapping[str, str] = field(default_factory=dict)
+    """Entry id of a custom entry -> what its entry renderer drew."""
 
 
 class _SessionSource(Protocol):
@@ -127,14 +146,19 @@ class SessionSnapshot:
         *,
         system_prompt: str | None = None,
         tools: Sequence[Any] | None = None,
+        theme: PageTheme | None = None,
+        rendered: PluginRenderings | None = None,
     ) -> Path:
-        """Render and write the page (see :func:`export_manager_html`)."""
+        """Render and write the page (see :func:`export_manager_html`; ``theme`` and
+        ``rendered``: see :func:`render_session_html`)."""
         html = render_session_html(
             self.header,
             self.entries,
             self.leaf_id,
             system_prompt=system_prompt,
             tools=[t.to_json() if hasattr(t, "to_json") else t for t in tools or ()],
+            theme=theme,
+            rendered=rendered,
         )
         return write_page(html, out_path, self.stem)
 
@@ -164,19 +188,28 @@ def render_session_html(
     *,
     system_prompt: str | None = None,
     tools: Sequence[Any] | None = None,
+    theme: PageTheme | None = None,
+    rendered: PluginRenderings | None = None,
 ) -> str:
     """The page for a session given as its header and entries (JSON objects as in the
-    file) and the leaf of its active branch."""
+    file) and the leaf of its active branch. ``theme``: the user's pi theme, which fixes
+    the page's colours (without one the page follows the browser's light or dark scheme);
+    ``rendered``: what the plugins' renderers drew (:class:`PluginRenderings`)."""
     from markupsafe import Markup
 
-    from . import _markup, _view
+    from . import _markup, _theme, _view
 
     page = _view.build_page(header, entries, leaf_id, system_prompt=system_prompt, tools=tools)
     env = _environment()
+    scheme = None if theme is None else ("light" if theme.appearance == "light" else "dark")
     css = env.get_template("session.css").render(
         pygments_light=Markup(_markup.pygments_css(LIGHT_CODE_STYLE)),
         pygments_dark=Markup(_markup.pygments_css(DARK_CODE_STYLE)),
+        scheme=scheme,
     )
+    if theme is not None:
+        code_style = LIGHT_CODE_STYLE if scheme == "light" else DARK_CODE_STYLE
+        css += _theme.theme_css(theme, _markup.pygments_background(code_style))
     script = _read("session.js")
     session_id = page.header.get("id")
     download = f"{session_id if isinstance(session_id, str) and session_id else 'session'}.jsonl"
@@ -185,6 +218,7 @@ def render_session_html(
     state = _json_block({"entries": links, "leaf": page.leaf_id, "download": download})
     return env.get_template("session.html.j2").render(
         page=page,
+        rendered=rendered or PluginRenderings(),
         css=Markup(css),
         script=Markup(script),
         state=Markup(state),

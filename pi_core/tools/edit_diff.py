@@ -211,6 +211,9 @@ def display_diff(old: str, new: str, context: int = 4) -> tuple[str, int | None]
     Returns it with the first changed line number of the new text."""
     a, b = old.split("\n"), new.split("\n")
     width = len(str(max(len(a), len(b))))
+    if len(a) > 1 and len(b) > 1 and a[-1] == b[-1] == "":
+        a.pop()  # the newline that ends both texts starts no line (as pi 1.6.0 counts them)
+        b.pop()
     rows: list[str] = []
     first_changed: int | None = None
     gap = f" {' ' * width} ..."

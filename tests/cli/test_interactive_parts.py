@@ -186,6 +186,9 @@ class FakeSession:
     model = None
     is_busy = False
 
+    def limits_model(self) -> None:  # no virtual selection: no routed model
+        return None
+
 
 def test_renderer_prints_tool_calls_results_and_answers_once() -> None:
     out, stream = transcript()

@@ -268,9 +268,10 @@ def test_every_keybindings_id_of_pi_is_accepted(spawn: Callable[..., Pi]) -> Non
     (agent_dir() / "keybindings.json").write_text(json.dumps(bindings))
     pi = spawn()
     pi.expect("no effect in this TUI (no such feature here): ")
-    pi.expect("tui.altScreen.bottom")
+    pi.expect("app.models.reorderDown")
     pi.expect("› ")
     assert "unknown" not in pi.screen_text()
+    assert "tui.altScreen" not in pi.screen_text()  # fullscreen mode's keys: remapped, not inert
     pi.send("hello world")
     pi.send("\x01")  # Ctrl+A: to the line start (prompt_toolkit's Emacs key)
     pi.send("\x1b[15~")  # F5: tui.editor.cursorLineEnd remapped

@@ -4,6 +4,9 @@ prompt_toolkit input line. Entry point: :func:`pi_core.cli.interactive.run_inter
 Modules:
 
 * :mod:`.output` — the transcript: every line printed goes through it, above the prompt;
+* :mod:`.fullscreen` — fullscreen mode: the transcript in a pane pi scrolls and searches,
+  on the alternate screen;
+* :mod:`.images` — inline images (kitty, iTerm2) or their line of text;
 * :mod:`.dialogs` — pickers, confirm/input/editor dialogs, the plugins' ``ctx.ui``;
 * :mod:`.render` — session events to transcript lines, the live status area, the
   plugins' message, entry and tool renderers;

@@ -22,6 +22,7 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from prompt_toolkit.key_binding import KeyBindings, KeyBindingsBase, merge_key_bindings
 from prompt_toolkit.output import ColorDepth, create_output
 from rich.text import Text
 
@@ -37,19 +38,15 @@ from .bindings import KeyActions, PluginShortcut
 from .commands import BUILTINS, builtin_argument_values, builtin_infos
 from .completion import CommandInfo, PiCompleter, plugin_argument_values
 from .dialogs import Dialogs, TerminalUI, trust_asker
+from .fullscreen import TranscriptPane, pane_bindings
 from .input_line import InputLine, Mode
 from .jobs import Jobs
 from .keys import install_sequences, load_keymap
-from .output import StreamToTranscript, Transcript, plain
+from .output import StreamToTranscript, Transcript, plain, terminal_width
 from .render import EventRenderer, LiveView
 from .startup import check_session_cwd, pick_startup_session, print_header
+from .system import copy_to_clipboard
 from .theme import load_theme, set_cli_themes
-
-FULLSCREEN_UNSUPPORTED = (
-    "Fullscreen TUI mode (pi 1.6.0's default) is not available in this pi: running in regular mode, "
-    "where the terminal keeps the scrollback"
-)
-"""Said once at start-up when ``--tui-mode fullscreen`` or the ``tuiMode`` setting asks for it."""
 
 
 class InteractiveApp:
@@ -67,6 +64,7 @@ class InteractiveApp:
         self._stop_file_events: Callable[[], None] | None = None
         self.live = LiveView()
         self.ui = TerminalUI(self.dialogs, on_change=self._ui_changed)
+        self.ui.component_context = lambda: (getattr(self, "theme", None), getattr(self, "keymap", None))
         self._runtime: SessionRuntime | None = None
         self.renderer = EventRenderer(self.out, self.live, lambda: self.session, self.invalidate)
         self.jobs = Jobs(
@@ -98,10 +96,25 @@ class InteractiveApp:
             self.output,
             self.live,
             completer,
-            lambda: self.keys.bindings,
+            self._key_bindings,
             style=self.theme.prompt_style(),
             busy=lambda: self.jobs.current is not None,
         )
+
+        self.pane: TranscriptPane | None = None
+        """Fullscreen mode's transcript pane (``None``: regular mode)."""
+        self._pane_keys: KeyBindings | None = None
+        self._merged: tuple[Any, Any, KeyBindingsBase] | None = None
+
+    def _key_bindings(self) -> KeyBindingsBase:
+        """The input line's keys; in fullscreen mode the ``tui.altScreen.*`` keys after them
+        (they win on a key both have)."""
+        if self._pane_keys is None:
+            return self.keys.bindings
+        if self._merged is None or self._merged[:2] != (self.keys.bindings, self._pane_keys):
+            merged = merge_key_bindings([self.keys.bindings, self._pane_keys])
+            self._merged = (self.keys.bindings, self._pane_keys, merged)
+        return self._merged[2]
 
     # ------------------------------------------------------------------ state
 
@@ -171,6 +184,7 @@ class InteractiveApp:
         self.theme = load_theme(
             self.theme_choice or settings.get("theme"), settings, self.session.cwd, self.theme_problems
         )
+        self.configure_pane()
         self.apply_theme()
         if self._started:
             for problem in self.theme_problems:
@@ -188,6 +202,8 @@ class InteractiveApp:
         self.keymap = load_keymap()
         self.renderer.expand_key = self.keymap.first_key("app.tools.expand")
         self.keys.bindings = self.keys.build()
+        if self.pane is not None:
+            self._pane_keys = pane_bindings(self.pane, self.keymap)
         if self._started:
             for problem in self._new_keymap_problems():
                 self.out.line(problem, "yellow")
@@ -201,11 +217,73 @@ class InteractiveApp:
         self._keymap_shown = seen
         return list(self.keymap.problems)
 
-    def tui_mode_problems(self) -> list[str]:
-        """One line when fullscreen mode is asked for (``--tui-mode`` wins over the
-        ``tuiMode`` setting): this pi's terminal UI has regular mode only."""
+    def tui_mode(self) -> str:
+        """``fullscreen`` or ``regular``: ``--tui-mode``, else the ``tuiMode`` setting, else
+        regular (where the terminal keeps the scrollback)."""
         mode = getattr(self.args, "tui_mode", None) or self.session.settings.get("tuiMode")
-        return [FULLSCREEN_UNSUPPORTED] if mode == "fullscreen" else []
+        return "fullscreen" if mode == "fullscreen" else "regular"
+
+    def enter_fullscreen(self) -> None:
+        """The transcript in a pane pi scrolls, on the alternate screen (until pi exits)."""
+        pane = TranscriptPane()
+        pane.on_change = self.invalidate
+        pane.copy = self._copy_selection
+        self.pane = pane
+        self.out.pane = pane
+        self.configure_pane()
+        pane.default_width = lambda: terminal_width() - self.out.margin
+        self.input.enable_fullscreen(pane)
+        self._pane_keys = pane_bindings(pane, self.keymap)
+
+    def configure_pane(self) -> None:
+        """What the fullscreen pane takes from the settings: ``fullscreenScrollbar``,
+        ``fullscreenCopyOnSelect``, ``fullscreenWheelScrollLines``."""
+        pane = self.pane
+        if pane is None or not self.is_open:
+            return
+        settings = self.session.settings
+        scrollbar = settings.get("fullscreenScrollbar")
+        pane.scrollbar = scrollbar if scrollbar in ("auto", "always", "hidden") else "auto"
+        self.out.margin = 0 if pane.scrollbar == "hidden" else 1
+        pane.copy_on_select = settings.get("fullscreenCopyOnSelect") is not False
+        pane.wheel.set_lines(settings.get("fullscreenWheelScrollLines"))
+
+    def _copy_selection(self, text: str) -> None:
+        """Text selected in the fullscreen pane to the clipboard (a clipboard tool, else
+        OSC 52 through the terminal); "Copied!" flashes."""
+
+        async def copy() -> None:
+            how = await asyncio.to_thread(copy_to_clipboard, text, self.out.write)
+            self.live.flash("Copied!" if how else "Copy failed", 2.0)
+            self.invalidate()
+
+        self.jobs.spawn(copy())
+
+    def copy_pane_selection(self) -> bool:
+        """``app.message.copy`` in fullscreen mode with ``fullscreenCopyOnSelect`` off:
+        copy the selection (``False``: nothing selected, the key copies the last answer)."""
+        pane = self.pane
+        if pane is None or pane.copy_on_select:
+            return False
+        text = pane.selected_text()
+        if not text:
+            return False
+        self._copy_selection(text)
+        return True
+
+    def leave_fullscreen(self) -> None:
+        """Back to the normal screen: the transcript printed there (``fullscreenExitOutput``
+        ``"transcript"``, the default) or nothing but the resume hint (``"resume-hint"``)."""
+        pane = self.pane
+        if pane is None:
+            return
+        self.pane = None
+        self.out.pane = None
+        self.out.margin = 0
+        self.input.leave_fullscreen(pane.release_images())
+        exit_output = self.session.settings.get("fullscreenExitOutput") if self.is_open else None
+        if exit_output != "resume-hint":
+            self.out.write(pane.all_text())
 
     def plugin_shortcuts(self) -> list[PluginShortcut]:
         return self.keys.plugin_shortcuts()
@@ -362,7 +440,7 @@ class InteractiveApp:
             streamed[0] = True
             head, sep, pending[0] = (pending[0] + chunk).rpartition("\n")
             if sep:
-                self.out.write(self.out.render(Text(plain(head))))
+                self.out.print(Text(plain(head)))
 
         async def run() -> None:
             message = await self.session.execute_bash(
@@ -411,6 +489,8 @@ class InteractiveApp:
         self.theme_problems.clear()
         self.settings_changed()
         self._entries_at_open = self.session.sm.get_entry_count()
+        if self.tui_mode() == "fullscreen":
+            self.enter_fullscreen()
         await start_runtime(self.runtime, self.args)
         print_header(
             self.session,
@@ -422,7 +502,6 @@ class InteractiveApp:
         )
         startup_problems = [
             *diagnostics_of(self.runtime),
-            *self.tui_mode_problems(),
             *self.cli_problems,
             *self.theme_problems,
             *self._new_keymap_problems(),
@@ -445,6 +524,7 @@ class InteractiveApp:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(signal.SIGINT)
             stop_signals()
+            self.leave_fullscreen()
             await self._shutdown()
         return signal_status(self.stop_signum, 0)
 

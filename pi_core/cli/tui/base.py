@@ -111,28 +111,32 @@ def replay(app: CommandHost, limit: int = 20) -> None:
     renderer = app.renderer
     registry = getattr(app.session.plugins, "registry", None)
     entry_renderers = registry.entry_renderers if registry is not None else {}
-    items: list[Any] = []
+    items: list[tuple[Any, Any]] = []
+    """``(session entry, what to draw)``."""
     for entry in app.session.sm.get_branch():
         if isinstance(entry, MessageEntry) and getattr(entry.message, "role", "") != "system":
-            items.append(entry.message)
+            items.append((entry, entry.message))
         elif isinstance(entry, CustomMessageEntry) and entry.display:
-            items.append(
-                CustomMessage(custom_type=entry.custom_type, content=entry.content, display=True, details=entry.details)
+            message = CustomMessage(
+                custom_type=entry.custom_type, content=entry.content, display=True, details=entry.details
             )
+            items.append((entry, message))
         elif isinstance(entry, CustomEntry) and entry.custom_type in entry_renderers:
-            items.append(entry)
+            items.append((entry, entry))
         elif isinstance(entry, CompactionEntry | BranchSummaryEntry):
-            items.append(entry)
+            items.append((entry, entry))
     if not items:
         return
     if len(items) > limit:
         app.out.line(f"… {len(items) - limit} earlier entries", "dim")
-    for item in items[-limit:]:
+    for entry, item in items[-limit:]:
         if isinstance(item, UserMessage):
-            lines, more = preview(content_text(item.content), 3)
+            text = content_text(item.content, images=False)
+            lines, more = preview(renderer.transform_markdown(text, "user", entry=entry), 3)
             app.out.print(Text("› " + "\n".join(lines) + (f" … (+{more} lines)" if more else ""), style="bold"))
+            renderer.draw_images(item.content, indent=1)
         elif isinstance(item, AssistantMessage):
-            text = item.text().strip()
+            text = renderer.transform_markdown(item.text(), "assistant", entry=entry).strip()
             if text:
                 renderer.block(renderer.markdown(text))
             for call in item.tool_calls():
@@ -155,18 +159,20 @@ def replay(app: CommandHost, limit: int = 20) -> None:
                 if result is not None:
                     renderer.block(result)
                 continue
-            lines, more = preview(text, 2)
+            lines, more = preview(content_text(item.content, images=False), 2)
             body = "\n".join("    " + line for line in lines or ["(no output)"]) + (
                 f"\n    … ({more} more lines)" if more else ""
             )
             renderer.block(Text(body, style="red" if item.is_error else "dim"))
+            renderer.draw_images(item.content, indent=4)
         elif isinstance(item, BashExecutionMessage):
             app.out.print(Text(f"$ {item.command}", style="bold"))
         elif isinstance(item, CustomMessage):
-            renderer.draw_custom_message(item)
+            renderer.draw_custom_message(item, entry)
         elif isinstance(item, CustomEntry):
             renderer.render_entry(item, entry_renderers)
         elif isinstance(item, CompactionEntry | BranchSummaryEntry):
             kind = "compaction" if isinstance(item, CompactionEntry) else "branch summary"
-            app.out.line(f"({kind}) {one_line(item.summary, 100)}", "dim")
+            summary = renderer.transform_markdown(item.summary, "summary", entry=entry)
+            app.out.line(f"({kind}) {one_line(summary, 100)}", "dim")
     app.out.line("─" * 20, "dim")

@@ -79,6 +79,9 @@ class KeyHost(CommandHost, Protocol):
     @property
     def input(self) -> InputLine: ...
     def invalidate(self) -> None: ...
+    def copy_pane_selection(self) -> bool:
+        """Copy the fullscreen pane's selection when ``fullscreenCopyOnSelect`` is off."""
+        ...
 
 
 class KeyActions:
@@ -111,7 +114,7 @@ class KeyActions:
             "app.tools.expand": lambda event: self.toggle_tool_output(),
             "app.thinking.toggle": lambda event: self.toggle_thinking(),
             "app.editor.external": lambda event: app.jobs.spawn(self.edit_externally()),
-            "app.message.copy": lambda event: self.command("copy"),
+            "app.message.copy": self._copy,
             "app.clipboard.pasteImage": lambda event: app.jobs.spawn(self.paste_from_clipboard()),
             "app.session.new": lambda event: self.command("new"),
             "app.session.tree": lambda event: self.command("tree"),
@@ -171,6 +174,11 @@ class KeyActions:
         return handler
 
     # ------------------------------------------------------------------ the input line's keys
+
+    def _copy(self, event: KeyPressEvent) -> None:
+        """The fullscreen pane's selection (``fullscreenCopyOnSelect`` off), else ``/copy``."""
+        if not self.app.copy_pane_selection():
+            self.command("copy")
 
     def command(self, name: str) -> None:
         """A key that runs a built-in command (``/model``, ``/tree`` …)."""

@@ -324,8 +324,21 @@ async def cmd_model(app: CommandHost, args: str) -> None:
             model, level = selection.model, selection.thinking_level
         except Exception:
             words = pattern.lower().split()
-            offered = models.available(session.model)
-            matches = [m for m in offered if all(w in f"{m.ref} {m.name}".lower() for w in words)]
+
+            def matching() -> list[Any]:
+                offered = models.available(session.model)
+                return [m for m in offered if all(w in f"{m.ref} {m.name}".lower() for w in words)]
+
+            matches = matching()
+            if not matches and _refreshes(session):
+                # as pi 1.6.0: a model the cached catalogues lack may be new - look again
+                app.out.line("Refreshing model catalogs…", "dim")
+                errors, timed_out = await _refresh_catalogues(session)
+                if timed_out:
+                    app.out.line("Model refresh timed out; searching cached models.", "yellow")
+                elif errors:
+                    app.out.line(f"Could not refresh {', '.join(errors)}; searching cached models.", "yellow")
+                matches = matching()
             if len(matches) == 1:
                 model = matches[0]
             elif not matches:
@@ -334,7 +347,7 @@ async def cmd_model(app: CommandHost, args: str) -> None:
             else:
                 model = await _pick_model(app, matches)
     else:
-        model = await _pick_model(app, models.available(session.model))
+        model = await _pick_model(app, models.available(session.model), refresh=_refreshes(session))
     if model is None:
         return
     if not await session.set_model(model):
@@ -345,17 +358,65 @@ async def cmd_model(app: CommandHost, args: str) -> None:
     app.out.line(f"Model: {model.ref} (thinking {session.thinking_level})", "green")
 
 
-async def _pick_model(app: CommandHost, candidates: list[Any]) -> Any:
-    if not candidates:
-        app.out.line("✖ No model is available: configure a provider key first (/login)", "red")
-        return None
-    current = app.session.model
-    options = [
+def _refreshes(session: AgentSession) -> bool:
+    """Whether opening ``/model`` refreshes catalogues: a plugin's catalogue is dynamic
+    and pi is not offline (``--offline``, ``PI_OFFLINE``)."""
+    from ...ai.catalogue_snapshots import network_disabled
+
+    return bool(session.models.dynamic_providers()) and not network_disabled()
+
+
+async def _refresh_catalogues(session: AgentSession) -> tuple[list[str], bool]:
+    """The session's shared online catalogue refresh (15 s at most): ``(providers that
+    failed, timed out)``; a refresh that failed as a whole names its error instead."""
+    from ..update_models import shared_refresh
+
+    errors, timed_out = await shared_refresh(session).refresh()
+    if "*" in errors:
+        return [f"model catalogs: {errors['*']}"], timed_out
+    return sorted(errors), timed_out
+
+
+def _model_options(candidates: list[Any]) -> list[Option[Any]]:
+    return [
         Option(m, m.ref, f"{m.name} · {human_tokens(m.context_window)} ctx" + (" · reasoning" if m.reasoning else ""))
         for m in candidates
     ]
+
+
+async def _pick_model(app: CommandHost, candidates: list[Any], *, refresh: bool = False) -> Any:
+    """The model picker. With ``refresh`` it opens on the cached list and refreshes the
+    dynamic catalogues meanwhile (as pi 1.6.0's ``/model``): the list is replaced when
+    they answer, with a line saying how it went; closing the picker stops waiting."""
+    if not candidates and not refresh:
+        app.out.line("✖ No model is available: configure a provider key first (/login)", "red")
+        return None
+    session = app.session
+    current = session.model
     default = next((i for i, m in enumerate(candidates) if current is not None and m.same_model(current)), 0)
-    return await app.dialogs.choose("Which model?", options, default=default)
+    if not refresh:
+        return await app.dialogs.choose("Which model?", _model_options(candidates), default=default)
+
+    async def live(chooser: Any) -> None:
+        errors, timed_out = await _refresh_catalogues(session)
+        if timed_out:
+            note = "Model refresh timed out; showing cached models."
+        elif len(errors) == 1:
+            note = f"Could not refresh {errors[0]}; showing cached models."
+        elif errors:
+            note = f"Could not refresh {len(errors)} model catalogs ({', '.join(errors)}); showing cached models."
+        else:
+            note = "Model catalogs refreshed."
+        chooser.update(_model_options(session.models.available(session.model)), message=note)
+
+    return await app.dialogs.choose(
+        "Which model?",
+        _model_options(candidates),
+        default=default,
+        message="Refreshing model catalogs…",
+        filterable=True,
+        live=live,
+    )
 
 
 async def cmd_thinking(app: CommandHost, args: str) -> None:
@@ -437,6 +498,32 @@ def session_stats(session: AgentSession) -> dict[str, Any]:
     return {"counts": counts, "tokens": tokens, "cost": cost}
 
 
+def cost_breakdown(entries: Any) -> list[tuple[str, float, int]]:
+    """``(provider/model, cost, tokens)`` of every model that answered, most expensive
+    first; usage no model answered for (tool results, summaries) under
+    ``Tools/summaries``."""
+    totals: dict[str, list[float]] = {}
+    for entry in entries:
+        key = usage = None
+        kind = getattr(entry, "type", None)
+        message = getattr(entry, "message", None) if kind == "message" else None
+        if message is not None and message.role == "assistant":
+            key, usage = f"{message.provider}/{message.response_model or message.model}", message.usage
+        elif kind == "usage":
+            key, usage = f"{entry.provider}/{entry.model}", entry.usage
+        elif message is not None and message.role == "toolResult" and getattr(message, "usage", None) is not None:
+            key, usage = "Tools/summaries", message.usage
+        elif kind in ("branch_summary", "compaction") and getattr(entry, "usage", None) is not None:
+            key, usage = "Tools/summaries", entry.usage
+        if key is None or usage is None:
+            continue
+        sums = totals.setdefault(key, [0.0, 0])
+        sums[0] += usage.cost.total
+        sums[1] += usage.input + usage.output + usage.cache_read + usage.cache_write
+    rows = [(key, cost, int(used)) for key, (cost, used) in totals.items() if cost > 0 or used > 0]
+    return sorted(rows, key=lambda row: -row[1])
+
+
 async def cmd_session(app: CommandHost, args: str) -> None:
     session = app.session
     sm = session.sm
@@ -463,6 +550,13 @@ async def cmd_session(app: CommandHost, args: str) -> None:
         ),
         ("cost", f"${stats['cost']:.4f}"),
     ]
+    # As pi 1.6.0: the cost per model that answered (a virtual selection's physical
+    # models, a router's response model), unless one entry would repeat the total
+    breakdown = cost_breakdown(sm.get_entries())
+    selected = session.model.ref if session.model is not None else None
+    if len(breakdown) > 1 or (breakdown and breakdown[0][0] != selected):
+        for key, cost, used in breakdown:
+            rows.append((f"  {key}", f"${cost:.4f} ({human_tokens(used)} tokens)"))
     if context is not None:
         used, window = context
         rows.append(("context", f"{human_tokens(used)} of {human_tokens(window)} ({used / window * 100:.0f}%)"))
@@ -526,7 +620,7 @@ async def cmd_hotkeys(app: CommandHost, args: str) -> None:
                 ("  " + keymap.describe(action.id), "cyan"), (f"  {action.description}  ", ""), (action.id, "dim")
             )
         )
-    inert = sorted({key.rsplit(".", 1)[0] + ".*" if key.startswith("tui.altScreen.") else key for key in UNSUPPORTED})
+    inert = sorted(UNSUPPORTED)
     app.out.line(f"Accepted in keybindings.json with no effect here: {', '.join(inert)}", "dim")
     app.out.line(f"Remap keys in {keymap.path} (pi 1.6.0's keybindings.json format; /reload applies it)", "dim")
 

@@ -29,6 +29,11 @@ from ...extensions.ui import PromptSpan
 from ...resources.trust import TrustAnswer, trust_requiring_project_resources
 from .output import Transcript, plain
 
+ESCAPE_TIMEOUT = 0.05
+"""How long a lone Esc waits for the rest of an escape sequence in a dialog (terminals
+send a sequence in one write). prompt_toolkit's 0.5 s kept a dialog open after Esc, and
+an Enter typed meanwhile was read as part of Esc (Alt+Enter) and lost."""
+
 T = TypeVar("T")
 
 STYLE = Style.from_dict(
@@ -114,6 +119,7 @@ class Chooser(Generic[T]):
             erase_when_done=True,
             output=output,
         )
+        self.app.ttimeoutlen = ESCAPE_TIMEOUT
 
     # ------------------------------------------------------------------ state
 
@@ -132,6 +138,21 @@ class Chooser(Generic[T]):
         if self.app.is_running and not self.app.is_done:
             self.action = action
             self.app.exit(result=option)
+
+    def update(self, options: Sequence[Option[T]] | None = None, *, message: str | None = None) -> None:
+        """Change the list (and/or the line under the title) while the dialog is open:
+        the cursor stays on the option it was on when that is still there."""
+        if options is not None:
+            shown = self.visible()
+            current = shown[self.cursor].value if shown and self.cursor < len(shown) else None
+            self.options = list(options)
+            shown = self.visible()
+            values = [o.value for o in shown]
+            self.cursor = values.index(current) if current is not None and current in values else 0
+        if message is not None:
+            self.message = message
+        if self.app.is_running:
+            self.app.invalidate()
 
     # ------------------------------------------------------------------ drawing
 
@@ -289,8 +310,11 @@ class Dialogs:
         filterable: bool | None = None,
         timeout: float | None = None,
         record: bool = True,
+        live: Callable[[Chooser[T]], Awaitable[None]] | None = None,
     ) -> T | None:
-        """The value of the option the user picks, ``None`` when cancelled or timed out."""
+        """The value of the option the user picks, ``None`` when cancelled or timed out.
+        ``live(chooser)`` runs while the dialog is open and may change it
+        (:meth:`Chooser.update`); it is cancelled when the dialog closes."""
 
         async def run() -> Option[T] | None:
             chooser = Chooser(
@@ -302,7 +326,13 @@ class Dialogs:
                 output=self.output,
                 style=self.style,
             )
-            return await chooser.run(timeout)
+            if live is None:
+                return await chooser.run(timeout)
+            updater = asyncio.ensure_future(live(chooser))
+            try:
+                return await chooser.run(timeout, allow_empty=True)
+            finally:
+                updater.cancel()
 
         picked = await self.exclusive(run)
         if record:
@@ -386,6 +416,7 @@ class Dialogs:
                 placeholder=[("class:dim", placeholder)] if placeholder else None,
                 is_password=password,
             )
+            session.app.ttimeoutlen = ESCAPE_TIMEOUT
 
             def expire() -> None:
                 if session.app.is_running and not session.app.is_done:
@@ -466,6 +497,8 @@ class TerminalUI:
         self.editor_text: Callable[[], str] = lambda: ""
         self.put_editor_text: Callable[[str], None] = lambda text: None
         self.write_terminal: Callable[[str], None] = lambda text: None
+        self.component_context: Callable[[], tuple[Any, Any]] = lambda: (None, None)
+        """``(theme, keymap)`` for ``custom()`` components (set by the app)."""
 
     async def confirm(self, title: str, message: str = "", *, timeout: float | None = None) -> bool:
         self.prompts.start("confirm", title)
@@ -494,6 +527,37 @@ class TerminalUI:
             return await self.dialogs.editor(title, prefill)
         finally:
             self.prompts.end()
+
+    async def custom(self, factory: Callable[..., Any], *, overlay: bool = False, **options: Any) -> Any:
+        """A plugin's component in place of the input line until it calls ``done(value)``
+        (:mod:`.custom_ui`); ``None`` when it fails, which is said in one line naming the
+        plugin. ``blocked={"kind": ..., "message": ...}`` reports pi as waiting for the user
+        (``ui_prompt_start`` / ``ui_prompt_end``); ``overlay`` and pi 1.6.0's other options
+        change nothing here: components are drawn inline."""
+        from ...extensions.runner import current_plugin
+        from .custom_ui import ComponentError, run_component
+
+        theme, keymap = self.component_context()
+        blocked = options.get("blocked")
+        waiting = blocked.get("message") if isinstance(blocked, dict) else None
+
+        async def run() -> Any:
+            return await run_component(
+                factory, theme=theme, keymap=keymap, output=self.dialogs.output, style=self.dialogs.style
+            )
+
+        if blocked is not None:  # the component waits for an answer: pi is blocked on the user
+            self.prompts.start("custom", waiting if isinstance(waiting, str) else None)
+        try:
+            return await self.dialogs.exclusive(run)
+        except ComponentError as exc:
+            plugin = current_plugin()
+            who = f" of plugin {plugin}" if plugin else ""
+            self.dialogs.transcript.line(f"✖ ctx.ui.custom(){who} failed: {exc}", "red")
+            return None
+        finally:
+            if blocked is not None:
+                self.prompts.end()
 
     def notify(self, message: str, level: Level = "info") -> None:
         icon, color = _NOTIFY_STYLE.get(level, _NOTIFY_STYLE["info"])

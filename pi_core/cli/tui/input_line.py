@@ -27,6 +27,7 @@ from pi_hookspecs import ImageContent
 
 from ..._paths import agent_dir
 from .completion import wants_completion_while_typing
+from .fullscreen import TranscriptPane, pane_container
 from .output import terminal_width
 from .render import LiveView
 
@@ -79,6 +80,8 @@ class InputLine:
         self._stopped = asyncio.Event()
         self._stopped.set()
         self._ticker: asyncio.Task[None] | None = None
+        self.fullscreen = False
+        """The prompt draws on the alternate screen, under the transcript pane."""
         self.prompt: PromptSession[str] = PromptSession(
             self._message,
             multiline=True,
@@ -95,6 +98,55 @@ class InputLine:
         )
         self.prompt.app.ttimeoutlen = ESCAPE_TIMEOUT
         self.prompt.app.timeoutlen = PREFIX_TIMEOUT
+
+    def enable_fullscreen(self, pane: TranscriptPane) -> None:
+        """Fullscreen mode: the prompt draws on the alternate screen, under the transcript
+        ``pane``, and stays there between two lines (pi leaves it when it exits:
+        :meth:`leave_fullscreen`)."""
+        app = self.prompt.app
+        app.layout.container = pane_container(pane, app.layout.container)
+        app.full_screen = True
+        renderer = app.renderer
+        renderer.full_screen = True
+        reset, erase = renderer.reset, renderer.erase
+        output = app.output
+
+        def images_off() -> None:  # the screen is cleared, or a dialog takes it: placed again later
+            commands = pane.forget_placements()
+            if commands:
+                output.write_raw(commands)
+
+        def keep_screen_reset(_scroll: bool = False, leave_alternate_screen: bool = True) -> None:
+            images_off()
+            reset(_scroll=_scroll, leave_alternate_screen=False)
+
+        def keep_screen_erase(leave_alternate_screen: bool = True) -> None:
+            images_off()
+            erase(leave_alternate_screen=False)
+
+        def place_images(_app: object) -> None:  # after each draw: the kitty images where the pane shows them
+            commands = pane.image_commands()
+            if commands:
+                output.write_raw(commands)
+                output.flush()
+
+        setattr(renderer, "reset", keep_screen_reset)  # noqa: B010  (an instance's method, replaced)
+        setattr(renderer, "erase", keep_screen_erase)  # noqa: B010
+        app.after_render += place_images
+        self.prompt.mouse_support = Condition(lambda: self.fullscreen)
+        self.fullscreen = True
+
+    def leave_fullscreen(self, last: str = "") -> None:
+        """Back to the normal screen (pi is exiting); ``last``: what the terminal gets
+        before (the kitty images freed)."""
+        if self.fullscreen:
+            self.fullscreen = False
+            output = self.prompt.app.output
+            if last:
+                output.write_raw(last)
+            output.disable_mouse_support()
+            output.quit_alternate_screen()
+            output.flush()
 
     # ------------------------------------------------------------------ the prompt
 

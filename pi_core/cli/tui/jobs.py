@@ -69,8 +69,8 @@ class Jobs:
 
     def _abort_run(self) -> None:
         session = self._session()
-        if session is not None and session.is_busy:
-            session.abort()
+        if session is not None and (session.is_busy or session.command_running):
+            session.abort()  # a plugin command's ctx.signal fires; it is cancelled if it ignores it
         elif self.current is not None:
             self.current.task.cancel()
 

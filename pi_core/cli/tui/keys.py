@@ -92,6 +92,25 @@ PICKER_KEYS: tuple[tuple[str, tuple[Action, ...]], ...] = (
             Action("app.models.save", ("ctrl+s",), "Save to enabledModels"),
         ),
     ),
+    (
+        "Fullscreen transcript (--tui-mode fullscreen)",
+        (
+            Action("tui.altScreen.pageUp", ("pageup",), "Scroll the transcript up a page"),
+            Action("tui.altScreen.pageDown", ("pagedown",), "Scroll the transcript down a page"),
+            Action("tui.altScreen.halfPageUp", (), "Scroll up half a page"),
+            Action("tui.altScreen.halfPageDown", (), "Scroll down half a page"),
+            Action("tui.altScreen.lineUp", (), "Scroll up a line"),
+            Action("tui.altScreen.lineDown", (), "Scroll down a line"),
+            Action("tui.altScreen.previousPrompt", ("ctrl+shift+up",), "Jump to the previous message of yours"),
+            Action("tui.altScreen.nextPrompt", ("ctrl+shift+down",), "Jump to the next message of yours"),
+            Action("tui.altScreen.search", ("ctrl+shift+f",), "Search the transcript"),
+            Action("tui.altScreen.searchNext", ("enter", "ctrl+g"), "While searching: the next match (upwards)"),
+            Action("tui.altScreen.searchPrevious", ("shift+enter", "ctrl+shift+g"), "While searching: the match below"),
+            Action("tui.altScreen.searchClose", ("escape",), "Close the search"),
+            Action("tui.altScreen.top", ("ctrl+home",), "Scroll to the beginning of the transcript"),
+            Action("tui.altScreen.bottom", ("ctrl+end",), "Scroll to the end and follow new output"),
+        ),
+    ),
 )
 """Keys of the pickers (remappable like the others)."""
 EDITOR_ACTIONS: tuple[tuple[Action, str], ...] = (
@@ -122,13 +141,6 @@ EDITOR_ACTIONS: tuple[tuple[Action, str], ...] = (
 commands, or ``auto-up`` / ``auto-down``) a remapped key runs. prompt_toolkit's own
 editing keys stay bound: a key remapped here is added to them."""
 UNSUPPORTED: dict[str, str] = {
-    **{
-        f"tui.altScreen.{name}": "this TUI has no alternate-screen transcript (your terminal scrolls it)"
-        for name in (
-            "pageUp pageDown halfPageUp halfPageDown lineUp lineDown previousPrompt nextPrompt "
-            "search searchNext searchPrevious searchClose top bottom"
-        ).split()
-    },
     "tui.editor.jumpForward": "no jump-to-character in this input line",
     "tui.editor.jumpBackward": "no jump-to-character in this input line",
     "tui.editor.pageUp": "the input line does not scroll by pages",
@@ -185,6 +197,10 @@ _EXTRA_SEQUENCES: dict[str, tuple[tuple[str, ...], Keys]] = {
     "ctrl+shift+o": (("\x1b[111;6u", "\x1b[27;6;111~", "\x1b[79;6u"), Keys.F23),
     "ctrl+-": (("\x1b[45;5u", "\x1b[27;5;45~"), Keys.F24),
     "ctrl+enter": (("\x1b[13;5u", "\x1b[27;5;13~"), Keys.F22),
+    "ctrl+shift+f": (("\x1b[102;6u", "\x1b[27;6;102~", "\x1b[70;6u"), Keys.F19),
+    "shift+ctrl+f": (("\x1b[102;6u", "\x1b[27;6;102~", "\x1b[70;6u"), Keys.F19),
+    "ctrl+shift+g": (("\x1b[103;6u", "\x1b[27;6;103~", "\x1b[71;6u"), Keys.F18),
+    "shift+ctrl+g": (("\x1b[103;6u", "\x1b[27;6;103~", "\x1b[71;6u"), Keys.F18),
 }
 _NAMED = {
     "enter": "enter",
@@ -216,6 +232,9 @@ def install_sequences() -> None:
     for sequences, key in _EXTRA_SEQUENCES.values():
         for sequence in sequences:
             ANSI_SEQUENCES.setdefault(sequence, key)
+    # prompt_toolkit reads xterm's Ctrl+Shift+Up as Ctrl+Shift+Down and the other way round
+    ANSI_SEQUENCES["\x1b[1;6A"] = Keys.ControlShiftUp
+    ANSI_SEQUENCES["\x1b[1;6B"] = Keys.ControlShiftDown
     _installed = True
 
 

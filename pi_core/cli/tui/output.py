@@ -13,6 +13,7 @@ import io
 import os
 import re
 import shutil
+import sys
 import threading
 from typing import Any, TextIO
 
@@ -31,7 +32,21 @@ def plain(text: str) -> str:
     return _CONTROL.sub("", text.replace("\r\n", "\n"))
 
 
+_first_size: list[int] = []
+
+
 def terminal_width(default: int = 100) -> int:
+    """The terminal's columns: ``COLUMNS`` when it is set, until the terminal is resized
+    (then its real size: a shell's exported ``COLUMNS`` goes stale)."""
+    try:
+        real = os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ is not None else None
+    except (OSError, ValueError):
+        real = None
+    if real is not None and real > 0:
+        if not _first_size:
+            _first_size.append(real)
+        if real != _first_size[0]:
+            return max(20, real)
     return max(20, shutil.get_terminal_size((default, 24)).columns)
 
 
@@ -46,6 +61,11 @@ class Transcript:
         self._loop_thread: int | None = None
         self._theme: Any = None
         self.console = self._console(None)
+        self.pane: Any = None
+        """Fullscreen mode's :class:`~.fullscreen.TranscriptPane`: what is written goes
+        there instead of to the terminal (``None``: regular mode)."""
+        self.margin = 0
+        """Columns kept free on the right (the fullscreen pane's scrollbar)."""
 
     def _console(self, true_color: bool | None) -> Console:
         color = not os.environ.get("NO_COLOR")
@@ -70,8 +90,18 @@ class Transcript:
     def write(self, text: str) -> None:
         if not text:
             return
-        if self.loop is not None and threading.get_ident() != self._loop_thread and not self.loop.is_closed():
+        if self._on_other_thread():
+            assert self.loop is not None
             self.loop.call_soon_threadsafe(self.write, text)
+            return
+        if self.pane is not None:
+            from .fullscreen import is_control_only
+
+            if is_control_only(text):  # a copy to the clipboard, progress in the tab: the terminal's
+                self.stream.write(text)
+                self.stream.flush()
+            else:
+                self.pane.append(text)
             return
         self._queue.append(text)
         if self._waiting:
@@ -118,14 +148,37 @@ class Transcript:
 
     def render(self, *renderables: Any, **options: Any) -> str:
         """``renderables`` as terminal text (ANSI styles unless NO_COLOR)."""
+        return self.render_at(terminal_width() - self.margin, *renderables, **options)
+
+    def render_at(self, width: int, *renderables: Any, **options: Any) -> str:
+        """``renderables`` as terminal text ``width`` columns wide."""
         console = self.console
-        console.width = terminal_width()
+        console.width = max(20, width)
         with console.capture() as capture:
             console.print(*renderables, **options)
         return _TRAILING.sub(r"\1", capture.get())
 
     def print(self, *renderables: Any, **options: Any) -> None:
-        self.write(self.render(*renderables, **options))
+        """Print ``renderables``; in fullscreen mode they are kept, to be laid out again
+        when the terminal's width changes."""
+        if self.pane is None:
+            self.write(self.render(*renderables, **options))
+        elif self._on_other_thread():
+            assert self.loop is not None
+            self.loop.call_soon_threadsafe(lambda: self.print(*renderables, **options))
+        elif self.pane is not None:
+            self.pane.add_rendered(lambda width: self.render_at(width, *renderables, **options))
+
+    def image(self, image: Any) -> None:
+        """A :class:`~.fullscreen.PaneImage` into the fullscreen pane."""
+        if self._on_other_thread():
+            assert self.loop is not None
+            self.loop.call_soon_threadsafe(self.image, image)
+        elif self.pane is not None:
+            self.pane.add_image(image)
+
+    def _on_other_thread(self) -> bool:
+        return self.loop is not None and threading.get_ident() != self._loop_thread and not self.loop.is_closed()
 
     def line(self, text: str, style: str = "") -> None:
         """Plain text (never markup), wrapped by the terminal rather than by rich, so

@@ -34,6 +34,8 @@ from pi_hookspecs import (
     CustomMessage,
     CustomMessageEntry,
     ImageContent,
+    MarkdownMessageType,
+    MarkdownTransformContext,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
@@ -43,6 +45,7 @@ from pi_hookspecs import (
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
+    ToolResultMessage,
     Usage,
     UserMessage,
 )
@@ -59,15 +62,22 @@ from ...runtime.events import (
     QueueUpdateEvent,
     ThinkingLevelChangedEvent,
 )
-from .output import Transcript, plain
+from .fullscreen import PaneImage
+from .images import describe, draw_image, image_protocol, new_image_id, pane_image_parts
+from .output import Transcript, plain, terminal_width
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 LIVE_TEXT_LINES = 6
 PREVIEW_LINES = 8
 DIFF_PREVIEW_LINES = 16
 """Lines of an edit's diff shown before the expand key (the whole diff when expanded)."""
+BASH_TAIL_LINES = 5
+"""Last lines of a ``bash`` result shown before the expand key (pi 1.6.0 shows its end)."""
 WRITE_PREVIEW_LINES = 10
 """First lines of a written file shown before the expand key."""
+PAGE_DRAWN_TOOLS = ("bash", "read", "write", "edit", "ls")
+"""Tools the exported page draws itself, as pi 1.6.0's does (their plugin renderers are
+for the terminal)."""
 FILE_TOOLS = ("edit", "write")
 """Built-in tools drawn as ``⚙ name path`` plus a diff or a preview of the content."""
 
@@ -221,14 +231,16 @@ def content_preview(text: str, *, max_lines: int | None, key: str = "Ctrl+O") ->
     return out
 
 
-def content_text(content: Any) -> str:
+def content_text(content: Any, *, images: bool = True) -> str:
+    """The text of a message's content; ``images``: an ``[image type]`` line for each
+    image (``False``: images left out, drawn on their own)."""
     if isinstance(content, str):
         return content
     out = []
     for block in content or []:
         if isinstance(block, TextContent):
             out.append(block.text)
-        elif isinstance(block, ImageContent):
+        elif isinstance(block, ImageContent) and images:
             out.append(f"[image {block.mime_type}]")
     return "\n".join(out)
 
@@ -275,7 +287,7 @@ def usage_line(totals: RunTotals, *, model: str, context: tuple[int, int] | None
 
 
 def context_usage(session: AgentSession) -> tuple[int, int] | None:
-    model = session.model
+    model = session.limits_model()  # a virtual selection: the physical model that answered last
     if model is None:
         return None
     try:
@@ -453,16 +465,29 @@ class IndentedMarkdown(Markdown):
         indent = code_indent
 
         class IndentedCode(self.elements["fence"]):  # type: ignore[name-defined,misc]
+            fenced = False
+
             def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
                 code = str(self.text).rstrip()
                 width = max(10, options.max_width - cell_len(indent))
                 syntax = Syntax(code, self.lexer_name, theme=self.theme, word_wrap=True, padding=0)
+                border = console.get_style("markdown.code_block_border", default="dim")
+                language = self.lexer_name if self.lexer_name not in ("text", "default") else ""
+                if self.fenced:  # as pi 1.6.0: the fences stay, around the indented code
+                    yield Segment("```" + language, border)
+                    yield Segment.line()
                 for line in console.render_lines(syntax, options.update(width=width), pad=False):
                     yield Segment(indent, console.get_style("markdown.code_block"))
                     yield from line
                     yield Segment.line()
+                if self.fenced:
+                    yield Segment("```", border)
+                    yield Segment.line()
 
-        self.elements = {**self.elements, "fence": IndentedCode, "code_block": IndentedCode}  # type: ignore[misc]
+        class FencedCode(IndentedCode):
+            fenced = True
+
+        self.elements = {**self.elements, "fence": FencedCode, "code_block": IndentedCode}  # type: ignore[misc]
 
 
 # --------------------------------------------------------------------------- events
@@ -500,10 +525,14 @@ class EventRenderer:
         """Custom messages drawn from their ``message_end`` (their entries are not drawn
         again when :meth:`scan_entries` finds them)."""
         self._render_failures: set[str] = set()
+        self.image_protocol: str | None = None
+        """``kitty``, ``iterm2`` or ``None`` (images as a line of text): :mod:`.images`."""
+        self.image_columns = 60
         live.markdown = self.live_markdown
 
     def live_markdown(self, text: str, width: int) -> str:
         """The streaming answer as terminal text ``width`` columns wide (the live area)."""
+        text = self.transform_markdown(text, "assistant", is_streaming=True, width=width - self.pad)
         renderable = IndentedMarkdown(text.strip(), code_indent=self.code_indent, hyperlinks=False)
         return self.out.render(Padding(renderable, (0, 0, 0, self.pad)) if self.pad else renderable, width=width)
 
@@ -525,6 +554,36 @@ class EventRenderer:
         self.hyperlinks = hyperlinks is not False
         progress, _ = settings.lookup("terminal", "showTerminalProgress")
         self.progress = progress is True
+        self.image_protocol = image_protocol(settings)
+        columns, _ = settings.lookup("terminal", "imageWidthCells")
+        self.image_columns = (
+            columns if isinstance(columns, int) and not isinstance(columns, bool) and columns > 0 else 60
+        )
+
+    def draw_images(self, content: Any, indent: int = 0) -> None:
+        """The images of a message or tool result: drawn inline where the terminal can
+        (``terminal.images``, ``terminal.showImages``), else one line naming each."""
+        if isinstance(content, str):
+            return
+        pad = indent + self.pad
+        for block in content or []:
+            if not isinstance(block, ImageContent):
+                continue
+            if self.out.pane is not None:  # fullscreen: kitty placements the pane moves, else text
+                parts = pane_image_parts(block.data, block.mime_type, self.image_protocol)
+                if parts is not None:
+                    size, mime = parts
+                    self.out.image(PaneImage(block.data, size, self.image_columns, pad, new_image_id(), mime))
+                else:
+                    self.out.print(Text(" " * pad + describe(block.data, block.mime_type), style="dim"))
+                continue
+            protocol = self.image_protocol
+            width = max(1, min(self.image_columns, terminal_width() - pad - 2))
+            drawn = draw_image(block.data, block.mime_type, protocol, max_columns=width, indent=pad)
+            if drawn is not None:
+                self.out.write(drawn)
+            else:
+                self.out.print(Text(" " * pad + describe(block.data, block.mime_type), style="dim"))
 
     def block(self, renderable: Any) -> None:
         """Print a message, tool output or summary with the ``outputPad`` margin."""
@@ -562,10 +621,17 @@ class EventRenderer:
             return Padding(diff_renderable(diff, max_lines=limit, key=self.expand_key), (0, 0, 0, 2))
         if name == "write" and not is_error:
             return None
+        pad = " " * indent
+        if name == "bash" and not self.expanded:  # as pi 1.6.0: the end of the output, where the outcome is
+            rows = plain(text).rstrip("\n").splitlines()
+            if len(rows) > BASH_TAIL_LINES:
+                earlier = len(rows) - BASH_TAIL_LINES
+                tail = "\n".join(pad + line for line in rows[-BASH_TAIL_LINES:])
+                hint = f"{pad}… ({earlier} earlier lines, {self.expand_key} to expand)\n"
+                return Text(hint + tail, style="red" if is_error else "dim")
         lines, more = preview(text, 100_000 if self.expanded else PREVIEW_LINES)
         if not lines:
             lines = ["(error)" if is_error else "(no output)"]
-        pad = " " * indent
         body = "\n".join(pad + line for line in lines)
         if more:
             body += f"\n{pad}… ({more} more lines)"
@@ -585,6 +651,54 @@ class EventRenderer:
         return IndentedMarkdown(text, code_indent=self.code_indent, hyperlinks=self.hyperlinks)
 
     # ------------------------------------------------------------------ plugin renderers
+
+    def transform_markdown(
+        self,
+        text: str,
+        message_type: MarkdownMessageType,
+        *,
+        is_streaming: bool = False,
+        width: int | None = None,
+        entry: Any = None,
+    ) -> str:
+        """``text`` through the plugins' markdown transformers for ``message_type``, in
+        plugin load order (``register_markdown_transformers``); ``entry`` is the session
+        entry it is drawn from, if any. A transformer that raises or returns no string is
+        reported once and skipped: the text produced so far goes on to the next one."""
+        registry = self._registry()
+        transformers = registry.markdown_transformers if registry is not None else ()
+        context: MarkdownTransformContext | None = None
+        for registered in transformers:
+            definition = registered.value
+            if message_type not in definition.message_types:
+                continue
+            if context is None:
+                context = MarkdownTransformContext(
+                    message_type=message_type,
+                    is_streaming=is_streaming,
+                    available_width=max(1, width if width is not None else terminal_width() - self.pad),
+                    message_id=getattr(entry, "id", None),
+                    timestamp=getattr(entry, "timestamp", None),
+                )
+            try:
+                result = definition.transform(text, context)
+            except Exception as exc:
+                self._report_failure(f"markdown transformer of plugin {registered.plugin}", exc)
+                continue
+            if isinstance(result, str):
+                text = result
+            else:
+                self._report_failure(
+                    f"markdown transformer of plugin {registered.plugin}",
+                    TypeError(f"returned {type(result).__name__}, not the markdown string"),
+                )
+        return text
+
+    def _report_failure(self, what: str, exc: BaseException) -> None:
+        """One red line the first time ``what`` fails (it is not said again)."""
+        if what not in self._render_failures:
+            self._render_failures.add(what)
+            self.out.line(f"✖ {what} failed: {type(exc).__name__}: {exc}", "red")
 
     def _plugin_render(self, what: str, render: Callable[..., Any], *args: Any) -> bool:
         """Print what a plugin's renderer returns; ``False``: pi draws it itself."""
@@ -663,7 +777,8 @@ class EventRenderer:
                     self.draw_custom_message(
                         CustomMessage(
                             custom_type=entry.custom_type, content=entry.content, display=True, details=entry.details
-                        )
+                        ),
+                        entry,
                     )
             elif renderers:
                 self.render_entry(entry, renderers)
@@ -680,6 +795,86 @@ class EventRenderer:
                 entry,
                 {"expanded": self.expanded},
             )
+
+    # ------------------------------------------------------------------ the exported page
+
+    def render_text(self, what: str, render: Callable[..., Any] | None, *args: Any) -> str | None:
+        """What a plugin's renderer draws, as plain text 100 columns wide (``None``: it
+        draws nothing, or failed: said once in the transcript)."""
+        if render is None:
+            return None
+        try:
+            result = render(*args)
+        except Exception as exc:
+            if what not in self._render_failures:
+                self._render_failures.add(what)
+                self.out.line(f"✖ {what} failed: {type(exc).__name__}: {exc}", "red")
+            return None
+        if result is None:
+            return None
+        if isinstance(result, str):
+            return plain(result).rstrip("\n")
+        if isinstance(result, (list, tuple)):
+            return "\n".join(plain(str(line)) for line in result)
+        console = Console(width=100, color_system=None, force_terminal=False, highlight=False, emoji=False)
+        with console.capture() as capture:
+            console.print(result)
+        return plain(capture.get()).rstrip("\n")
+
+    def export_renderings(self, entries: list[Any]) -> dict[str, Any]:
+        """What the plugins' renderers draw of ``entries`` (the session's), for the HTML
+        page: tool calls and results through the tool renderers (the tools pi 1.6.0's page
+        draws itself left out), custom messages and entries through theirs."""
+        registry = self._registry()
+        message_renderers = registry.message_renderers if registry is not None else {}
+        entry_renderers = registry.entry_renderers if registry is not None else {}
+        calls: dict[str, str] = {}
+        results: dict[str, tuple[str, str | None]] = {}
+        messages: dict[str, str] = {}
+        custom: dict[str, str] = {}
+        names: dict[str, str] = {}
+        for entry in entries:
+            message = getattr(entry, "message", None)
+            if isinstance(entry, CustomMessageEntry):
+                registered = message_renderers.get(entry.custom_type)
+                if registered is not None:
+                    item = CustomMessage(
+                        custom_type=entry.custom_type,
+                        content=entry.content,
+                        display=entry.display,
+                        details=entry.details,
+                    )
+                    what = f"message renderer {entry.custom_type!r} of plugin {registered.plugin}"
+                    text = self.render_text(what, registered.value.render, item, {"expanded": True})
+                    if text is not None:
+                        messages[entry.id] = text
+            elif getattr(entry, "type", None) == "custom" and entry.custom_type in entry_renderers:
+                registered = entry_renderers[entry.custom_type]
+                what = f"entry renderer {entry.custom_type!r} of plugin {registered.plugin}"
+                text = self.render_text(what, registered.value.render, entry, {"expanded": True})
+                if text is not None:
+                    custom[entry.id] = text
+            elif isinstance(message, AssistantMessage):
+                for call in message.tool_calls():
+                    names[call.id] = call.name
+                    if call.name in PAGE_DRAWN_TOOLS:
+                        continue
+                    render = _member(self.tool_renderer(call.name), "render_call")
+                    text = self.render_text(f"render_call of {call.name}", render, call.arguments, {"expanded": False})
+                    if text is not None:
+                        calls[call.id] = text
+            elif isinstance(message, ToolResultMessage):
+                name = message.tool_name or names.get(message.tool_call_id, "")
+                if name in PAGE_DRAWN_TOOLS and message.tool_call_id not in calls:
+                    continue
+                render = _member(self.tool_renderer(name), "render_result")
+                what = f"render_result of {name}"
+                options = {"is_error": message.is_error}
+                collapsed = self.render_text(what, render, message, {**options, "expanded": False})
+                if collapsed is not None:
+                    expanded = self.render_text(what, render, message, {**options, "expanded": True})
+                    results[message.tool_call_id] = (collapsed, expanded if expanded != collapsed else None)
+        return {"tool_calls": calls, "tool_results": results, "messages": messages, "entries": custom}
 
     def __call__(self, event: Any) -> None:
         handler = getattr(self, f"on_{event.type}", None)
@@ -704,13 +899,14 @@ class EventRenderer:
             self.live.text = self.live.thinking = ""
             self.live.set_status("Waiting for the model")
         elif isinstance(message, UserMessage):
-            text = content_text(message.content)
+            text = content_text(message.content, images=False)
             if text in self.echoed:
                 self.echoed.remove(text)
-                return
-            lines, more = preview(text, 3)
-            body = "\n".join(lines) + (f"\n… ({more} more lines)" if more else "")
-            self.out.print(Text.assemble(("› ", "bold cyan"), (body, "bold")))
+            else:
+                lines, more = preview(self.transform_markdown(text, "user"), 3)
+                body = "\n".join(lines) + (f"\n… ({more} more lines)" if more else "")
+                self.out.print(Text.assemble(("› ", "bold cyan"), (body, "bold")))
+            self.draw_images(message.content, indent=1)
 
     def on_message_update(self, event: MessageUpdateEvent) -> None:
         update = event.assistant_message_event
@@ -736,7 +932,7 @@ class EventRenderer:
             self.drawn_custom.append((message.custom_type, content_text(message.content)))
             self.draw_custom_message(message)
 
-    def draw_custom_message(self, message: Any) -> None:
+    def draw_custom_message(self, message: Any, entry: Any = None) -> None:
         """A custom message: the plugins' renderer for its type, else ``[type] text``."""
         registry = self._registry()
         registered = registry.message_renderers.get(message.custom_type) if registry is not None else None
@@ -747,18 +943,21 @@ class EventRenderer:
             {"expanded": self.expanded},
         ):
             return
-        lines, more = preview(content_text(message.content), PREVIEW_LINES)
+        text = self.transform_markdown(content_text(message.content), "custom", entry=entry)
+        lines, more = preview(text, PREVIEW_LINES)
         body = "\n".join(lines) + (f"\n… ({more} more lines)" if more else "")
         self.block(Text.assemble((f"[{message.custom_type}] ", "magenta"), (body, "")))
 
-    def print_assistant(self, message: AssistantMessage) -> None:
+    def print_assistant(self, message: AssistantMessage, entry: Any = None) -> None:
+        """A finished answer (``entry``: the session entry it is replayed from)."""
         for block in message.content:
             if isinstance(block, ThinkingContent) and block.thinking.strip():
                 if self.hide_thinking:
                     self.block(Text("(thinking hidden · Ctrl+T shows it)", style="dim"))
                 else:
-                    self.block(Text(plain(block.thinking.strip()), style="thinking"))
-        text = message.text().strip()
+                    thinking = self.transform_markdown(block.thinking, "assistant-thinking", entry=entry)
+                    self.block(Text(plain(thinking.strip()), style="thinking"))
+        text = self.transform_markdown(message.text(), "assistant", entry=entry).strip()
         if text:
             self.block(self.markdown(text))
         if message.stop_reason == "error":
@@ -791,7 +990,7 @@ class EventRenderer:
     def on_tool_execution_end(self, event: ToolExecutionEndEvent) -> None:
         self.live.tools.pop(event.tool_call_id, None)
         _name, args = self.calls.pop(event.tool_call_id, (event.tool_name, {}))
-        text = content_text(event.result.content)
+        text = content_text(event.result.content, images=False)
         details = event.result.details
         full = self.full_result(event.tool_name, args, text, details, event.is_error)
         self.recent_results = [*self.recent_results[-9:], full]
@@ -802,6 +1001,7 @@ class EventRenderer:
         body = self.result_body(event.tool_name, text, details, event.is_error, indent=indent)
         if body is not None:
             self.block(body)
+        self.draw_images(event.result.content, indent=indent)
 
     def on_queue_update(self, event: QueueUpdateEvent) -> None:
         self.live.steering = list(event.steering)
@@ -820,6 +1020,9 @@ class EventRenderer:
             return
         session = self.session()
         model = session.model.ref if session.model is not None else "no model"
+        routed = session.limits_model()
+        if routed is not None and session.model is not None and routed is not session.model:
+            model += f" → {routed.ref}"  # a virtual selection and the model it routed to last
         line = usage_line(totals, model=model, context=context_usage(session))
         if event.aborted:
             line = "aborted · " + line

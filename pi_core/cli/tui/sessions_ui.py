@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -285,29 +286,24 @@ def _write_jsonl(app: CommandHost, target: Path) -> Path:
     return target
 
 
-def _session_file_for_export(app: CommandHost) -> tuple[str, tempfile.TemporaryDirectory[str] | None]:
-    """A file holding the whole session (the saved one, or a temporary copy of an
-    unsaved or in-memory session)."""
+def html_export(app: CommandHost) -> Callable[[str | None], Path]:
+    """The session as one HTML page (the renderer of :mod:`pi_core.export.html`) in the
+    terminal's theme, with what the plugins' renderers draw: taken here, on the loop
+    that owns the session; the function returned writes the page (in a thread, it takes
+    a while) to a path, by default pi 1.6.0's ``pi-session-<file name>.html`` here."""
+    from ...export.html import PluginRenderings, snapshot_session
+    from .theme import page_theme
+
     sm = app.session.sm
-    file = app.session.session_file
-    if file and sm.is_flushed and os.path.exists(file):
-        sm.flush()
-        return file, None
-    scratch = tempfile.TemporaryDirectory(prefix="pi-export-")
-    return str(_write_jsonl(app, Path(scratch.name) / f"{sm.get_session_id()}.jsonl")), scratch
+    snapshot = snapshot_session(sm)
+    theme = getattr(app, "theme", None)
+    shown = page_theme(theme) if theme is not None else None
+    rendered = PluginRenderings(**app.renderer.export_renderings(list(sm.get_entries())))
 
+    def write(out: str | None) -> Path:
+        return Path(snapshot.write_html(out or None, theme=shown, rendered=rendered))
 
-def export_html(app: CommandHost, out: str | None) -> Path:
-    """The session as one HTML page (the renderer of :mod:`pi_core.export.html`); the
-    default name is pi 1.6.0's ``pi-session-<file name>.html`` in the current folder."""
-    from ...export.html import export_session_html
-
-    source, scratch = _session_file_for_export(app)
-    try:
-        return Path(export_session_html(Path(source), Path(out) if out else None))
-    finally:
-        if scratch is not None:
-            scratch.cleanup()
+    return write
 
 
 async def cmd_export(app: CommandHost, args: str) -> None:
@@ -319,7 +315,7 @@ async def cmd_export(app: CommandHost, args: str) -> None:
         if out is not None and out.endswith(".jsonl"):
             path = await asyncio.to_thread(_write_jsonl, app, Path(out).resolve())
         else:
-            path = await asyncio.to_thread(export_html, app, out)
+            path = await asyncio.to_thread(html_export(app), out)
     except ImportError:
         app.out.line("✖ HTML export is not available in this installation: use /export <file>.jsonl", "red")
         return
@@ -350,7 +346,7 @@ async def cmd_share(app: CommandHost, args: str) -> None:
         return
     with tempfile.TemporaryDirectory(prefix="pi-share-") as scratch:
         try:
-            page = await asyncio.to_thread(export_html, app, os.path.join(scratch, "session.html"))
+            page = await asyncio.to_thread(html_export(app), os.path.join(scratch, "session.html"))
         except ImportError:
             page = await asyncio.to_thread(_write_jsonl, app, Path(scratch) / "session.jsonl")
         process = await asyncio.create_subprocess_exec(
@@ -503,6 +499,6 @@ async def cmd_changelog(app: CommandHost, args: str) -> None:
     full = args.strip() == "all"
     sections = text.split("\n## ")
     shown = text if full or len(sections) <= 3 else "\n## ".join(sections[:3])
-    app.out.print(Markdown(shown))
+    app.out.print(Markdown(app.renderer.transform_markdown(shown, "changelog")))
     if not full and len(sections) > 3:
         app.out.line("/changelog all shows every version", "dim")

@@ -384,6 +384,7 @@ class Theme:
             "markdown.h6": s("mdHeading"),
             "markdown.code": s("mdCode"),
             "markdown.code_block": s("mdCodeBlock"),
+            "markdown.code_block_border": s("mdCodeBlockBorder"),
             "markdown.link": s("mdLink"),
             "markdown.link_url": s("mdLinkUrl", "underline"),
             "markdown.block_quote": s("mdQuote"),
@@ -603,3 +604,32 @@ class ThemeState:
 
     theme: Theme
     problems: list[str] = field(default_factory=list)
+
+
+def page_theme(theme: Theme) -> Any:
+    """``theme`` as the exported page takes it (:class:`pi_core.export._theme.PageTheme`):
+    its resolved colours and the ``export`` section of its file (``pageBg``, ``cardBg``,
+    ``infoBg``; vars resolved, values that are no colour left out)."""
+    from ...export._theme import PageTheme
+
+    export: dict[str, str] = {}
+    if theme.path:
+        try:
+            data = json.loads(Path(theme.path).read_text(encoding="utf-8-sig"))
+        except (OSError, ValueError):
+            data = {}
+        section = data.get("export") if isinstance(data, dict) else None
+        variables: dict[str, Any] = (
+            data["vars"] if isinstance(data, dict) and isinstance(data.get("vars"), dict) else {}
+        )
+        if isinstance(section, dict):
+            for key in ("pageBg", "cardBg", "infoBg"):
+                value = section.get(key)
+                value = variables.get(value, value) if isinstance(value, str) else value
+                try:
+                    colour = parse_color(value) if value is not None else None
+                except ThemeError:
+                    colour = None
+                if colour:
+                    export[key] = colour
+    return PageTheme(name=theme.name, appearance=theme.appearance, colors=dict(theme.colors), export=export)
