@@ -63,14 +63,14 @@ def _render(data: dict[str, Any]) -> str:
         lines.append(f"{plugin['name']}  [{SOURCE_LABELS.get(plugin['source'], plugin['source'])}]  {plugin['status']}")
         lines.append(f"    from: {where}")
         described = plugin.get("commandDescriptions") or {}
-        for key in ("hooks", "tools", "commands", "flags", "providers", "apis"):
+        for key in ("hooks", "tools", "commands", "flags", "providers", "virtual_models", "apis"):
             if plugin.get(key):
                 names = (
                     plugin[key]
                     if key != "commands"
                     else [f"{name} ({described[name]})" if described.get(name) else name for name in plugin[key]]
                 )
-                lines.append(f"    {key}: {', '.join(names)}")
+                lines.append(f"    {key.replace('_', ' ')}: {', '.join(names)}")
         if plugin.get("error"):
             lines.append(f"    {plugin['error']}")
     unattached = [
