@@ -227,9 +227,6 @@ class TranscriptPane:
     anchor: tuple[int, int] | None = None
     """Where the selection started (line, column); ``focus`` where it ends."""
     focus: tuple[int, int] | None = None
-    focus_inclusive: bool = True
-    """The cell at ``focus`` is part of the selection (a drag); ``False``: it ends
-    there (a word or line picked by a double or triple click)."""
     pressed: bool = False
     _initial: tuple[tuple[int, int], tuple[int, int]] | None = None
     _granularity: str = "character"
@@ -435,7 +432,7 @@ class TranscriptPane:
         first = start[1] if row == start[0] else 0
         if row != end[0]:
             return first, length
-        inclusive = self.focus_inclusive and end == self.focus
+        inclusive = self._initial is None  # a drag covers the cells at both ends; a word or line ends before
         return first, min(length, end[1] + (1 if inclusive else 0))
 
     def selected_text(self) -> str:
@@ -453,7 +450,7 @@ class TranscriptPane:
     def clear_selection(self, notify: bool = True) -> None:
         had = self.bounds() is not None
         self.anchor = self.focus = self._initial = None
-        self.pressed, self._granularity, self.focus_inclusive = False, "character", True
+        self.pressed, self._granularity = False, "character"
         self._stop_auto_scroll()
         if had and notify:
             self.on_change()
@@ -486,10 +483,9 @@ class TranscriptPane:
         self._granularity = "word" if count == 2 else "line" if count == 3 else "character"
         self._initial = picked
         if picked is not None:
-            self.anchor, self.focus, self.focus_inclusive = picked[0], picked[1], False
+            self.anchor, self.focus = picked
         else:
             self.anchor = self.focus = (row, column)
-            self.focus_inclusive = True
         self.on_change()
 
     def drag(self, row: int, column: int) -> None:
@@ -497,7 +493,7 @@ class TranscriptPane:
             return
         self._last_click = None
         if self._initial is None:
-            self.focus, self.focus_inclusive = (row, column), True
+            self.focus = (row, column)
         else:
             picked = self._word_at(row, column) if self._granularity == "word" else self._line_at(row)
             if picked is not None:
@@ -506,7 +502,6 @@ class TranscriptPane:
                     self.anchor, self.focus = end, picked[0]
                 else:
                     self.anchor, self.focus = start, picked[1]
-                self.focus_inclusive = False
         self.on_change()
 
     def release(self) -> None:
@@ -526,8 +521,8 @@ class TranscriptPane:
             self._auto_scroll = None
 
     def drag_outside(self, direction: int, column: int) -> None:
-        """A drag above (``-1``) or below (``1``) the pane: scroll a line now and every
-        :data:`AUTO_SCROLL_SECONDS` while the pointer stays there."""
+        """A drag at the pane's top (``-1``) or bottom edge (``1``), or past it: scroll a
+        line now and every :data:`AUTO_SCROLL_SECONDS` while the pointer stays there."""
         self._drag_row = direction
         first = self.first_line()
         self.scroll(direction)
@@ -596,9 +591,9 @@ class TranscriptPane:
             if not self.pressed:
                 return inside
             self._drag_row = 0
-            if y < top:
+            if y <= top and self.first_line() > 0:  # on the pane's first or last row, or past it: scroll on
                 self.drag_outside(-1, column)
-            elif y >= top + rows:
+            elif y >= top + rows - 1 and self.first_line() < self.bottom():
                 self.drag_outside(1, column)
             else:
                 self._stop_auto_scroll()

@@ -7,6 +7,11 @@ environment tells of the terminal, as pi 1.6.0 reads it (kitty, Ghostty, WezTerm
 and a few others speak kitty's protocol; iTerm2 its own; none under tmux or screen).
 ``terminal.showImages: false`` shows every image as text. Kitty's protocol takes PNG
 only: other formats are shown as text there. pi 1.6.0 has no sixel output, nor has this.
+
+In fullscreen mode the pane redraws its own text, so an image is sent to the terminal once
+(:func:`kitty_transmit`) and placed wherever the pane shows it (:func:`kitty_place`, cut
+at the pane's edges; :func:`kitty_remove` when it scrolls away); iTerm2's images, which
+scroll with the text, are named in text there, as pi 1.6.0 does.
 """
 
 from __future__ import annotations

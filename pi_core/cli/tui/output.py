@@ -148,7 +148,8 @@ class Transcript:
 
     def render(self, *renderables: Any, **options: Any) -> str:
         """``renderables`` as terminal text (ANSI styles unless NO_COLOR)."""
-        return self.render_at(terminal_width() - self.margin, *renderables, **options)
+        width = options.pop("width", None)  # a narrower width than the terminal's (the live area)
+        return self.render_at(terminal_width() - self.margin if width is None else width, *renderables, **options)
 
     def render_at(self, width: int, *renderables: Any, **options: Any) -> str:
         """``renderables`` as terminal text ``width`` columns wide."""
