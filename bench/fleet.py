@@ -22,11 +22,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "plugins" / "fleet" / "tests"))
 
 from fleet_kit import (  # noqa: E402
-    MODEL,
     ScriptedModel,
     fleet_env,
     make_repo,
     results,
+    run_args,
     run_fleet,
     write_models,
     write_tasks,
@@ -40,19 +40,7 @@ def _run(base: Path, tasks: Path, env: dict[str, str], parallel: int) -> tuple[f
     out = base / f"out-{parallel}"
     start = time.perf_counter()
     done = run_fleet(
-        "run",
-        str(tasks),
-        "--out",
-        str(out),
-        "--model",
-        MODEL,
-        "--num-cpus",
-        "2",
-        "--max-parallel",
-        str(parallel),
-        env=env,
-        cwd=base,
-        timeout=900,
+        *run_args(tasks, out, "--num-cpus", "2", "--max-parallel", str(parallel)), env=env, cwd=base, timeout=900
     )
     elapsed = time.perf_counter() - start
     if done.returncode != 0:

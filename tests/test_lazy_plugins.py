@@ -21,8 +21,9 @@ from pi_core.extensions import PluginHost
 from pi_core.extensions.lazy import index_path
 from pi_hookspecs import SessionShutdownEvent
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "ai"))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "cli"))
 
+from cli_helpers import configure_local_endpoint, run_pi
 from wire_server import WireServer, chat_chunks
 
 MARKS = "PI_TEST_LAZY_MARKS"
@@ -84,26 +85,39 @@ def forget(module: str) -> None:
     sys.modules.pop(module, None)
 
 
+def install(site_dir: Path, name: str, code: str, attr: str = "") -> None:
+    """Test plugin ``name``: distribution ``pi-test-<name>`` with module ``pi_test_<name>``
+    (its entry point that module, or ``attr`` in it)."""
+    module = f"pi_test_{name}"
+    make_distribution(
+        site_dir,
+        dist=f"pi-test-{name}",
+        version="1",
+        module=module,
+        code=code,
+        entry_points={name: f"{module}:{attr}" if attr else module},
+    )
+
+
+async def restart(*names: str) -> PluginHost:
+    """A new start with the plugins ``names``, their modules not imported."""
+    for name in names:
+        forget(f"pi_test_{name}")
+    return await load_host(entry_points=names)
+
+
 # --------------------------------------------------------------------------- in process
 
 
 async def test_an_indexed_plugin_is_imported_on_its_first_hook_call(site_dir: Path, marks_file: Path) -> None:
-    make_distribution(
-        site_dir,
-        dist="pi-test-shut",
-        version="1",
-        module="pi_test_shut",
-        code=SHUTDOWN_PLUGIN,
-        entry_points={"shut": "pi_test_shut:Plugin"},
-    )
+    install(site_dir, "shut", SHUTDOWN_PLUGIN, "Plugin")
     first = await load_host(entry_points=("shut",))
     assert not record(first, "shut").deferred
     assert marks(marks_file) == ["shutdown-plugin imported"]
     index = json.loads(index_path(first.agent_dir).read_text())["plugins"]["shut"]
     assert [h["hook"] for h in index["hooks"]] == ["session_shutdown"] and index["static"] is True
 
-    forget("pi_test_shut")
-    second = await load_host(entry_points=("shut",))
+    second = await restart("shut")
     shut = record(second, "shut")
     assert shut.deferred and shut.status == "loaded" and shut.hooks == ["session_shutdown"]
     assert "pi_test_shut" not in sys.modules
@@ -114,31 +128,20 @@ async def test_an_indexed_plugin_is_imported_on_its_first_hook_call(site_dir: Pa
 
 
 async def test_a_changed_plugin_file_makes_the_index_stale(site_dir: Path, marks_file: Path) -> None:
-    make_distribution(
-        site_dir,
-        dist="pi-test-rare",
-        version="1",
-        module="pi_test_rare",
-        code=RARE_PLUGIN,
-        entry_points={"rare": "pi_test_rare"},
-    )
+    install(site_dir, "rare", RARE_PLUGIN)
     await load_host(entry_points=("rare",))
-    forget("pi_test_rare")
-    assert record(await load_host(entry_points=("rare",)), "rare").deferred
+    assert record(await restart("rare"), "rare").deferred
     # another version of the distribution (the module's file untouched): imported at
     # start, then indexed again
     (site_dir / "pi_test_rare-1.dist-info").rename(site_dir / "pi_test_rare-2.dist-info")
     metadata = site_dir / "pi_test_rare-2.dist-info" / "METADATA"
     metadata.write_text(metadata.read_text().replace("Version: 1", "Version: 2"))
-    forget("pi_test_rare")
-    assert not record(await load_host(entry_points=("rare",)), "rare").deferred
-    forget("pi_test_rare")
-    assert record(await load_host(entry_points=("rare",)), "rare").deferred
+    assert not record(await restart("rare"), "rare").deferred
+    assert record(await restart("rare"), "rare").deferred
     # a hook added to the plugin: its file changed, so it is imported at start again
     source = site_dir / "pi_test_rare.py"
     source.write_text(source.read_text() + "\n@hookimpl\ndef agent_start():\n    _mark('agent_start')\n")
-    forget("pi_test_rare")
-    host = await load_host(entry_points=("rare",))
+    host = await restart("rare")
     rare = record(host, "rare")
     assert not rare.deferred and "agent_start" in rare.hooks
     hooks = json.loads(index_path(host.agent_dir).read_text())["plugins"]["rare"]["hooks"]
@@ -148,14 +151,7 @@ async def test_a_changed_plugin_file_makes_the_index_stale(site_dir: Path, marks
 async def test_hooks_the_index_did_not_know_are_reported_and_registered(site_dir: Path, marks_file: Path) -> None:
     """The index says less than the plugin has (its files unchanged): found when the
     plugin is imported, reported in one warning, re-indexed, and called from then on."""
-    make_distribution(
-        site_dir,
-        dist="pi-test-rare",
-        version="1",
-        module="pi_test_rare",
-        code=RARE_PLUGIN,
-        entry_points={"rare": "pi_test_rare"},
-    )
+    install(site_dir, "rare", RARE_PLUGIN)
     first = await load_host(entry_points=("rare",))
     path = index_path(first.agent_dir)
     data = json.loads(path.read_text())
@@ -163,8 +159,7 @@ async def test_hooks_the_index_did_not_know_are_reported_and_registered(site_dir
     entry["hooks"] = [h for h in entry["hooks"] if h["hook"] != "session_before_tree"]
     entry["hooks"].append({"attr": "tool_result", "hook": "tool_result", "args": ["event"], "async": False, "opts": {}})
     path.write_text(json.dumps(data))
-    forget("pi_test_rare")
-    host = await load_host(entry_points=("rare",))
+    host = await restart("rare")
     rare = record(host, "rare")
     assert rare.deferred and rare.hooks == ["register_cli_commands", "tool_result"]
     assert "rare-tour" in host.registry.cli_commands  # reading the table imports it
@@ -177,43 +172,27 @@ async def test_hooks_the_index_did_not_know_are_reported_and_registered(site_dir
 
 
 async def test_a_damaged_index_entry_means_an_import_at_start(site_dir: Path, marks_file: Path) -> None:
-    make_distribution(
-        site_dir,
-        dist="pi-test-rare",
-        version="1",
-        module="pi_test_rare",
-        code=RARE_PLUGIN,
-        entry_points={"rare": "pi_test_rare"},
-    )
+    install(site_dir, "rare", RARE_PLUGIN)
     first = await load_host(entry_points=("rare",))
     path = index_path(first.agent_dir)
     data = json.loads(path.read_text())
     for damage in ({"attr": "x", "hook": "agent_start", "args": ["a b"], "async": False}, "not a hook"):
         data["plugins"]["rare"]["hooks"] = [damage]
         path.write_text(json.dumps(data))
-        forget("pi_test_rare")
-        host = await load_host(entry_points=("rare",))
+        host = await restart("rare")
         rare = record(host, "rare")
         assert rare.status == "loaded" and not rare.deferred and "pi_test_rare" in sys.modules
         assert not host.diagnostics
         hooks = json.loads(path.read_text())["plugins"]["rare"]["hooks"]
         assert sorted(h["hook"] for h in hooks) == ["register_cli_commands", "session_before_tree"]  # indexed again
     path.write_text("{not json")
-    forget("pi_test_rare")
-    assert not record(await load_host(entry_points=("rare",)), "rare").deferred
+    assert not record(await restart("rare"), "rare").deferred
     assert json.loads(path.read_text())["plugins"]["rare"]["hooks"]  # written again
 
 
 async def test_a_deferred_plugin_that_fails_to_import_is_one_line(site_dir: Path, marks_file: Path) -> None:
     (site_dir / "pi_test_dep.py").write_text("VALUE = 1\n")
-    make_distribution(
-        site_dir,
-        dist="pi-test-shut",
-        version="1",
-        module="pi_test_shut",
-        code="import pi_test_dep\n" + SHUTDOWN_PLUGIN,
-        entry_points={"shut": "pi_test_shut:Plugin"},
-    )
+    install(site_dir, "shut", "import pi_test_dep\n" + SHUTDOWN_PLUGIN, "Plugin")
     await load_host(entry_points=("shut",))
     forget("pi_test_shut")
     forget("pi_test_dep")
@@ -235,28 +214,16 @@ async def test_a_late_registration_keeps_the_first_plugin_in_load_order(site_dir
     """A deferred plugin registers its command when the commands are read, after a
     plugin later in load order: the earlier one still keeps the name."""
     command = "@hookimpl\ndef register_commands(register):\n    register('same', lambda args, ctx: None)\n"
-    make_distribution(
+    install(site_dir, "aaa", "from pi_hookspecs import hookimpl\n" + command)
+    install(
         site_dir,
-        dist="pi-test-aaa",
-        version="1",
-        module="pi_test_aaa",
-        code="from pi_hookspecs import hookimpl\n" + command,
-        entry_points={"aaa": "pi_test_aaa"},
-    )
-    make_distribution(
-        site_dir,
-        dist="pi-test-bbb",
-        version="1",
-        module="pi_test_bbb",
-        code="from pi_hookspecs import hookimpl\n"
+        "bbb",
+        "from pi_hookspecs import hookimpl\n"
         + command
         + "@hookimpl\ndef register_tools(register):\n    pass\n",  # needed at start: never deferred
-        entry_points={"bbb": "pi_test_bbb"},
     )
     await load_host(entry_points=("aaa", "bbb"))
-    forget("pi_test_aaa")
-    forget("pi_test_bbb")
-    host = await load_host(entry_points=("aaa", "bbb"))
+    host = await restart("aaa", "bbb")
     assert record(host, "aaa").deferred and not record(host, "bbb").deferred
     assert "pi_test_aaa" not in sys.modules
     assert host.registry.commands["same"].plugin == "aaa"
@@ -265,37 +232,23 @@ async def test_a_late_registration_keeps_the_first_plugin_in_load_order(site_dir
 
 
 async def test_plugins_registering_what_every_start_needs_are_imported(site_dir: Path, marks_file: Path) -> None:
-    make_distribution(
-        site_dir,
-        dist="pi-test-tools",
-        version="1",
-        module="pi_test_tools",
-        code="from pi_hookspecs import hookimpl\n@hookimpl\ndef register_tools(register):\n    pass\n",
-        entry_points={"tools": "pi_test_tools"},
+    install(
+        site_dir, "tools", "from pi_hookspecs import hookimpl\n@hookimpl\ndef register_tools(register):\n    pass\n"
     )
     await load_host(entry_points=("tools",))
-    forget("pi_test_tools")
-    assert not record(await load_host(entry_points=("tools",)), "tools").deferred
+    assert not record(await restart("tools"), "tools").deferred
     assert "pi_test_tools" in sys.modules
 
 
 async def test_strict_mode_and_the_switch_import_every_plugin(
     site_dir: Path, marks_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    make_distribution(
-        site_dir,
-        dist="pi-test-rare",
-        version="1",
-        module="pi_test_rare",
-        code=RARE_PLUGIN,
-        entry_points={"rare": "pi_test_rare"},
-    )
+    install(site_dir, "rare", RARE_PLUGIN)
     await load_host(entry_points=("rare",))
     for variable, value in (("PI_LAZY_PLUGINS", "0"), ("PI_EXTENSIONS_STRICT", "1")):
         with monkeypatch.context() as patch:
             patch.setenv(variable, value)
-            forget("pi_test_rare")
-            assert not record(await load_host(entry_points=("rare",)), "rare").deferred
+            assert not record(await restart("rare"), "rare").deferred
 
 
 # --------------------------------------------------------------------------- the pi command
@@ -306,42 +259,12 @@ def test_pi_p_does_not_import_a_plugin_it_does_not_need(site_dir: Path, marks_fi
     neither the CLI-command plugin nor, until the session ends, the shutdown one;
     ``pi rare-tour`` imports the first and runs its command; a deferred plugin that no
     longer imports is one line."""
-    make_distribution(
-        site_dir,
-        dist="pi-test-rare",
-        version="1",
-        module="pi_test_rare",
-        code=RARE_PLUGIN,
-        entry_points={"rare": "pi_test_rare"},
-    )
+    install(site_dir, "rare", RARE_PLUGIN)
     (site_dir / "pi_test_dep.py").write_text("VALUE = 1\n")
-    make_distribution(
-        site_dir,
-        dist="pi-test-shut",
-        version="1",
-        module="pi_test_shut",
-        code="import pi_test_dep\n" + SHUTDOWN_PLUGIN,
-        entry_points={"shut": "pi_test_shut:Plugin"},
-    )
+    install(site_dir, "shut", "import pi_test_dep\n" + SHUTDOWN_PLUGIN, "Plugin")
     server = WireServer()
-    agent = Path(os.environ["PI_CODING_AGENT_DIR"])
-    agent.mkdir(parents=True, exist_ok=True)
-    (agent / "models.json").write_text(
-        json.dumps(
-            {
-                "providers": {
-                    "local": {
-                        "baseUrl": f"{server.url}/v1",
-                        "api": "openai-completions",
-                        "apiKey": "k",
-                        "models": [{"id": "m", "contextWindow": 32000, "maxTokens": 1024}],
-                    }
-                }
-            }
-        )
-    )
+    configure_local_endpoint(server.url, model="m")
     env = {
-        **os.environ,
         "PYTHONPATH": os.pathsep.join([str(site_dir), os.environ.get("PYTHONPATH", "")]),
         "PI_EXTENSIONS": "rare,shut",
     }
@@ -349,9 +272,7 @@ def test_pi_p_does_not_import_a_plugin_it_does_not_need(site_dir: Path, marks_fi
     work.mkdir()
 
     def pi(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "pi_core", *args], cwd=work, env=env, capture_output=True, text=True, timeout=60
-        )
+        return run_pi(*args, cwd=work, env=env)
 
     try:
         for run in range(2):

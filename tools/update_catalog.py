@@ -121,13 +121,15 @@ def runtime(root: Path) -> str:
     sys.exit("update_catalog: neither bun nor node found")
 
 
-def export(root: Path) -> dict[str, Any]:
+def export(root: Path, export_js: str = EXPORT_JS, tool: str = "update_catalog") -> dict[str, Any]:
+    """What ``export_js`` (a JavaScript module given the pi 1.6.0 directory ``root``)
+    prints as JSON, run with that installation's runtime; ``tool`` names the failure."""
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "export.mjs"
-        script.write_text(EXPORT_JS, encoding="utf-8")
+        script.write_text(export_js, encoding="utf-8")
         done = subprocess.run([runtime(root), str(script), str(root)], capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        sys.exit(f"update_catalog: the export failed:\n{done.stderr[-3000:]}")
+        sys.exit(f"{tool}: the export failed:\n{done.stderr[-3000:]}")
     data: dict[str, Any] = json.loads(done.stdout)
     return data
 

@@ -22,15 +22,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from update_catalog import pi_ts_root, runtime
+from update_catalog import export as catalog_export
+from update_catalog import pi_ts_root
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOG = ROOT / "pi_core" / "ai" / "catalog"
@@ -64,14 +63,7 @@ console.log(JSON.stringify({
 
 
 def export(root: Path) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as tmp:
-        script = Path(tmp) / "export.mjs"
-        script.write_text(EXPORT_JS, encoding="utf-8")
-        done = subprocess.run([runtime(root), str(script), str(root)], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        sys.exit(f"update_typed_catalog: the export failed:\n{done.stderr[-3000:]}")
-    data: dict[str, Any] = json.loads(done.stdout)
-    return data
+    return catalog_export(root, EXPORT_JS, "update_typed_catalog")
 
 
 def main(argv: list[str]) -> int:

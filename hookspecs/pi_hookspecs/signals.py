@@ -9,8 +9,10 @@ and across threads (``abort()`` may be called from any thread).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class AbortError(Exception):
@@ -124,3 +126,32 @@ class AbortController:
 
     def abort(self, reason: Any = None) -> None:
         self.signal._fire(reason if reason is not None else "aborted")
+
+
+async def abortable(call: Awaitable[T], signal: AbortSignal | None) -> T:
+    """Await ``call``; cancel it and raise :class:`AbortError` (the signal's reason) when
+    ``signal`` aborts first - at once, closing a coroutine not yet started, when it
+    already has. The abort may come from any thread."""
+    import asyncio
+
+    if signal is None:
+        return await call
+    if signal.aborted:
+        if asyncio.iscoroutine(call):
+            call.close()
+        raise AbortError(signal.reason)
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(call)
+
+    def on_abort(_reason: Any) -> None:
+        loop.call_soon_threadsafe(task.cancel)
+
+    remove = signal.add_callback(on_abort)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if signal.aborted:
+            raise AbortError(signal.reason) from None
+        raise
+    finally:
+        remove()

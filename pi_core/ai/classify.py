@@ -14,7 +14,7 @@ contract refuses, images for a model without image input, the service's own erro
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -27,12 +27,15 @@ from pi_hookspecs import (
     Model,
     StreamOptions,
 )
+from pi_hookspecs.signals import abortable
 
 from .._async import maybe_await
 from .message_stream import describe_error
 
 ModelRegistry = Any
 """The calling :class:`~pi_core.ai.registry.ModelRegistry` (not imported: it imports this module)."""
+
+R = TypeVar("R", ClassifierResult, ImagesResult)
 
 API_LABELS = {
     "typesafe-system-one": "System One",
@@ -79,25 +82,9 @@ def _options(options: StreamOptions | None) -> StreamOptions:
 async def _run(function: Any, model: Model, context: Any, options: StreamOptions) -> Any:
     """``function(model, context, options)``, cancelled when ``options.signal`` fires."""
     signal = options.signal
-    if signal is None:
-        return await maybe_await(function(model, context, options))
-    if signal.aborted:
+    if signal is not None and signal.aborted:  # before the call, not only before its awaiting
         raise AbortError(signal.reason)
-    loop = asyncio.get_running_loop()
-    task = loop.create_task(maybe_await(function(model, context, options)))
-
-    def on_abort(_reason: Any) -> None:
-        loop.call_soon_threadsafe(task.cancel)
-
-    unsubscribe = signal.add_callback(on_abort)
-    try:
-        return await task
-    except asyncio.CancelledError:
-        if signal.aborted:
-            raise AbortError(signal.reason) from None
-        raise
-    finally:
-        unsubscribe()
+    return await abortable(maybe_await(function(model, context, options)), signal)
 
 
 async def _call(
@@ -108,8 +95,8 @@ async def _call(
     context: Any,
     options: StreamOptions | None,
     context_type: type[ClassifierContext] | type[ImagesContext],
-    result_type: type[ClassifierResult] | type[ImagesResult],
-) -> Any:
+    result_type: type[R],
+) -> R:
     fields: dict[str, Any] = {}
     label = ""
     request = _options(options)
@@ -163,19 +150,13 @@ async def _call(
 async def run_classify(
     registry: ModelRegistry, model: Any, context: Any, options: StreamOptions | None = None
 ) -> ClassifierResult:
-    result: ClassifierResult = await _call(
-        registry, "classifier", "classify", model, context, options, ClassifierContext, ClassifierResult
-    )
-    return result
+    return await _call(registry, "classifier", "classify", model, context, options, ClassifierContext, ClassifierResult)
 
 
 async def run_generate_images(
     registry: ModelRegistry, model: Any, context: Any, options: StreamOptions | None = None
 ) -> ImagesResult:
-    result: ImagesResult = await _call(
-        registry, "image", "generate_images", model, context, options, ImagesContext, ImagesResult
-    )
-    return result
+    return await _call(registry, "image", "generate_images", model, context, options, ImagesContext, ImagesResult)
 
 
 __all__ = ["API_LABELS", "model_ref", "run_classify", "run_generate_images"]

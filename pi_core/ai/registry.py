@@ -733,14 +733,8 @@ class ModelRegistry:
         """Route one request of virtual model ``model``: ``(physical model, thinking level,
         new router state or None)``; raises
         :class:`~pi_core.ai.virtual.VirtualRouteError` (see :func:`~pi_core.ai.virtual.resolve_route`)."""
-        from .virtual import VirtualRouteError
-
-        definition = self.virtual_definition(model)
-        if definition is None:
-            raise VirtualRouteError(f"Virtual model {model.ref} is not registered")
         return await resolve_route(
             self,
-            definition,
             model,
             messages,
             reason=reason,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pi_hookspecs import (
     AbortSignal,
@@ -17,8 +17,6 @@ from pi_hookspecs import (
 )
 
 if TYPE_CHECKING:
-    from pi_hookspecs import ClassifierContext, ClassifierResult, ImagesContext, ImagesResult
-
     from .registry import ModelRegistry
 
 _TYPES = ("chat", "classifier", "image")
@@ -33,10 +31,13 @@ def _check_type(model_type: str) -> str:
 class RegistryView:
     """Lookups and calls of one model registry, by the contract's names."""
 
-    __slots__ = ("_registry",)
+    __slots__ = ("_registry", "classify", "generate_images")
 
     def __init__(self, registry: ModelRegistry) -> None:
         self._registry = registry
+        # the contract's calls are the registry's own, by the same names and signatures
+        self.classify = registry.classify
+        self.generate_images = registry.generate_images
 
     def find(self, provider: str, model_id: str) -> Model | None:
         return self._registry.get(provider, model_id)
@@ -59,22 +60,6 @@ class RegistryView:
     def find_of_type(self, type: str, provider: str, model_id: str) -> Model | None:
         return self.get_model_of_type(type, provider, model_id)
 
-    async def classify(
-        self,
-        model: Model | dict[str, Any],
-        context: ClassifierContext | dict[str, Any],
-        options: StreamOptions | None = None,
-    ) -> ClassifierResult:
-        return await self._registry.classify(model, context, options)
-
-    async def generate_images(
-        self,
-        model: Model | dict[str, Any],
-        context: ImagesContext | dict[str, Any],
-        options: StreamOptions | None = None,
-    ) -> ImagesResult:
-        return await self._registry.generate_images(model, context, options)
-
     async def refresh(
         self,
         *,
@@ -82,76 +67,65 @@ class RegistryView:
         allow_network: bool | None = None,
         signal: AbortSignal | None = None,
     ) -> CatalogueRefreshResult:
-        return await refresh_now(self._registry, providers=providers, allow_network=allow_network, signal=signal)
+        """Refresh the registry's dynamic catalogues (``allow_network`` ``None``: unless pi
+        is offline); an aborted ``signal`` stops the waiting - the refresh itself gets it too."""
+        from .catalogue_snapshots import network_disabled
+
+        online = (not network_disabled()) if allow_network is None else allow_network
+        work = asyncio.ensure_future(
+            self._registry.refresh_catalogues(allow_network=online, providers=providers, signal=signal)
+        )
+        if signal is None:
+            return CatalogueRefreshResult(errors=await work)
+        if signal.aborted:
+            work.cancel()
+            return CatalogueRefreshResult(aborted=True)
+        stopped = asyncio.ensure_future(signal.wait())
+        try:
+            await asyncio.wait({work, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            work.cancel()
+            raise
+        finally:
+            stopped.cancel()
+        if not work.done():
+            work.cancel()
+            return CatalogueRefreshResult(aborted=True)
+        return CatalogueRefreshResult(errors=work.result(), aborted=signal.aborted)
 
     async def get_provider_auth(self, provider: str) -> ProviderAuth | None:
-        return await provider_auth(self._registry, provider)
+        """``provider``'s credentials as a request would use them, without a model (pi
+        1.6.0's ``getProviderAuth``): ``None`` when the provider is unknown or has none."""
+        from pi_hookspecs import VIRTUAL_MODEL_API
+
+        registry = self._registry
+        state = next((p for p in registry.provider_states() if p.name == provider), None)
+        if state is None or not registry.has_auth(provider):
+            return None
+        first = next((i for i, e in state.models.items() if e.get("api") != VIRTUAL_MODEL_API), None)
+        model = registry.get(provider, first) if first is not None else None
+        if model is None:
+            model = Model(
+                id=provider,
+                provider=provider,
+                api=state.api or "",
+                base_url=state.base_url or "",
+                headers=dict(state.headers) or None,
+            )
+        request_model, options = await registry.prepare_request(model, StreamOptions())
+        headers = {k: v for k, v in {**(request_model.headers or {}), **(options.headers or {})}.items() if v}
+        signed = any(k.lower() in ("authorization", "x-api-key") for k in headers)
+        if state.needs_auth and not options.api_key and not signed:
+            return None  # configured, but nothing resolved (an unset $VAR, an empty !command)
+        return ProviderAuth(
+            api_key=options.api_key or None,
+            headers={k: v for k, v in headers.items() if isinstance(v, str)},
+            base_url=request_model.base_url or None,
+            env=dict(registry.auth.env(provider)),
+        )
 
     def __repr__(self) -> str:
         return f"<ModelRegistryView of {len(self._registry.providers())} providers>"
 
 
-async def provider_auth(registry: ModelRegistry, provider: str) -> ProviderAuth | None:
-    """``provider``'s credentials as a request would use them, without a model (pi
-    1.6.0's ``getProviderAuth``): ``None`` when the provider is unknown or has none."""
-    from pi_hookspecs import VIRTUAL_MODEL_API
-
-    state = next((p for p in registry.provider_states() if p.name == provider), None)
-    if state is None or not registry.has_auth(provider):
-        return None
-    first = next((i for i, e in state.models.items() if e.get("api") != VIRTUAL_MODEL_API), None)
-    model = registry.get(provider, first) if first is not None else None
-    if model is None:
-        model = Model(
-            id=provider,
-            provider=provider,
-            api=state.api or "",
-            base_url=state.base_url or "",
-            headers=dict(state.headers) or None,
-        )
-    request_model, options = await registry.prepare_request(model, StreamOptions())
-    headers = {k: v for k, v in {**(request_model.headers or {}), **(options.headers or {})}.items() if v}
-    signed = any(k.lower() in ("authorization", "x-api-key") for k in headers)
-    if state.needs_auth and not options.api_key and not signed:
-        return None  # configured, but nothing resolved (an unset $VAR, an empty !command)
-    return ProviderAuth(
-        api_key=options.api_key or None,
-        headers={k: v for k, v in headers.items() if isinstance(v, str)},
-        base_url=request_model.base_url or None,
-        env=dict(registry.auth.env(provider)),
-    )
-
-
-async def refresh_now(
-    registry: ModelRegistry,
-    *,
-    providers: Sequence[str] | None = None,
-    allow_network: bool | None = None,
-    signal: AbortSignal | None = None,
-) -> CatalogueRefreshResult:
-    """Refresh ``registry``'s dynamic catalogues (``allow_network`` ``None``: unless pi is
-    offline); an aborted ``signal`` stops the waiting - the refresh itself gets it too."""
-    from .catalogue_snapshots import network_disabled
-
-    online = (not network_disabled()) if allow_network is None else allow_network
-    work = asyncio.ensure_future(registry.refresh_catalogues(allow_network=online, providers=providers, signal=signal))
-    if signal is None:
-        return CatalogueRefreshResult(errors=await work)
-    if signal.aborted:
-        work.cancel()
-        return CatalogueRefreshResult(aborted=True)
-    stopped = asyncio.ensure_future(signal.wait())
-    try:
-        await asyncio.wait({work, stopped}, return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:
-        work.cancel()
-        raise
-    finally:
-        stopped.cancel()
-    if not work.done():
-        work.cancel()
-        return CatalogueRefreshResult(aborted=True)
-    return CatalogueRefreshResult(errors=work.result(), aborted=signal.aborted)
-
-
-__all__ = ["RegistryView", "provider_auth", "refresh_now"]
+__all__ = ["RegistryView"]

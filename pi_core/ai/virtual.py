@@ -91,7 +91,6 @@ def _route_arguments(route: Callable[..., Any]) -> int:
 
 async def resolve_route(
     registry: RoutingRegistry,
-    definition: VirtualModelDefinition,
     model: Model,
     messages: Sequence[AgentMessage],
     *,
@@ -102,9 +101,12 @@ async def resolve_route(
     signal: Any = None,
     ctx: Any = None,
 ) -> tuple[Model, str, Any]:
-    """Ask ``definition``'s router where one request goes: ``(physical model, thinking
-    level, state)``, the state as returned (``None``: keep). Raises
+    """Ask the router of virtual model ``model`` where one request goes: ``(physical
+    model, thinking level, state)``, the state as returned (``None``: keep). Raises
     :class:`VirtualRouteError` with one line naming the virtual model."""
+    definition = registry.virtual_definition(model)
+    if definition is None:
+        raise VirtualRouteError(f"Virtual model {model.ref} is not registered")
     name = f"Virtual model {model.provider}/{model.id}"
     latest = latest_response(messages)
     previous_model = registry.physical_model(latest.provider, latest.model) if latest is not None else None
@@ -178,12 +180,8 @@ def direct_stream(registry: RoutingRegistry, model: Model, context: Any, options
     model. A failed route ends the stream with an error naming the virtual model."""
 
     async def run(out: MessageBuilder) -> None:
-        definition = registry.virtual_definition(model)
-        if definition is None:
-            raise VirtualRouteError(f"Virtual model {model.ref} is not registered")
         target, level, _ = await resolve_route(
             registry,
-            definition,
             model,
             list(context.messages),
             reason="direct",

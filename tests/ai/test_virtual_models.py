@@ -219,6 +219,15 @@ def test_the_store_keeps_other_entries_and_never_overwrites_a_broken_file(tmp_pa
     assert path.read_text() == "{not json"
 
 
+def _acme(refresh: Any, **fields: Any) -> ProviderDefinition:
+    """Provider ``acme`` (OpenAI-compatible, at an address nothing answers) whose
+    catalogue ``refresh`` refreshes; key ``k`` unless ``fields`` say otherwise."""
+    return ProviderDefinition(
+        **{"name": "acme", "api": "openai-completions", "base_url": "http://127.0.0.1:9/v1", "api_key": "k", **fields},
+        refresh_models=refresh,
+    )
+
+
 async def test_a_refresh_returning_bad_models_is_one_message_and_changes_nothing(tmp_path: Path) -> None:
     registry = ModelRegistry(models_path=tmp_path / "models.json")
     calls: list[bool] = []
@@ -227,16 +236,7 @@ async def test_a_refresh_returning_bad_models_is_one_message_and_changes_nothing
         calls.append(request.allow_network)
         return [{"id": "fine"}, {"name": "no id"}] if request.allow_network else None
 
-    registry.add_provider(
-        ProviderDefinition(
-            name="acme",
-            api="openai-completions",
-            base_url="http://127.0.0.1:9/v1",
-            api_key="k",
-            models=[Model(id="base")],
-            refresh_models=refresh,
-        )
-    )
+    registry.add_provider(_acme(refresh, models=[Model(id="base")]))
     errors = await registry.refresh_catalogues(allow_network=True)
     assert calls == [False, True]
     assert list(errors) == ["acme"] and "invalid model at index 1" in errors["acme"]
@@ -254,11 +254,7 @@ async def test_a_superseded_refresh_cannot_publish(tmp_path: Path) -> None:
         outcomes.append(await request.publish({"models": [{"id": "stale"}]}))
         return [Model(id="stale")]
 
-    registry.add_provider(
-        ProviderDefinition(
-            name="acme", api="openai-completions", base_url="http://127.0.0.1:9/v1", api_key="k", refresh_models=refresh
-        )
-    )
+    registry.add_provider(_acme(refresh))
     assert await registry.refresh_catalogues(allow_network=True) == {}
     assert outcomes == [False]
     assert registry.get("acme", "stale") is None
@@ -273,16 +269,7 @@ async def test_a_refresh_replaces_models_of_every_type(tmp_path: Path) -> None:
             return None
         return [Model(id="judge"), Model(id="judge", type="classifier", api="llama-cpp-classify")]
 
-    registry.add_provider(
-        ProviderDefinition(
-            name="acme",
-            api="openai-completions",
-            base_url="http://127.0.0.1:9/v1",
-            api_key="k",
-            models=[Model(id="old")],
-            refresh_models=refresh,
-        )
-    )
+    registry.add_provider(_acme(refresh, models=[Model(id="old")]))
     assert await registry.refresh_catalogues(allow_network=True) == {}
     assert [m.id for m in registry.models() if m.provider == "acme"] == ["judge"]
     classifier = registry.get_of_type("classifier", "acme", "judge")
@@ -303,16 +290,7 @@ class Catalogued:
 
     @hookimpl
     def register_providers(self, register: Any) -> None:
-        register(
-            ProviderDefinition(
-                name="acme",
-                api="openai-completions",
-                base_url="http://127.0.0.1:9/v1",
-                api_key="$ACME_TEST_KEY",
-                headers={"X-Team": "blue"},
-                refresh_models=self.refresh_models,
-            )
-        )
+        register(_acme(self.refresh_models, api_key="$ACME_TEST_KEY", headers={"X-Team": "blue"}))
 
     async def refresh_models(self, refresh: Any) -> Any:
         self.seen.append((refresh.allow_network, refresh.api_key))

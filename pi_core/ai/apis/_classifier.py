@@ -92,6 +92,15 @@ async def post_json(
     return parsed
 
 
+def bool_meanings(question: Any, true: str, false: str) -> str:
+    """A bool question's criteria as text to append to its instructions: after a blank
+    line, ``<true> means: ...`` and ``<false> means: ...`` (each only when given); ``""``
+    when neither is."""
+    criteria = question.criteria
+    meanings = [f"{word} means: {text}" for word, text in ((true, criteria.true), (false, criteria.false)) if text]
+    return "\n\n" + "\n".join(meanings) if meanings else ""
+
+
 def number(label: str, value: Any, what: str) -> float:
     """``value`` as a finite number, else a :class:`ProviderError` naming ``what``."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):

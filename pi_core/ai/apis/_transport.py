@@ -339,16 +339,7 @@ class _Connection:
             data = self.h11.send(event)
         except h11.LocalProtocolError as exc:
             raise LocalProtocolError(str(exc)) from exc
-        if not data:
-            return
-        try:
-            self.writer.write(data)
-            async with asyncio.timeout(timeout):
-                await self.writer.drain()
-        except TimeoutError as exc:
-            raise WriteTimeout("timed out sending the request") from exc
-        except OSError as exc:
-            raise WriteError(str(exc) or type(exc).__name__) from exc
+        await write_out(self.writer, data, timeout)
 
     async def next_event(self, timeout: float | None) -> Any:
         while True:
@@ -371,6 +362,29 @@ class _Connection:
 
     def close(self) -> None:
         self.writer.close()
+
+
+async def write_out(
+    writer: asyncio.StreamWriter,
+    data: bytes,
+    timeout: float | None,
+    *,
+    timed_out: type[TransportError] = WriteTimeout,
+    failed: type[TransportError] = WriteError,
+    what: str = "the request",
+) -> None:
+    """Write ``data`` (nothing when empty) and wait until it is sent: ``timed_out`` after
+    ``timeout`` seconds ("timed out sending ``what``"), ``failed`` when the connection broke."""
+    if not data:
+        return
+    try:
+        writer.write(data)
+        async with asyncio.timeout(timeout):
+            await writer.drain()
+    except TimeoutError as exc:
+        raise timed_out(f"timed out sending {what}") from exc
+    except OSError as exc:
+        raise failed(str(exc) or type(exc).__name__) from exc
 
 
 def _has_pending_input(writer: asyncio.StreamWriter) -> bool:

@@ -29,7 +29,7 @@ from wsproto.events import (
 from wsproto.extensions import PerMessageDeflate
 from wsproto.utilities import LocalProtocolError, RemoteProtocolError
 
-from ._transport import TransportError, default_ssl_context
+from ._transport import TransportError, default_ssl_context, write_out
 
 _READ_SIZE = 64 * 1024
 _DEFAULT_PORTS = {"ws": 80, "wss": 443}
@@ -99,16 +99,9 @@ class WebSocket:
         return self.closed is None and not self._writer.is_closing() and not self._reader.at_eof()
 
     async def _write(self, data: bytes, timeout: float | None) -> None:
-        if not data:
-            return
-        try:
-            self._writer.write(data)
-            async with asyncio.timeout(timeout):
-                await self._writer.drain()
-        except TimeoutError as exc:
-            raise WebSocketTimeout("timed out sending on the WebSocket") from exc
-        except OSError as exc:
-            raise WebSocketError(str(exc) or type(exc).__name__) from exc
+        await write_out(
+            self._writer, data, timeout, timed_out=WebSocketTimeout, failed=WebSocketError, what="on the WebSocket"
+        )
 
     async def send(self, text: str, timeout: float | None = None) -> None:
         if self.closed is not None:

@@ -35,7 +35,7 @@ from typing import Any
 from pi_hookspecs import ClassifierContext, ClassifierResult, Model, StreamOptions
 
 from ..errors import ProviderError
-from ._classifier import post_json
+from ._classifier import bool_meanings, post_json
 
 LABEL = "llama.cpp"
 CHOICE_LABELS = [*"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"]
@@ -86,15 +86,7 @@ def _task(question: Any, labels: list[str] | None) -> str:
         return head + "\n\nOptions:\n" + "\n".join(lines)
     if question.type == "score":
         return head + "\n\nLevels:\n" + "\n".join(f"{i}. {level}" for i, level in enumerate(question.criteria))
-    meanings = [
-        line
-        for line in (
-            f"Yes means: {question.criteria.true}" if question.criteria.true else "",
-            f"No means: {question.criteria.false}" if question.criteria.false else "",
-        )
-        if line
-    ]
-    return head + ("\n\n" + "\n".join(meanings) if meanings else "")
+    return head + bool_meanings(question, "Yes", "No")
 
 
 _INSTRUCTION = {

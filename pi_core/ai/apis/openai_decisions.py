@@ -20,7 +20,7 @@ from typing import Any
 from pi_hookspecs import ClassifierContext, ClassifierResult, Model, StreamOptions
 
 from ..errors import ProviderError
-from ._classifier import classifier_usage, number, post_json
+from ._classifier import bool_meanings, classifier_usage, number, post_json
 from ._common import HttpStatusError, join_url
 
 LABEL = "OpenAI Decisions"
@@ -37,15 +37,7 @@ def wire_question(name: str, question: Any) -> dict[str, Any]:
     if question.type == "score":
         levels = [{"label": label} for label in question.criteria]
         return {"type": "score", "name": name, "instructions": question.instructions, "levels": levels}
-    meanings = [
-        text
-        for text in (
-            f"True means: {question.criteria.true}" if question.criteria.true else "",
-            f"False means: {question.criteria.false}" if question.criteria.false else "",
-        )
-        if text
-    ]
-    instructions = question.instructions + ("\n\n" + "\n".join(meanings) if meanings else "")
+    instructions = question.instructions + bool_meanings(question, "True", "False")
     return {"type": "predicate", "name": name, "instructions": instructions}
 
 

@@ -148,12 +148,10 @@ class PiMessagesDecoder:
             out.text_delta(index, _text(event.get("delta")))
         elif kind == "text_end":
             index = self._index(event, kind)
-            content = event.get("content")
-            signature = event.get("contentSignature")
             out.text_end(
                 index,
-                text=content if isinstance(content, str) else None,
-                signature=signature if isinstance(signature, str) else None,
+                text=_optional_text(event.get("content")),
+                signature=_optional_text(event.get("contentSignature")),
             )
         elif kind == "thinking_start":
             self._index(event, kind)
@@ -163,12 +161,10 @@ class PiMessagesDecoder:
             out.thinking_delta(index, _text(event.get("delta")))
         elif kind == "thinking_end":
             index = self._index(event, kind)
-            content = event.get("content")
-            signature = event.get("contentSignature")
             out.thinking_end(
                 index,
-                thinking=content if isinstance(content, str) else None,
-                signature=signature if isinstance(signature, str) else None,
+                thinking=_optional_text(event.get("content")),
+                signature=_optional_text(event.get("contentSignature")),
             )
             if event.get("redacted") is True:
                 out.message.content[index].redacted = True  # type: ignore[union-attr]
@@ -240,6 +236,10 @@ def _first(error: ValidationError) -> str:
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+def _optional_text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 async def stream_pi_messages(model: Model, context: LlmContext, options: StreamOptions, out: MessageBuilder) -> None:

@@ -262,6 +262,11 @@ def run_fleet(*args: str, env: dict[str, str], cwd: Path, timeout: float = 120) 
     return subprocess.run([*PI, "fleet", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def run_args(tasks: Path, out: Path, *options: str) -> list[str]:
+    """``pi fleet``'s arguments for running ``tasks`` into ``out`` with the scripted model, then ``options``."""
+    return ["run", str(tasks), "--out", str(out), "--model", MODEL, *options]
+
+
 def start_fleet(*args: str, env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [*PI, "fleet", *args], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

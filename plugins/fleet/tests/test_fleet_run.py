@@ -25,6 +25,7 @@ from fleet_kit import (
     fleet_env,
     make_repo,
     results,
+    run_args,
     run_fleet,
     start_fleet,
     wait_for,
@@ -77,6 +78,11 @@ def _fleet(base: Path, server: ScriptedModel, settings: dict[str, object] | None
     return Fleet(base, agent, fleet_env(agent), repos)
 
 
+def _on(head: RayHead, tasks: Path, out: Path, *options: str) -> list[str]:
+    """``pi fleet run``'s arguments for a run on the module's Ray head."""
+    return run_args(tasks, out, "--address", head.address, *options)
+
+
 # --------------------------------------------------------------------------- many tasks, re-runs, a missing repo
 
 
@@ -108,9 +114,7 @@ def main_run(head: RayHead, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         ],
     )
     out = base / "out"
-    done = run_fleet(
-        "run", str(tasks), "--out", str(out), "--model", MODEL, "--address", head.address, env=fleet.env, cwd=base
-    )
+    done = run_fleet(*_on(head, tasks, out), env=fleet.env, cwd=base)
     try:
         yield MainRun(fleet, server, out, tasks, done)
     finally:
@@ -162,18 +166,7 @@ def test_a_rerun_makes_no_request_and_rerun_forces_all(main_run: MainRun, head: 
     fleet, out = main_run.fleet, main_run.out
     before = main_run.server.count()
     first = {r["id"]: r for r in results(out)}
-    again = run_fleet(
-        "run",
-        str(main_run.tasks),
-        "--out",
-        str(out),
-        "--model",
-        MODEL,
-        "--address",
-        head.address,
-        env=fleet.env,
-        cwd=fleet.base,
-    )
+    again = run_fleet(*_on(head, main_run.tasks, out), env=fleet.env, cwd=fleet.base)
     assert again.returncode == 1  # the missing repository is tried again, and fails again
     assert "6 task(s) already ok" in again.stderr
     assert main_run.server.count() == before  # no model request
@@ -183,19 +176,7 @@ def test_a_rerun_makes_no_request_and_rerun_forces_all(main_run: MainRun, head: 
     assert {i: r for i, r in second.items() if i != "missing"} == {i: r for i, r in first.items() if i != "missing"}
     assert second["missing"]["status"] == "error"
 
-    forced = run_fleet(
-        "run",
-        str(main_run.tasks),
-        "--out",
-        str(out),
-        "--rerun",
-        "--address",
-        head.address,
-        "--model",
-        MODEL,
-        env=fleet.env,
-        cwd=fleet.base,
-    )
+    forced = run_fleet(*_on(head, main_run.tasks, out, "--rerun"), env=fleet.env, cwd=fleet.base)
     assert forced.returncode == 1
     assert main_run.server.count() == before + 12
     assert len(results(out)) == 7
@@ -217,20 +198,7 @@ def test_a_worker_killed_mid_task_is_retried_and_leaves_one_result(
         ],
     )
     out = tmp_path / "out"
-    process = start_fleet(
-        "run",
-        str(tasks),
-        "--out",
-        str(out),
-        "--model",
-        MODEL,
-        "--address",
-        head.address,
-        "--retries",
-        "2",
-        env=fleet.env,
-        cwd=tmp_path,
-    )
+    process = start_fleet(*_on(head, tasks, out, "--retries", "2"), env=fleet.env, cwd=tmp_path)
     try:
         assert model.blocked.wait(timeout=60), "the blocked request never arrived"
         worker = json.loads((out / "work" / "victim" / "worker.json").read_text())
@@ -273,18 +241,7 @@ def test_a_429_holds_back_every_worker_until_the_shared_deadline(
         ],
     )
     out = tmp_path / "out"
-    done = run_fleet(
-        "run",
-        str(tasks),
-        "--out",
-        str(out),
-        "--model",
-        MODEL,
-        "--address",
-        head.address,
-        env=fleet.env,
-        cwd=tmp_path,
-    )
+    done = run_fleet(*_on(head, tasks, out), env=fleet.env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert [r["status"] for r in results(out)] == ["ok", "ok"]
     limited = [r for r in model.requests if r.status == 429]
@@ -308,18 +265,7 @@ def test_a_provider_answering_429_to_everyone_ends_in_error_lines(
         [{"id": f"t{n}", "repo": str(fleet.repos[n]), "prompt": f"write T{n}.md: x"} for n in range(3)],
     )
     out = tmp_path / "out"
-    done = run_fleet(
-        "run",
-        str(tasks),
-        "--out",
-        str(out),
-        "--model",
-        MODEL,
-        "--address",
-        head.address,
-        env=fleet.env,
-        cwd=tmp_path,
-    )
+    done = run_fleet(*_on(head, tasks, out), env=fleet.env, cwd=tmp_path)
     assert done.returncode == 1
     lines = results(out)
     assert [r["status"] for r in lines] == ["error"] * 3
@@ -341,9 +287,7 @@ def test_ctrl_c_cancels_every_running_task(model: ScriptedModel, tmp_path: Path)
     )
     out = tmp_path / "out"
     # no --address: the run starts (and stops) an embedded local Ray with 2 CPUs
-    process = start_fleet(
-        "run", str(tasks), "--out", str(out), "--model", MODEL, "--num-cpus", "2", env=fleet.env, cwd=tmp_path
-    )
+    process = start_fleet(*run_args(tasks, out, "--num-cpus", "2"), env=fleet.env, cwd=tmp_path)
     try:
         wait_for(lambda: model.count() == 2, timeout=60, what="two running tasks")
         pids = [
@@ -462,7 +406,7 @@ def test_policies_and_trust_apply_to_fleet_tasks_as_to_pi_print(
         ],
     )
     out = tmp_path / "out"
-    common = ["run", str(tasks), "--out", str(out), "--model", MODEL, "--address", head.address, "-e", "policy.py"]
+    common = _on(head, tasks, out, "-e", "policy.py")
     done = run_fleet(*common, env=fleet.env, cwd=tmp_path)
     assert done.returncode == 1
     by_id = {r["id"]: r for r in results(out)}

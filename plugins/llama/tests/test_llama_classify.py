@@ -10,13 +10,12 @@ import json
 import math
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from llama_kit import run_pi, stock
+from llama_kit import refresh_pi_ts, run_pi, stock
 from scripted_router import ScriptedRouter
 
 from pi_core.ai import ModelRegistry
@@ -226,29 +225,7 @@ async def test_pi_1_6_0_reads_the_same_answers_from_the_same_router(
     agent = tmp_path / "ts-agent"
     agent.mkdir()
     (agent / "settings.json").write_text(json.dumps({"defaultTools": ["+codemode"]}))
-    (agent / "auth.json").write_text(
-        json.dumps({"llama.cpp": {"type": "api_key", "env": {"LLAMA_BASE_URL": router.url}}})
-    )
-    stub = {"baseUrl": f"{router.url}/v1", "api": "openai-completions", "apiKey": "k", "models": [{"id": "stub"}]}
-    (agent / "models.json").write_text(json.dumps({"providers": {"stub": stub}}))
-    env = {k: v for k, v in os.environ.items() if k != "PI_OFFLINE"}
-    env.update(PI_CODING_AGENT_DIR=str(agent))
-    # pi 1.6.0 learns the router's models in a refresh (RPC mode), as a user's first start would
-    refresh = subprocess.Popen(
-        [str(bun), str(cli), "--mode", "rpc", "--no-session"],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    store = agent / "models-store.json"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and "llama.cpp" not in (store.read_text() if store.exists() else ""):
-        time.sleep(0.1)
-    assert refresh.stdin is not None
-    refresh.stdin.close()
-    refresh.wait(timeout=30)
+    env = refresh_pi_ts(router, agent, tmp_path, bun, cli)
     done = subprocess.run(
         [PI_TS, "-p", "--no-session", "--model", "llama.cpp/qwen3-8b", "go"],
         cwd=tmp_path,

@@ -5,16 +5,14 @@ when ``PI_TS`` names pi 1.6.0, both list the same models of the same router."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from llama_kit import listed, run_pi, stock
+from llama_kit import listed, refresh_pi_ts, run_pi, stock
 from scripted_router import ScriptedRouter, dead_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "cli"))
@@ -129,38 +127,13 @@ def test_rpc_lists_llama_and_loads_and_unloads(router: ScriptedRouter, tmp_path:
 
 
 def _pi_ts_list(router: ScriptedRouter, agent: Path, tmp_path: Path) -> list[tuple[str, str]]:
-    """pi 1.6.0's list after its own look at the router. Its launcher sets PI_OFFLINE
-    (no catalogue refresh), so the refresh runs in RPC mode without it, as a user's would."""
+    """pi 1.6.0's list after its own look at the router (a refresh in RPC mode)."""
     package = Path(PI_TS).resolve().parent / "node_modules"
     bun, cli = package / ".bin" / "bun", package / "@earendil-works" / "pi-coding-agent" / "dist" / "bundle" / "cli.js"
     if not (bun.exists() and cli.exists()):
         pytest.skip(f"no bun and pi 1.6.0 bundle next to {PI_TS}")
     agent.mkdir()
-    (agent / "auth.json").write_text(
-        json.dumps({"llama.cpp": {"type": "api_key", "env": {"LLAMA_BASE_URL": router.url}}})
-    )
-    # pi 1.6.0's RPC mode needs some model to start with
-    stub = {"baseUrl": f"{router.url}/v1", "api": "openai-completions", "apiKey": "k", "models": [{"id": "stub"}]}
-    (agent / "models.json").write_text(json.dumps({"providers": {"stub": stub}}))
-    env = {k: v for k, v in os.environ.items() if k != "PI_OFFLINE"}
-    env.update(PI_CODING_AGENT_DIR=str(agent))
-    process = subprocess.Popen(
-        [str(bun), str(cli), "--mode", "rpc", "--no-session"],
-        cwd=tmp_path,
-        env=env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        store = agent / "models-store.json"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and "llama.cpp" not in (store.read_text() if store.exists() else ""):
-            time.sleep(0.1)
-    finally:
-        assert process.stdin is not None
-        process.stdin.close()
-        process.wait(timeout=30)
+    env = refresh_pi_ts(router, agent, tmp_path, bun, cli)
     done = subprocess.run([PI_TS, "--list-models"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return [row for row in listed(done.stdout) if row[0] == "llama.cpp"]

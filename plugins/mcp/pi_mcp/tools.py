@@ -9,7 +9,6 @@ scripts) get the complete result.
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import contextlib
 import json
@@ -20,7 +19,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from pi_hookspecs import (
-    AbortError,
     ImageContent,
     TextContent,
     ToolAnnotations,
@@ -28,6 +26,7 @@ from pi_hookspecs import (
     ToolNamespace,
     ToolResult,
 )
+from pi_hookspecs.signals import abortable
 
 from .names import INTERNAL_EXPOSURE
 
@@ -153,26 +152,6 @@ def convert_result(server: str, tool: str, result: Any) -> ToolResult:
 
 
 # --------------------------------------------------------------------------- calls
-
-
-async def abortable(call: Awaitable[Any], signal: Any) -> Any:
-    """Await ``call``; cancel it and raise :class:`AbortError` when ``signal`` aborts."""
-    if signal is None:
-        return await call
-    if signal.aborted:
-        if asyncio.iscoroutine(call):
-            call.close()
-        raise AbortError(signal.reason)
-    task = asyncio.ensure_future(call)
-    remove = signal.add_callback(lambda _reason: task.cancel())
-    try:
-        return await task
-    except asyncio.CancelledError:
-        if signal.aborted:
-            raise AbortError(signal.reason) from None
-        raise
-    finally:
-        remove()
 
 
 def _progress(ctx: Any, server: str, tool: str) -> Callable[[float, float | None, str | None], Awaitable[None]] | None:

@@ -45,6 +45,17 @@ def write_mcp_json(directory: Path, servers: dict[str, Any], **top: Any) -> Path
     return write_json(directory / "mcp.json", {"mcpServers": servers, **top})
 
 
+def write_local_models(directory: Path, url: str) -> Path:
+    """``models.json`` with model ``local/m`` at the OpenAI-compatible server at ``url``."""
+    local = {
+        "baseUrl": f"{url}/v1",
+        "api": "openai-completions",
+        "apiKey": "test-key",
+        "models": [{"id": "m", "contextWindow": 32000, "maxTokens": 1024}],
+    }
+    return write_json(directory / "models.json", {"providers": {"local": local}})
+
+
 def alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie counts as gone), from /proc."""
     try:

@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_testkit import FIXTURE, TOOL_COUNT, env_without_pi, stdio, write_json, write_mcp_json
+from mcp_testkit import (
+    FIXTURE,
+    TOOL_COUNT,
+    env_without_pi,
+    stdio,
+    write_json,
+    write_local_models,
+    write_mcp_json,
+)
 
 from pi_mcp.cli import main
 from pi_mcp.oauth import AUTH_FILE_NAME, CredentialStore
@@ -193,19 +201,7 @@ def test_pi_print_mode_round_trips_a_direct_tool_of_an_installed_pi_mcp(pi_agent
     server = WireServer()
     try:
         write_mcp_json(pi_agent_dir, {"fx": stdio(toolExposure={"echo": "direct"})})
-        write_json(
-            pi_agent_dir / "models.json",
-            {
-                "providers": {
-                    "local": {
-                        "baseUrl": f"{server.url}/v1",
-                        "api": "openai-completions",
-                        "apiKey": "test-key",
-                        "models": [{"id": "m", "contextWindow": 32000, "maxTokens": 1024}],
-                    }
-                }
-            },
-        )
+        write_local_models(pi_agent_dir, server.url)
         usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
         server.enqueue(
             chat_chunks(

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_testkit import env_without_pi, stdio, write_json
+from mcp_testkit import env_without_pi, stdio, write_local_models
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "ai"))
 from wire_server import WireServer, chat_chunks
@@ -52,19 +52,7 @@ def setup(pi_agent_dir: Path, tmp_path: Path, server: WireServer) -> tuple[Path,
     config = stdio(exposure="direct", description="Tickets of the team")
     plugin = tmp_path / "tickets.py"
     plugin.write_text(textwrap.dedent(PLUGIN).format(config=json.dumps(config)))
-    write_json(
-        pi_agent_dir / "models.json",
-        {
-            "providers": {
-                "local": {
-                    "baseUrl": f"{server.url}/v1",
-                    "api": "openai-completions",
-                    "apiKey": "test-key",
-                    "models": [{"id": "m", "contextWindow": 32000, "maxTokens": 1024}],
-                }
-            }
-        },
-    )
+    write_local_models(pi_agent_dir, server.url)
     return plugin, config
 
 

@@ -204,7 +204,7 @@ def test_pi_print_mode_declares_the_tool_of_a_slow_starting_server_in_its_first_
 ) -> None:
     """``pi -p`` end to end: the server sleeps 0.5 s before it serves; its direct tool is
     declared in the first request all the same, and the call goes through."""
-    from mcp_testkit import env_without_pi, write_json
+    from mcp_testkit import env_without_pi, write_local_models
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "ai"))
     from wire_server import WireServer, chat_chunks
@@ -218,19 +218,7 @@ def test_pi_print_mode_declares_the_tool_of_a_slow_starting_server_in_its_first_
                 "other": stdio(exposure="codemode"),
             },
         )
-        write_json(
-            pi_agent_dir / "models.json",
-            {
-                "providers": {
-                    "local": {
-                        "baseUrl": f"{server.url}/v1",
-                        "api": "openai-completions",
-                        "apiKey": "test-key",
-                        "models": [{"id": "m", "contextWindow": 32000, "maxTokens": 1024}],
-                    }
-                }
-            },
-        )
+        write_local_models(pi_agent_dir, server.url)
         server.enqueue(
             chat_chunks(
                 [
