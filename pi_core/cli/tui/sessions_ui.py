@@ -378,6 +378,9 @@ async def cmd_copy(app: CommandHost, args: str) -> None:
         app.out.line("✖ No agent messages to copy yet.", "red")
         return
     how = await asyncio.to_thread(copy_to_clipboard, text, app.out.write)
+    if not how:
+        app.out.line("✖ Clipboard unavailable: no clipboard tool, and the text exceeds the OSC 52 size limit", "red")
+        return
     note = " (through the terminal: OSC 52)" if how == "OSC 52" else ""
     app.out.line(f"Copied last agent message to clipboard{note}", "green")
 

@@ -31,9 +31,15 @@ def _usable(tool: str) -> bool:
     return True
 
 
+OSC52_LIMIT = 100_000
+"""The longest OSC 52 payload (base64 characters) pi writes, as pi 1.6.0: terminals drop
+or truncate longer ones, and a multi-megabyte escape sequence stalls the terminal."""
+
+
 def copy_to_clipboard(text: str, write_terminal: Callable[[str], None]) -> str:
     """Put ``text`` on the clipboard: the first clipboard tool that works (pbcopy,
-    wl-copy, xclip, xsel), else the terminal's OSC 52 sequence. Returns how."""
+    wl-copy, xclip, xsel), else the terminal's OSC 52 sequence. Returns how, or ``""``
+    when neither can: no tool, and the text too long for OSC 52 (:data:`OSC52_LIMIT`)."""
     for command in _COPY_TOOLS:
         tool = shutil.which(command[0])
         if tool is None or not _usable(command[0]):
@@ -44,6 +50,8 @@ def copy_to_clipboard(text: str, write_terminal: Callable[[str], None]) -> str:
         except (OSError, subprocess.SubprocessError):
             continue
     encoded = base64.b64encode(text.encode()).decode()
+    if len(encoded) > OSC52_LIMIT:
+        return ""
     write_terminal(f"\x1b]52;c;{encoded}\x07")
     return "OSC 52"
 
