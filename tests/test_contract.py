@@ -357,3 +357,4 @@ def test_the_occasional_module_defines_exactly_the_occasional_names() -> None:
         if isinstance(value, type) and value.__module__ == _occasional.__name__
     }
     assert defined == set(h.events.OCCASIONAL)
+    assert _occasional.__all__ == sorted(h.events.OCCASIONAL)  # spelled out for type checkers

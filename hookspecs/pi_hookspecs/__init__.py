@@ -392,6 +392,7 @@ _MODEL_TYPES_NAMES = frozenset(
 APIs of such models use them, so that module is imported the first time one is read."""
 
 if TYPE_CHECKING:
+    from ._occasional import *  # noqa: F403  (made on first use: see __getattr__)
     from .model_types import (
         MODEL_TYPES,
         ClassifierAnswer,

@@ -17,6 +17,12 @@ class Event(PiModel):
     type: str
 
 
+class _ProviderEvent(Event):
+    provider: str = ""
+    api: str = ""
+    model: str = ""
+
+
 CompactReason = Literal["manual", "threshold", "overflow"]
 
 HookOutcome = Literal["blocked", "transformed", "handled", "cancelled", "failed"]
@@ -27,11 +33,18 @@ OCCASIONAL = frozenset(
         "BashResult",
         "BashSpawnEvent",
         "BashSpawnResult",
+        "BeforeProviderHeadersEvent",
+        "BeforeProviderRequestEvent",
+        "BeforeProviderRequestResult",
         "BranchSummaryResult",
         "CacheWarmingDecisionEvent",
         "CacheWarmingDecisionResult",
         "CompactionPreparation",
         "CompactionResult",
+        "ContextEvent",
+        "ContextResult",
+        "ContextWithSystemEvent",
+        "ContextWithSystemResult",
         "FileAccessEvent",
         "FileAccessResult",
         "FileOperations",
@@ -40,6 +53,7 @@ OCCASIONAL = frozenset(
         "ModelSelectEvent",
         "ProjectTrustEvent",
         "ProjectTrustResult",
+        "ProviderStreamEvent",
         "SessionBeforeCompactEvent",
         "SessionBeforeCompactResult",
         "SessionBeforeForkEvent",
@@ -53,6 +67,8 @@ OCCASIONAL = frozenset(
         "SessionInfoChangedEvent",
         "SessionTreeEvent",
         "ThinkingLevelSelectEvent",
+        "ToolResultEvent",
+        "ToolResultPatch",
         "TreePreparation",
         "UiPromptEndEvent",
         "UiPromptStartEvent",
@@ -64,7 +80,9 @@ OCCASIONAL = frozenset(
 happens: compaction, tree navigation, switching or forking sessions, a user's ``!``
 command, a model or thinking-level switch, prompt-cache warming, a terminal dialog, a
 session renamed; and the events pi builds only for the plugins that implement them
-(``bash_spawn``, ``file_access``, ``hook_outcome``) or only for a project that needs
-trust (``project_trust``). They are defined in :mod:`pi_hookspecs._occasional` and created the
-first time one is used (``pi_hookspecs.events.SessionTreeEvent`` works as any other
-name): a ``pi -p`` run does not pay for making about 34 model classes it never uses."""
+(``bash_spawn``, ``file_access``, ``hook_outcome``, ``context``, ``context_with_system``,
+``before_provider_headers``, ``before_provider_request``, ``provider_stream_event``,
+``tool_result``) or only for a project that needs trust (``project_trust``). They are
+defined in :mod:`pi_hookspecs._occasional` and created the first time one is used
+(``pi_hookspecs.events.SessionTreeEvent`` works as any other name): a ``pi -p`` run does
+not pay for making about 44 model classes it may never use."""

@@ -7,10 +7,10 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ._base import PiModel, StrictModel
-from ._event import OCCASIONAL, CompactReason, Event, HookOutcome
+from ._event import CompactReason, Event, HookOutcome, _ProviderEvent
 from .entries import BranchSummaryEntry, CompactionEntry, SessionEntry
 from .llm import Model
-from .messages import AgentMessage, Usage
+from .messages import AgentMessage, Usage, UserContent
 from .registration import McpServerRegistration
 from .signals import AbortSignal
 
@@ -311,4 +311,118 @@ class FileAccessResult(StrictModel):
     reason: str | None = None
 
 
-__all__ = sorted(OCCASIONAL)  # the one list of these names is _event.OCCASIONAL
+# ---------------------------------------------------------- made only for the plugins that implement them
+
+
+class ToolResultEvent(Event):
+    type: Literal["tool_result"] = "tool_result"
+    tool_name: str
+    tool_call_id: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    parent_tool_call_id: str | None = None
+    content: list[UserContent] = Field(default_factory=list)
+    details: Any = None
+    structured_content: Any = None
+    is_error: bool = False
+    usage: Usage | None = None
+
+
+class ToolResultPatch(StrictModel):
+    """A partial change of a tool result: only the fields a handler sets replace the
+    current values (replacing ``content`` without ``structured_content`` drops the
+    structured content, which may no longer match)."""
+
+    content: list[UserContent] | None = None
+    details: Any = None
+    structured_content: Any = None
+    is_error: bool | None = None
+    usage: Usage | None = None
+
+
+class ContextEvent(Event):
+    type: Literal["context"] = "context"
+    messages: list[AgentMessage] = Field(default_factory=list)
+
+
+class ContextResult(StrictModel):
+    messages: list[AgentMessage]
+
+
+class ContextWithSystemEvent(Event):
+    type: Literal["context_with_system"] = "context_with_system"
+    messages: list[AgentMessage] = Field(default_factory=list)
+
+
+class ContextWithSystemResult(StrictModel):
+    messages: list[AgentMessage]
+
+
+class BeforeProviderHeadersEvent(_ProviderEvent):
+    """Mutate ``headers`` in place; a value of ``None`` removes that header."""
+
+    type: Literal["before_provider_headers"] = "before_provider_headers"
+    headers: dict[str, str | None] = Field(default_factory=dict)
+
+
+class BeforeProviderRequestEvent(_ProviderEvent):
+    type: Literal["before_provider_request"] = "before_provider_request"
+    payload: Any = None
+
+
+class BeforeProviderRequestResult(StrictModel):
+    payload: Any
+
+
+class ProviderStreamEvent(_ProviderEvent):
+    type: Literal["provider_stream_event"] = "provider_stream_event"
+    data: Any = None
+
+
+# The same names as _event.OCCASIONAL (tests/test_contract.py checks), spelled out so that
+# type checkers see them through the TYPE_CHECKING imports of pi_hookspecs and .events.
+__all__ = [
+    "BashResult",
+    "BashSpawnEvent",
+    "BashSpawnResult",
+    "BeforeProviderHeadersEvent",
+    "BeforeProviderRequestEvent",
+    "BeforeProviderRequestResult",
+    "BranchSummaryResult",
+    "CacheWarmingDecisionEvent",
+    "CacheWarmingDecisionResult",
+    "CompactionPreparation",
+    "CompactionResult",
+    "ContextEvent",
+    "ContextResult",
+    "ContextWithSystemEvent",
+    "ContextWithSystemResult",
+    "FileAccessEvent",
+    "FileAccessResult",
+    "FileOperations",
+    "HookOutcomeEvent",
+    "McpServersChangeEvent",
+    "ModelSelectEvent",
+    "ProjectTrustEvent",
+    "ProjectTrustResult",
+    "ProviderStreamEvent",
+    "SessionBeforeCompactEvent",
+    "SessionBeforeCompactResult",
+    "SessionBeforeForkEvent",
+    "SessionBeforeForkResult",
+    "SessionBeforeSwitchEvent",
+    "SessionBeforeSwitchResult",
+    "SessionBeforeTreeEvent",
+    "SessionBeforeTreeResult",
+    "SessionCompactEvent",
+    "SessionCompactFailedEvent",
+    "SessionInfoChangedEvent",
+    "SessionTreeEvent",
+    "ThinkingLevelSelectEvent",
+    "ToolResultEvent",
+    "ToolResultPatch",
+    "TreePreparation",
+    "UiPromptEndEvent",
+    "UiPromptStartEvent",
+    "UserBashEvent",
+    "UserBashResult",
+]

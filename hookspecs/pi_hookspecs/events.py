@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ConfigDict, Field
 
 from ._base import PiModel, StrictModel, camel_alias
-from ._event import OCCASIONAL, CompactReason, Event, HookOutcome
+from ._event import OCCASIONAL, CompactReason, Event, HookOutcome, _ProviderEvent
 from .entries import DraftCustomMessage, DraftEntry, SessionEntry
 from .messages import (
     AgentMessage,
@@ -21,8 +21,6 @@ from .messages import (
     CustomMessage,
     ImageContent,
     ToolResultMessage,
-    Usage,
-    UserContent,
 )
 from .tools import ToolResult
 
@@ -266,83 +264,16 @@ class ToolCallResult(StrictModel):
     terminate: bool = False
 
 
-class ToolResultEvent(Event):
-    type: Literal["tool_result"] = "tool_result"
-    tool_name: str
-    tool_call_id: str
-    input: dict[str, Any] = Field(default_factory=dict)
-    parent_tool_call_id: str | None = None
-    content: list[UserContent] = Field(default_factory=list)
-    details: Any = None
-    structured_content: Any = None
-    is_error: bool = False
-    usage: Usage | None = None
-
-
-class ToolResultPatch(StrictModel):
-    """A partial change of a tool result: only the fields a handler sets replace the
-    current values (replacing ``content`` without ``structured_content`` drops the
-    structured content, which may no longer match)."""
-
-    content: list[UserContent] | None = None
-    details: Any = None
-    structured_content: Any = None
-    is_error: bool | None = None
-    usage: Usage | None = None
-
-
 # --------------------------------------------------------------------------- context & provider
 
-
-class ContextEvent(Event):
-    type: Literal["context"] = "context"
-    messages: list[AgentMessage] = Field(default_factory=list)
-
-
-class ContextResult(StrictModel):
-    messages: list[AgentMessage]
-
-
-class ContextWithSystemEvent(Event):
-    type: Literal["context_with_system"] = "context_with_system"
-    messages: list[AgentMessage] = Field(default_factory=list)
-
-
-class ContextWithSystemResult(StrictModel):
-    messages: list[AgentMessage]
-
-
-class _ProviderEvent(Event):
-    provider: str = ""
-    api: str = ""
-    model: str = ""
-
-
-class BeforeProviderHeadersEvent(_ProviderEvent):
-    """Mutate ``headers`` in place; a value of ``None`` removes that header."""
-
-    type: Literal["before_provider_headers"] = "before_provider_headers"
-    headers: dict[str, str | None] = Field(default_factory=dict)
-
-
-class BeforeProviderRequestEvent(_ProviderEvent):
-    type: Literal["before_provider_request"] = "before_provider_request"
-    payload: Any = None
-
-
-class BeforeProviderRequestResult(StrictModel):
-    payload: Any
+# The events of tool_result, context, context_with_system and of the provider hooks but
+# after_provider_response are occasional: pi makes them only for a plugin that implements the hook.
 
 
 class AfterProviderResponseEvent(_ProviderEvent):
     type: Literal["after_provider_response"] = "after_provider_response"
     status: int = 0
     headers: dict[str, str] = Field(default_factory=dict)
-
-
-class ProviderStreamEvent(_ProviderEvent):
-    type: Literal["provider_stream_event"] = "provider_stream_event"
-    data: Any = None
 
 
 # --------------------------------------------------------------------------- prompt-cache warming
@@ -404,17 +335,10 @@ __all__ = [
     "AgentStartEvent",
     "BeforeAgentStartEvent",
     "BeforeAgentStartResult",
-    "BeforeProviderHeadersEvent",
-    "BeforeProviderRequestEvent",
-    "BeforeProviderRequestResult",
     "BoundaryContext",
     "BoundaryResult",
     "CompactReason",
-    "ContextEvent",
     "ContextFile",
-    "ContextResult",
-    "ContextWithSystemEvent",
-    "ContextWithSystemResult",
     "Event",
     "HookOutcome",
     "InputEvent",
@@ -424,7 +348,6 @@ __all__ = [
     "MessageStartEvent",
     "MessageUpdateEvent",
     "ProjectedEntry",
-    "ProviderStreamEvent",
     "ResourcesDiscoverEvent",
     "ResourcesDiscoverResult",
     "SessionShutdownEvent",
@@ -438,8 +361,6 @@ __all__ = [
     "ToolExecutionEndEvent",
     "ToolExecutionStartEvent",
     "ToolExecutionUpdateEvent",
-    "ToolResultEvent",
-    "ToolResultPatch",
     "TurnEndEvent",
     "TurnStartEvent",
 ]

@@ -33,21 +33,13 @@ from .events import (
     AgentStartEvent,
     BeforeAgentStartEvent,
     BeforeAgentStartResult,
-    BeforeProviderHeadersEvent,
-    BeforeProviderRequestEvent,
-    BeforeProviderRequestResult,
     BoundaryResult,
-    ContextEvent,
-    ContextResult,
-    ContextWithSystemEvent,
-    ContextWithSystemResult,
     InputEvent,
     InputResult,
     MessageEndEvent,
     MessageEndResult,
     MessageStartEvent,
     MessageUpdateEvent,
-    ProviderStreamEvent,
     ResourcesDiscoverEvent,
     ResourcesDiscoverResult,
     SessionShutdownEvent,
@@ -57,8 +49,6 @@ from .events import (
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
-    ToolResultEvent,
-    ToolResultPatch,
     TurnEndEvent,
     TurnStartEvent,
 )
@@ -82,8 +72,15 @@ if TYPE_CHECKING:  # occasional events: made when first used (pi_hookspecs.event
     from ._occasional import (
         BashSpawnEvent,
         BashSpawnResult,
+        BeforeProviderHeadersEvent,
+        BeforeProviderRequestEvent,
+        BeforeProviderRequestResult,
         CacheWarmingDecisionEvent,
         CacheWarmingDecisionResult,
+        ContextEvent,
+        ContextResult,
+        ContextWithSystemEvent,
+        ContextWithSystemResult,
         FileAccessEvent,
         FileAccessResult,
         HookOutcomeEvent,
@@ -91,6 +88,7 @@ if TYPE_CHECKING:  # occasional events: made when first used (pi_hookspecs.event
         ModelSelectEvent,
         ProjectTrustEvent,
         ProjectTrustResult,
+        ProviderStreamEvent,
         SessionBeforeCompactEvent,
         SessionBeforeCompactResult,
         SessionBeforeForkEvent,
@@ -104,6 +102,8 @@ if TYPE_CHECKING:  # occasional events: made when first used (pi_hookspecs.event
         SessionInfoChangedEvent,
         SessionTreeEvent,
         ThinkingLevelSelectEvent,
+        ToolResultEvent,
+        ToolResultPatch,
         UiPromptEndEvent,
         UiPromptStartEvent,
         UserBashEvent,
@@ -1095,7 +1095,7 @@ def tool_call(event: ToolCallEvent, ctx: ExtensionContext) -> ToolCallResult | N
     ),
     in_place=True,
 )
-def tool_result(event: ToolResultEvent, ctx: ExtensionContext) -> ToolResultPatch | None:
+def tool_result(event: "ToolResultEvent", ctx: ExtensionContext) -> "ToolResultPatch | None":
     """A tool finished; its result may be changed before the model sees it.
 
     **Fires** after a tool ran (successfully, with ``is_error``, or raising), with the
@@ -1194,7 +1194,7 @@ def file_access(event: "FileAccessEvent", ctx: ExtensionContext) -> "FileAccessR
 
 
 @event_spec(Rule.CHAINED, group="Model requests", compose=Chained("messages"))
-def context(event: ContextEvent, ctx: ExtensionContext) -> ContextResult | None:
+def context(event: "ContextEvent", ctx: ExtensionContext) -> "ContextResult | None":
     """The conversation of the next model request, without system messages
     (``event.messages``, a copy that is safe to change).
 
@@ -1208,7 +1208,7 @@ def context(event: ContextEvent, ctx: ExtensionContext) -> ContextResult | None:
 
 
 @event_spec(Rule.CHAINED, group="Model requests", compose=Chained("messages"))
-def context_with_system(event: ContextWithSystemEvent, ctx: ExtensionContext) -> ContextWithSystemResult | None:
+def context_with_system(event: "ContextWithSystemEvent", ctx: ExtensionContext) -> "ContextWithSystemResult | None":
     """The full transcript of the next request, system messages included.
 
     **Fires** after every ``context`` handler. Keep a system message at index 0.
@@ -1223,7 +1223,7 @@ def context_with_system(event: ContextWithSystemEvent, ctx: ExtensionContext) ->
 
 
 @event_spec(Rule.MUTATION, group="Model requests", in_place=True)
-def before_provider_headers(event: BeforeProviderHeadersEvent, ctx: ExtensionContext) -> None:
+def before_provider_headers(event: "BeforeProviderHeadersEvent", ctx: ExtensionContext) -> None:
     """The HTTP headers of a provider request are assembled.
 
     **Mutate** ``event.headers`` in place: set a key to add or override a header, set
@@ -1237,8 +1237,8 @@ def before_provider_headers(event: BeforeProviderHeadersEvent, ctx: ExtensionCon
 
 @event_spec(Rule.CHAINED, group="Model requests", compose=Chained("payload"))
 def before_provider_request(
-    event: BeforeProviderRequestEvent, ctx: ExtensionContext
-) -> BeforeProviderRequestResult | None:
+    event: "BeforeProviderRequestEvent", ctx: ExtensionContext
+) -> "BeforeProviderRequestResult | None":
     """The provider payload is built and about to be sent (``event.payload``).
 
     **Returns** :class:`BeforeProviderRequestResult` (``payload``, replacing it) or
@@ -1262,7 +1262,7 @@ def after_provider_response(event: AfterProviderResponseEvent, ctx: ExtensionCon
 
 
 @event_spec(Rule.NOTIFICATION, group="Model requests")
-def provider_stream_event(event: ProviderStreamEvent, ctx: ExtensionContext) -> None:
+def provider_stream_event(event: "ProviderStreamEvent", ctx: ExtensionContext) -> None:
     """One parsed provider stream event (``event.data``, read-only), before pi
     normalises it. Handlers are awaited in stream order: slow ones delay the stream.
 

@@ -4,13 +4,7 @@ persistence, retry, compaction, reload and session replacement."""
 from typing import TYPE_CHECKING, Any
 
 from .errors import MissingSessionCwdError, no_model_message
-from .events import (
-    CompactionEndEvent,
-    CompactionStartEvent,
-    ExtensionErrorEvent,
-    NoticeEvent,
-    QueueUpdateEvent,
-)
+from .events import ExtensionErrorEvent, NoticeEvent
 from .host import SessionRuntime
 from .sdk import create_agent_session
 from .services import ServiceOptions, SessionServices, create_services
@@ -18,12 +12,26 @@ from .session import AgentSession, NoModelError, SessionBusyError
 from .tool_registry import ToolRegistry, ToolSelection
 
 if TYPE_CHECKING:
-    from .events import AutoRetryEndEvent, AutoRetryStartEvent
+    from .events import (
+        AutoRetryEndEvent,
+        AutoRetryStartEvent,
+        CompactionEndEvent,
+        CompactionStartEvent,
+        QueueUpdateEvent,
+    )
+
+_OCCASIONAL = (
+    "AutoRetryEndEvent",
+    "AutoRetryStartEvent",
+    "CompactionEndEvent",
+    "CompactionStartEvent",
+    "QueueUpdateEvent",
+)
 
 
 def __getattr__(name: str) -> Any:
-    """The retry events, made the first time one is read (:data:`.events.OCCASIONAL`)."""
-    if name in ("AutoRetryEndEvent", "AutoRetryStartEvent"):
+    """The occasional session events, made the first time one is read (:data:`.events.OCCASIONAL`)."""
+    if name in _OCCASIONAL:
         from . import events
 
         return getattr(events, name)

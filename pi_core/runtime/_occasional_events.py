@@ -1,11 +1,14 @@
 """The occasional session events of :mod:`pi_core.runtime.events` (named by its
-``OCCASIONAL``): retries of a failed request or summary, a user command's output. The
-same public names, created on first use; import them from :mod:`pi_core.runtime.events`
+``OCCASIONAL``): retries of a failed request or summary, a compaction, a user command's
+output, the queue of steering and follow-up messages, a thinking-level change, a recorded
+prompt-cache refresh. The same public names, created on first use; import them from :mod:`pi_core.runtime.events`
 (or :mod:`pi_core.runtime`), not from here."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
+
+from pydantic import Field
 
 from ._session_event import SessionEvent
 
@@ -56,3 +59,33 @@ class BashExecutionUpdateEvent(SessionEvent):
     type: Literal["bash_execution_update"] = "bash_execution_update"
     delta: str
     id: str | None = None
+
+
+class CompactionStartEvent(SessionEvent):
+    type: Literal["compaction_start"] = "compaction_start"
+    reason: str = "manual"
+
+
+class CompactionEndEvent(SessionEvent):
+    type: Literal["compaction_end"] = "compaction_end"
+    reason: str = "manual"
+    result: dict[str, Any] | None = None
+    aborted: bool = False
+    will_retry: bool = False
+    error_message: str | None = None
+
+
+class EntryAppendedEvent(SessionEvent):
+    type: Literal["entry_appended"] = "entry_appended"
+    entry: dict[str, Any]
+
+
+class ThinkingLevelChangedEvent(SessionEvent):
+    type: Literal["thinking_level_changed"] = "thinking_level_changed"
+    level: str
+
+
+class QueueUpdateEvent(SessionEvent):
+    type: Literal["queue_update"] = "queue_update"
+    steering: list[str] = Field(default_factory=list)
+    follow_up: list[str] = Field(default_factory=list)

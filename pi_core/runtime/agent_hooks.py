@@ -17,23 +17,18 @@ from typing import Any, cast
 
 from pydantic import BaseModel
 
+import pi_hookspecs  # the events only plugins' handlers see are made on first use
 from pi_hookspecs import (
     AfterProviderResponseEvent,
     AgentMessage,
     AssistantMessage,
-    BeforeProviderHeadersEvent,
-    BeforeProviderRequestEvent,
-    ContextEvent,
-    ContextWithSystemEvent,
     ImageContent,
     Model,
-    ProviderStreamEvent,
     StreamOptions,
     SystemMessage,
     TextContent,
     ToolCallEvent,
     ToolResult,
-    ToolResultEvent,
     Usage,
 )
 
@@ -74,14 +69,14 @@ class ContextHooks:
         runner = self.runner
         if runner.has_handlers("context"):
             conversation = [clone(m) for m in messages if not isinstance(m, SystemMessage)]
-            event = ContextEvent.model_construct(type="context", messages=conversation)
+            event = pi_hookspecs.ContextEvent.model_construct(type="context", messages=conversation)
             passed = event.messages
             result = await runner.emit("context", event)
             if result is not passed:
                 head = self._current_head(messages)
                 messages = [head, *result] if head is not None else list(result)
         if runner.has_handlers("context_with_system"):
-            event2 = ContextWithSystemEvent.model_construct(
+            event2 = pi_hookspecs.ContextWithSystemEvent.model_construct(
                 type="context_with_system", messages=[clone(m) for m in messages]
             )
             messages = await runner.emit("context_with_system", event2)
@@ -219,7 +214,7 @@ class ProviderHooks:
         provider, api, model_id = model.provider, model.api, model.id
 
         async def on_headers(headers: dict[str, Any]) -> None:
-            event = BeforeProviderHeadersEvent.model_construct(
+            event = pi_hookspecs.BeforeProviderHeadersEvent.model_construct(
                 headers=headers, provider=provider, api=api, model=model_id
             )
             await runner.emit("before_provider_headers", event)
@@ -253,7 +248,7 @@ class ProviderHooks:
         if runner.has_handlers("before_provider_request"):
 
             async def on_payload(payload: Any) -> Any:
-                event = BeforeProviderRequestEvent.model_construct(
+                event = pi_hookspecs.BeforeProviderRequestEvent.model_construct(
                     payload=payload, provider=provider, api=api, model=model_id
                 )
                 return await runner.emit("before_provider_request", event)
@@ -271,7 +266,9 @@ class ProviderHooks:
         if runner.has_handlers("provider_stream_event"):
 
             async def on_raw(data: Any) -> None:
-                event = ProviderStreamEvent.model_construct(data=data, provider=provider, api=api, model=model_id)
+                event = pi_hookspecs.ProviderStreamEvent.model_construct(
+                    data=data, provider=provider, api=api, model=model_id
+                )
                 await runner.emit("provider_stream_event", event)
 
             options.on_raw_event = on_raw
@@ -294,7 +291,7 @@ async def tool_result_hook(
     """``result`` through the ``tool_result`` transform (``terminate`` is kept)."""
     out = await runner.emit(
         "tool_result",
-        ToolResultEvent.model_construct(
+        pi_hookspecs.ToolResultEvent.model_construct(
             tool_name=tool_name,
             tool_call_id=tool_call_id,
             input=args,

@@ -8,39 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
-
 from ._session_event import SessionEvent
-
-
-class QueueUpdateEvent(SessionEvent):
-    type: Literal["queue_update"] = "queue_update"
-    steering: list[str] = Field(default_factory=list)
-    follow_up: list[str] = Field(default_factory=list)
-
-
-class CompactionStartEvent(SessionEvent):
-    type: Literal["compaction_start"] = "compaction_start"
-    reason: str = "manual"
-
-
-class CompactionEndEvent(SessionEvent):
-    type: Literal["compaction_end"] = "compaction_end"
-    reason: str = "manual"
-    result: dict[str, Any] | None = None
-    aborted: bool = False
-    will_retry: bool = False
-    error_message: str | None = None
-
-
-class EntryAppendedEvent(SessionEvent):
-    type: Literal["entry_appended"] = "entry_appended"
-    entry: dict[str, Any]
-
-
-class ThinkingLevelChangedEvent(SessionEvent):
-    type: Literal["thinking_level_changed"] = "thinking_level_changed"
-    level: str
 
 
 class ExtensionErrorEvent(SessionEvent):
@@ -63,23 +31,34 @@ OCCASIONAL = frozenset(
         "AutoRetryEndEvent",
         "AutoRetryStartEvent",
         "BashExecutionUpdateEvent",
+        "CompactionEndEvent",
+        "CompactionStartEvent",
+        "EntryAppendedEvent",
+        "QueueUpdateEvent",
         "SummarizationRetryAttemptStartEvent",
         "SummarizationRetryFinishedEvent",
         "SummarizationRetryScheduledEvent",
+        "ThinkingLevelChangedEvent",
     }
 )
-"""Events emitted only when something occasional happens (a retry, a user command's
-output): defined in :mod:`._occasional_events` and made the first time one is read,
-so a run that needs none does not make their model classes."""
+"""Events emitted only when something occasional happens (a retry, a compaction, a user
+command's output, queued steering or follow-up messages, a thinking-level change, a
+prompt-cache refresh recorded): defined in :mod:`._occasional_events` and made the first
+time one is read, so a run that needs none does not make their model classes."""
 
 if TYPE_CHECKING:
     from ._occasional_events import (
         AutoRetryEndEvent,
         AutoRetryStartEvent,
         BashExecutionUpdateEvent,
+        CompactionEndEvent,
+        CompactionStartEvent,
+        EntryAppendedEvent,
+        QueueUpdateEvent,
         SummarizationRetryAttemptStartEvent,
         SummarizationRetryFinishedEvent,
         SummarizationRetryScheduledEvent,
+        ThinkingLevelChangedEvent,
     )
 
 

@@ -15,8 +15,9 @@ from ..ai.builtin import missing_plugin_message
 from ..extensions import EventRunner
 from ..resources.settings import Settings, SettingsError
 from ..session import SessionContext, SessionManager
+from . import events  # ThinkingLevelChangedEvent: made at the first change
 from .errors import NoModelError, no_model_message
-from .events import NoticeEvent, ThinkingLevelChangedEvent
+from .events import NoticeEvent
 from .ports import Emit
 
 
@@ -191,7 +192,7 @@ class ModelControl:
             return level
         self.state.thinking_level = level
         self.sm.append_thinking_level_change(level)
-        self._emit(ThinkingLevelChangedEvent(level=level))
+        self._emit(events.ThinkingLevelChangedEvent(level=level))
         if self.runner.has_handlers("thinking_level_select"):
             from pi_hookspecs import ThinkingLevelSelectEvent
 

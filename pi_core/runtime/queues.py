@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from pi_hookspecs import AgentMessage, CustomMessage, MessageEndEvent, MessageStartEvent, UserMessage
 
 from ..agent import Agent
-from .events import QueueUpdateEvent
+from . import events  # QueueUpdateEvent: made when a message is first queued
 from .navigation import message_text
 from .ports import Emit, Sync
 
@@ -77,7 +77,7 @@ class MessageQueues:
         return steering, follow_up
 
     def _emit_queue(self) -> None:
-        self._emit(QueueUpdateEvent(steering=list(self._steer), follow_up=list(self._follow_up)))
+        self._emit(events.QueueUpdateEvent(steering=list(self._steer), follow_up=list(self._follow_up)))
 
     # ------------------------------------------------------------------ held messages
 

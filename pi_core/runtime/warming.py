@@ -15,8 +15,8 @@ from ..agent import AgentState
 from ..extensions import EventRunner
 from ..resources.settings import Settings
 from ..session import SessionManager
+from . import events  # EntryAppendedEvent: made when a refresh is first recorded
 from .cache_warmer import CacheWarmer
-from .events import EntryAppendedEvent
 from .ports import Emit
 
 
@@ -81,7 +81,7 @@ class SessionWarming:
         entry_id = self.sm.append_usage("cache_warm", provider, model, usage, note)
         entry = self.sm.get_entry(entry_id)
         if entry is not None:
-            self._emit(EntryAppendedEvent(entry=entry.to_json()))
+            self._emit(events.EntryAppendedEvent(entry=entry.to_json()))
 
     async def _decide(self, decision: Any) -> str:
         """pi's decision, unless a ``cache_warming_decision`` handler returns an action

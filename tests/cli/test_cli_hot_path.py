@@ -97,3 +97,9 @@ def test_a_print_run_imports_no_provider_sdk(wire: WireServer, tmp_path: Path, a
     assert {"pi_core.ai.apis._transport", "pi_core.ai.apis._sse"} <= modules
     assert not imported & {"httpx2", "httpcore2", "anyio"}, sorted(imported & {"httpx2", "httpcore2", "anyio"})
     assert "importlib.metadata" not in modules
+    # models made on first use are not made: the occasional events (no plugin here implements
+    # bash_spawn, file_access or hook_outcome), pi's retry events, the classifier and image
+    # model types; nor is email imported (only an HTTP-date Retry-After needs it)
+    lazy = {"pi_hookspecs._occasional", "pi_hookspecs.model_types", "pi_core.runtime._occasional_events"}
+    assert not modules & lazy, sorted(modules & lazy)
+    assert "email" not in imported

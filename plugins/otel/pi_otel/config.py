@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic.alias_generators import to_camel
 
-from pi_hookspecs import toolkit
+from pi_hookspecs import camel_alias, toolkit
 
 SETTINGS_KEY = "otel"
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -48,7 +47,7 @@ class OtelSettings(BaseModel):
 
     # defer_build: the validator is built only when a settings file has an ``otel`` key.
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, defer_build=True
+        alias_generator=camel_alias, populate_by_name=True, extra="forbid", frozen=True, defer_build=True
     )
 
     enabled: bool | None = None

@@ -23,12 +23,15 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pi_hookspecs import BashSpawnResult, FileAccessResult, TextContent, ToolCallResult, ToolResultPatch, hookimpl
+import pi_hookspecs
+from pi_hookspecs import TextContent, ToolCallResult, hookimpl
 
 from .settings import Policy, SandboxError, load_policy, plan
 from .status import UNCONFINED_PREFIX, describe, summary
 
 if TYPE_CHECKING:  # imported when the first command runs, not when pi starts
+    from pi_hookspecs import BashSpawnResult, FileAccessResult, ToolResultPatch
+
     from .file_guard import Refusal
     from .sandbox import Backend, Command, Sandbox
     from .violations import SandboxViolation
@@ -156,7 +159,9 @@ class SandboxPlugin:
 
     @hookimpl
     async def session_start(self, ctx: Any) -> None:
-        # a coroutine: the probe is a task of pi's loop (plain handlers run on a worker thread)
+        # The backend is probed when the first command needs it (bash_spawn, /sandbox):
+        # a run that starts no command does not pay for importing the backends and
+        # starting bubblewrap twice. Every command still waits for the probe's answer.
         try:
             policy = self.policy()
         except SandboxError as exc:
@@ -164,8 +169,6 @@ class SandboxPlugin:
             cause = f" until {exc.settings_file} is fixed" if exc.settings_file else f": {exc}"
             ctx.ui.notify(f"pluggable-pi-sandbox: every command is refused{cause}", "error")
             return
-        if policy.enabled:
-            self._start_probe(policy)  # in the background: the first command awaits it
         if ctx.has_ui:
             ctx.ui.set_status(PLUGIN_NAME, summary(policy))
 
@@ -200,7 +203,7 @@ class SandboxPlugin:
         if refusal is None:
             return None
         await self._file_refused(ctx, policy, refusal, event.tool_name, event.tool_call_id)
-        return FileAccessResult(block=True, reason=refusal.message)
+        return pi_hookspecs.FileAccessResult(block=True, reason=refusal.message)
 
     @hookimpl(trylast=True)  # the read tool's images skip file_access: check the path as the tool gets it
     async def tool_call(self, event: Any, ctx: Any) -> ToolCallResult | None:
@@ -340,7 +343,7 @@ class SandboxPlugin:
         if not refused:
             return None
         note = self._note(command, refused)
-        return ToolResultPatch(
+        return pi_hookspecs.ToolResultPatch(
             content=[*event.content, TextContent(text=note)], structured_content=event.structured_content
         )
 
@@ -382,4 +385,4 @@ def _cwd(ctx: Any) -> str:
 
 
 def _refuse(reason: str) -> BashSpawnResult:
-    return BashSpawnResult(block=True, reason=f"pluggable-pi-sandbox: {reason}")
+    return pi_hookspecs.BashSpawnResult(block=True, reason=f"pluggable-pi-sandbox: {reason}")

@@ -18,7 +18,7 @@ import sys
 import threading
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from .settings import Plan
 
@@ -29,6 +29,10 @@ Finding = tuple[Kind, str, str, str]
 
 class SandboxViolation(BaseModel):
     """What the sandbox refused (the ``event`` of the ``sandbox_violation`` hook)."""
+
+    # defer_build: its validator is built at the first refusal, not by every command's
+    # tool_result (which imports this module to scan the output): about 8 ms
+    model_config = ConfigDict(defer_build=True)
 
     kind: Kind
     target: str

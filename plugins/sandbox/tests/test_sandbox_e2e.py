@@ -121,7 +121,7 @@ def test_pi_print_mode_confines_the_models_command(machine: dict[str, Any], mode
     )
     done = pi(machine, "-p", "--approve", "--no-session", "--model", "local/m", "try it")
     assert done.returncode == 0, done.stderr
-    assert "extension error" not in done.stderr  # every handler ran, session_start's probe included
+    assert "extension error" not in done.stderr  # every handler ran, the probe at the first command included
     assert done.stdout.strip() == "Tried."
     text = tool_text(model.requests[1])
     assert not (machine["home"] / "outside").exists()
@@ -129,6 +129,19 @@ def test_pi_print_mode_confines_the_models_command(machine: dict[str, Any], mode
     assert (machine["project"] / "inside.txt").read_text() == "inside\n"
     assert "[pluggable-pi-sandbox]" in text
     assert f"writing {machine['home'] / 'outside'}" in text and f"reading {machine['home'] / '.ssh' / 'id_rsa'}" in text
+
+
+def test_a_run_without_commands_does_not_probe_the_backend(machine: dict[str, Any], model: WireServer) -> None:
+    """The backend is probed when the first command needs it: a ``pi -p`` that runs no
+    command neither imports the backends nor starts bubblewrap."""
+    model.enqueue(chat_chunks([{"content": "Nothing to run."}]))
+    machine["env"]["PYTHONPROFILEIMPORTTIME"] = "1"
+    done = pi(machine, "-p", "--no-session", "--model", "local/m", "hello")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "Nothing to run."
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "pi_sandbox.plugin" in imported  # the list is real: the plugin itself loaded
+    assert not {"pi_sandbox.sandbox", "pi_sandbox.bwrap", "pi_sandbox.landlock"} & imported
 
 
 def test_pi_print_mode_reaches_an_allowed_host_through_the_proxy(
