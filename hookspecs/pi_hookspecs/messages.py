@@ -114,6 +114,10 @@ class ToolDeclaration(PiModel):
     name: str
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=dict)
+    constrained_sampling: dict[str, Any] | Literal[False] | None = None
+    """Ask the provider to constrain the arguments to the schema: ``{"type":
+    "json_schema", "strict": "prefer"}`` (strict when the model and the schema allow it)
+    or ``"require"`` (the request fails otherwise); ``None``/``False``: no request."""
 
 
 class ToolReference(PiModel):

@@ -155,6 +155,10 @@ class ToolDefinition(PiModel):
     namespace: ToolNamespace | None = None
     annotations: ToolAnnotations | None = None
     output_schema: dict[str, Any] | None = None
+    constrained_sampling: dict[str, Any] | Literal[False] | None = None
+    """Provider-side constrained sampling of the arguments, as
+    :attr:`ToolDeclaration.constrained_sampling` (pi's read, bash, edit and write ask
+    ``{"type": "json_schema", "strict": "prefer"}``)."""
     args_model: type[BaseModel] | None = Field(default=None, exclude=True)
     """When set, arguments are validated with this pydantic model (the @tool decorator
     sets it); otherwise the core validates them against ``parameters``."""
@@ -178,7 +182,16 @@ class ToolDefinition(PiModel):
     def declaration(self) -> ToolDeclaration:
         """The tool as declared to the model."""
         # Fields of this (validated) definition: constructed, not validated again.
-        return ToolDeclaration.model_construct(name=self.name, description=self.description, parameters=self.parameters)
+        if self.constrained_sampling is None:
+            return ToolDeclaration.model_construct(
+                name=self.name, description=self.description, parameters=self.parameters
+            )
+        return ToolDeclaration.model_construct(
+            name=self.name,
+            description=self.description,
+            parameters=self.parameters,
+            constrained_sampling=self.constrained_sampling,
+        )
 
     def validate_arguments(self, args: Any) -> dict[str, Any]:
         """Run ``prepare_arguments`` and the pydantic ``args_model`` (when there is one).

@@ -26,8 +26,8 @@ from pi_hookspecs import (
 from ..compaction import CompactionSettings, CompactionSettingsLike, estimate_context_tokens, should_compact
 from ..extensions import EventRunner
 from ..session import SessionManager, convert_to_llm
-from .events import CompactionEndEvent, CompactionStartEvent
-from .ports import Emit, SummaryComplete, Sync, with_source
+from . import events  # the compaction events: made when a compaction first runs
+from .ports import Emit, SummaryComplete, SummaryTarget, Sync, with_source
 
 CompactionReason = Literal["manual", "threshold", "overflow"]
 
@@ -67,7 +67,9 @@ class Compactor:
     * ``settings(model_ref)`` - ``compaction.*`` for a model;
     * ``enabled()`` - whether threshold compaction runs;
     * ``complete`` - one summary request (:func:`complete_summary` on the session's stream);
-    * ``on_compacted`` - rebuild the agent's messages from the file.
+    * ``on_compacted`` - rebuild the agent's messages from the file;
+    * ``summary_target(model, level, signal)`` - the model and level that write the
+      summary (under a virtual selection, where the router sends it).
     """
 
     def __init__(
@@ -82,8 +84,10 @@ class Compactor:
         enabled: Callable[[], bool],
         complete: SummaryComplete,
         on_compacted: Sync,
+        summary_target: SummaryTarget | None = None,
     ) -> None:
         self.sm = sm
+        self._summary_target = summary_target
         self.runner = runner
         self._emit = emit
         self._model = model
@@ -136,7 +140,7 @@ class Compactor:
             )
             if prepared is None:
                 return None
-        self._emit(CompactionStartEvent(reason=reason))
+        self._emit(events.CompactionStartEvent(reason=reason))
         from_extension = False
         try:
             if model is None:
@@ -169,13 +173,16 @@ class Compactor:
                     result = outcome.compaction
                     from_extension = True
             if result is None:
+                writer, level = model, self._thinking_level()
+                if self._summary_target is not None:
+                    writer, level = await self._summary_target(model, level, signal.signal)
                 result = await run_compaction(
                     preparation,
-                    model,
+                    writer,
                     with_source(self._complete, {"source": "compaction", "reason": reason}),
                     custom_instructions=custom_instructions,
                     convert_to_llm=convert_to_llm,
-                    thinking_level=self._thinking_level(),
+                    thinking_level=level,
                     session_id=self.sm.get_session_id(),
                 )
             entry_id = self.sm.append_compaction(
@@ -206,7 +213,7 @@ class Compactor:
                 ),
             )
         self._emit(
-            CompactionEndEvent(
+            events.CompactionEndEvent(
                 reason=reason,
                 result={
                     key: value
@@ -239,7 +246,9 @@ class Compactor:
                     from_extension=from_extension,
                 ),
             )
-        self._emit(CompactionEndEvent(reason=reason, aborted=aborted, will_retry=will_retry, error_message=message))
+        self._emit(
+            events.CompactionEndEvent(reason=reason, aborted=aborted, will_retry=will_retry, error_message=message)
+        )
 
 
 __all__ = ["CompactionReason", "Compactor", "complete_summary"]

@@ -18,7 +18,7 @@ from ..compaction.settings import DEFAULT_RESERVE_TOKENS
 from ..extensions import EventRunner
 from ..session import SessionManager, convert_to_llm
 from .errors import SessionBusyError
-from .ports import SummaryComplete, Sync, with_source
+from .ports import SummaryComplete, SummaryTarget, Sync, with_source
 
 
 def message_text(content: Any) -> str:
@@ -36,7 +36,9 @@ class TreeNavigator:
     * ``thinking_level()`` - the summary request's thinking level;
     * ``complete`` - one summary request;
     * ``on_moved`` - rebuild the agent's messages from the file;
-    * ``reserve_tokens()`` - ``branchSummary.reserveTokens`` (``None``: the default).
+    * ``reserve_tokens()`` - ``branchSummary.reserveTokens`` (``None``: the default);
+    * ``summary_target(model, level, signal)`` - the model and level that write the
+      summary (under a virtual selection, where the router sends it).
     """
 
     def __init__(
@@ -50,8 +52,10 @@ class TreeNavigator:
         complete: SummaryComplete,
         on_moved: Sync,
         reserve_tokens: Callable[[], int] | None = None,
+        summary_target: SummaryTarget | None = None,
     ) -> None:
         self.sm = sm
+        self._summary_target = summary_target
         self.runner = runner
         self._is_busy = is_busy
         self._check_model = check_model
@@ -116,7 +120,9 @@ class TreeNavigator:
             leaf = target.parent_id
             editor_text = message_text(message.content)
         if summarize and summary is None and preparation.entries_to_summarize:
-            model = self._check_model()
+            model, level = self._check_model(), self._thinking_level()
+            if self._summary_target is not None:
+                model, level = await self._summary_target(model, level, None)
             summary = await generate_branch_summary(
                 preparation.entries_to_summarize,
                 model,
@@ -124,7 +130,7 @@ class TreeNavigator:
                 custom_instructions=preparation.custom_instructions,
                 replace_instructions=preparation.replace_instructions,
                 convert_to_llm=convert_to_llm,
-                thinking_level=self._thinking_level(),
+                thinking_level=level,
                 session_id=sm.get_session_id(),
                 reserve_tokens=self._reserve_tokens() if self._reserve_tokens is not None else DEFAULT_RESERVE_TOKENS,
             )

@@ -27,6 +27,11 @@ class SummaryComplete(Protocol):
     ) -> Awaitable[Any]: ...
 
 
+SummaryTarget = Callable[[Any, str, Any], Awaitable[tuple[Any, str]]]
+"""``(model, thinking level, signal)`` -> the model and level that write a summary
+(under a virtual selection, where the router sends it)."""
+
+
 def with_source(complete: SummaryComplete, source: dict[str, Any]) -> Callable[[Any, Any, Any], Awaitable[Any]]:
     """``complete`` as a plain three-argument summary function naming ``source``."""
 

@@ -197,6 +197,7 @@ class AgentSession:
             enabled=lambda: self.auto_compaction_enabled,
             complete=self._summarise,
             on_compacted=self._sync_state_from_session,
+            summary_target=self._summary_target,
         )
         self._navigator = TreeNavigator(
             sm,
@@ -207,6 +208,7 @@ class AgentSession:
             reserve_tokens=lambda: self.settings.branch_summary_settings().reserve_tokens,
             complete=self._summarise,
             on_moved=self._sync_state_from_session,
+            summary_target=self._summary_target,
         )
         self._bridge = EventBridge(
             runner,
@@ -412,6 +414,15 @@ class AgentSession:
         return self.context_host.tool_context(call.id, signal, on_update, owner=self.tools.owner(tool.name))
 
     # ================================================================== summaries
+
+    async def _summary_target(self, model: Model, level: str, signal: Any) -> tuple[Model, str]:
+        """Who writes a summary: under a virtual selection, the model the router picks
+        for it (``model``, the one that answered last, is only the fallback of other
+        selections)."""
+        selected = self.agent.state.model
+        if selected is None or not is_virtual_model(selected):
+            return model, level
+        return await self._routing.summary_target(selected, self.agent.state.messages, level, signal)
 
     async def _summarise(
         self, model: Model, context: LlmContext, options: StreamOptions, *, source: dict[str, Any] | None = None
@@ -723,6 +734,9 @@ class AgentSession:
         self.cache_warmer.cancel()
         self.plugins.invalidate(reason)
         self._listeners.clear()
+        from ..ai.session_resources import release_session  # what wire APIs keep (Codex's socket)
+
+        release_session(self.sm.get_session_id())
         self.sm.close()
 
     # ================================================================== user bash & nested calls

@@ -24,7 +24,7 @@ from pi_hookspecs import (
 from ..agent import AgentContext
 from ..ai import ModelRegistry
 from ..ai.virtual import VirtualRouteError, latest_response
-from ..session import SessionManager
+from ..session import SessionManager, convert_to_llm
 
 
 def branch_state(branch: Sequence[Any], provider: str, model_id: str) -> Any:
@@ -136,6 +136,27 @@ class VirtualRouting:
             return stream_fn(model, context, options)
 
         return stream
+
+    async def summary_target(
+        self, model: Model, messages: Sequence[AgentMessage], thinking_level: str, signal: Any = None
+    ) -> tuple[Model, str]:
+        """The model and thinking level a summary (compaction, branch summary) is
+        requested with. Under a virtual selection the router is asked, as for a ``direct``
+        request without router state (as pi 1.6.0 does: a summary sizes its input and
+        output from the model that will write it); raises
+        :class:`~pi_core.ai.virtual.VirtualRouteError` when it cannot route. Else
+        ``model`` and ``thinking_level``."""
+        if not is_virtual_model(model):
+            return model, thinking_level
+        target, level, _state = await self._models.route(
+            model,
+            convert_to_llm(list(messages)),
+            reason="direct",
+            thinking_level=thinking_level,
+            signal=signal,
+            ctx=self._ctx(),
+        )
+        return target, level
 
     def limits_model(self, model: Model | None, messages: Sequence[AgentMessage]) -> Model | None:
         """The model whose limits apply: under a virtual selection, the physical model of

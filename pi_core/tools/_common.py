@@ -18,15 +18,14 @@ import os
 import re
 import threading
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+import pi_hookspecs
 from pi_hookspecs import (
     AbortSignal,
     ExecutionMode,
-    FileAccessEvent,
-    FileAccessResult,
     TextContent,
     ToolAnnotations,
     ToolDefinition,
@@ -35,6 +34,9 @@ from pi_hookspecs import (
 
 from .mutation_queue import file_mutation_lock
 from .truncate import DEFAULT_MAX_BYTES, format_size, truncate_head
+
+if TYPE_CHECKING:  # occasional (pi_hookspecs.events.OCCASIONAL): made only for a file_access handler
+    from pi_hookspecs import FileAccessResult
 
 T = TypeVar("T")
 A = TypeVar("A", bound=BaseModel)
@@ -113,7 +115,7 @@ async def ctx_file_access(
     if access is None:
         return None
     outcome = await access(
-        lambda: FileAccessEvent(
+        lambda: pi_hookspecs.FileAccessEvent(  # occasional: made only when a plugin implements file_access
             operation=operation,
             path=path,
             content=content,
@@ -121,7 +123,7 @@ async def ctx_file_access(
             tool_call_id=ctx_optional(ctx, "tool_call_id"),
         )
     )
-    if outcome is None or isinstance(outcome, FileAccessResult):
+    if outcome is None or isinstance(outcome, pi_hookspecs.FileAccessResult):
         return outcome
     raise ToolError(str(getattr(outcome, "reason", None) or outcome))
 
@@ -354,6 +356,7 @@ def define_tool(
     default_active: bool = True,
     execution_mode: ExecutionMode = "parallel",
     prepare_arguments: Callable[[Any], Any] | None = None,
+    constrained_sampling: dict[str, Any] | None = None,
 ) -> ToolDefinition:
     """A built-in tool: arguments validated with ``args_model`` (also when ``execute``
     is called directly), :class:`ToolError` turned into an error result."""
@@ -381,7 +384,13 @@ def define_tool(
         annotations=annotations,
         args_model=args_model,
         prepare_arguments=prepare_arguments,
+        constrained_sampling=constrained_sampling,
     )
+
+
+STRICT_PREFERRED: dict[str, Any] = {"type": "json_schema", "strict": "prefer"}
+"""The constrained sampling pi's read, bash, edit and write ask for (as pi 1.6.0's):
+strict arguments where the model and the schema allow it."""
 
 
 def read_only_annotations(title: str) -> ToolAnnotations:

@@ -10,9 +10,11 @@ from typing import Any
 
 from pydantic import Field
 
-from pi_hookspecs import BashSpawnEvent, ToolDefinition, ToolResult
+import pi_hookspecs
+from pi_hookspecs import ToolDefinition, ToolResult
 
 from ._common import (
+    STRICT_PREFERRED,
     ToolArgs,
     ToolError,
     ctx_bash_spawn,
@@ -179,7 +181,7 @@ async def run_bash(args: BashArgs, ctx: Any) -> ToolResult:
     env = build_env(ctx)
     spawn = await ctx_bash_spawn(
         ctx,
-        lambda: BashSpawnEvent(
+        lambda: pi_hookspecs.BashSpawnEvent(  # occasional: made only when a plugin implements bash_spawn
             command=args.command,
             argv=argv,
             cwd=cwd,
@@ -238,6 +240,7 @@ def _result(outcome: ProcessOutcome, output: OutputAccumulator, timeout: float |
 def create_bash_tool() -> ToolDefinition:
     return define_tool(
         name="bash",
+        constrained_sampling=STRICT_PREFERRED,
         description=DESCRIPTION,
         args_model=BashArgs,
         run=run_bash,

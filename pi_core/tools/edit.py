@@ -13,6 +13,7 @@ from pi_hookspecs import ToolDefinition, ToolResult
 
 from .._fs import atomic_write
 from ._common import (
+    STRICT_PREFERRED,
     ToolArgs,
     ToolError,
     ctx_file_access,
@@ -171,6 +172,7 @@ async def run_edit(args: EditArgs, ctx: Any) -> ToolResult:
 def create_edit_tool() -> ToolDefinition:
     return define_tool(
         name="edit",
+        constrained_sampling=STRICT_PREFERRED,
         description=DESCRIPTION,
         args_model=EditArgs,
         run=run_edit,

@@ -25,6 +25,7 @@ from pydantic import Field
 from pi_hookspecs import ImageContent, TextContent, ToolDefinition, ToolResult
 
 from ._common import (
+    STRICT_PREFERRED,
     ToolArgs,
     ToolError,
     ctx_cwd,
@@ -369,6 +370,7 @@ async def run_read(args: ReadArgs, ctx: Any) -> ToolResult:
 def create_read_tool() -> ToolDefinition:
     return define_tool(
         name="read",
+        constrained_sampling=STRICT_PREFERRED,
         description=DESCRIPTION,
         args_model=ReadArgs,
         run=run_read,

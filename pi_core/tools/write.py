@@ -11,6 +11,7 @@ from pi_hookspecs import ToolDefinition, ToolResult
 
 from .._fs import atomic_write
 from ._common import (
+    STRICT_PREFERRED,
     ToolArgs,
     ToolError,
     ctx_file_access,
@@ -72,6 +73,7 @@ async def run_write(args: WriteArgs, ctx: Any) -> ToolResult:
 def create_write_tool() -> ToolDefinition:
     return define_tool(
         name="write",
+        constrained_sampling=STRICT_PREFERRED,
         description=DESCRIPTION,
         args_model=WriteArgs,
         run=run_write,

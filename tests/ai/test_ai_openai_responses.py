@@ -150,7 +150,7 @@ async def test_reasoning_items_replayed_for_the_same_model_only(wire: WireServer
         "type": "function_call",
         "call_id": "call_1",
         "name": "bash",
-        "arguments": '{"command": "ls"}',
+        "arguments": '{"command":"ls"}',  # as JSON.stringify writes it
         "id": "fc_1",
     }
     assert replay[4] == {"type": "function_call_output", "call_id": "call_1", "output": "a"}
@@ -162,7 +162,7 @@ async def test_reasoning_items_replayed_for_the_same_model_only(wire: WireServer
     assert all(item.get("type") != "reasoning" for item in replay)
     assert {"role": "assistant", "type": "message"}.items() <= replay[2].items()
     assert replay[2]["content"][0]["text"] == "Plan."
-    assert replay[3] == {"type": "function_call", "call_id": "call_1", "name": "bash", "arguments": '{"command": "ls"}'}
+    assert replay[3] == {"type": "function_call", "call_id": "call_1", "name": "bash", "arguments": '{"command":"ls"}'}
 
 
 async def test_non_reasoning_model_uses_system_role(wire: WireServer) -> None:

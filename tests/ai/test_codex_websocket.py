@@ -312,27 +312,10 @@ def test_wsproto_is_imported_only_when_a_socket_opens() -> None:
 # --------------------------------------------------------------------------- the real pi command
 
 
-PLAIN_RESPONSES = {
-    "supportsAdditionalTools": False,
-    "supportsMidConvoEffort": False,
-    "supportsMidConvoSystemMessages": False,
-    "supportsOpenAIGrammarTools": False,
-    "supportsToolSearch": False,
-}
-"""The catalogue's Codex models declare newer Responses features that pi 1.6.0 uses
-(tools in an ``additional_tools`` input item, the effort in ``configuration_update``
-items) and this pi's Responses conversion does not yet: the comparison with pi 1.6.0
-turns them off, so that it compares the transport and the rest of the body."""
-
-
-def agent_dir(
-    root: Path, url: str, settings: dict[str, Any] | None = None, compat: dict[str, Any] | None = None
-) -> Path:
+def agent_dir(root: Path, url: str, settings: dict[str, Any] | None = None) -> Path:
     agent = root / "agent"
     agent.mkdir(parents=True)
     provider: dict[str, Any] = {"baseUrl": f"{url}/backend-api"}
-    if compat:
-        provider["modelOverrides"] = {"gpt-6.2-sol": {"compat": compat}}
     (agent / "models.json").write_text(json.dumps({"providers": {"openai-codex": provider}}))
     credential = {
         "type": "oauth",
@@ -367,7 +350,8 @@ def test_pi_print_mode_talks_to_codex_over_the_websocket(server: SocketServer, t
     assert server.connections == 1 and len(server.frames) == 2
     first, second = server.frames
     assert second["previous_response_id"] == "resp_1"
-    assert [item.get("type") for item in second["input"]] == ["function_call_output"]
+    # the catalogue's Codex models take the thinking level in configuration_update items
+    assert [item.get("type") for item in second["input"]] == ["function_call_output", "configuration_update"]
     assert second["input"][0]["output"] == "hi\n" and first["prompt_cache_key"] == second["prompt_cache_key"]
 
 
@@ -387,12 +371,34 @@ def test_pi_print_mode_with_transport_sse_setting(wire: WireServer, tmp_path: Pa
 _HEADERS = ("authorization", "chatgpt-account-id", "originator", "openai-beta")
 
 
+def _tool_shape(tool: dict[str, Any]) -> dict[str, Any]:
+    """A declared tool without pi's own words: its name, ``strict`` and the schema's
+    property names, required list and closedness."""
+    parameters = tool.get("parameters") or {}
+    return {
+        "name": tool.get("name"),
+        "strict": tool.get("strict"),
+        "properties": sorted(parameters.get("properties") or {}),
+        "required": sorted(parameters.get("required") or []),
+        "additionalProperties": parameters.get("additionalProperties"),
+    }
+
+
 def _frame_shape(frame: dict[str, Any]) -> dict[str, Any]:
     """A frame with pi's own words (the prompt, tool texts) and run-specific ids reduced."""
     shaped = {k: v for k, v in frame.items() if k not in ("connection", "prompt_cache_key", "tools", "input")}
-    shaped["tools"] = sorted(tool["name"] for tool in frame.get("tools") or [])
+    shaped["tools"] = [_tool_shape(tool) for tool in frame.get("tools") or []]
     shaped["input"] = [
-        {k: ("<text>" if k == "content" and item.get("role") == "developer" else v) for k, v in item.items()}
+        {
+            k: (
+                "<text>"
+                if k == "content" and item.get("role") == "developer"
+                else [_tool_shape(tool) for tool in v]
+                if k == "tools"
+                else v
+            )
+            for k, v in item.items()
+        }
         for item in frame.get("input") or []
     ]
     return shaped
@@ -406,7 +412,7 @@ def test_socket_requests_match_pi_1_6_0(tmp_path: Path) -> None:
         try:
             socket_server.enqueue(*tool_then_text())
             root = tmp_path / which
-            agent = agent_dir(root, socket_server.url, compat=PLAIN_RESPONSES)
+            agent = agent_dir(root, socket_server.url)  # the catalogue's own flags for the model
             result = run_pi(command, agent, root, "-p", "--model", "openai-codex/gpt-6.2-sol", "--tools", "bash", "go")
             assert result.returncode == 0, (which, result.stderr)
             assert result.stdout.strip() == "All done.", (which, result.stdout)
@@ -416,3 +422,122 @@ def test_socket_requests_match_pi_1_6_0(tmp_path: Path) -> None:
         finally:
             socket_server.close()
     assert outcomes[0] == outcomes[1]
+
+
+def _two_runs(command: list[str], root: Path, transport: str) -> list[dict[str, Any]]:
+    """Two ``pi -p`` runs of one session against a scripted Codex backend over
+    ``transport`` (``sse`` or ``websocket``): a tool call and its answer at thinking
+    level high, then ``--continue`` at level low. The three requests, shaped."""
+    replies = [*tool_then_text(), Reply(codex([{"type": "message", "text": "Again."}]))]
+    server: WireServer | SocketServer
+    if transport == "sse":
+        server = WireServer()
+        server.enqueue(*(responses_stream(reply.events) for reply in replies))
+    else:
+        server = SocketServer()
+        server.enqueue(*replies)
+    try:
+        agent = agent_dir(root, server.url, {"transport": transport})
+        model_args = ("--model", "openai-codex/gpt-6.2-sol", "--tools", "bash")
+        first = run_pi(command, agent, root, "-p", *model_args, "--thinking", "high", "go")
+        assert first.returncode == 0 and first.stdout.strip() == "All done.", first.stderr
+        second = run_pi(command, agent, root, "-p", "-c", *model_args, "--thinking", "low", "again")
+        assert second.returncode == 0 and second.stdout.strip() == "Again.", second.stderr
+        if isinstance(server, WireServer):
+            return [_frame_shape(request.body) for request in server.requests]
+        return [_frame_shape(frame) for frame in server.frames]
+    finally:
+        server.close()
+
+
+def _input_kinds(body: dict[str, Any]) -> list[str]:
+    return [str(item.get("type") or item.get("role")) for item in body["input"]]
+
+
+def test_thinking_level_changes_travel_in_configuration_update_items(tmp_path: Path) -> None:
+    """The catalogue's Codex models take their tools in an ``additional_tools`` item
+    (pi's built-in tools with strict schemas) and the thinking level in
+    ``configuration_update`` items: a later run at another level keeps the earlier
+    answers' level in front of them and the body's effort unchanged, so the prompt cache
+    keeps serving the conversation."""
+    first, second, third = _two_runs(PI, tmp_path, "sse")
+    assert "tools" not in first or first["tools"] == []
+    head = first["input"][0]
+    assert head["type"] == "additional_tools" and head["role"] == "developer"
+    assert head["tools"] == [
+        {
+            "name": "bash",
+            "strict": True,
+            "properties": ["command", "timeout"],
+            "required": ["command", "timeout"],
+            "additionalProperties": False,
+        }
+    ]
+    assert _input_kinds(first) == ["additional_tools", "developer", "user", "configuration_update"]
+    assert first["input"][-1]["reasoning"] == {"effort": "high"}
+    assert second["input"][: len(first["input"]) - 1] == first["input"][:-1]
+    assert _input_kinds(second)[len(first["input"]) - 1 :] == [
+        "configuration_update",
+        "function_call",
+        "function_call_output",
+        "configuration_update",
+    ]
+    assert _input_kinds(third)[-4:] == ["configuration_update", "message", "user", "configuration_update"]
+    assert third["input"][-4]["reasoning"] == {"effort": "high"} and third["input"][-1]["reasoning"] == {
+        "effort": "low"
+    }
+    assert first["reasoning"] == second["reasoning"] == third["reasoning"] == {"effort": "medium", "summary": "auto"}
+    # the session records the level each answer was given
+    session = next((tmp_path / "agent" / "sessions").rglob("*.jsonl")).read_text()
+    assert '"providerThinkingLevel":"high"' in session and '"providerThinkingLevel":"low"' in session
+
+
+@pytest.mark.skipif(not (PI_TS and Path(PI_TS).exists()), reason="PI_TS does not name an installed pi 1.6.0")
+def test_requests_with_a_level_change_match_pi_1_6_0(tmp_path: Path) -> None:
+    # over the WebSocket (``websocket``: every request whole): pi 1.6.0 compresses its
+    # HTTP bodies with zstd, which the standard library of Python 3.11 cannot read
+    assert _two_runs(PI, tmp_path / "py", "websocket") == _two_runs([PI_TS], tmp_path / "ts", "websocket")
+
+
+def test_a_disposed_session_closes_its_socket(server: SocketServer, tmp_path: Path) -> None:
+    """``pi --mode rpc``: the socket a session kept open closes when ``new_session``
+    replaces the session (as pi 1.6.0), not five idle minutes later."""
+    server.enqueue(Reply(codex([{"type": "message", "text": "hello"}])))
+    agent = agent_dir(tmp_path, server.url)
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and "PROXY" not in k.upper()}
+    env.update(PI_CODING_AGENT_DIR=str(agent), PI_EXTENSIONS="", PI_OFFLINE="1", NO_COLOR="1")
+    command = [*PI, "--mode", "rpc", "--model", "openai-codex/gpt-6.2-sol", "--no-tools"]
+    proc = subprocess.Popen(
+        command, cwd=tmp_path, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(command: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(command) + "\n")
+        proc.stdin.flush()
+
+    def read_until(done: Any) -> dict[str, Any]:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            record = json.loads(line)
+            if done(record):
+                return record  # type: ignore[no-any-return]
+        raise AssertionError("pi ended before the expected record")
+
+    try:
+        send({"id": "1", "type": "prompt", "message": "hi"})
+        read_until(lambda r: r.get("type") == "agent_settled")
+        assert server.connections == 1 and server.closes == []  # kept for the session's next request
+        send({"id": "2", "type": "new_session"})
+        assert read_until(lambda r: r.get("id") == "2")["success"] is True
+        deadline = time.monotonic() + 10
+        while not server.closes and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [(number, code) for number, code, _ in server.closes] == [(1, 1000)]
+        assert proc.poll() is None  # closed by the disposal, while pi goes on
+    finally:
+        proc.stdin.close()
+        proc.wait(30)
+        assert proc.stderr is not None
+        assert "Traceback" not in proc.stderr.read()

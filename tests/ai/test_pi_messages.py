@@ -362,7 +362,6 @@ def test_pi_print_mode_reports_a_backend_error_in_one_line(wire: WireServer, tmp
 _VOLATILE = {"timestamp", "durationMs", "sessionId"}
 _BY_DESIGN = {
     "details",  # this pi's tools return details that pi 1.6.0's do not (the LLM never sees them)
-    "constrainedSampling",  # pi 1.6.0's per-tool sampling hint: not part of this pi's tool declarations
 }
 
 
@@ -374,7 +373,8 @@ def _shape(value: Any, key: str | None = None) -> Any:
     if key == "sections" and isinstance(value, dict):
         return sorted(value)
     if key == "toolsAdded" and isinstance(value, list):
-        return [tool["name"] for tool in value]
+        # each tool's name and the constrained sampling it asks for (pi's built-in tools: strict when possible)
+        return [(tool["name"], tool.get("constrainedSampling")) for tool in value]
     if isinstance(value, dict):
         return {k: _shape(v, k) for k, v in sorted(value.items()) if k not in _BY_DESIGN}
     if isinstance(value, list):

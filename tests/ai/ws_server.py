@@ -50,6 +50,8 @@ class SocketServer:
         self.frames: list[Any] = []
         """Each received text frame, parsed (with the index of its connection)."""
         self.connections = 0
+        self.closes: list[tuple[int, int | None, str]] = []
+        """Each close frame a client sent: (connection, code, reason)."""
         self.reject: int | None = None
         """Refuse upgrades with this HTTP status."""
         self.loop = asyncio.new_event_loop()
@@ -139,6 +141,7 @@ class SocketServer:
                     elif isinstance(event, Ping):
                         writer.write(connection.send(event.response()))
                     elif isinstance(event, CloseConnection):
+                        self.closes.append((number, event.code, event.reason or ""))
                         writer.write(connection.send(event.response()))
                         await writer.drain()
                         writer.close()

@@ -212,6 +212,45 @@ def test_the_model_picker_refreshes_and_updates_while_open(project: Path, catalo
         screen.close()
 
 
+def test_scoped_models_refreshes_the_catalogues_as_it_opens(project: Path, catalogue: Catalogue) -> None:
+    """``/scoped-models`` refreshes the dynamic catalogues as it opens (as pi 1.6.0):
+    a slow service keeps the picker usable, the open list gains the service's models
+    when it answers, and they can be enabled for Ctrl+P at once."""
+    from tui_screen import PI, Screen, screen_env
+
+    catalogue.gate.clear()  # the service answers only when the test says so
+    env = screen_env(PI_EXTENSIONS="acme", ACME_CATALOGUE_URL=catalogue.url, ACME_KEY="acme-secret")
+    screen = Screen([*PI, "--model", "faux/offline-demo"], cwd=project, env=env)
+    try:
+        screen.wait_for("›")
+        assert catalogue.asked.wait(15)  # the start-up refresh, held by the service
+        screen.line("/scoped-models")
+        screen.wait_for("Models for Ctrl+P cycling")
+        screen.wait_for("Refreshing model catalogs…")
+        assert "acme/acme-large" not in screen.text()  # nothing cached yet: the picker did not wait
+        catalogue.gate.set()
+        screen.wait_for("Model catalogs refreshed.")
+        screen.wait_for("acme/acme-large")
+        screen.send("\x1b")
+        screen.wait_for("Ctrl+P cycles every available model")
+
+        # a model the service offers since: opening the picker asks again and lists it
+        catalogue.models.append({"id": "acme-scoped", "context": 64000})
+        asked = len(catalogue.requests)
+        screen.line("/scoped-models")
+        screen.wait_for("Model catalogs refreshed.")
+        screen.wait_for("acme/acme-scoped")
+        assert len(catalogue.requests) == asked + 1
+        screen.send("acme-scoped")
+        screen.send("\r")  # Enter toggles it
+        screen.wait_for("[x] acme/acme-scoped")
+        screen.send("\x1b")
+        screen.wait_for("Ctrl+P cycles acme/acme-scoped")
+    finally:
+        catalogue.gate.set()
+        screen.close()
+
+
 STUCK = """
 import asyncio, os
 from pathlib import Path

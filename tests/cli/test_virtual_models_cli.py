@@ -11,6 +11,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_helpers import agent_dir, configure_local_endpoint, run_pi, text_reply, tool_reply
@@ -212,10 +213,11 @@ def test_extensions_list_shows_the_virtual_models_a_plugin_registers(project: Pa
     assert all(p["virtual_models"] == [] for name, p in plugins.items() if name != "router")
 
 
-def test_a_request_routed_to_a_smaller_window_compacts_first(wire: WireServer, project: Path) -> None:
-    """pi 1.6.0 checks the window of the model each request is routed to: the last
-    answer came from ``big`` (64k), the next request goes to ``small`` (1k), which cannot
-    hold the conversation - pi compacts before sending it, and the route stands."""
+def _compaction_scenario(wire: WireServer, run: Any) -> tuple[list[str], list[dict[str, Any]], str, str]:
+    """Three runs of one session under ``router/auto``: a long message answered by
+    ``big`` (64k), a follow-up, then a request routed to ``small`` (1k), which cannot
+    hold the conversation. ``run(*args)`` runs one pi. Returns the models the requests
+    went to, the session entries, the long message and the follow-up."""
     configure_local_endpoint(wire.url, model="small", contextWindow=1000)
     path = agent_dir() / "models.json"
     data = json.loads(path.read_text())
@@ -224,33 +226,64 @@ def test_a_request_routed_to_a_smaller_window_compacts_first(wire: WireServer, p
     (agent_dir() / "settings.json").write_text(
         json.dumps({"compaction": {"enabled": True, "reserveTokens": 100, "keepRecentTokens": 50}})
     )
+    start = len(wire.requests)
     long_text = "Please remember this detail. " * 200  # about 1,500 tokens
     wire.enqueue(
         chat_chunks([{"content": "noted"}], usage={"prompt_tokens": 1500, "completion_tokens": 5, "total_tokens": 1505})
     )
-    first = run_pi("-e", "router.py", "--model", "router/auto:high", "-p", long_text, cwd=project)
+    first = run("--model", "router/auto:high", "-p", long_text)
     assert first.returncode == 0, first.stderr
     follow_up = "A second question about the detail, with a few more words to keep. " * 5  # about 80 tokens
     wire.enqueue(
         chat_chunks([{"content": "ok"}], usage={"prompt_tokens": 1600, "completion_tokens": 5, "total_tokens": 1605})
     )
-    second = run_pi("-e", "router.py", "-c", "-p", follow_up, cwd=project)
+    second = run("-c", "-p", follow_up)
     assert second.returncode == 0, second.stderr
-    assert [e for e in _session(project) if e["type"] == "compaction"] == []  # 64k holds it
-
     wire.enqueue(text_reply("SUMMARY OF EARLIER WORK"), text_reply("small answer"))
-    third = run_pi("-e", "router.py", "-c", "--model", "router/auto:low", "-p", "and now?", cwd=project)
+    third = run("-c", "--model", "router/auto:low", "-p", "and now?")
     assert third.returncode == 0, third.stderr
     assert "small answer" in third.stdout
-    entries = _session(project)
+    files = sorted((agent_dir() / "sessions").rglob("*.jsonl"))
+    entries = [json.loads(line) for line in files[-1].read_text().splitlines() if line.strip()]
+    return [r.body["model"] for r in wire.requests[start:]], entries, long_text, follow_up
+
+
+def test_a_request_routed_to_a_smaller_window_compacts_first(wire: WireServer, project: Path) -> None:
+    """pi 1.6.0 checks the window of the model each request is routed to: the last
+    answer came from ``big`` (64k), the next request goes to ``small`` (1k), which cannot
+    hold the conversation - pi compacts before sending it, and the route stands. The
+    summary too is written by the model the router picks (asked as a ``direct``
+    request), not by the one that answered last."""
+    models, entries, long_text, follow_up = _compaction_scenario(
+        wire, lambda *args: run_pi("-e", "router.py", *args, cwd=project)
+    )
     assert [e["type"] for e in entries].count("compaction") == 1
-    # the summary came from the model that answered last, then the request went where
-    # the router sent it, with the summary in place of the long message
-    assert [r.body["model"] for r in wire.requests] == ["big", "big", "big", "small"]
+    assert models == ["big", "big", "small", "small"]
     sent = json.dumps(wire.requests[-1].body["messages"])
     assert "SUMMARY OF EARLIER WORK" in sent and long_text not in sent and follow_up.strip() in sent
     answers = [e["message"] for e in entries if e["type"] == "message" and e["message"]["role"] == "assistant"]
     assert answers[-1]["model"] == "small"
+    # the summary's route keeps no router state: only the three requests of the agent count
+    states = [e["data"]["state"] for e in entries if e["type"] == "custom"]
+    assert states[-1]["reasons"] == ["user", "user", "user"]
+
+
+@pytest.mark.skipif(not (PI_TS and Path(PI_TS).exists()), reason="PI_TS does not name an installed pi 1.6.0")
+def test_pi_1_6_0_routes_the_compaction_summary_the_same_way(
+    wire: WireServer, project: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    ours, entries, _, _ = _compaction_scenario(wire, lambda *args: run_pi("-e", "router.py", *args, cwd=project))
+    (project / "router.ts").write_text(ROUTER_TS)
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "ts-agent"))
+
+    def run_ts(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [PI_TS, "-e", str(project / "router.ts"), *args]
+        return subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=120, check=False)
+
+    theirs, ts_entries, _, _ = _compaction_scenario(wire, run_ts)
+    assert ours == theirs
+    states = [[e["data"]["state"] for e in found if e["type"] == "custom"] for found in (entries, ts_entries)]
+    assert states[0] == states[1]
 
 
 def test_session_shows_the_cost_of_each_physical_model(wire: WireServer, project: Path) -> None:

@@ -162,18 +162,23 @@ def convert_messages(model: Model, prompt: str, messages: list[Any]) -> list[dic
 
 
 def convert_tools(tools: list[ToolDeclaration], strict: bool) -> list[dict[str, Any]]:
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": tool.name,
-                "description": tool.description,
-                "parameters": tool.parameters or {"type": "object", "properties": {}},
-                "strict": strict,
-            },
+    """Function tools. With ``strict`` (the model's ``supportsStrictMode``), a tool that
+    asks for JSON-schema constrained sampling goes with its strict schema and
+    ``strict: true``; every other tool says ``strict: false``."""
+    from .google_shared import make_strict_schema, strict_tool
+
+    converted = []
+    for tool in tools:
+        parameters = tool.parameters or {"type": "object", "properties": {}}
+        constrained = strict_tool(tool, strict)
+        function = {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": make_strict_schema(parameters) if constrained else parameters,
+            "strict": constrained,
         }
-        for tool in tools
-    ]
+        converted.append({"type": "function", "function": function})
+    return converted
 
 
 def _tool_choice(choice: Any) -> Any:

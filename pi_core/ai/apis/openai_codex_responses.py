@@ -40,7 +40,16 @@ from ..transform import PreparedContext, prepare_context, supports_mid_conversat
 from . import _common
 from . import openai_codex_websocket as websocket
 from .openai_codex_websocket import CodexApiError
-from .openai_responses import MIN_OUTPUT_TOKENS, ResponsesDecoder, convert_input, convert_tools
+from .openai_responses import (
+    CONFIGURATION_UPDATE_REQUEST_EFFORT,
+    MIN_OUTPUT_TOKENS,
+    ResponsesDecoder,
+    convert_input,
+    convert_tools,
+    effort_update,
+    leading_tools,
+    tool_changes_in_place,
+)
 from .openai_responses import _assistant_items as assistant_items
 
 DEFAULT_BASE_URL = "https://chatgpt.com/backend-api"
@@ -94,15 +103,40 @@ def _prepare(model: Model, context: LlmContext) -> PreparedContext:
     return prepare_context(model, context, mid_conversation_system=supports_mid_conversation_system(model, False))
 
 
+def codex_effort(model: Model, options: StreamOptions) -> tuple[str | None, str | None]:
+    """``(reasoning effort, configuration_update effort)`` of a request: the thinking
+    level as the backend names it (``none`` for off on a reasoning model; ``None`` when
+    the model takes no reasoning field for it), and the effort sent in
+    ``configuration_update`` items when the model takes them (``supportsMidConvoEffort``)."""
+    level = clamp_thinking_level(model, options.thinking_level)
+    if level == "off":
+        if not model.reasoning:
+            return None, None
+        mapping = model.thinking_level_map or {}
+        off = mapping["off"] if "off" in mapping else "none"
+        return off, effort_update(model, "none")
+    return provider_thinking_value(model, level), effort_update(model, level)
+
+
 def build_codex_payload(
     model: Model, context: LlmContext, options: StreamOptions, prepared: PreparedContext | None = None
 ) -> dict[str, Any]:
     prepared = prepared or _prepare(model, context)
+    effort, update = codex_effort(model, options)
+    in_place = tool_changes_in_place(model)
     payload: dict[str, Any] = {
         "model": model.id,
         "store": False,
         "stream": True,
-        "input": convert_input(model, prepared.system_prompt, prepared.messages),
+        "input": convert_input(
+            model,
+            prepared.system_prompt,
+            prepared.messages,
+            head_tools=leading_tools(context, prepared) if in_place else None,
+            strict=None,
+            strict_supported=_strict_supported(model),
+            effort=update,
+        ),
         "text": {"verbosity": options.extra.get("text_verbosity") or "low"},
         "include": ["reasoning.encrypted_content"],
     }
@@ -119,19 +153,20 @@ def build_codex_payload(
     service_tier = options.extra.get("service_tier")
     if service_tier:
         payload["service_tier"] = service_tier
-    if prepared.tools:
-        payload["tools"] = convert_tools(prepared.tools, model, strict=None)
+    if prepared.tools and not in_place:
+        payload["tools"] = convert_tools(prepared.tools, model, strict=None, strict_supported=_strict_supported(model))
     level = clamp_thinking_level(model, options.thinking_level)
-    if level != "off":
-        effort = provider_thinking_value(model, level)
-        if effort is not None:
-            payload["reasoning"] = {"effort": effort, "summary": options.extra.get("reasoning_summary") or "auto"}
-    elif model.reasoning:
-        mapping = model.thinking_level_map or {}
-        off = mapping["off"] if "off" in mapping else "none"
-        if off is not None:
-            payload["reasoning"] = {"effort": off}
+    summary = options.extra.get("reasoning_summary") or "auto"
+    if update is not None:
+        payload["reasoning"] = {"effort": CONFIGURATION_UPDATE_REQUEST_EFFORT, "summary": summary}
+    elif effort is not None:
+        payload["reasoning"] = {"effort": effort} if level == "off" else {"effort": effort, "summary": summary}
     return payload
+
+
+def _strict_supported(model: Model) -> bool:
+    """The Codex backend takes strict tools unless the model says otherwise."""
+    return _compat(model, "supportsStrictMode", True) is not False
 
 
 def _force(headers: dict[str, str | None], name: str, value: str) -> None:
@@ -220,6 +255,7 @@ async def stream_openai_codex_responses(
     headers = build_headers(model, options, token, session)
     prepared = _prepare(model, context)
     payload = build_codex_payload(model, context, options, prepared)
+    out.message.provider_thinking_level = codex_effort(model, options)[1]
     decoder = ResponsesDecoder(out)
     map_event = codex_event_mapper(out)
     url = resolve_url(model.base_url)

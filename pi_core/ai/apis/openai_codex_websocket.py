@@ -46,6 +46,7 @@ from pi_hookspecs import Model, StreamOptions
 from ..._async import maybe_await
 from ..errors import ProviderError
 from ..message_stream import MessageBuilder
+from ..session_resources import on_session_released
 from . import _common
 
 if TYPE_CHECKING:
@@ -151,6 +152,18 @@ def reset_sessions() -> None:
         return
     for entry in _sessions.pop(loop, {}).values():
         _drop(entry)
+
+
+def close_session(session_id: str) -> None:
+    """Close the sockets kept for ``session_id`` (a disposed session's), whatever the
+    account or the event loop, as pi 1.6.0 does rather than waiting for the idle timer."""
+    key = session_id[:64]
+    for table in list(_sessions.values()):
+        for cached in [k for k in table if k[0] == key]:
+            _drop(table.pop(cached))
+
+
+on_session_released(close_session)
 
 
 # --------------------------------------------------------------------------- sockets

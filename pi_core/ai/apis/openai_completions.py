@@ -326,15 +326,22 @@ def convert_messages(model: Model, prompt: str, messages: list[Any], compat: dic
 
 
 def convert_tools(tools: list[ToolDeclaration], compat: dict[str, Any]) -> list[dict[str, Any]]:
+    """Function tools; with ``supportsStrictMode`` each says ``strict``, true (with its
+    strict schema) for a tool that asks for JSON-schema constrained sampling."""
+    from .google_shared import make_strict_schema, strict_tool
+
+    supported = bool(compat["supportsStrictMode"])
     converted = []
     for tool in tools:
+        parameters = tool.parameters or {"type": "object", "properties": {}}
+        strict = strict_tool(tool, supported)
         function: dict[str, Any] = {
             "name": tool.name,
             "description": tool.description,
-            "parameters": tool.parameters or {"type": "object", "properties": {}},
+            "parameters": make_strict_schema(parameters) if strict else parameters,
         }
-        if compat["supportsStrictMode"]:
-            function["strict"] = False
+        if supported:
+            function["strict"] = strict
         converted.append({"type": "function", "function": function})
     return converted
 

@@ -3,6 +3,19 @@
 Requests are stateless (``store: false``): reasoning items come back with their
 encrypted content and are replayed from the message history, kept in the thinking
 block's ``thinking_signature`` (the item as JSON), for the same model only.
+
+Two newer features follow the model's ``compat`` flags, as pi 1.6.0 sends them:
+
+* ``supportsAdditionalTools`` with ``supportsMidConvoSystemMessages``: no top-level
+  ``tools``; every tool is declared in ``additional_tools`` input items, the leading
+  system message's tools at the head of the input and each later system message's
+  additions where that message stands (a later item is preceded by a note that the
+  earlier tools stay available; a removal is said in words, since an item cannot
+  withdraw a tool);
+* ``supportsMidConvoEffort``: the request's ``reasoning.effort`` stays ``medium`` and
+  the thinking level travels in ``configuration_update`` items: one before each earlier
+  answer of the same model (the level it was given, ``provider_thinking_level``) and
+  one at the end (the level of this request), so that changing it keeps the prompt cache.
 """
 
 from __future__ import annotations
@@ -32,11 +45,19 @@ from ..errors import ProviderError
 from ..message_stream import MessageBuilder
 from ..models import clamp_thinking_level, provider_thinking_value
 from ..token_budget import clamp_max_tokens
-from ..transform import prepare_context, supports_mid_conversation_system, system_update_text
+from ..transform import (
+    PreparedContext,
+    current_tools,
+    prepare_context,
+    supports_mid_conversation_system,
+    system_update_text,
+)
 from . import _common
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MIN_OUTPUT_TOKENS = 16
+CONFIGURATION_UPDATE_REQUEST_EFFORT = "medium"
+"""``reasoning.effort`` of a request whose thinking level goes in ``configuration_update`` items."""
 
 
 def _compat(model: Model, name: str, default: Any) -> Any:
@@ -123,7 +144,8 @@ def _assistant_items(message: AssistantMessage, model: Model, position: int) -> 
                 "type": "function_call",
                 "call_id": call_id,
                 "name": block.name,
-                "arguments": json.dumps(block.arguments or {}),
+                # as JavaScript's JSON.stringify writes it, so that a replay matches pi 1.6.0's
+                "arguments": json.dumps(block.arguments or {}, separators=(",", ":"), ensure_ascii=False),
             }
             if same and item_id.startswith("fc_"):
                 call["id"] = item_id
@@ -133,22 +155,94 @@ def _assistant_items(message: AssistantMessage, model: Model, position: int) -> 
     return items
 
 
-def convert_input(model: Model, prompt: str, messages: list[Any]) -> list[dict[str, Any]]:
+def tool_changes_in_place(model: Model) -> bool:
+    """Whether ``model`` takes its tools in ``additional_tools`` input items (and tool
+    changes where they happen) instead of the top-level ``tools`` list."""
+    compat = model.compat or {}
+    return bool(compat.get("supportsAdditionalTools")) and supports_mid_conversation_system(model, False)
+
+
+def leading_tools(context: LlmContext, prepared: PreparedContext) -> list[ToolDeclaration]:
+    """The tools declared at the head of the input: the leading system message's when
+    later system messages stay in place, else every tool in effect."""
+    if not any(isinstance(message, SystemMessage) for message in prepared.messages):
+        return prepared.tools
+    first = context.messages[0] if context.messages else None
+    return current_tools([first]) if isinstance(first, SystemMessage) else []
+
+
+def configuration_update(effort: str) -> dict[str, Any]:
+    return {"type": "configuration_update", "reasoning": {"effort": effort}}
+
+
+def additional_tools(
+    tools: list[ToolDeclaration], model: Model, strict: bool | None, strict_supported: bool | None
+) -> dict[str, Any]:
+    converted = convert_tools(tools, model, strict=strict, strict_supported=strict_supported)
+    return {"type": "additional_tools", "role": "developer", "tools": converted}
+
+
+def _incremental_notice(unavailable: tuple[str, ...]) -> str:
+    text = (
+        "Tools update: the tools below are added to the ones declared before, which all stay available "
+        "unless they were marked unavailable. A tool declared here again is available again, with this definition."
+    )
+    return f"{text}\nStill unavailable: {', '.join(unavailable)}." if unavailable else text
+
+
+def _removal_notice(names: list[str]) -> str:
+    return "These tools are no longer available; do not call them:\n" + "\n".join(f"- {name}" for name in names)
+
+
+def convert_input(
+    model: Model,
+    prompt: str,
+    messages: list[Any],
+    *,
+    head_tools: list[ToolDeclaration] | None = None,
+    strict: bool | None = False,
+    strict_supported: bool | None = None,
+    effort: str | None = None,
+) -> list[dict[str, Any]]:
+    """The ``input`` items. ``head_tools`` not ``None``: tools go in ``additional_tools``
+    items (:func:`tool_changes_in_place`), these first; ``effort`` not ``None``: the
+    thinking level goes in ``configuration_update`` items, ``effort`` at the end."""
     role = "developer" if model.reasoning and _compat(model, "supportsDeveloperRole", True) else "system"
+    in_place = head_tools is not None
     items: list[dict[str, Any]] = []
+    if head_tools:
+        items.append(additional_tools(head_tools, model, strict, strict_supported))
     if prompt:
         items.append(_common.instruction_item(role, prompt))
     # Each message's items are converted once (see pi_core.ai._memo) and never mutated.
     memo = _CONVERTED
     model_key = (model.provider, model.api, model.id, "image" in model.input)
     # for a conversation that grew at its end, the converted start is reused as a whole
-    start, body, _ = _CONVERTED_PREFIX.resume((model_key, role), messages)
+    reuse_key = (model_key, role, in_place, strict, strict_supported, effort is not None)
+    start, body, state = _CONVERTED_PREFIX.resume(reuse_key, messages)
+    # tools declared in an additional_tools item so far; tools said to be removed since
+    declared, unavailable = state if state is not None else (bool(head_tools), ())
     before_last = 0
+    last_state = (declared, unavailable)
     for position in range(start, len(messages)):
         message = messages[position]
         before_last = len(body)
+        last_state = (declared, unavailable)
         if isinstance(message, SystemMessage):
             text = system_update_text(message)
+            if in_place:
+                added = message.tools_added or []
+                names = {tool.name for tool in added}
+                unavailable = tuple(name for name in unavailable if name not in names)
+                if added:
+                    if declared:
+                        body.append({"role": role, "content": _incremental_notice(unavailable)})
+                    declared = True
+                    body.append(additional_tools(added, model, strict, strict_supported))
+                removed = [ref.name for ref in message.tools_removed or [] if ref.name not in names]
+                if removed:
+                    text = "\n\n".join(part for part in (text, _removal_notice(removed)) if part)
+                    unavailable += tuple(name for name in removed if name not in unavailable)
             if text:
                 body.append({"role": role, "content": text})
             continue
@@ -156,10 +250,21 @@ def convert_input(model: Model, prompt: str, messages: list[Any]) -> list[dict[s
         converted = memo.get(message, key)
         if converted is MISSING:
             converted = memo.put(message, key, _message_items(message, model, position))
+        if (
+            effort is not None
+            and converted
+            and isinstance(message, AssistantMessage)
+            and message.provider_thinking_level is not None
+            and _is_same_model(message, model)
+        ):
+            body.append(configuration_update(message.provider_thinking_level))
         body.extend(converted)
-    mark = (len(messages) - 1, before_last, None) if messages else None
-    _CONVERTED_PREFIX.save((model_key, role), messages, body, mark)
-    return items + body
+    mark = (len(messages) - 1, before_last, last_state) if messages else None
+    _CONVERTED_PREFIX.save(reuse_key, messages, body, mark)
+    items.extend(body)
+    if effort is not None:
+        items.append(configuration_update(effort))
+    return items
 
 
 _CONVERTED = MessageMemo()
@@ -190,29 +295,83 @@ def _message_items(message: Any, model: Model, position: int) -> list[dict[str, 
     return []
 
 
-def convert_tools(tools: list[ToolDeclaration], model: Model, *, strict: bool | None = False) -> list[dict[str, Any]]:
+def convert_tools(
+    tools: list[ToolDeclaration], model: Model, *, strict: bool | None = False, strict_supported: bool | None = None
+) -> list[dict[str, Any]]:
     """Function tools; each carries ``strict`` (``None`` is sent as JSON null, as the
-    Codex backend expects) unless the model's ``supportsStrictMode`` is false."""
+    Codex backend expects) unless the model's ``supportsStrictMode`` is false. A tool
+    that asks for JSON-schema constrained sampling (``constrainedSampling``) is sent
+    with ``strict: true`` and its strict schema when ``strict_supported`` (by default
+    ``supportsStrictMode``) and the schema fits the strict subset."""
+    from .google_shared import make_strict_schema, strict_tool  # the strict subset of JSON Schema
+
     supports_strict = (model.compat or {}).get("supportsStrictMode")
+    constrained = bool(supports_strict) if strict_supported is None else strict_supported
     converted = []
     for tool in tools:
+        parameters = tool.parameters or {"type": "object", "properties": {}}
+        tool_strict = strict
+        if strict_tool(tool, constrained):
+            parameters, tool_strict = make_strict_schema(parameters), True
         entry: dict[str, Any] = {
             "type": "function",
             "name": tool.name,
             "description": tool.description,
-            "parameters": tool.parameters or {"type": "object", "properties": {}},
+            "parameters": parameters,
         }
         if supports_strict is not False:
-            entry["strict"] = strict
+            entry["strict"] = tool_strict
         converted.append(entry)
     return converted
 
 
+def is_chatgpt_sign_in(model: Model, api_key: str | None) -> bool:
+    """A request to OpenAI's own endpoint with a ChatGPT sign-in token rather than an
+    ``sk-`` key: that backend refuses ``configuration_update`` items."""
+    return (
+        model.provider == "openai"
+        and model.base_url == DEFAULT_BASE_URL
+        and api_key is not None
+        and not api_key.startswith("sk-")
+    )
+
+
+def effort_update(model: Model, level: str | None) -> str | None:
+    """The effort for ``configuration_update`` items when the model takes them
+    (``supportsMidConvoEffort``) for thinking level ``level`` (``None``: none sent):
+    the level's mapped value, or the level's own name."""
+    if level is None or not _compat(model, "supportsMidConvoEffort", False):
+        return None
+    mapping = model.thinking_level_map or {}
+    if level == "none":
+        value = mapping.get("off", "none")
+        return value if isinstance(value, str) else None
+    value = mapping.get(level)
+    return value if isinstance(value, str) else level
+
+
+def request_effort(model: Model, options: StreamOptions) -> str | None:
+    """The effort this request sends in ``configuration_update`` items, or ``None``."""
+    level = clamp_thinking_level(model, options.thinking_level) if model.reasoning else "off"
+    if level == "off" or is_chatgpt_sign_in(model, options.api_key):
+        return None
+    return effort_update(model, level)
+
+
 def build_payload(model: Model, context: LlmContext, options: StreamOptions) -> dict[str, Any]:
     prepared = prepare_context(model, context, mid_conversation_system=supports_mid_conversation_system(model, False))
+    level = clamp_thinking_level(model, options.thinking_level) if model.reasoning else "off"
+    effort = request_effort(model, options)
+    in_place = tool_changes_in_place(model)
     payload: dict[str, Any] = {
         "model": model.id,
-        "input": convert_input(model, prepared.system_prompt, prepared.messages),
+        "input": convert_input(
+            model,
+            prepared.system_prompt,
+            prepared.messages,
+            head_tools=leading_tools(context, prepared) if in_place else None,
+            effort=effort,
+        ),
         "stream": True,
         "store": False,
     }
@@ -226,16 +385,17 @@ def build_payload(model: Model, context: LlmContext, options: StreamOptions) -> 
         payload["max_output_tokens"] = max(requested, MIN_OUTPUT_TOKENS)
     if options.temperature is not None:
         payload["temperature"] = options.temperature
-    if prepared.tools:
+    if prepared.tools and not in_place:
         payload["tools"] = convert_tools(prepared.tools, model)
     tool_choice = options.extra.get("tool_choice")
     if tool_choice:
         payload["tool_choice"] = tool_choice
     if model.reasoning:
-        level = clamp_thinking_level(model, options.thinking_level)
         if level != "off":
             payload["reasoning"] = {
-                "effort": provider_thinking_value(model, level) or "medium",
+                "effort": CONFIGURATION_UPDATE_REQUEST_EFFORT
+                if effort is not None
+                else provider_thinking_value(model, level) or "medium",
                 "summary": options.extra.get("reasoning_summary", "auto"),
             }
             payload["include"] = ["reasoning.encrypted_content"]
@@ -257,6 +417,7 @@ async def stream_openai_responses(
     model: Model, context: LlmContext, options: StreamOptions, out: MessageBuilder
 ) -> None:
     payload = build_payload(model, context, options)
+    out.message.provider_thinking_level = request_effort(model, options)
     extra: dict[str, str | None] = {}
     if options.session_id:
         if model.provider == "openrouter" or "openrouter.ai" in (model.base_url or ""):

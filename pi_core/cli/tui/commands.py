@@ -34,6 +34,7 @@ from .base import Builtin, CommandHost
 from .completion import CommandInfo
 from .dialogs import Option
 from .keys import ACTIONS, EDITOR_ACTIONS, PICKER_KEYS, UNSUPPORTED, display
+from .model_refresh import refresh_catalogues, refresh_note, refreshes
 from .render import content_text, context_usage, human_tokens, one_line
 from .sessions_ui import (
     cmd_bug,
@@ -330,10 +331,10 @@ async def cmd_model(app: CommandHost, args: str) -> None:
                 return [m for m in offered if all(w in f"{m.ref} {m.name}".lower() for w in words)]
 
             matches = matching()
-            if not matches and _refreshes(session):
+            if not matches and refreshes(session):
                 # as pi 1.6.0: a model the cached catalogues lack may be new - look again
                 app.out.line("Refreshing model catalogs…", "dim")
-                errors, timed_out = await _refresh_catalogues(session)
+                errors, timed_out = await refresh_catalogues(session)
                 if timed_out:
                     app.out.line("Model refresh timed out; searching cached models.", "yellow")
                 elif errors:
@@ -347,7 +348,7 @@ async def cmd_model(app: CommandHost, args: str) -> None:
             else:
                 model = await _pick_model(app, matches)
     else:
-        model = await _pick_model(app, models.available(session.model), refresh=_refreshes(session))
+        model = await _pick_model(app, models.available(session.model), refresh=refreshes(session))
     if model is None:
         return
     if not await session.set_model(model):
@@ -356,25 +357,6 @@ async def cmd_model(app: CommandHost, args: str) -> None:
     if level:
         await session.set_thinking_level(level)
     app.out.line(f"Model: {model.ref} (thinking {session.thinking_level})", "green")
-
-
-def _refreshes(session: AgentSession) -> bool:
-    """Whether opening ``/model`` refreshes catalogues: a plugin's catalogue is dynamic
-    and pi is not offline (``--offline``, ``PI_OFFLINE``)."""
-    from ...ai.catalogue_snapshots import network_disabled
-
-    return bool(session.models.dynamic_providers()) and not network_disabled()
-
-
-async def _refresh_catalogues(session: AgentSession) -> tuple[list[str], bool]:
-    """The session's shared online catalogue refresh (15 s at most): ``(providers that
-    failed, timed out)``; a refresh that failed as a whole names its error instead."""
-    from ..update_models import shared_refresh
-
-    errors, timed_out = await shared_refresh(session).refresh()
-    if "*" in errors:
-        return [f"model catalogs: {errors['*']}"], timed_out
-    return sorted(errors), timed_out
 
 
 def _model_options(candidates: list[Any]) -> list[Option[Any]]:
@@ -398,15 +380,7 @@ async def _pick_model(app: CommandHost, candidates: list[Any], *, refresh: bool 
         return await app.dialogs.choose("Which model?", _model_options(candidates), default=default)
 
     async def live(chooser: Any) -> None:
-        errors, timed_out = await _refresh_catalogues(session)
-        if timed_out:
-            note = "Model refresh timed out; showing cached models."
-        elif len(errors) == 1:
-            note = f"Could not refresh {errors[0]}; showing cached models."
-        elif errors:
-            note = f"Could not refresh {len(errors)} model catalogs ({', '.join(errors)}); showing cached models."
-        else:
-            note = "Model catalogs refreshed."
+        note = refresh_note(*await refresh_catalogues(session))
         chooser.update(_model_options(session.models.available(session.model)), message=note)
 
     return await app.dialogs.choose(

@@ -349,9 +349,11 @@ class Dialogs:
         default: int = 0,
         query: str = "",
         filterable: bool = True,
+        live: Callable[[Chooser[T]], Awaitable[None]] | None = None,
     ) -> Picked[T] | None:
         """A picker with extra keys (``actions``: prompt_toolkit keys, action name, hint):
-        the caller acts and usually opens it again. ``None`` when cancelled."""
+        the caller acts and usually opens it again. ``None`` when cancelled. ``live`` as
+        for :meth:`choose`."""
         result: list[Picked[T] | None] = []
 
         async def run() -> None:
@@ -366,7 +368,12 @@ class Dialogs:
                 query=query,
                 style=self.style,
             )
-            option = await chooser.run(allow_empty=True)
+            updater = asyncio.ensure_future(live(chooser)) if live is not None else None
+            try:
+                option = await chooser.run(allow_empty=True)
+            finally:
+                if updater is not None:
+                    updater.cancel()
             if chooser.action == "select" and option is None:
                 result.append(None)
                 return

@@ -21,6 +21,7 @@ from ..._paths import agent_dir, project_dir
 from ...resources.settings import USER_ONLY_KEYS, Settings, SettingsError, load_settings, read_settings_file
 from .base import CommandHost
 from .dialogs import Option
+from .model_refresh import refresh_catalogues, refresh_note, refreshes
 
 Scope = Literal["user", "project"]
 Kind = Literal["bool", "choice", "text", "int"]
@@ -254,55 +255,78 @@ async def _ask_value(app: CommandHost, spec: SettingSpec, current: Any) -> Any:
 
 
 async def cmd_scoped_models(app: CommandHost, args: str) -> None:
-    """Choose the models Ctrl+P cycles through; saved as ``enabledModels``."""
+    """Choose the models Ctrl+P cycles through; saved as ``enabledModels``. As it opens,
+    the dynamic catalogues are refreshed (as pi 1.6.0 does, and as ``/model`` does): the
+    open list is replaced when they answer."""
     session = app.session
     models = session.models.available(session.model)
-    if not models:
+    refreshing = refreshes(session)
+    if not models and not refreshing:
         app.out.line("✖ No model is available: configure a provider key first (/login)", "red")
         return
     chosen = {model.ref for model, _level in app.scoped_models}
     query, index = "", 0
-    while True:
-        options = [Option(m.ref, ("[x] " if m.ref in chosen else "[ ] ") + m.ref, m.name) for m in models]
-        picked = await app.dialogs.pick(
-            f"Models for Ctrl+P cycling ({len(chosen) or 'all'} enabled)",
-            options,
-            actions=app.keymap.picker_actions(
-                [
-                    ("app.models.toggle", "toggle"),
-                    ("app.models.enableAll", "all"),
-                    ("app.models.clearAll", "clear"),
-                    ("app.models.toggleProvider", "provider"),
-                    ("app.models.save", "save"),
-                ]
-            ),
-            query=query,
-            default=index,
-            message="Enter toggles too; Esc keeps the choice for this session only.",
-        )
-        if picked is None:
-            break
-        query, index = picked.query, picked.index
-        if picked.action in ("toggle", "select") and picked.value is not None:
-            chosen.symmetric_difference_update({picked.value})
-        elif picked.action == "all":
-            chosen = {m.ref for m in models}
-        elif picked.action == "clear":
-            chosen = set()
-        elif picked.action == "provider" and picked.value is not None:
-            provider = picked.value.split("/", 1)[0]
-            group = {m.ref for m in models if m.ref.split("/", 1)[0] == provider}
-            chosen = chosen - group if group <= chosen else chosen | group
-        elif picked.action == "save":
-            refs = [m.ref for m in models if m.ref in chosen]
-            try:
-                path = await asyncio.to_thread(write_setting, session.cwd, "user", "enabledModels", refs or None)
-            except (SettingsError, OSError) as exc:
-                app.out.line(f"✖ {exc}", "red")
-                return
-            refresh_settings(session.settings)
-            app.out.line(f"enabledModels saved to {path}: {', '.join(refs) or '(all models)'}", "green")
-            break
+    hint = "Enter toggles too; Esc keeps the choice for this session only."
+    # one refresh for the whole command (the picker opens again after each key)
+    refresh = asyncio.ensure_future(refresh_catalogues(session)) if refreshing else None
+    note = "Refreshing model catalogs…" if refresh is not None else ""
+
+    def options_of(listed: list[Any]) -> list[Option[str]]:
+        return [Option(m.ref, ("[x] " if m.ref in chosen else "[ ] ") + m.ref, m.name) for m in listed]
+
+    async def live(chooser: Any) -> None:
+        nonlocal models, note
+        if refresh is None or refresh.done():
+            return
+        note = refresh_note(*await asyncio.shield(refresh))
+        models = session.models.available(session.model)
+        chooser.update(options_of(models), message=f"{note} {hint}")
+
+    try:
+        while True:
+            picked = await app.dialogs.pick(
+                f"Models for Ctrl+P cycling ({len(chosen) or 'all'} enabled)",
+                options_of(models),
+                actions=app.keymap.picker_actions(
+                    [
+                        ("app.models.toggle", "toggle"),
+                        ("app.models.enableAll", "all"),
+                        ("app.models.clearAll", "clear"),
+                        ("app.models.toggleProvider", "provider"),
+                        ("app.models.save", "save"),
+                    ]
+                ),
+                query=query,
+                default=index,
+                message=f"{note} {hint}".strip(),
+                live=live,
+            )
+            if picked is None:
+                break
+            query, index = picked.query, picked.index
+            if picked.action in ("toggle", "select") and picked.value is not None:
+                chosen.symmetric_difference_update({picked.value})
+            elif picked.action == "all":
+                chosen = {m.ref for m in models}
+            elif picked.action == "clear":
+                chosen = set()
+            elif picked.action == "provider" and picked.value is not None:
+                provider = picked.value.split("/", 1)[0]
+                group = {m.ref for m in models if m.ref.split("/", 1)[0] == provider}
+                chosen = chosen - group if group <= chosen else chosen | group
+            elif picked.action == "save":
+                refs = [m.ref for m in models if m.ref in chosen]
+                try:
+                    path = await asyncio.to_thread(write_setting, session.cwd, "user", "enabledModels", refs or None)
+                except (SettingsError, OSError) as exc:
+                    app.out.line(f"✖ {exc}", "red")
+                    return
+                refresh_settings(session.settings)
+                app.out.line(f"enabledModels saved to {path}: {', '.join(refs) or '(all models)'}", "green")
+                break
+    finally:
+        if refresh is not None and not refresh.done():
+            refresh.cancel()  # closing the picker stops waiting for the catalogues
     refs = [m.ref for m in models if m.ref in chosen]
     app.set_scoped_models(refs)
     app.out.line(f"Ctrl+P cycles {', '.join(refs) if refs else 'every available model'}", "dim")
