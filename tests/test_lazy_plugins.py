@@ -210,6 +210,48 @@ async def test_a_deferred_plugin_that_fails_to_import_is_one_line(site_dir: Path
     assert len(host.runner.errors) == 1
 
 
+GATE_PLUGIN = """
+import pi_test_gate_dep
+from pi_hookspecs import hookimpl
+
+@hookimpl
+def tool_call(event):
+    if event.tool_name == "bash":
+        return {"block": True, "reason": "no shell here"}
+"""
+
+
+async def test_a_plugin_guarding_tool_calls_is_never_deferred(site_dir: Path, marks_file: Path) -> None:
+    """The attack: a policy plugin's dependency disappears after the plugin was indexed.
+    Deferred, its import would fail at the first ``tool_call`` and the tool would run
+    without the policy (fail-open). A plugin implementing a fail-closed event
+    (``tool_call``, ``user_bash``, ``bash_spawn``, ``file_access``) is imported at start,
+    so its failure is reported before anything runs, as without the index."""
+    (site_dir / "pi_test_gate_dep.py").write_text("VALUE = 1\n")
+    install(site_dir, "gate", GATE_PLUGIN)
+    await load_host(entry_points=("gate",))
+    forget("pi_test_gate_dep")
+    (site_dir / "pi_test_gate_dep.py").unlink()
+    host = await restart("gate")
+    gate = record(host, "gate")
+    assert not gate.deferred and gate.status == "error"
+    assert [d.message.split(" (", 1)[0] for d in host.diagnostics if d.plugin == "gate"] == [
+        "import failed: ModuleNotFoundError: No module named 'pi_test_gate_dep'"
+    ]
+
+
+async def test_a_required_plugin_is_never_deferred(site_dir: Path, marks_file: Path, agent_dir: Path) -> None:
+    """A plugin named in ``requiredExtensions`` must be known to load at start: pi
+    refuses to start without it, which a deferred import would only find out later."""
+    install(site_dir, "shut", SHUTDOWN_PLUGIN, "Plugin")
+    await load_host(entry_points=("shut",))
+    assert record(await restart("shut"), "shut").deferred  # not required: deferred
+    (agent_dir / "settings.json").write_text(json.dumps({"requiredExtensions": ["shut"]}))
+    host = await restart("shut")
+    assert not record(host, "shut").deferred and "pi_test_shut" in sys.modules
+    assert host.missing_required() == []
+
+
 async def test_a_late_registration_keeps_the_first_plugin_in_load_order(site_dir: Path, marks_file: Path) -> None:
     """A deferred plugin registers its command when the commands are read, after a
     plugin later in load order: the earlier one still keeps the name."""

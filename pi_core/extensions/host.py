@@ -349,7 +349,8 @@ class PluginHost:
             self._diag("error", mismatch, plugin=record.name, source=source.kind, path=source.path)
             return record
         entry = None
-        indexed = self.lazy and source.kind == "entrypoint"
+        # a required plugin is imported at start: pi refuses to start without it
+        indexed = self.lazy and source.kind == "entrypoint" and source.name not in self.required
         if indexed:
             entry = self.index.lookup(source)
             if entry is not None:

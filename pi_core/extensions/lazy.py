@@ -82,14 +82,19 @@ def hooks_of(plugin: Any) -> list[Hook]:
 
 def deferrable(hooks: Iterable[Hook], on_demand: Iterable[str]) -> bool:
     """Whether a plugin with these hooks can wait for its first hook call: no pluggy
-    wrapper, and no registration hook whose result every start needs (only those read
-    on demand; events and hooks other plugins publish are called when needed)."""
+    wrapper, no registration hook whose result every start needs (only those read on
+    demand; events and hooks other plugins publish are called when needed), and no
+    fail-closed event (``tool_call``, ``user_bash`` …): a guard whose import fails must
+    be reported before anything runs, never found missing at the call it should judge."""
     later = set(on_demand)
     for hook in hooks:
         opts = hook.get("opts") or {}
         if opts.get("wrapper") or opts.get("hookwrapper"):
             return False
         name = hook["hook"]
+        spec = EVENTS.get(name)
+        if spec is not None and spec.fail_closed:
+            return False
         if name in REGISTRATIONS and (name not in later or hook.get("async")):
             return False  # needed at start, or an async registration (called when a table is read)
         if name not in EVENTS and name not in REGISTRATIONS and name.startswith("register_"):
