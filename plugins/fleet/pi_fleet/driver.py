@@ -95,6 +95,13 @@ def _start_ray(options: Options) -> Any:
         kwargs["include_dashboard"] = False
         if options.num_cpus is not None:
             kwargs["num_cpus"] = options.num_cpus
+        if os.environ.get("RAY_AUTH_MODE", "").lower() == "disabled":
+            # Ray's processes listen on every interface; its token is what keeps others out
+            print(
+                "pi fleet: warning: RAY_AUTH_MODE=disabled: the local Ray runs jobs for anyone who can reach "
+                "this machine's ports (its sessions hold your provider keys)",
+                file=sys.stderr,
+            )
     ray.init(**kwargs)
     return ray
 

@@ -315,6 +315,18 @@ def test_ctrl_c_cancels_every_running_task(model: ScriptedModel, tmp_path: Path)
     assert model.count() == 2  # the queued tasks never started
 
 
+def test_an_embedded_ray_without_token_authentication_is_warned_about(model: ScriptedModel, tmp_path: Path) -> None:
+    """The embedded Ray listens on the machine's interfaces; its token keeps others out.
+    With ``RAY_AUTH_MODE=disabled`` the run still goes, and says what that exposes."""
+    fleet = _fleet(tmp_path, model)
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": "gone", "repo": str(tmp_path / "nowhere"), "prompt": "p"}])
+    env = {**fleet.env, "RAY_AUTH_MODE": "disabled"}
+    done = run_fleet(*run_args(tasks, tmp_path / "out", "--num-cpus", "1"), env=env, cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "pi fleet: warning: RAY_AUTH_MODE=disabled: the local Ray runs jobs for anyone" in done.stderr
+    assert [r["status"] for r in results(tmp_path / "out")] == ["error"]
+
+
 # --------------------------------------------------------------------------- the report page in a browser
 
 
