@@ -48,18 +48,21 @@ def update_models(timeout: float = REFRESH_TIMEOUT_SECONDS) -> int:
     if not providers:
         typer.echo(f"No plugin supplies a dynamic model catalogue. {BUILTIN_NOTE}")
         return 0
+    # a provider without credentials (or, for a server such as llama.cpp, without its
+    # address) is not asked online: saying it was refreshed would be untrue
+    unasked = [p for p in providers if not registry.has_auth(p)]
     errors, timed_out = asyncio.run(_refresh(registry, timeout))
     if timed_out:
         typer.echo(f"pi update: the model catalogue refresh timed out after {timeout:g} s", err=True)
         return 1
     if errors:
         typer.echo(f"pi update: could not refresh model catalogues: {'; '.join(errors.values())}", err=True)
-        refreshed = [p for p in providers if p not in errors]
-        if refreshed:
-            typer.echo(f"Model catalogues refreshed: {', '.join(refreshed)}")
-        return 1
-    typer.echo(f"Model catalogues refreshed: {', '.join(providers)}")
-    return 0
+    refreshed = [p for p in providers if p not in errors and p not in unasked]
+    if refreshed:
+        typer.echo(f"Model catalogues refreshed: {', '.join(refreshed)}")
+    if unasked:
+        typer.echo(f"Not asked (no credentials or server configured; see `pi auth login`): {', '.join(unasked)}")
+    return 1 if errors else 0
 
 
 class SharedRefresh:

@@ -122,6 +122,16 @@ def _store() -> dict[str, Any]:
     return json.loads((agent_dir() / "models-store.json").read_text())
 
 
+def test_a_provider_without_credentials_is_not_said_to_be_refreshed(project: Path, catalogue: Catalogue) -> None:
+    keyless = PLUGIN.replace('api_key="$ACME_KEY", ', "")
+    assert keyless != PLUGIN
+    (agent_dir() / "extensions" / "acme.py").write_text(keyless)  # no key anywhere: nothing to ask with
+    done = run_pi("update", "--models", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Not asked (no credentials or server configured; see `pi auth login`): acme"
+    assert catalogue.requests == []
+
+
 def test_update_models_refreshes_stores_and_later_runs_start_from_the_snapshot(
     project: Path, wire: WireServer, catalogue: Catalogue
 ) -> None:

@@ -74,8 +74,9 @@ def run(options: Options) -> int:
     finally:
         results_file.close()
     ordered = [finished[t.id] for t in tasks if t.id in finished]
-    write_report(out, ordered)
-    print_summary(ordered, out)
+    if ordered or status == 0:  # nothing to show when Ray could not even start
+        write_report(out, ordered)
+        print_summary(ordered, out)
     return status
 
 
@@ -90,6 +91,7 @@ def _start_ray(options: Options) -> Any:
         "runtime_env": {"env_vars": env},
     }
     if options.address:
+        _reachable(options.address)
         kwargs["address"] = options.address
     else:
         kwargs["include_dashboard"] = False
@@ -106,6 +108,20 @@ def _start_ray(options: Options) -> Any:
     return ray
 
 
+def _reachable(address: str) -> None:
+    """A ``HOST:PORT`` address that nothing answers on fails at once, in one line (Ray
+    itself retries for a minute, printing its own warnings)."""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or "://" in address or not port.isdigit() or not host:
+        return  # ray://…, auto, local: Ray's own rules
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as exc:
+        raise ConnectionError(f"nothing answers at {address} ({exc.strerror or exc})") from None
+
+
 def _run_on_ray(
     options: Options, out: Path, todo: list[Task], results_file: ResultsFile, finished: dict[str, Result], *, total: int
 ) -> int:
@@ -116,7 +132,7 @@ def _run_on_ray(
     except Exception as exc:
         where = options.address or "a local Ray"
         hint = ""
-        if options.address and not os.environ.get("RAY_AUTH_MODE"):
+        if options.address and not os.environ.get("RAY_AUTH_MODE") and not isinstance(exc, ConnectionError):
             hint = " (a cluster started with token authentication, `ray start`'s default, needs RAY_AUTH_MODE=token)"
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         return _fail(f"cannot start or join {where}: {type(exc).__name__}: {first}{hint}")

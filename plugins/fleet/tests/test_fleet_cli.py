@@ -82,6 +82,25 @@ def test_a_bad_task_file_through_the_command(tmp_path: Path) -> None:
     assert missing.returncode == 1 and missing.stderr == f"pi fleet: {tmp_path / 'nope.jsonl'}: no such file\n"
 
 
+def test_an_address_nothing_answers_at_is_one_line(tmp_path: Path) -> None:
+    """Ray would retry for a minute, printing its own warnings: pi says it at once."""
+    import socket
+
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": "a", "repo": str(tmp_path), "prompt": "p"}])
+    out = tmp_path / "out"
+    args = ("run", str(tasks), "--out", str(out), "--address", f"127.0.0.1:{port}")
+    done = run_fleet(*args, env=fleet_env(tmp_path / "agent"), cwd=tmp_path, timeout=30)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == (
+        f"pi fleet: cannot start or join 127.0.0.1:{port}: ConnectionError: "
+        f"nothing answers at 127.0.0.1:{port} (Connection refused)\n"
+    )
+    assert not (out / "report.html").exists()
+
+
 def test_relative_repositories_are_read_from_the_task_files_folder(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     path = write_tasks(
