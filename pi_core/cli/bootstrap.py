@@ -273,6 +273,10 @@ async def _open_runtime(
     suffix_level: str | None = None
     if args.model:
         if "error" in chosen:
+            # what was skipped while loading (a models.json entry with a bad field, a
+            # plugin that failed) is often why the model is missing: said first
+            for line in diagnostics_of(runtime):
+                print(f"pi: {line}", file=sys.stderr)
             raise CliError(str(chosen["error"])) from chosen["error"]
         selection = chosen["selection"]
         if selection.warning:

@@ -202,6 +202,22 @@ def test_commands_without_a_session_report_a_broken_settings_file_once(tmp_path:
         assert (out.stdout + out.stderr).count(problem) == 1, (command, out.stdout, out.stderr)
 
 
+def test_the_skipped_model_a_run_names_is_explained_before_it_is_not_found(tmp_path: Path) -> None:
+    """``--model`` names the very entry models.json had to skip: the skipped entry's line
+    comes first, then the model's, so the user sees why."""
+    models = agent_dir() / "models.json"
+    provider = {"baseUrl": "http://127.0.0.1:9/v1", "api": "openai-completions", "apiKey": "k"}
+    models.write_text(
+        json.dumps({"providers": {"local": {**provider, "models": [{"id": "bad", "contextWindow": "x"}]}}})
+    )
+    out = run_pi("-p", "--model", "local/bad", "hi", cwd=tmp_path)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    lines = out.stderr.splitlines()
+    skipped = [i for i, line in enumerate(lines) if f"{models}: providers.local.models[0].contextWindow: " in line]
+    assert len(skipped) == 1 and lines[skipped[0]].endswith("; model local/bad is skipped")
+    assert skipped[0] < len(lines) - 1 and "local/bad" in lines[-1]
+
+
 def test_pi_config_never_rewrites_a_list_it_cannot_read(tmp_path: Path) -> None:
     path = agent_dir() / "settings.json"
     for text in ('{"disabledExtensions": "acme"}', '{"skills": {"customDirectories": ["~/sk"]}}'):
