@@ -256,6 +256,10 @@ class Pipeline:
         """The process ends now: a request still waiting for an answer is a timeout
         (recorded), and the status file is written."""
         for signal, (_, url) in list(self._inflight.items()):
+            with self._status_lock:
+                last = self._results.get(signal)
+            if last is not None and last["result"] == "error" and last["endpoint"] == url:
+                continue  # a retry of a request that already failed: its cause is already known
             self._outcome(
                 signal,
                 url,
