@@ -52,7 +52,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         pre, _ = base.parse_known_args([a for a in argv if a not in ("-h", "--help")])
         commands = {} if any(a in ("-h", "--help") for a in argv) else None  # listed by --help
         flags = plugin_flag_definitions(pre, commands)
-    parser = build_parser(flags, commands)
+    # without plugin flags or subcommands to add, the parser built above is the one
+    parser = build_parser(flags, commands) if flags or commands is not None else base
     return parser.parse_intermixed_args(argv)
 
 

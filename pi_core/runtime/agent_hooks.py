@@ -116,12 +116,14 @@ class ContextHooks:
         block, fit = mode
         if not block and not fit:
             return messages
-        if block:
-            change = block_images
-        else:
-            from ..ai.images import fit_message_images as change  # Pillow only once images are about
         # the usual messages need no call: an assistant message holds no images, and a
         # text-only user message neither
+        if block:
+            change = block_images
+        elif not any(_has_image(m) for m in messages):
+            return list(messages)  # no image to fit (each call would return its message): no import
+        else:
+            from ..ai.images import fit_message_images as change  # Pillow only once images are about
         return [
             m if type(m) is AssistantMessage or type(getattr(m, "content", None)) is str else change(m)
             for m in messages
@@ -148,6 +150,18 @@ def clone(obj: Any) -> Any:
     if kind is dict:
         return {key: clone(value) for key, value in obj.items()}
     return obj
+
+
+def _has_image(message: AgentMessage) -> bool:
+    """Whether ``message`` holds an image block (the exact classes first, as pydantic's
+    ``isinstance`` is slow)."""
+    content = getattr(message, "content", None)
+    if not isinstance(content, list):
+        return False
+    return any(
+        type(block) is ImageContent or (type(block) is not TextContent and isinstance(block, ImageContent))
+        for block in content
+    )
 
 
 def block_images(message: AgentMessage) -> AgentMessage:
