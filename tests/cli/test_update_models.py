@@ -185,6 +185,30 @@ def test_rpc_mode_refreshes_in_the_background_unless_offline(project: Path, cata
     assert [m["id"] for m in _store()["acme"]["models"]] == ["acme-fresh"]
 
 
+def _open_while_refreshing(screen: Any, catalogue: Catalogue, command: str, title: str) -> None:
+    """``command`` opens its picker at once while the service holds the start-up refresh;
+    the service's answer then fills the open picker."""
+    screen.wait_for("›")
+    assert catalogue.asked.wait(15)  # the start-up refresh, held by the service
+    screen.line(command)
+    screen.wait_for(title)
+    screen.wait_for("Refreshing model catalogs…")
+    assert "acme/acme-large" not in screen.text()  # nothing cached yet: the picker did not wait
+    catalogue.gate.set()
+    screen.wait_for("Model catalogs refreshed.")
+    screen.wait_for("acme/acme-large")
+
+
+def _reopen_lists_a_new_model(screen: Any, catalogue: Catalogue, command: str, model_id: str) -> None:
+    """A model the service offers since: opening the picker again asks again and lists it."""
+    catalogue.models.append({"id": model_id, "context": 64000})
+    asked = len(catalogue.requests)
+    screen.line(command)
+    screen.wait_for("Model catalogs refreshed.")
+    screen.wait_for(f"acme/{model_id}")
+    assert len(catalogue.requests) == asked + 1
+
+
 def test_the_model_picker_refreshes_and_updates_while_open(project: Path, catalogue: Catalogue) -> None:
     """``/model`` in the terminal opens at once on the cached list and refreshes the
     dynamic catalogues meanwhile (as pi 1.6.0): a slow service keeps the picker usable,
@@ -195,25 +219,10 @@ def test_the_model_picker_refreshes_and_updates_while_open(project: Path, catalo
     env = screen_env(PI_EXTENSIONS="acme", ACME_CATALOGUE_URL=catalogue.url, ACME_KEY="acme-secret")
     screen = Screen([*PI, "--model", "faux/offline-demo"], cwd=project, env=env)
     try:
-        screen.wait_for("›")
-        assert catalogue.asked.wait(15)  # the start-up refresh, held by the service
-        screen.line("/model")
-        screen.wait_for("Which model?")
-        screen.wait_for("Refreshing model catalogs…")
-        assert "acme/acme-large" not in screen.text()  # nothing cached yet: the picker did not wait
-        catalogue.gate.set()
-        screen.wait_for("Model catalogs refreshed.")
-        screen.wait_for("acme/acme-large")
+        _open_while_refreshing(screen, catalogue, "/model", "Which model?")
         screen.send("\x1b")
         screen.wait_for("? Which model? · (cancelled)")
-
-        # a model the service offers since: opening the picker asks again and shows it
-        catalogue.models.append({"id": "acme-new", "context": 64000})
-        asked = len(catalogue.requests)
-        screen.line("/model")
-        screen.wait_for("Model catalogs refreshed.")
-        screen.wait_for("acme/acme-new")
-        assert len(catalogue.requests) == asked + 1
+        _reopen_lists_a_new_model(screen, catalogue, "/model", "acme-new")
         screen.send("acme-new")
         screen.send("\r")
         screen.wait_for("Model: acme/acme-new")
@@ -232,25 +241,10 @@ def test_scoped_models_refreshes_the_catalogues_as_it_opens(project: Path, catal
     env = screen_env(PI_EXTENSIONS="acme", ACME_CATALOGUE_URL=catalogue.url, ACME_KEY="acme-secret")
     screen = Screen([*PI, "--model", "faux/offline-demo"], cwd=project, env=env)
     try:
-        screen.wait_for("›")
-        assert catalogue.asked.wait(15)  # the start-up refresh, held by the service
-        screen.line("/scoped-models")
-        screen.wait_for("Models for Ctrl+P cycling")
-        screen.wait_for("Refreshing model catalogs…")
-        assert "acme/acme-large" not in screen.text()  # nothing cached yet: the picker did not wait
-        catalogue.gate.set()
-        screen.wait_for("Model catalogs refreshed.")
-        screen.wait_for("acme/acme-large")
+        _open_while_refreshing(screen, catalogue, "/scoped-models", "Models for Ctrl+P cycling")
         screen.send("\x1b")
         screen.wait_for("Ctrl+P cycles every available model")
-
-        # a model the service offers since: opening the picker asks again and lists it
-        catalogue.models.append({"id": "acme-scoped", "context": 64000})
-        asked = len(catalogue.requests)
-        screen.line("/scoped-models")
-        screen.wait_for("Model catalogs refreshed.")
-        screen.wait_for("acme/acme-scoped")
-        assert len(catalogue.requests) == asked + 1
+        _reopen_lists_a_new_model(screen, catalogue, "/scoped-models", "acme-scoped")
         screen.send("acme-scoped")
         screen.send("\r")  # Enter toggles it
         screen.wait_for("[x] acme/acme-scoped")
