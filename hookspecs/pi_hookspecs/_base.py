@@ -6,9 +6,10 @@ accepts both spellings on input and writes camelCase with :meth:`PiModel.to_json
 """
 
 import time
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, SerializationInfo, model_serializer
+from pydantic_core import PydanticUndefined
 
 
 def camel_alias(name: str) -> str:
@@ -27,6 +28,43 @@ def now_ms() -> int:
 def _new_list() -> list[Any]:
     """A new empty list (the ``default_factory`` of list fields, see ``PiModel``)."""
     return []
+
+
+def _shared(default: Any) -> bool:
+    """Whether :meth:`PiModel.model_construct` may give every instance this default
+    itself (pydantic copies all others)."""
+    return isinstance(default, (int, float, str, bytes, type(None))) or (
+        type(default) in (tuple, frozenset) and not default
+    )
+
+
+_Plan = tuple[tuple[str, str | None, bool, Any, Any], ...]
+_PLANS: dict[type, _Plan | None] = {}
+"""Per model class: how :meth:`PiModel.model_construct` fills each field (see
+``_construct_plan``), or ``None`` where pydantic's own method must do it."""
+
+
+def _construct_plan(cls: type["PiModel"]) -> _Plan | None:
+    """``(name, alias, required, default, factory)`` for each field of ``cls``; ``None``
+    when a feature the fast constructor does not handle is used (alias choices or
+    paths, a factory taking the validated data, ``model_post_init`` or private
+    attributes, a default that is not immutable)."""
+    if cls.__pydantic_post_init__ or cls.__pydantic_root_model__:
+        return None
+    plan = []
+    for name, info in cls.__pydantic_fields__.items():
+        if info.validation_alias is not None and info.validation_alias != info.alias:
+            return None
+        factory = info.default_factory
+        if factory is not None and factory not in (_new_list, dict, set, now_ms, time.monotonic):
+            # a factory of the contract's own that may take the validated data: ask once
+            if info.default_factory_takes_validated_data:
+                return None
+        default = info.default
+        if factory is None and default is not PydanticUndefined and not _shared(default):
+            return None
+        plan.append((name, info.alias, info.is_required(), default, factory))
+    return tuple(plan)
 
 
 class PiModel(BaseModel):
@@ -63,6 +101,38 @@ class PiModel(BaseModel):
         for info in cls.__pydantic_fields__.values():
             if info.default_factory is list:
                 info.default_factory = _new_list
+
+    @classmethod
+    def model_construct(cls, _fields_set: set[str] | None = None, **values: Any) -> Self:  # type: ignore[override]  # pydantic's mypy plugin types it per class
+        """pydantic's ``model_construct`` (an instance from trusted values, no
+        validation) without its per-call field inspection: what pydantic works out per
+        field and call (aliases, whether a default factory takes the validated data,
+        which costs an ``inspect.signature``) is worked out once per class. The result
+        is the same instance pydantic's method makes; models using a feature this does
+        not handle take pydantic's method."""
+        try:
+            plan = _PLANS[cls]
+        except KeyError:
+            plan = _PLANS[cls] = _construct_plan(cls)
+        if plan is None:
+            return super().model_construct(_fields_set, **values)
+        m = cls.__new__(cls)
+        fields_values: dict[str, Any] = {}
+        fields_set: set[str] = set()
+        for name, alias, required, default, factory in plan:
+            if alias is not None and alias in values:
+                fields_values[name] = values.pop(alias)
+                fields_set.add(name)
+            elif name in values:
+                fields_values[name] = values.pop(name)
+                fields_set.add(name)
+            elif not required:
+                fields_values[name] = default if factory is None else factory()
+        object.__setattr__(m, "__dict__", fields_values)
+        object.__setattr__(m, "__pydantic_fields_set__", fields_set if _fields_set is None else _fields_set)
+        object.__setattr__(m, "__pydantic_extra__", values if cls.model_config.get("extra") == "allow" else None)
+        object.__setattr__(m, "__pydantic_private__", None)
+        return m
 
     @model_serializer(mode="wrap")
     def _drop_none(self, handler: Any, info: SerializationInfo) -> Any:

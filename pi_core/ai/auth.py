@@ -118,7 +118,9 @@ def run_command(command: str) -> str:
 def interpolate(value: str, env: Mapping[str, str] | None = None) -> str:
     """``$NAME`` and ``${NAME}`` replaced by environment values (missing: empty);
     ``$$`` and ``$!`` give a literal ``$`` and ``!``."""
-    source: Mapping[str, str] = os.environ if env is None else {**os.environ, **env}
+    if "$" not in value:
+        return value
+    extra: Mapping[str, str] = env or {}
 
     def replace(match: re.Match[str]) -> str:
         token = match.group(0)
@@ -126,7 +128,9 @@ def interpolate(value: str, env: Mapping[str, str] | None = None) -> str:
             return "$"
         if token == "$!":
             return "!"
-        return source.get(match.group(1) or match.group(2), "")
+        name = match.group(1) or match.group(2)
+        found = extra.get(name)
+        return found if found is not None else os.environ.get(name, "")
 
     return _INTERPOLATION.sub(replace, value)
 

@@ -20,6 +20,7 @@ into the text the model receives, the way the ai layer replays them.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -50,8 +51,10 @@ GENERAL_RULES: tuple[str, ...] = (
 )
 
 
+@functools.cache
 def default_docs_dir() -> Path | None:
-    """pi's own documentation directory, when this installation has one."""
+    """pi's own documentation directory, when this installation has one (looked up
+    once per process: the system prompt is rebuilt every turn)."""
     candidate = Path(__file__).resolve().parents[2] / "docs"
     return candidate if candidate.is_dir() else None
 
