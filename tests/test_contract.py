@@ -348,13 +348,32 @@ def test_the_hookspec_decorators_refuse_a_signature_that_contradicts_the_contrac
         registration_spec()(register_things)
 
 
-def test_the_occasional_module_defines_exactly_the_occasional_names() -> None:
-    from pi_hookspecs import _occasional
+def test_the_occasional_modules_define_exactly_the_occasional_names() -> None:
+    from pi_hookspecs import _event, _occasional, _tool_events
 
-    defined = {
-        name
-        for name, value in vars(_occasional).items()
-        if isinstance(value, type) and value.__module__ == _occasional.__name__
-    }
-    assert defined == set(h.events.OCCASIONAL)
+    def defined(module: Any) -> set[str]:
+        return {
+            name
+            for name, value in vars(module).items()
+            if isinstance(value, type) and value.__module__ == module.__name__
+        }
+
+    assert defined(_tool_events) == set(_event.TOOL_TIME)
+    assert defined(_occasional) == set(h.events.OCCASIONAL) - _event.TOOL_TIME
+    assert _tool_events.__all__ == sorted(_event.TOOL_TIME)
     assert _occasional.__all__ == sorted(h.events.OCCASIONAL)  # spelled out for type checkers
+
+
+def test_a_tool_time_event_does_not_make_the_other_occasional_events() -> None:
+    """A run whose plugins implement ``bash_spawn`` or ``tool_result`` (a sandbox, an
+    output filter) makes those events' classes, not the 37 other occasional ones."""
+    code = (
+        "import sys\nimport pi_hookspecs as h\n"
+        "assert h.BashSpawnEvent.__module__ == 'pi_hookspecs._tool_events'\n"
+        "assert h.events.ToolResultPatch is h.ToolResultPatch\n"
+        "assert 'pi_hookspecs._occasional' not in sys.modules\n"
+        "assert h.SessionTreeEvent.__module__ == 'pi_hookspecs._occasional'\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "ok"

@@ -86,3 +86,23 @@ session renamed; and the events pi builds only for the plugins that implement th
 defined in :mod:`pi_hookspecs._occasional` and created the first time one is used
 (``pi_hookspecs.events.SessionTreeEvent`` works as any other name): a ``pi -p`` run does
 not pay for making about 44 model classes it may never use."""
+
+TOOL_TIME = frozenset(
+    {
+        "BashSpawnEvent",
+        "BashSpawnResult",
+        "FileAccessEvent",
+        "FileAccessResult",
+        "HookOutcomeEvent",
+        "ToolResultEvent",
+        "ToolResultPatch",
+    }
+)
+"""The occasional names defined in :mod:`pi_hookspecs._tool_events` (the others are in
+:mod:`pi_hookspecs._occasional`): made while a tool runs, for the plugins that
+implement ``bash_spawn``, ``file_access``, ``tool_result`` or ``hook_outcome``."""
+
+
+def occasional_module(name: str) -> str:
+    """The module (relative to the package) that defines the occasional name ``name``."""
+    return "._tool_events" if name in TOOL_TIME else "._occasional"

@@ -7,13 +7,14 @@ prints. A handler may return the result model **or a plain dict with the same fi
 typo is reported instead of ignored.
 """
 
+import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ConfigDict, Field
 
 from ._base import PiModel, StrictModel, camel_alias
-from ._event import OCCASIONAL, CompactReason, Event, HookOutcome, _ProviderEvent
+from ._event import OCCASIONAL, CompactReason, Event, HookOutcome, _ProviderEvent, occasional_module
 from .entries import DraftCustomMessage, DraftEntry, SessionEntry
 from .messages import (
     AgentMessage,
@@ -311,9 +312,7 @@ class InputResult(StrictModel):
 
 def __getattr__(name: str) -> Any:
     if name in OCCASIONAL:
-        from . import _occasional
-
-        value = getattr(_occasional, name)
+        value = getattr(importlib.import_module(occasional_module(name), __package__), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
