@@ -12,6 +12,7 @@ import functools
 import json
 import socket
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ class Canned:
     """Close the connection in the middle of the body (an incomplete chunk)."""
     hold: bool = False
     """After the body pieces, keep the response open until the server is released."""
+    delay: float = 0.0
+    """Seconds the server waits before it answers (a model that takes its time)."""
 
 
 @dataclass
@@ -79,6 +82,8 @@ class WireServer:
                 self._send(canned)
 
             def _send(self, canned: Canned) -> None:
+                if canned.delay:
+                    time.sleep(canned.delay)
                 self.send_response(canned.status)
                 self.send_header("Content-Type", canned.content_type)
                 for name, value in canned.headers.items():

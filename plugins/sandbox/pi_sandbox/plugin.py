@@ -159,9 +159,9 @@ class SandboxPlugin:
 
     @hookimpl
     async def session_start(self, ctx: Any) -> None:
-        # The backend is probed when the first command needs it (bash_spawn, /sandbox):
-        # a run that starts no command does not pay for importing the backends and
-        # starting bubblewrap twice. Every command still waits for the probe's answer.
+        # The backend is probed when a run starts (agent_start) or a command needs it
+        # (bash_spawn, /sandbox), not at start-up: pi's start does not pay for importing
+        # the backends and starting bubblewrap twice. Every command waits for its answer.
         try:
             policy = self.policy()
         except SandboxError as exc:
@@ -171,6 +171,17 @@ class SandboxPlugin:
             return
         if ctx.has_ui:
             ctx.ui.set_status(PLUGIN_NAME, summary(policy))
+
+    @hookimpl
+    async def agent_start(self, event: Any, ctx: Any) -> None:
+        # The model may ask for a command in this run: probe now, in the background thread,
+        # while the request is out, so the first command does not wait for it.
+        try:
+            policy = self.policy()
+        except SandboxError:
+            return
+        if policy.enabled:
+            self._start_probe(policy)
 
     @hookimpl
     async def session_shutdown(self) -> None:

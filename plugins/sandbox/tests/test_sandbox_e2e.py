@@ -131,17 +131,29 @@ def test_pi_print_mode_confines_the_models_command(machine: dict[str, Any], mode
     assert f"writing {machine['home'] / 'outside'}" in text and f"reading {machine['home'] / '.ssh' / 'id_rsa'}" in text
 
 
-def test_a_run_without_commands_does_not_probe_the_backend(machine: dict[str, Any], model: WireServer) -> None:
-    """The backend is probed when the first command needs it: a ``pi -p`` that runs no
-    command neither imports the backends nor starts bubblewrap."""
-    model.enqueue(chat_chunks([{"content": "Nothing to run."}]))
+def test_the_backend_is_probed_when_a_run_starts_not_at_start_up(machine: dict[str, Any], model: WireServer) -> None:
+    """pi's start-up does not probe the backend: a command that starts no agent run
+    (``--list-models``) loads the plugin but neither imports the backends nor starts
+    bubblewrap. A run probes it in the background as it starts (``agent_start``), while
+    its first request is out, so that a first command finds the answer ready: even a
+    ``pi -p`` that runs no command has imported the backends by the end."""
+
+    def imported(done: subprocess.CompletedProcess[str]) -> set[str]:
+        return {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+
     machine["env"]["PYTHONPROFILEIMPORTTIME"] = "1"
+    listed = pi(machine, "--list-models")
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert "pi_sandbox.plugin" in imported(listed)  # the list is real: the plugin itself loaded
+    assert not {"pi_sandbox.sandbox", "pi_sandbox.bwrap", "pi_sandbox.landlock"} & imported(listed)
+
+    answer = chat_chunks([{"content": "Nothing to run."}])
+    answer.delay = 0.5  # the request is out long enough for the probe to finish meanwhile
+    model.enqueue(answer)
     done = pi(machine, "-p", "--no-session", "--model", "local/m", "hello")
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "Nothing to run."
-    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
-    assert "pi_sandbox.plugin" in imported  # the list is real: the plugin itself loaded
-    assert not {"pi_sandbox.sandbox", "pi_sandbox.bwrap", "pi_sandbox.landlock"} & imported
+    assert "pi_sandbox.sandbox" in imported(done)
 
 
 def test_pi_print_mode_reaches_an_allowed_host_through_the_proxy(
