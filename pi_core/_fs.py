@@ -17,7 +17,6 @@ import contextlib
 import os
 import random
 import stat
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -63,6 +62,8 @@ def atomic_write(
     directory = os.path.dirname(target) or "."
     if not like_in_place:  # pi's own files (settings, auth, trust): the folder is small
         _remove_stale_temps(directory, os.path.basename(target))
+    import tempfile  # here: tempfile imports shutil and its compression modules (a run may write nothing)
+
     try:
         fd, temp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".pi-tmp", dir=directory)
     except PermissionError:

@@ -10,6 +10,8 @@ apps (:mod:`pi_core.cli`).
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -65,6 +67,30 @@ def _list(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
+def _terminal_columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` tells it (``COLUMNS``, else
+    the terminal of stdout, else 80)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's formatter, given the terminal's width: argparse makes one for every
+    argument it adds, and without a width each imports ``shutil`` to ask (with the
+    compression modules ``shutil`` imports: about 1 ms of every start)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None):
+        super().__init__(prog, indent_increment, max_help_position, _terminal_columns() - 2 if width is None else width)
+
+
 def build_parser(
     plugin_flags: Sequence[Registered[FlagDefinition]] | None = None,
     plugin_commands: Mapping[str, str] | None = None,
@@ -76,7 +102,7 @@ def build_parser(
         description="pi: a pluggable coding agent. Runs interactively when stdin and stdout are terminals, "
         "otherwise prints the answer.",
         epilog=epilog(plugin_commands),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_HelpFormatter,
         allow_abbrev=False,
     )
     add = parser.add_argument

@@ -111,6 +111,11 @@ def event_record(event: PiModel) -> dict[str, Any] | None:
     return model_json(event)  # type: ignore[no-any-return]
 
 
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+"""A record's line, compact as pi 1.6.0 writes it (one encoder for every record: ``json.dumps``
+with options makes a new one per call)."""
+
+
 class JsonWriter:
     """Writes JSONL records; when the reader goes away (``pi --mode json | head``) it
     stops writing and calls ``on_closed`` (the run is aborted, nothing is lost on disk)."""
@@ -124,7 +129,7 @@ class JsonWriter:
         if self.closed:
             return
         try:
-            self.out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+            self.out.write(_encode(record) + "\n")
             self.out.flush()
         except BrokenPipeError:
             self.closed = True

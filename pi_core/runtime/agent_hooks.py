@@ -120,7 +120,7 @@ class ContextHooks:
         # text-only user message neither
         if block:
             change = block_images
-        elif not any(_has_image(m) for m in messages):
+        elif not any(type(m) is not AssistantMessage and _has_image(m) for m in messages):
             return list(messages)  # no image to fit (each call would return its message): no import
         else:
             from ..ai.images import fit_message_images as change  # Pillow only once images are about

@@ -14,7 +14,6 @@ replacement runs the same sequence:
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
@@ -204,6 +203,8 @@ class SessionRuntime:
             target = directory / f"{resolved.stem}-{suffix}{resolved.suffix}"
             suffix += 1
         if not stored:
+            import shutil  # only here: shutil imports the compression modules
+
             shutil.copyfile(resolved, target)
         try:
             result = await self.switch_session(str(target), cwd=cwd)

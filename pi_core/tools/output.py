@@ -16,7 +16,6 @@ import atexit
 import codecs
 import contextlib
 import os
-import tempfile
 import time
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -49,6 +48,8 @@ def remove_stale_files(prefix: str, suffix: str = ".log", *, max_age: float = ST
     if prefix in _swept:
         return
     _swept.add(prefix)
+    import tempfile  # a command's output spills to a file rarely; tempfile imports shutil
+
     folder = tempfile.gettempdir()
     now = time.time()
     uid = os.getuid() if hasattr(os, "getuid") else None
@@ -184,6 +185,8 @@ class OutputAccumulator:
         if self._file is not None or self.full_output_path is not None:
             return
         remove_stale_files(self._prefix)
+        import tempfile
+
         fd, path = tempfile.mkstemp(prefix=f"{self._prefix}-", suffix=".log")
         _remember(path)
         self._file = os.fdopen(fd, "wb")

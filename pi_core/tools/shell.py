@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import signal as signals
 import subprocess
 import sys
@@ -120,6 +119,8 @@ def resolve_shell(shell_path: str | None = None) -> list[str]:
         return [path, "-c"]
     if os.path.exists("/bin/bash"):
         return ["/bin/bash", "-c"]
+    import shutil  # only without /bin/bash: shutil imports the compression modules
+
     found = shutil.which("bash")
     if found:
         return [found, "-c"]

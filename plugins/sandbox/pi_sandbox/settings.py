@@ -24,7 +24,6 @@ import glob
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -340,6 +339,8 @@ def _session_dir(agent: Path) -> str | None:
 
 
 def temp_dir() -> str:
+    import tempfile  # at the first command: tempfile imports shutil and its compression modules
+
     return os.path.realpath(tempfile.gettempdir())
 
 
