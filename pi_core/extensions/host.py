@@ -49,6 +49,7 @@ from pi_hookspecs import specs as core_specs
 from .._paths import agent_dir as default_agent_dir
 from .._paths import project_dir
 from ..resources.settings import Settings, SettingsError, load_settings, read_settings_file
+from ._manager import PluginManager
 from .context import (
     CommandContextImpl,
     ContextHost,
@@ -187,7 +188,7 @@ class PluginHost:
     # ------------------------------------------------------------------ helpers
 
     def _new_pm(self) -> pluggy.PluginManager:
-        pm = pluggy.PluginManager(PROJECT_NAME)
+        pm = PluginManager(PROJECT_NAME)
         pm.add_hookspecs(core_specs)
         return pm
 

@@ -44,6 +44,7 @@ import pluggy
 
 from pi_hookspecs import EVENTS, PROJECT_NAME, REGISTRATIONS
 
+from ._manager import PluginManager
 from .sources import IMPL_ATTR, PluginSource
 
 INDEX_VERSION = 1
@@ -60,7 +61,7 @@ def index_path(agent_dir: Path) -> Path:
 
 def hooks_of(plugin: Any) -> list[Hook]:
     """The hook implementations of a plugin object, as pluggy finds them."""
-    pm = pluggy.PluginManager(PROJECT_NAME)
+    pm = PluginManager(PROJECT_NAME)
     found: list[Hook] = []
     for attr in dir(plugin):
         opts = pm.parse_hookimpl_opts(plugin, attr)
