@@ -15,6 +15,7 @@ shapes as a real provider: text in small deltas, tool-call arguments as JSON pie
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import re
 from collections import deque
@@ -36,6 +37,7 @@ from pi_hookspecs import (
 )
 
 from .._async import maybe_await
+from ._offline_demo import OFFLINE_DEMO, OFFLINE_DEMO_KEY
 from .errors import ProviderError
 from .message_stream import MessageBuilder
 from .transform import current_tools
@@ -148,8 +150,13 @@ def faux_model(script: FauxScript, id: str = "faux", provider: str = "faux", **m
 
 
 def faux_script_for(model: Model) -> FauxScript | None:
-    """The script registered for ``model`` (by provider and id)."""
-    return _SCRIPTS.get((model.provider, model.id))
+    """The script registered for ``model`` (by provider and id); ``faux/offline-demo``'s
+    is registered when first asked for."""
+    key = (model.provider, model.id)
+    script = _SCRIPTS.get(key)
+    if script is None and key == OFFLINE_DEMO_KEY:
+        script = _SCRIPTS[key] = offline_demo_script()
+    return script
 
 
 def register_faux_script(provider: str, id: str, script: FauxScript) -> None:
@@ -307,17 +314,6 @@ def offline_demo_model() -> Model:
 
 def register_offline_demo() -> dict[str, Any]:
     """Register ``faux/offline-demo``'s script and return the model's fields as the
-    registry keeps them: ``offline_demo_model().model_dump(exclude_none=True,
-    exclude={"provider"})`` (a test holds them equal), without building the validator
-    and serializer of :class:`Model` at every start."""
-    _SCRIPTS[("faux", "offline-demo")] = offline_demo_script()
-    return {
-        "id": "offline-demo",
-        "name": "Offline demo (scripted)",
-        "api": "faux",
-        "reasoning": False,
-        "input": ["text"],
-        "cost": {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0},
-        "context_window": 128_000,
-        "max_tokens": 16_384,
-    }
+    registry keeps them (:data:`pi_core.ai._offline_demo.OFFLINE_DEMO`)."""
+    _SCRIPTS[OFFLINE_DEMO_KEY] = offline_demo_script()
+    return copy.deepcopy(OFFLINE_DEMO)

@@ -10,6 +10,7 @@ credentials (keys, ``auth.json``, logins, credential sources) are
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Iterable, Set
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,7 @@ if TYPE_CHECKING:  # classifier and image models: their module loads when first 
     from pi_hookspecs import ClassifierContext, ClassifierResult, ImagesContext, ImagesResult
 
 from . import builtin, selection
+from ._offline_demo import OFFLINE_DEMO
 from .apis import known_apis, resolve_target
 from .auth import AuthStore
 from .catalog import DEFAULT_MODELS
@@ -47,7 +49,6 @@ from .catalogue_snapshots import STORE_FILE, DynamicCatalogues, apply_dynamic, n
 from .config import ModelsConfigError, ModelsFile, load_models_json_lenient
 from .credentials import Credentials
 from .dispatch import provider_label, run_api, run_stream_function
-from .faux import register_offline_demo
 from .message_stream import AssistantMessageStream, MessageBuilder
 from .providers import (
     ProviderState,
@@ -267,7 +268,7 @@ class ModelRegistry:
             providers[definition.name] = provider
         named_only: set[tuple[str, str]] = set()
         if self._offline_demo:
-            demo = register_offline_demo()
+            demo = copy.deepcopy(OFFLINE_DEMO)  # its script is registered when it first answers
             providers["faux"] = ProviderState(
                 name="faux",
                 source="builtin",
