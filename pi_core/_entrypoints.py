@@ -25,8 +25,9 @@ import re
 import stat
 import sys
 import types
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from ._record import dataclass
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -36,6 +37,8 @@ _SUFFIXES = (".dist-info", ".egg-info")
 
 @dataclass(frozen=True, slots=True)
 class EntryPoint:
+    """An installed distribution's entry point, as the start-up walk found it."""
+
     name: str
     value: str
     """``module`` or ``module:attr.path``, optionally followed by ``[extras]``."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 from pi_hookspecs import (
@@ -56,6 +56,7 @@ from pi_hookspecs import (
 )
 
 from .._async import maybe_await
+from .._record import dataclass
 from ..ai.dispatch import stream as default_stream
 from ..ai.transform import LLM_MESSAGE_TYPES
 from .tool_calls import ToolArgumentsError, validate_tool_arguments
@@ -81,6 +82,8 @@ class AgentBusyError(RuntimeError):
 
 @dataclass
 class AgentState:
+    """What the agent holds between runs: transcript, tools, model and run flags."""
+
     messages: list[AgentMessage] = field(default_factory=list)
     """The transcript, system messages included."""
     tools: list[ToolDefinition] = field(default_factory=list)

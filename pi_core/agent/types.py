@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 from pi_hookspecs import (
@@ -18,6 +18,8 @@ from pi_hookspecs import (
     ToolResult,
     ToolResultMessage,
 )
+
+from .._record import dataclass
 
 QueueMode = Literal["all", "one-at-a-time"]
 MaybeAwaitable = Any
@@ -55,6 +57,8 @@ class ToolOutcome:
 
 @dataclass
 class BeforeToolCall:
+    """A tool call about to run, for the ``before_tool_call`` callback."""
+
     assistant_message: AssistantMessage
     tool_call: ToolCall
     args: dict[str, Any]
@@ -63,6 +67,8 @@ class BeforeToolCall:
 
 @dataclass
 class AfterToolCall:
+    """A tool call that ran, with its outcome, for the ``after_tool_call`` callback."""
+
     assistant_message: AssistantMessage
     tool_call: ToolCall
     args: dict[str, Any]

@@ -9,7 +9,7 @@ builds a ``Model`` from an entry only when it is asked for.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from pi_hookspecs import ProviderDefinition, StreamFunction
 
+from .._record import dataclass
 from . import catalog
 from .config import ModelOverride, ModelsFile
 

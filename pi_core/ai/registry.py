@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Iterable, Set
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -39,6 +38,7 @@ from pi_hookspecs import (
 if TYPE_CHECKING:  # classifier and image models: their module loads when first used
     from pi_hookspecs import ClassifierContext, ClassifierResult, ImagesContext, ImagesResult
 
+from .._record import dataclass
 from . import builtin, selection
 from ._offline_demo import OFFLINE_DEMO
 from .apis import known_apis, resolve_target

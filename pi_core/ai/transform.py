@@ -14,7 +14,7 @@ the input-token estimate and ``max_tokens`` fitting are :mod:`pi_core.ai.token_b
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from pi_hookspecs import (
@@ -37,6 +37,7 @@ from pi_hookspecs import (
     UserMessage,
 )
 
+from .._record import dataclass
 from ._memo import MISSING, MessageMemo, PrefixReuse
 from .tool_call_ids import DEFAULT_ID_NORMALIZERS, ToolCallIdMap, ToolCallIdNormalizer, sanitize_id
 

@@ -7,12 +7,13 @@ import base64
 import os
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from pi_hookspecs import ImageContent
 
+from .._record import dataclass
 from ..resources.loader import ResourceOptions
 from ..resources.settings import THINKING_LEVELS, Settings, apply_http_proxy, session_dir_setting
 from ..runtime import ServiceOptions, SessionRuntime
@@ -37,6 +38,8 @@ class CliError(Exception):
 
 @dataclass
 class InitialInput:
+    """The prompts and images the command line gave (``@file`` arguments read)."""
+
     prompts: list[str] = field(default_factory=list)
     images: list[ImageContent] = field(default_factory=list)
 

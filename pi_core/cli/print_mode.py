@@ -10,11 +10,11 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any, TextIO
 
 from pi_hookspecs import AssistantMessage, MessageUpdateEvent, PiModel, TurnEndEvent
 
+from .._record import dataclass
 from .._schema_cache import model_json
 from ..runtime import NoticeEvent, SessionRuntime
 from ..session.persistence import SessionFileEvent, SessionWriteError

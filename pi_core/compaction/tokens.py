@@ -15,7 +15,6 @@ estimated apart, at 3.5 characters a token over model-ready messages
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pi_hookspecs import (
@@ -35,6 +34,7 @@ from pi_hookspecs import (
     UserMessage,
 )
 
+from .._record import dataclass
 from ._json import js_json
 from .settings import CompactionSettingsLike
 

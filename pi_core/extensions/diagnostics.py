@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import traceback
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any, Literal
+
+from .._record import dataclass
 
 Level = Literal["error", "warning", "info"]
 
 
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
+    """One problem (or note) found while loading plugins, naming the plugin and source."""
+
     level: Level
     message: str
     plugin: str | None = None

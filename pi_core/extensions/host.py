@@ -35,7 +35,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
@@ -48,6 +48,7 @@ from pi_hookspecs import specs as core_specs
 
 from .._paths import agent_dir as default_agent_dir
 from .._paths import project_dir
+from .._record import dataclass
 from ..resources.settings import Settings, SettingsError, load_settings, read_settings_file
 from ._manager import PluginManager
 from .context import (
@@ -131,6 +132,8 @@ class PluginRecord:
 
 @dataclass
 class LoadOptions:
+    """Where and how :class:`PluginHost` looks for plugins."""
+
     cwd: str = "."
     agent_dir: Path | None = None
     builtins: Sequence[Any] | None = None

@@ -17,7 +17,7 @@ plugin in load order the owner of a name all the same.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import ValidationError
@@ -40,6 +40,7 @@ from pi_hookspecs import (
     tool,
 )
 
+from .._record import dataclass
 from .diagnostics import Diagnostic
 
 T = TypeVar("T")
@@ -142,6 +143,8 @@ def _table() -> Any:
 
 @dataclass(slots=True)
 class Registered(Generic[T]):
+    """A registered value, the plugin that registered it, and what it replaced."""
+
     value: T
     plugin: str
     source: str
@@ -164,6 +167,8 @@ def _short(exc: ValidationError) -> str:
 
 @dataclass
 class Registry:
+    """Everything the plugins registered, by kind and name."""
+
     tools: dict[str, Registered[ToolDefinition]] = field(default_factory=dict)
     commands: dict[str, Registered[CommandDefinition]] = field(default_factory=_table)
     flags: dict[str, Registered[FlagDefinition]] = field(default_factory=dict)

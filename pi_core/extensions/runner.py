@@ -54,7 +54,6 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 import pluggy
@@ -70,6 +69,7 @@ from pi_hookspecs import (
 from pi_hookspecs.compose import Blocked
 from pi_hookspecs.rules import contract_of
 
+from .._record import dataclass
 from .diagnostics import describe_exception, exception_location
 from .guard import DEFAULT_HOOK_TIMEOUT, HandlerAbandoned, HandlerExit, HandlerGuard, HandlerTimeout
 

@@ -27,13 +27,14 @@ import re
 import sys
 import types
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 
 from pi_hookspecs import ENTRY_POINT_GROUP, PROJECT_NAME
 
 from .._entrypoints import entry_points
+from .._record import dataclass
 from .diagnostics import Diagnostic
 
 SourceKind = Literal["builtin", "entrypoint", "user", "settings", "project", "cli", "sdk"]
@@ -48,6 +49,8 @@ class PluginLoadError(Exception):
 
 @dataclass
 class PluginSource:
+    """Where a plugin comes from (entry point, module, file, SDK object) and how to load it."""
+
     name: str
     kind: SourceKind
     origin: str

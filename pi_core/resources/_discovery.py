@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
 from .._paths import agent_dir as default_agent_dir
+from .._record import dataclass
 from ._files import absolute_path, canonical_path, resolve_entry
 from .diagnostics import DiagnosticKind, ResourceDiagnostic
 from .settings import ResourceEntries, ResourceKind, Settings, SettingsError, load_settings

@@ -19,12 +19,13 @@ twice.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from pi_hookspecs import ContextFile
 
 from .._paths import agent_dir as default_agent_dir
+from .._record import dataclass
 from ._files import absolute_path, canonical_path, format_bytes, read_text, read_text_head
 from .diagnostics import ResourceDiagnostic
 
@@ -38,6 +39,8 @@ diagnostic names the file."""
 
 @dataclass
 class ContextFilesResult:
+    """The context files found (``AGENTS.md`` …) and the problems met."""
+
     files: list[ContextFile] = field(default_factory=list)
     diagnostics: list[ResourceDiagnostic] = field(default_factory=list)
 

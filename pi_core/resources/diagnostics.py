@@ -7,8 +7,9 @@ caller shows (``str(diagnostic)`` starts with the file it is about).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from .._record import dataclass
 
 DiagnosticLevel = Literal["warning", "error"]
 DiagnosticKind = Literal["skill", "prompt", "context", "system-prompt", "settings", "trust", "collision"]

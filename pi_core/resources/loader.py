@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from pi_hookspecs import ContextFile, Skill, SystemPromptOptions
 
 from .._paths import agent_dir as default_agent_dir
+from .._record import dataclass
 from ._files import absolute_path
 from .context_files import load_context_files
 from .diagnostics import ResourceDiagnostic

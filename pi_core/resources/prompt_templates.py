@@ -17,10 +17,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from .._paths import project_dir
+from .._record import dataclass
 from ._discovery import Candidate, discovery_scope, load_first_by_name, markdown_candidates, settings_entries
 from ._files import (
     FrontmatterError,
@@ -37,6 +38,8 @@ DESCRIPTION_FALLBACK_LENGTH = 60
 
 @dataclass(frozen=True)
 class PromptTemplate:
+    """A prompt template file: its name, description and text."""
+
     name: str
     description: str
     content: str
@@ -47,6 +50,8 @@ class PromptTemplate:
 
 @dataclass
 class PromptTemplatesResult:
+    """The prompt templates found and the problems met."""
+
     templates: list[PromptTemplate] = field(default_factory=list)
     diagnostics: list[ResourceDiagnostic] = field(default_factory=list)
 

@@ -27,7 +27,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
@@ -35,6 +35,7 @@ from pi_hookspecs import toolkit
 
 from .._paths import agent_dir as default_agent_dir
 from .._paths import project_dir
+from .._record import dataclass
 from ._files import resolve_entry
 from ._trust_file import peek_saved_trust
 
@@ -167,6 +168,8 @@ class CompactionSettings:
 
 @dataclass(frozen=True)
 class BranchSummarySettings:
+    """The ``branchSummary`` settings."""
+
     reserve_tokens: int = 16384
     skip_prompt: bool = False
 

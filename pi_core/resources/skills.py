@@ -33,13 +33,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 
 from pi_hookspecs import Skill
 
 from .._paths import project_dir
+from .._record import dataclass
 from ._discovery import Candidate, discovery_scope, load_first_by_name, markdown_candidates, settings_entries
 from ._files import (
     FrontmatterError,

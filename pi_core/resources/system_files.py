@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from .._paths import agent_dir as default_agent_dir
 from .._paths import project_dir
+from .._record import dataclass
 from ._files import read_text, resolve_entry
 from .diagnostics import ResourceDiagnostic
 

@@ -29,11 +29,13 @@ import math
 import os
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 from pi_hookspecs import AbortController, LlmContext, Model, SessionEntry, StreamOptions, Usage
 from pi_hookspecs.streaming import calculate_cost
+
+from .._record import dataclass
 
 MAX_AGE_MS = 60 * 60_000
 """Warming during a run never goes on longer than this after the request it repeats."""
@@ -50,6 +52,8 @@ Mode = Literal["off", "streaming", "idle"]
 
 @dataclass(frozen=True)
 class Decision:
+    """Whether warming the prompt cache pays, with the figures that decided it."""
+
     phase: Phase
     warm_cost: float
     miss_cost: float
@@ -128,6 +132,8 @@ def last_prompt_tokens(branch: list[SessionEntry]) -> int:
 
 @dataclass
 class _Run:
+    """One warming request: what it sends and when."""
+
     model: Model
     context: LlmContext
     options: StreamOptions

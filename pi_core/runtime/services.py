@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from pi_hookspecs import ToolDefinition
 
 from .._paths import agent_dir as default_agent_dir
+from .._record import dataclass
 from ..ai import ModelRegistry
 from ..extensions import LoadOptions, PluginHost
 from ..resources.loader import ResourceOptions, Resources, load_resources
@@ -71,6 +72,8 @@ class RequiredExtensionError(RuntimeError):
 
 @dataclass
 class SessionServices:
+    """The services a session runtime is built from."""
+
     cwd: str
     agent_dir: Path
     options: ServiceOptions

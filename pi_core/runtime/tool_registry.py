@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 from pi_hookspecs import ToolDefinition
+
+from .._record import dataclass
 
 Source = Literal["builtin", "extension", "sdk"]
 MCP_PREFIX = "mcp__"
@@ -34,6 +36,8 @@ CALLABLE_WHEN_REGISTERED = ("codemode", "deferred")
 
 @dataclass
 class ToolEntry:
+    """A tool definition with where it came from."""
+
     definition: ToolDefinition
     source: Source
     plugin: str | None = None

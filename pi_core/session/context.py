@@ -21,7 +21,6 @@ compactions and context edits of earlier entries rebuild it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from itertools import islice
 from typing import Any, NamedTuple, overload
 
@@ -43,6 +42,7 @@ from pi_hookspecs import (
 from pi_hookspecs.events import ProjectedEntry
 from pi_hookspecs.messages import UnknownMessage
 
+from .._record import dataclass
 from .paths import iso_to_ms
 from .records import Record
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .._record import dataclass
 
 
 class SessionError(Exception):

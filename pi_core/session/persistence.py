@@ -19,13 +19,13 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic_core import from_json
 
 from pi_hookspecs import SESSION_VERSION, SessionEntry
 
+from .._record import dataclass
 from .errors import InvalidSessionError, SessionClosedError, SessionDiagnostic, SessionError, SessionReadOnlyError
 from .migration import migrate
 from .records import Record, line_validator

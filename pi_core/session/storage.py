@@ -35,11 +35,12 @@ import json
 import os
 import weakref
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar, Literal
 
 from pydantic_core import from_json
 
+from .._record import dataclass
 from .errors import SessionDiagnostic, SessionError, SessionLockedError
 
 try:  # pragma: no cover - platform dependent

@@ -17,9 +17,9 @@ import codecs
 import contextlib
 import os
 import time
-from dataclasses import dataclass
 from typing import BinaryIO
 
+from .._record import dataclass
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, byte_len, truncate_tail
 
 STALE_SECONDS = 24 * 3600
@@ -66,6 +66,8 @@ def remove_stale_files(prefix: str, suffix: str = ".log", *, max_age: float = ST
 
 @dataclass
 class OutputSnapshot:
+    """A command's output so far: the text kept, how it was cut, and the file holding all of it."""
+
     content: str
     truncation: TruncationResult
     full_output_path: str | None

@@ -17,13 +17,13 @@ import os
 import stat
 import threading
 import unicodedata
-from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from pydantic import Field
 
 from pi_hookspecs import ImageContent, TextContent, ToolDefinition, ToolResult
 
+from .._record import dataclass
 from ._common import (
     STRICT_PREFERRED,
     ToolArgs,

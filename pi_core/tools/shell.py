@@ -21,12 +21,12 @@ import signal as signals
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pi_hookspecs import AbortSignal
 
 from .._async import maybe_await
+from .._record import dataclass
 
 EXIT_QUIET_PERIOD = 0.1
 """Seconds of silence on the pipe, after the shell exited, before background processes
@@ -137,6 +137,8 @@ def shell_command(settings: Any, command: str) -> list[str]:
 
 @dataclass
 class ProcessOutcome:
+    """How a shell command ended."""
+
     exit_code: int | None
     """The shell's exit status; ``None`` when it was stopped (see ``stopped``)."""
     signal: int | None = None

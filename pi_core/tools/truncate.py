@@ -9,8 +9,9 @@ larger than the byte limit: then the end of that line is kept.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
+
+from .._record import dataclass
 
 DEFAULT_MAX_LINES = 2000
 DEFAULT_MAX_BYTES = 50 * 1024
@@ -22,6 +23,8 @@ TruncatedBy = Literal["lines", "bytes"]
 
 @dataclass
 class TruncationResult:
+    """Text cut to the line and byte limits, with what was cut."""
+
     content: str
     truncated: bool
     truncated_by: TruncatedBy | None

@@ -219,7 +219,7 @@ def test_importing_pi_core_ai_does_not_import_the_sdks() -> None:
         "loaded = [m for m in ('anthropic', 'openai', 'httpx2', 'httpx') if m in sys.modules]\n"
         "print(','.join(loaded))\n"
         "other = sorted(m for m in sys.modules if m.startswith('pi_core.') and not m.startswith(('pi_core.ai', "
-        "'pi_core._paths', 'pi_core._fs', 'pi_core._async')))\n"
+        "'pi_core._paths', 'pi_core._fs', 'pi_core._async', 'pi_core._record')))\n"
         "print(','.join(other))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
