@@ -39,6 +39,8 @@ if TYPE_CHECKING:  # imported when the first command runs, not when pi starts
 PLUGIN_NAME = "sandbox"
 _UNCONFINED = re.compile(rf"^\s*{UNCONFINED_PREFIX}\s+(?P<command>.+)$", re.DOTALL)
 MAX_PENDING = 256
+PROBE_DELAY = 0.05
+"""Seconds a run waits for its first answer before the backend is probed meanwhile."""
 """Tool calls remembered until their result (beyond that, the oldest are forgotten)."""
 
 
@@ -51,6 +53,7 @@ class SandboxPlugin:
         self._error: SandboxError | None = None
         self._sandbox: Sandbox | None = None
         self._backend: asyncio.Future[Backend] | None = None
+        self._probe_timer: asyncio.TimerHandle | None = None
         self.pending: OrderedDict[str, Command] = OrderedDict()
 
     # ------------------------------------------------------------------ state
@@ -159,9 +162,10 @@ class SandboxPlugin:
 
     @hookimpl
     async def session_start(self, ctx: Any) -> None:
-        # The backend is probed when a run starts (agent_start) or a command needs it
-        # (bash_spawn, /sandbox), not at start-up: pi's start does not pay for importing
-        # the backends and starting bubblewrap twice. Every command waits for its answer.
+        # The backend is probed while a run waits for its first answer (agent_start) or
+        # when a command needs it (bash_spawn, /sandbox), not at start-up: pi's start
+        # does not pay for importing the backends and starting bubblewrap twice. Every
+        # command waits for the probe's answer.
         try:
             policy = self.policy()
         except SandboxError as exc:
@@ -174,17 +178,23 @@ class SandboxPlugin:
 
     @hookimpl
     async def agent_start(self, event: Any, ctx: Any) -> None:
-        # The model may ask for a command in this run: probe now, in the background thread,
-        # while the request is out, so the first command does not wait for it.
+        # The model may ask for a command in this run: once the run has waited PROBE_DELAY
+        # for its first answer, probe in the background thread meanwhile, so the first
+        # command does not wait for it. Not at once: importing the backends and starting
+        # bubblewrap twice would slow down a run whose answer comes quicker than that.
+        if self._backend is not None or self._probe_timer is not None:
+            return
         try:
             policy = self.policy()
         except SandboxError:
             return
         if policy.enabled:
-            self._start_probe(policy)
+            self._probe_timer = asyncio.get_running_loop().call_later(PROBE_DELAY, self._start_probe, policy)
 
     @hookimpl
     async def session_shutdown(self) -> None:
+        if self._probe_timer is not None:
+            self._probe_timer.cancel()
         if self._sandbox is not None:
             await self._sandbox.close()
         self.pending.clear()
