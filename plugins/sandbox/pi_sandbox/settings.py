@@ -20,6 +20,7 @@ preset             writable                    network          environment
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import re
@@ -341,7 +342,14 @@ def _session_dir(agent: Path) -> str | None:
 def temp_dir() -> str:
     import tempfile  # at the first command: tempfile imports shutil and its compression modules
 
-    return os.path.realpath(tempfile.gettempdir())
+    return _real_path(tempfile.gettempdir())
+
+
+@functools.lru_cache(maxsize=8)
+def _real_path(path: str) -> str:
+    """``os.path.realpath`` of the temp folder, resolved once (a plan expands every
+    policy path, each naming ``{tmp}``)."""
+    return os.path.realpath(path)
 
 
 def runtime_dir() -> str | None:
