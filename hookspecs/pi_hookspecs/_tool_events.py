@@ -111,14 +111,3 @@ class ToolResultPatch(StrictModel):
     structured_content: Any = None
     is_error: bool | None = None
     usage: Usage | None = None
-
-
-__all__ = [
-    "BashSpawnEvent",
-    "BashSpawnResult",
-    "FileAccessEvent",
-    "FileAccessResult",
-    "HookOutcomeEvent",
-    "ToolResultEvent",
-    "ToolResultPatch",
-]
