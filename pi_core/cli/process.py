@@ -19,9 +19,11 @@ another process (tests, embedding) keeps Python's normal collector and exit.
   Once print or json mode has disposed of its runtime (``session_shutdown`` handlers
   ran, child processes and MCP servers were stopped, the session file was fsynced and
   closed) it calls :func:`allow_fast_exit`; :func:`exit_process` then runs the
-  ``atexit`` handlers, flushes stdout and stderr and leaves with ``os._exit``. A
-  non-daemon thread still running (a normal exit waits for it) or a failing flush
-  falls back to the normal shutdown.
+  ``atexit`` handlers, flushes stdout and stderr and leaves with ``os._exit``. Before
+  that it waits for non-daemon threads as a normal exit does (thread pools stopped
+  first); a failing flush falls back to the normal shutdown. (A teardown is also what
+  aborted a run now and then: a native thread calling back into Python while the
+  interpreter is torn down is ended with ``pthread_exit``, which aborts the process.)
 * **The event loop** of print, json, rpc and interactive mode runs in :func:`run_main`:
   like ``asyncio.run``, except that tasks still running when the mode returns (a
   plugin's coroutine that swallows cancellation, say) get :data:`STRAGGLER_GRACE`
@@ -103,9 +105,14 @@ def exit_process(status: int) -> NoReturn:
     through the normal interpreter shutdown (``sys.exit``)."""
     if not _state["fast_exit"]:
         sys.exit(status)
-    main = threading.main_thread()
-    if any(thread is not main and not thread.daemon for thread in threading.enumerate()):
-        sys.exit(status)  # a normal exit waits for them (after stopping thread pools)
+    # What the interpreter's own shutdown does first: stop thread pools and wait for the
+    # non-daemon threads. Then the atexit handlers, and no teardown: during a teardown,
+    # a native thread that calls back into Python (a Rust runtime scheduling a result on
+    # the loop) is ended with pthread_exit, which aborts the whole process.
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is None:
+        sys.exit(status)
+    shutdown()
     atexit._run_exitfuncs()
     try:
         for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):

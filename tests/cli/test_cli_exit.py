@@ -9,6 +9,7 @@ import gc
 import json
 import os
 import re
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -212,3 +213,41 @@ def test_a_plugins_command_runs_with_the_collector_on(cwd: Path) -> None:
     out = run_pi("gcstate", cwd=cwd, env={"PI_EXTENSIONS": "gcstate"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "collector on: True"
+
+
+EXIT_WITH_THREADS = """
+import concurrent.futures, sys, threading, time
+from pi_core.cli import process
+
+class Finalized:
+    def __del__(self):
+        print("interpreter torn down", flush=True)
+
+KEPT = Finalized()  # deleted only when the interpreter tears its modules down
+
+def work():
+    time.sleep(0.3)
+    print("the thread finished its work", flush=True)
+
+process.enter()
+pool = concurrent.futures.ThreadPoolExecutor(1)
+pool.submit(lambda: None).result()  # an idle worker: a non-daemon thread
+threading.Thread(target=work).start()  # non-daemon, still working
+process.allow_fast_exit()
+process.exit_process(3)
+"""
+
+
+def test_exit_waits_for_threads_and_pools_then_skips_the_teardown(tmp_path: Path) -> None:
+    """A non-daemon thread still working, or an idle thread pool, once made the exit
+    fall back to the interpreter's teardown. During that teardown a native thread that
+    calls back into Python (pydantic-monty's runtime scheduling a result on the loop)
+    is ended with pthread_exit, which aborts the process (SIGABRT, after the answer
+    was printed: seen in about one codemode run in eight). The exit now waits for the
+    threads as the teardown would (thread pools stopped first), runs the atexit
+    handlers, and leaves without tearing the interpreter down."""
+    script = tmp_path / "exit_with_threads.py"
+    script.write_text(EXIT_WITH_THREADS)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert done.stdout.splitlines() == ["the thread finished its work"]
