@@ -94,8 +94,10 @@ def _make(cls: type[_T], *, frozen: bool, slots: bool, eq: bool) -> type[_T]:
         made.__setattr__ = _frozen_setattr(made, names)  # type: ignore[method-assign]
         made.__delattr__ = _frozen_delattr(made, names)  # type: ignore[method-assign]
         if slots:  # as dataclasses does for frozen classes with slots (pickle, copy)
-            made.__getstate__ = _getstate  # type: ignore[method-assign]
-            made.__setstate__ = _setstate  # type: ignore[attr-defined]
+            if "__getstate__" not in own:
+                made.__getstate__ = _getstate  # type: ignore[method-assign]
+            if "__setstate__" not in own:
+                made.__setstate__ = _setstate  # type: ignore[attr-defined]
     params = made.__dataclass_params__  # type: ignore[attr-defined]
     params.init, params.repr, params.eq, params.frozen = True, True, eq, frozen
     return made
