@@ -7,8 +7,16 @@ Runs ``pi -p`` with one bash tool round trip against the local scripted endpoint
 plugins pi 1.6.0 ships (``PI_EXTENSIONS=mcp,codemode,tool_search``) and every plugin of
 the workspace. Prints, per set-up, the number of modules imported (deterministic) and the
 sum of their own import times (the median over ``--runs``; less noisy than wall time but
-still a time), then the ``--top`` modules by cumulative time. ``--show NAME`` also lists
-every module imported whose name starts with NAME. Prints numbers; asserts nothing.
+still a time), that sum by group (pydantic and its dependencies, the plugin contract,
+pi_core, the plugins, the standard library ...), then the ``--top`` modules by cumulative
+time. ``--show NAME`` also lists every module imported whose name starts with NAME.
+
+Then where the wall time of the same run goes, without ``-X importtime`` (which slows
+every import): the interpreter's own start (``python -c pass``), the time spent inside
+imports (the outermost ``import`` statements and ``importlib.import_module`` calls of the
+main thread, module bodies included: a pydantic model class is made while its module is
+imported), and the rest (reading settings, loading plugins, the request, the answer).
+Prints numbers; asserts nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -51,20 +60,75 @@ COUNTING_MAIN = (
 exit: ``-X importtime`` does not list modules imported with ``importlib.import_module``
 (the plugins' own packages)."""
 
+SPLITTING_MAIN = """\
+import time
+start = time.perf_counter()
+import builtins, importlib, os, sys
+inside = [0.0]
+busy = [False]
+def timed(original):
+    def run(*args, **kwargs):
+        if busy[0]:
+            return original(*args, **kwargs)
+        busy[0] = True
+        began = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            busy[0] = False
+            inside[0] += time.perf_counter() - began
+    return run
+builtins.__import__ = timed(builtins.__import__)
+importlib.import_module = timed(importlib.import_module)
+leave = os._exit
+def report_and_leave(code):
+    total = time.perf_counter() - start
+    sys.stderr.write(f"pi-split: {total:.6f} {inside[0]:.6f}\\n")
+    sys.stderr.flush()
+    leave(code)
+os._exit = report_and_leave
+from pi_core.cli import main
+main()
+"""
+"""``pi`` as its console script runs it, telling how long the run took from its first line
+to the quick exit (``os._exit``, which ``pi -p`` leaves by) and how much of that was
+spent inside imports (only the outermost import of the main thread is timed: what it
+imports in turn is inside it)."""
+
+GROUPS = (
+    (
+        "pydantic and its dependencies",
+        ("pydantic", "pydantic_core", "annotated_types", "typing_extensions", "typing_inspection"),
+    ),
+    ("the plugin contract (pi_hookspecs)", ("pi_hookspecs",)),
+    ("pi_core", ("pi_core",)),
+    ("pluggy", ("pluggy",)),
+    ("h11 (HTTP/1.1)", ("h11",)),
+)
+"""Named groups of the import time, by top-level package; the other ``pi_*`` packages
+are the plugins, the rest the standard library or other third-party packages."""
+
+
+def group_of(module: str) -> str:
+    """The group a module's import time is counted in."""
+    top = module.split(".", 1)[0]
+    for label, packages in GROUPS:
+        if top in packages:
+            return label
+    if top.startswith("pi_"):
+        return "the plugins (pi_mcp, pi_codemode ...)"
+    if top in sys.stdlib_module_names or top in ("encodings", "sitecustomize"):
+        return "the standard library"
+    return "other third-party packages"
+
 
 def profile(server: WireServer, agent: Path, cwd: Path, plugins: str | None) -> tuple[dict[str, tuple[int, int]], int]:
     """``{module: (self µs, cumulative µs)}`` of one run, and the modules loaded at its end."""
-    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_AUTH_TOKEN"))}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env.pop("PI_EXTENSIONS", None)
-    env["PI_CODING_AGENT_DIR"] = str(agent)
-    if plugins is not None:
-        env["PI_EXTENSIONS"] = plugins
     server.reset()
     server.enqueue(*_replies())
     proc = subprocess.run(
         [str(VENV_PY), "-X", "importtime", "-c", COUNTING_MAIN, "-p", "--no-session", "--model", "local/m", "run it"],
-        env=env,
+        env=_run_env(agent, plugins),
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -83,6 +147,42 @@ def profile(server: WireServer, agent: Path, cwd: Path, plugins: str | None) -> 
         own, total, name = line[len("import time:") :].split("|", 2)
         modules[name.strip()] = (int(own), int(total))
     return modules, loaded
+
+
+def _run_env(agent: Path, plugins: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_AUTH_TOKEN"))}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.pop("PI_EXTENSIONS", None)
+    env["PI_CODING_AGENT_DIR"] = str(agent)
+    if plugins is not None:
+        env["PI_EXTENSIONS"] = plugins
+    return env
+
+
+def wall_split(server: WireServer, agent: Path, cwd: Path, plugins: str | None) -> tuple[float, float]:
+    """Seconds of one run (from its first line to its exit) and of them inside imports."""
+    server.reset()
+    server.enqueue(*_replies())
+    proc = subprocess.run(
+        [str(VENV_PY), "-c", SPLITTING_MAIN, "-p", "--no-session", "--model", "local/m", "run it"],
+        env=_run_env(agent, plugins),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    for line in proc.stderr.splitlines():
+        if line.startswith("pi-split: ") and proc.stdout.strip() == "done":
+            total, inside = line.split()[1:3]
+            return float(total), float(inside)
+    raise SystemExit(f"pi -p failed (status {proc.returncode}): {proc.stdout[-200:]!r}\n{proc.stderr[-800:]}")
+
+
+def _bare_start() -> float:
+    """Seconds of ``python -c pass`` in the same environment (the interpreter's start and exit)."""
+    began = time.perf_counter()
+    subprocess.run([str(VENV_PY), "-c", "pass"], check=True)
+    return time.perf_counter() - began
 
 
 def report(runs: int = 3, top: int = 0, show: str | None = None) -> list[str]:
@@ -119,6 +219,25 @@ def report(runs: int = 3, top: int = 0, show: str | None = None) -> list[str]:
                 lines.append(f"  {label}")
                 lines.append(f"    modules in sys.modules at exit: {'/'.join(str(c) for c in sorted(counts))}")
                 lines.append(f"    import time (sum of self times, median of {len(found)}): {total / 1000:.1f} ms")
+                groups: dict[str, list[int]] = {}
+                for run in found:
+                    sums: dict[str, int] = {}
+                    for name, (own, _total) in run.items():
+                        label = group_of(name)
+                        sums[label] = sums.get(label, 0) + max(own, 0)
+                    for label, value in sums.items():
+                        groups.setdefault(label, []).append(value)
+                for label, values in sorted(groups.items(), key=lambda item: -statistics.median(item[1])):
+                    lines.append(f"      {statistics.median(values) / 1000:6.1f} ms  {label}")
+                split = [wall_split(server, agent, cwd, plugins) for _ in range(max(1, runs))]
+                bare = statistics.median(_bare_start() for _ in range(max(1, runs)))
+                run_s = statistics.median(total for total, _ in split)
+                inside = statistics.median(imports for _, imports in split)
+                lines.append(
+                    f"    wall time (medians of {len(split)}, no importtime): the interpreter's start "
+                    f"{bare * 1000:.1f} ms, then the run {run_s * 1000:.1f} ms: inside imports "
+                    f"{inside * 1000:.1f} ms, the rest {(run_s - inside) * 1000:.1f} ms"
+                )
                 last = found[-1]
                 if top:
                     lines.append(f"    top {top} by cumulative time (last run):")
