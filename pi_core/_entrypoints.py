@@ -27,7 +27,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from ._record import dataclass
+from pi_hookspecs.record import dataclass
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

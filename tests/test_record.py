@@ -1,12 +1,13 @@
-"""``pi_core._record.dataclass`` makes the classes ``dataclasses.dataclass`` makes.
+"""``pi_hookspecs.record.dataclass`` makes the classes ``dataclasses.dataclass`` makes.
 
 Each class of a matrix of options (frozen, slots, eq) and field kinds (required,
 defaults, factories, ``repr=False``, ``compare=False``) is made twice from the same
 body, by each decorator, and the two are compared on everything a caller can see:
 fields, construction (positional, keyword, defaults, fresh factory values, and the
 ``TypeError`` of a wrong call, message included), ``repr``, equality, hashing, frozen
-assignment, ``replace``/``asdict``/``astuple``, copies and pickling. Then every pi_core
-record made by it is compared with the class ``dataclasses`` makes from its fields.
+assignment, ``replace``/``asdict``/``astuple``, copies and pickling. Then every record
+made by it in pi_core, the contract and the workspace's plugins is compared with the
+class ``dataclasses`` makes from its fields.
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ from typing import Any
 
 import pytest
 
-import pi_core
-from pi_core import _record
+from pi_hookspecs import record as _record
 
 OPTIONS = [
     {"frozen": frozen, "slots": slots, "eq": eq}
@@ -68,7 +68,7 @@ def _same_class(ours: Any, theirs: Any) -> None:
 @pytest.mark.parametrize("options", OPTIONS, ids=lambda o: "-".join(k for k, v in o.items() if v) or "plain")
 def test_the_same_class_as_dataclasses(options: dict[str, bool]) -> None:
     ours, theirs = _body(_record.dataclass(**options)), _body(dataclasses.dataclass(**options))
-    assert ours.__init__.__module__ == "pi_core._record"  # made the fast way
+    assert ours.__init__.__module__ == "pi_hookspecs.record"  # made the fast way
     _same_class(ours, theirs)
     calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
         ((1,), {}),
@@ -182,43 +182,50 @@ def test_classes_it_cannot_make_exactly_are_left_to_dataclasses() -> None:
         b: int = 0
 
     for cls in (NoDoc, PostInit, Child):
-        assert cls.__init__.__module__ != "pi_core._record"
+        assert cls.__init__.__module__ != "pi_hookspecs.record"
     assert NoDoc.__doc__ == "NoDoc(a: 'int')"
     assert PostInit(1).a == 2
 
 
-def _pi_core_records() -> list[type]:
-    for info in pkgutil.walk_packages(pi_core.__path__, "pi_core."):
-        if info.name.endswith("__main__"):
-            continue
-        try:
-            importlib.import_module(info.name)
-        except ImportError:
-            continue
+PACKAGES = ("pi_core", "pi_hookspecs", "pi_mcp", "pi_codemode", "pi_toolindex", "pi_otel", "pi_sandbox", "pi_llama")
+"""The packages whose records are checked: pi_core, the contract, and the plugins that use it."""
+
+
+def _records() -> list[type]:
+    for name in PACKAGES:
+        package = importlib.import_module(name)
+        for info in pkgutil.walk_packages(package.__path__, f"{name}."):
+            if info.name.endswith("__main__"):
+                continue
+            try:
+                importlib.import_module(info.name)
+            except ImportError:
+                continue
     found = []
     for module in list(sys.modules.values()):
-        if not getattr(module, "__name__", "").startswith("pi_core"):
+        if not getattr(module, "__name__", "").startswith(PACKAGES):
             continue
         for value in vars(module).values():
             if (
                 isinstance(value, type)
                 and value.__module__ == module.__name__
-                and getattr(value.__init__, "__module__", None) == "pi_core._record"
+                and getattr(value.__init__, "__module__", None) == "pi_hookspecs.record"
             ):
                 found.append(value)
     return sorted(set(found), key=lambda cls: f"{cls.__module__}.{cls.__qualname__}")
 
 
-RECORDS = _pi_core_records()
+RECORDS = _records()
 
 
-def test_pi_core_uses_it() -> None:
-    names = {cls.__qualname__ for cls in RECORDS}
-    assert {"Settings", "Registered", "ProviderState", "TurnInfo"} <= names
+def test_pi_core_the_contract_and_the_plugins_use_it() -> None:
+    names = {f"{cls.__module__.split('.')[0]}.{cls.__qualname__}" for cls in RECORDS}
+    assert {"pi_core.Settings", "pi_core.Registered", "pi_core.ProviderState", "pi_core.TurnInfo"} <= names
+    assert {"pi_hookspecs.Step", "pi_otel.SpanRecord", "pi_sandbox.Policy", "pi_mcp.ServerEntry"} <= names
 
 
 @pytest.mark.parametrize("cls", RECORDS, ids=lambda cls: f"{cls.__module__}.{cls.__qualname__}")
-def test_every_pi_core_record_is_the_dataclass_of_its_fields(cls: type) -> None:
+def test_every_record_is_the_dataclass_of_its_fields(cls: type) -> None:
     fields = dataclasses.fields(cls)
     params = cls.__dataclass_params__  # type: ignore[attr-defined]
     twin = dataclasses.make_dataclass(

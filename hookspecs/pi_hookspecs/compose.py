@@ -16,8 +16,9 @@ whether it ends the walk. A result that is invalid in a way its model cannot say
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
+
+from .record import dataclass
 
 __all__ = [
     "Actions",

@@ -8,7 +8,6 @@ typo is reported instead of ignored.
 """
 
 import importlib
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ConfigDict, Field
@@ -23,6 +22,7 @@ from .messages import (
     ImageContent,
     ToolResultMessage,
 )
+from .record import dataclass
 from .tools import ToolResult
 
 # --------------------------------------------------------------------------- shared parts

@@ -25,7 +25,6 @@ settings, project files, ``-e``, SDK). Built-in behaviour is ``trylast``.
 import types
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, TypeVar
 
@@ -35,6 +34,7 @@ from . import events as ev
 from ._event import OCCASIONAL
 from .compose import Aggregate, Cancellable, Composition
 from .markers import hookspec
+from .record import dataclass
 
 __all__ = [
     "EventSpec",

@@ -54,9 +54,9 @@ from pi_hookspecs import (
     TurnStartEvent,
     UserMessage,
 )
+from pi_hookspecs.record import dataclass
 
 from .._async import maybe_await
-from .._record import dataclass
 from ..ai.dispatch import stream as default_stream
 from ..ai.transform import LLM_MESSAGE_TYPES
 from .tool_calls import ToolArgumentsError, validate_tool_arguments

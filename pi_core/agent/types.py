@@ -18,8 +18,7 @@ from pi_hookspecs import (
     ToolResult,
     ToolResultMessage,
 )
-
-from .._record import dataclass
+from pi_hookspecs.record import dataclass
 
 QueueMode = Literal["all", "one-at-a-time"]
 MaybeAwaitable = Any

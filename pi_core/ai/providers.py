@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from pi_hookspecs import ProviderDefinition, StreamFunction
+from pi_hookspecs.record import dataclass
 
-from .._record import dataclass
 from . import catalog
 from .config import ModelOverride, ModelsFile
 

@@ -38,7 +38,8 @@ from pi_hookspecs import (
 if TYPE_CHECKING:  # classifier and image models: their module loads when first used
     from pi_hookspecs import ClassifierContext, ClassifierResult, ImagesContext, ImagesResult
 
-from .._record import dataclass
+from pi_hookspecs.record import dataclass
+
 from . import builtin, selection
 from ._offline_demo import OFFLINE_DEMO
 from .apis import known_apis, resolve_target

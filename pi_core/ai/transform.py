@@ -36,8 +36,8 @@ from pi_hookspecs import (
     TranscriptRules,
     UserMessage,
 )
+from pi_hookspecs.record import dataclass
 
-from .._record import dataclass
 from ._memo import MISSING, MessageMemo, PrefixReuse
 from .tool_call_ids import DEFAULT_ID_NORMALIZERS, ToolCallIdMap, ToolCallIdNormalizer, sanitize_id
 

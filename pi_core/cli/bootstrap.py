@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from pi_hookspecs import ImageContent
+from pi_hookspecs.record import dataclass
 
-from .._record import dataclass
 from ..resources.loader import ResourceOptions
 from ..resources.settings import THINKING_LEVELS, Settings, apply_http_proxy, session_dir_setting
 from ..runtime import ServiceOptions, SessionRuntime

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 from pi_hookspecs import AssistantMessage, MessageUpdateEvent, PiModel, TurnEndEvent
+from pi_hookspecs.record import dataclass
 
-from .._record import dataclass
 from .._schema_cache import model_json
 from ..runtime import NoticeEvent, SessionRuntime
 from ..session.persistence import SessionFileEvent, SessionWriteError

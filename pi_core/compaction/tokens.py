@@ -33,8 +33,8 @@ from pi_hookspecs import (
     Usage,
     UserMessage,
 )
+from pi_hookspecs.record import dataclass
 
-from .._record import dataclass
 from ._json import js_json
 from .settings import CompactionSettingsLike
 

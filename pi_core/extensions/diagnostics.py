@@ -6,7 +6,7 @@ import traceback
 from dataclasses import asdict
 from typing import Any, Literal
 
-from .._record import dataclass
+from pi_hookspecs.record import dataclass
 
 Level = Literal["error", "warning", "info"]
 

@@ -45,10 +45,10 @@ import pluggy
 import pi_hookspecs
 from pi_hookspecs import EVENTS, PROJECT_NAME, REGISTRATIONS
 from pi_hookspecs import specs as core_specs
+from pi_hookspecs.record import dataclass
 
 from .._paths import agent_dir as default_agent_dir
 from .._paths import project_dir
-from .._record import dataclass
 from ..resources.settings import Settings, SettingsError, load_settings, read_settings_file
 from ._manager import PluginManager
 from .context import (

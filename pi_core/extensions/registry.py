@@ -39,8 +39,8 @@ from pi_hookspecs import (
     VirtualModelDefinition,
     tool,
 )
+from pi_hookspecs.record import dataclass
 
-from .._record import dataclass
 from .diagnostics import Diagnostic
 
 T = TypeVar("T")

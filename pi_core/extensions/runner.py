@@ -67,9 +67,9 @@ from pi_hookspecs import (
     Rule,
 )
 from pi_hookspecs.compose import Blocked
+from pi_hookspecs.record import dataclass
 from pi_hookspecs.rules import contract_of
 
-from .._record import dataclass
 from .diagnostics import describe_exception, exception_location
 from .guard import DEFAULT_HOOK_TIMEOUT, HandlerAbandoned, HandlerExit, HandlerGuard, HandlerTimeout
 

@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pi_hookspecs import ENTRY_POINT_GROUP, PROJECT_NAME
+from pi_hookspecs.record import dataclass
 
 from .._entrypoints import entry_points
-from .._record import dataclass
 from .diagnostics import Diagnostic
 
 SourceKind = Literal["builtin", "entrypoint", "user", "settings", "project", "cli", "sdk"]

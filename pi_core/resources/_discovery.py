@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Protocol, TypeVar
 
+from pi_hookspecs.record import dataclass
+
 from .._paths import agent_dir as default_agent_dir
-from .._record import dataclass
 from ._files import absolute_path, canonical_path, resolve_entry
 from .diagnostics import DiagnosticKind, ResourceDiagnostic
 from .settings import ResourceEntries, ResourceKind, Settings, SettingsError, load_settings

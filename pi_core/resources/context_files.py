@@ -23,9 +23,9 @@ from dataclasses import field
 from pathlib import Path
 
 from pi_hookspecs import ContextFile
+from pi_hookspecs.record import dataclass
 
 from .._paths import agent_dir as default_agent_dir
-from .._record import dataclass
 from ._files import absolute_path, canonical_path, format_bytes, read_text, read_text_head
 from .diagnostics import ResourceDiagnostic
 

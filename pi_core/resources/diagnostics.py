@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .._record import dataclass
+from pi_hookspecs.record import dataclass
 
 DiagnosticLevel = Literal["warning", "error"]
 DiagnosticKind = Literal["skill", "prompt", "context", "system-prompt", "settings", "trust", "collision"]

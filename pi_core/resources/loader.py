@@ -16,9 +16,9 @@ from dataclasses import field
 from pathlib import Path
 
 from pi_hookspecs import ContextFile, Skill, SystemPromptOptions
+from pi_hookspecs.record import dataclass
 
 from .._paths import agent_dir as default_agent_dir
-from .._record import dataclass
 from ._files import absolute_path
 from .context_files import load_context_files
 from .diagnostics import ResourceDiagnostic

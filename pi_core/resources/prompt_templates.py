@@ -20,8 +20,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import field
 from pathlib import Path
 
+from pi_hookspecs.record import dataclass
+
 from .._paths import project_dir
-from .._record import dataclass
 from ._discovery import Candidate, discovery_scope, load_first_by_name, markdown_candidates, settings_entries
 from ._files import (
     FrontmatterError,

@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
 from pi_hookspecs import toolkit
+from pi_hookspecs.record import dataclass
 
 from .._paths import agent_dir as default_agent_dir
 from .._paths import project_dir
-from .._record import dataclass
 from ._files import resolve_entry
 from ._trust_file import peek_saved_trust
 

@@ -38,9 +38,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pi_hookspecs import Skill
+from pi_hookspecs.record import dataclass
 
 from .._paths import project_dir
-from .._record import dataclass
 from ._discovery import Candidate, discovery_scope, load_first_by_name, markdown_candidates, settings_entries
 from ._files import (
     FrontmatterError,

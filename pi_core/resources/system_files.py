@@ -21,9 +21,10 @@ from collections.abc import Sequence
 from dataclasses import field
 from pathlib import Path
 
+from pi_hookspecs.record import dataclass
+
 from .._paths import agent_dir as default_agent_dir
 from .._paths import project_dir
-from .._record import dataclass
 from ._files import read_text, resolve_entry
 from .diagnostics import ResourceDiagnostic
 

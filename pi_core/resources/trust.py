@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import pi_hookspecs
+from pi_hookspecs.record import dataclass
 
 from .._fs import DirectoryLock, DirectoryLockTimeout, atomic_write
 from .._paths import CONFIG_DIR_NAME
 from .._paths import agent_dir as default_agent_dir
-from .._record import dataclass
 from ._files import MAX_RESOURCE_FILE_BYTES, ancestors_to_git_root, canonical_path, read_text
 from ._trust_file import TRUST_FILE_NAME, nearest_decision
 from .diagnostics import ResourceDiagnostic

@@ -33,9 +33,8 @@ from dataclasses import field
 from typing import Any, Literal
 
 from pi_hookspecs import AbortController, LlmContext, Model, SessionEntry, StreamOptions, Usage
+from pi_hookspecs.record import dataclass
 from pi_hookspecs.streaming import calculate_cost
-
-from .._record import dataclass
 
 MAX_AGE_MS = 60 * 60_000
 """Warming during a run never goes on longer than this after the request it repeats."""

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from pi_hookspecs import ToolDefinition
+from pi_hookspecs.record import dataclass
 
 from .._paths import agent_dir as default_agent_dir
-from .._record import dataclass
 from ..ai import ModelRegistry
 from ..extensions import LoadOptions, PluginHost
 from ..resources.loader import ResourceOptions, Resources, load_resources

@@ -25,8 +25,7 @@ from dataclasses import field
 from typing import Any, Literal
 
 from pi_hookspecs import ToolDefinition
-
-from .._record import dataclass
+from pi_hookspecs.record import dataclass
 
 Source = Literal["builtin", "extension", "sdk"]
 MCP_PREFIX = "mcp__"

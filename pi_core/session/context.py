@@ -41,8 +41,8 @@ from pi_hookspecs import (
 )
 from pi_hookspecs.events import ProjectedEntry
 from pi_hookspecs.messages import UnknownMessage
+from pi_hookspecs.record import dataclass
 
-from .._record import dataclass
 from .paths import iso_to_ms
 from .records import Record
 

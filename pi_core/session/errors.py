@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._record import dataclass
+from pi_hookspecs.record import dataclass
 
 
 class SessionError(Exception):

@@ -24,8 +24,8 @@ from typing import Any, Literal
 from pydantic_core import from_json
 
 from pi_hookspecs import SESSION_VERSION, SessionEntry
+from pi_hookspecs.record import dataclass
 
-from .._record import dataclass
 from .errors import InvalidSessionError, SessionClosedError, SessionDiagnostic, SessionError, SessionReadOnlyError
 from .migration import migrate
 from .records import Record, line_validator

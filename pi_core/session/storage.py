@@ -40,7 +40,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic_core import from_json
 
-from .._record import dataclass
+from pi_hookspecs.record import dataclass
+
 from .errors import SessionDiagnostic, SessionError, SessionLockedError
 
 try:  # pragma: no cover - platform dependent

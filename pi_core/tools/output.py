@@ -19,7 +19,8 @@ import os
 import time
 from typing import BinaryIO
 
-from .._record import dataclass
+from pi_hookspecs.record import dataclass
+
 from .truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, TruncationResult, byte_len, truncate_tail
 
 STALE_SECONDS = 24 * 3600

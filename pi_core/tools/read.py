@@ -22,8 +22,8 @@ from typing import Any, BinaryIO
 from pydantic import Field
 
 from pi_hookspecs import ImageContent, TextContent, ToolDefinition, ToolResult
+from pi_hookspecs.record import dataclass
 
-from .._record import dataclass
 from ._common import (
     STRICT_PREFERRED,
     ToolArgs,

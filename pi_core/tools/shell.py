@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
 from pi_hookspecs import AbortSignal
+from pi_hookspecs.record import dataclass
 
 from .._async import maybe_await
-from .._record import dataclass
 
 EXIT_QUIET_PERIOD = 0.1
 """Seconds of silence on the pipe, after the shell exited, before background processes

@@ -19,6 +19,7 @@ import runpy
 import subprocess
 import sys
 import tomllib
+import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -148,7 +149,11 @@ def _run_doc_tests(
 
 @pytest.mark.parametrize("path", files_with("python"))
 def test_python_examples(path: Path, doc_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    namespace: dict[str, Any] = {"__name__": f"docs_{path.stem.replace('-', '_')}"}
+    # the page's examples run as one module would (dataclasses, pickling and the like look
+    # the module of a class up in sys.modules)
+    module = types.ModuleType(f"docs_{path.stem.replace('-', '_')}")
+    namespace: dict[str, Any] = module.__dict__
+    monkeypatch.setitem(sys.modules, module.__name__, module)
     loop = asyncio.new_event_loop()
     try:
         for block in of_kind(path, "python"):

@@ -11,10 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pi_hookspecs import ToolDefinition, ToolNamespace
+from pi_hookspecs.record import dataclass
 
 if TYPE_CHECKING:
     from .stubs import ToolStub
@@ -37,6 +37,8 @@ def description_with_guidelines(tool: ToolDefinition) -> str:
 
 @dataclass(frozen=True)
 class CatalogTool:
+    """A tool of the catalogue: its definition and the stub scripts call it by."""
+
     definition: ToolDefinition
     stub: ToolStub
 

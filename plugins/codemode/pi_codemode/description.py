@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pi_hookspecs import LoadoutResult, ToolDefinition, ToolLoadout, ToolNamespace
+from pi_hookspecs.record import dataclass
 
 from .catalog import CODEMODE_TOOL, CatalogCache, CatalogTool
 from .models_api import DESCRIPTION as MODELS
@@ -88,6 +88,8 @@ class CodemodeSettings:
 
 @dataclass
 class _Entry:
+    """A tool's section of the description and what it costs (in characters)."""
+
     tool: CatalogTool
     section: str
     cost: int
@@ -95,6 +97,8 @@ class _Entry:
 
 @dataclass
 class _Group:
+    """The entries of one namespace (``None``: tools without one)."""
+
     namespace: ToolNamespace | None
     entries: list[_Entry]
 

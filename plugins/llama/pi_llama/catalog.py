@@ -17,11 +17,12 @@ import itertools
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from pi_hookspecs import toolkit
+from pi_hookspecs.record import dataclass
 
 from .client import LlamaClient, LlamaError, inference_url, status_of
 from .config import PROVIDER

@@ -23,9 +23,10 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
+
+from pi_hookspecs.record import dataclass
 
 REQUEST_TIMEOUT = 15.0
 """Seconds one request to the router may take (as pi 1.6.0)."""

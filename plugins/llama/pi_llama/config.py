@@ -21,10 +21,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pi_hookspecs import ApiKeyCredentials, toolkit
+from pi_hookspecs.record import dataclass
 
 from .client import LlamaClient, normalize_server_url
 

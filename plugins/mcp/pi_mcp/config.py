@@ -19,7 +19,7 @@ import os
 import re
 import subprocess
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pi_hookspecs import camel_alias, toolkit
+from pi_hookspecs.record import dataclass
 
 CONFIG_FILE_NAME = "mcp.json"
 DEFAULT_TIMEOUT_SECONDS = 60.0
@@ -307,6 +308,8 @@ class ServerEntry:
 
 @dataclass
 class LoadedConfig:
+    """The configured servers of a run, with what reading their configuration found."""
+
     servers: dict[str, ServerEntry] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

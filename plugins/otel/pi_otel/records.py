@@ -9,8 +9,10 @@ start and end times, off the agent's path. :class:`Point` is one metric measurem
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
+
+from pi_hookspecs.record import dataclass
 
 Kind = Literal["internal", "client"]
 AttributeValue = str | bool | int | float | list[str] | list[int] | list[float] | list[bool]
@@ -27,6 +29,8 @@ def clean(attributes: dict[str, Any]) -> dict[str, AttributeValue]:
 
 @dataclass(slots=True)
 class SpanEvent:
+    """Something that happened during a span, at ``time_ns``."""
+
     name: str
     time_ns: int
     attributes: dict[str, AttributeValue]
@@ -34,6 +38,8 @@ class SpanEvent:
 
 @dataclass(slots=True, eq=False)
 class SpanRecord:
+    """One span as the hooks record it: its times, attributes, events and children."""
+
     name: str
     kind: Kind
     start_ns: int

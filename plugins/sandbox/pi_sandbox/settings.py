@@ -26,12 +26,13 @@ import os
 import re
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Literal
 
 from pi_hookspecs import toolkit
+from pi_hookspecs.record import dataclass
 from pi_hookspecs.toolkit import SettingsFileError, read_settings, settings_section, user_settings_file
 
 agent_dir = toolkit.agent_dir
@@ -464,6 +465,8 @@ def plan(policy: Policy, cwd: str) -> Plan:
 
 @dataclass
 class _Git:
+    """The repository paths :func:`_git_paths` found: mount points and paths kept read-only."""
+
     mounts: list[str]
     protected: list[str]
 

@@ -6,11 +6,12 @@ import functools
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from operator import itemgetter
 from typing import NamedTuple
 
 from pi_hookspecs import ToolDefinition
+from pi_hookspecs.record import dataclass
 
 from .document import ToolDocument, document_for, namespace_key, namespace_keys
 from .tokenize import tokenize

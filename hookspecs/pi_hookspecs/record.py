@@ -1,23 +1,34 @@
-"""``dataclass`` for pi_core's records: the standard library's dataclasses, made without
-compiling code for each class.
+"""``dataclass``: the standard library's dataclasses, made without compiling code for
+each class; for pi's records and any plugin's.
 
 On Python 3.11 ``dataclasses.dataclass`` writes the source of each generated method
 (``__init__``, ``__repr__``, ``__eq__``, and for frozen classes ``__setattr__``,
-``__delattr__`` and ``__hash__``) and compiles it, ≈0.15-0.3 ms a class: pi_core's
-sixty records on the ``pi -p`` path cost ≈20 ms, a tenth of a run. This decorator lets
-``dataclasses`` do everything it does without compiling (fields, defaults, ``slots``,
-``__match_args__``, ``fields()``, ``replace()``, ``asdict()``) and gives the class
-methods that behave as the generated ones, shared functions parameterised by the
-class's fields (≈0.02 ms a class). The price is an ``__init__`` about 1 µs slower per
-call, so records made in bulk (one per session entry, per search match) keep
-``dataclasses.dataclass``.
+``__delattr__`` and ``__hash__``) and compiles it, ≈0.15-0.3 ms a class, paid by every
+run that imports the module: pi_core's sixty records on the ``pi -p`` path cost ≈20 ms,
+a tenth of a run. This decorator lets ``dataclasses`` do everything it does without
+compiling (fields, defaults, ``slots``, ``__match_args__``, ``fields()``, ``replace()``,
+``asdict()``) and gives the class methods that behave as the generated ones, shared
+functions parameterised by the class's fields (≈0.02 ms a class). The price is an
+``__init__`` about 1 µs slower per call: a class made in bulk (one instance per session
+entry, per search match) is better left to ``dataclasses.dataclass``.
 
-It takes the options pi_core uses (``frozen``, ``slots``, ``eq``); a class it cannot make
-exactly as ``dataclasses`` would (no docstring, whose generated text the standard
-library derives from the signature; ``__post_init__``; ``InitVar`` or keyword-only
-fields; ``field(init=False)``) is handed to ``dataclasses.dataclass`` unchanged.
-``tests/test_record.py`` holds every pi_core record made this way to the class the
-standard library makes from the same fields.
+A plugin imported on every run may use it for its own records the same way::
+
+    from pi_hookspecs.record import dataclass
+
+    @dataclass(frozen=True)
+    class Limits:
+        '''What the plugin allows.'''
+
+        max_bytes: int = 1 << 20
+
+It takes the options ``frozen``, ``slots`` and ``eq``; a class it cannot make exactly as
+``dataclasses`` would (no docstring, whose generated text the standard library derives
+from the signature; ``__post_init__``; ``InitVar`` or keyword-only fields;
+``field(init=False)``; fields inherited from another dataclass) is handed to
+``dataclasses.dataclass`` unchanged. ``tests/test_record.py`` holds every record of pi,
+its contract and its plugins made this way to the class the standard library makes from
+the same fields.
 """
 
 from __future__ import annotations
@@ -28,6 +39,8 @@ import reprlib
 from collections.abc import Callable
 from dataclasses import MISSING, FrozenInstanceError
 from typing import Any, TypeVar, dataclass_transform, overload
+
+__all__ = ["dataclass"]
 
 _T = TypeVar("_T")
 
