@@ -21,16 +21,21 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .config import OtelConfig, OtelSettings, load_config
-    from .plugin import OtelDisabled, OtelPlugin
+    from .entry import OtelDisabled, OtelPlugin
+    from .plugin import OtelRecorder
 
-__all__ = ["OtelConfig", "OtelDisabled", "OtelPlugin", "OtelSettings", "load_config"]
+__all__ = ["OtelConfig", "OtelDisabled", "OtelPlugin", "OtelRecorder", "OtelSettings", "load_config"]
 
 
 def __getattr__(name: str) -> Any:
     if name in ("OtelPlugin", "OtelDisabled"):
+        from . import entry
+
+        return getattr(entry, name)
+    if name == "OtelRecorder":
         from . import plugin
 
-        return getattr(plugin, name)
+        return plugin.OtelRecorder
     if name in ("OtelConfig", "OtelSettings", "load_config"):
         from . import config
 

@@ -17,21 +17,18 @@ Nothing here imports OpenTelemetry: reading the configuration costs a file read.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pi_hookspecs import camel_alias, toolkit
+from pi_hookspecs.record import dataclass
 
-SETTINGS_KEY = "otel"
-CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-ENDPOINT_ENVS = (
-    "OTEL_EXPORTER_OTLP_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
-)
+from .entry import CAPTURE_ENV, ENDPOINT_ENVS, NO_ENDPOINT, SETTINGS_KEY
+from .entry import truthy as _truthy
+
 DEFAULT_EXIT_TIMEOUT_MS = 1000
 """How long ``pi`` waits at exit for telemetry to reach a collector that has answered."""
 DEFAULT_ANSWER_GRACE_MS = 40
@@ -129,16 +126,6 @@ def export_timeout(signal: str, env: dict[str, str] | None = None) -> float:
 agent_dir = toolkit.agent_dir
 
 
-def _truthy(value: str | None) -> bool | None:
-    if value is None or not value.strip():
-        return None
-    text = value.strip().lower()
-    # The GenAI instrumentations also accept SPAN_ONLY / SPAN_AND_EVENT / EVENT_ONLY / NO_CONTENT.
-    if text in ("true", "1", "yes", "on", "span_only", "span_and_event", "event_only"):
-        return True
-    return False
-
-
 def read_settings(base: Path | None = None) -> tuple[OtelSettings, Path]:
     """The ``otel`` key of ``<agent dir>/settings.json`` (defaults when absent). Raises
     :class:`ConfigError` naming the file; ``file_fault`` is set when the whole file
@@ -200,4 +187,4 @@ def load_config(base: Path | None = None) -> OtelConfig:
         return result(True, f"otel.endpoint in {path}")
     if settings.enabled:
         return result(True, f"otel.enabled in {path}")
-    return result(False, "no OTLP endpoint is configured")
+    return result(False, NO_ENDPOINT)

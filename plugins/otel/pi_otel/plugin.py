@@ -30,6 +30,7 @@ from pi_hookspecs import hookimpl
 from . import content as ct
 from . import semconv as sc
 from .config import OtelConfig, load_config
+from .entry import OtelCommand, OtelDisabled
 from .records import Point, SpanRecord, now_ns
 
 if TYPE_CHECKING:
@@ -54,46 +55,22 @@ def _cut(text: str | None, limit: int = MAX_MESSAGE) -> str | None:
     return text[: limit - 1] + "…"
 
 
-def _register_cli(register: Any) -> None:
-    from .cli import HELP, main
-
-    register("otel", main, help=HELP)
-
-
-class OtelDisabled:
-    """pluggable-pi-otel when nothing is to be exported: an object without hooks but the
-    ``pi otel`` subcommand (which pi asks for only on its command line)."""
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-    @hookimpl
-    def register_cli_commands(self, register: Any) -> None:
-        _register_cli(register)
-
-    def __repr__(self) -> str:
-        return f"<pluggable-pi-otel: off, {self.reason}>"
+def recorder() -> OtelRecorder | OtelDisabled:
+    """The plugin for this session runtime, decided before pi looks at the hooks: without
+    an endpoint an object without hooks (no event is dispatched to it); with content
+    capture a recorder that also sees each request's messages."""
+    config = load_config()
+    if not config.enabled:
+        return OtelDisabled(config.reason)
+    return (_CapturingOtelRecorder if config.capture_content else OtelRecorder)(config)
 
 
-class OtelPlugin:
+class OtelRecorder(OtelCommand):
     """Record every agent run as OpenTelemetry GenAI traces and metrics (see the module
-    docstring); one instance per session runtime."""
+    docstring); one instance per session runtime, made by :func:`recorder`."""
 
-    _config: OtelConfig
-
-    def __new__(cls) -> Any:
-        # Decided per session runtime, before pi looks at the hooks: without an endpoint
-        # the plugin is an object without hooks, so no event is dispatched to it. With
-        # content capture, a subclass adds the hook that sees each request's messages.
-        config = load_config()
-        if not config.enabled:
-            return OtelDisabled(config.reason)
-        instance = object.__new__(_CapturingOtelPlugin if config.capture_content else cls)
-        instance._config = config
-        return instance
-
-    def __init__(self) -> None:
-        config = self._config
+    def __init__(self, config: OtelConfig) -> None:
+        self._config = config
         self.capture = config.capture_content
         self.agent_name = config.agent_name
         self.pipeline: Exporter | None = None
@@ -117,10 +94,6 @@ class OtelPlugin:
         self.last_answer: Any = None
         self.input_messages: str | None = None
         self.system_instructions: str | None = None
-
-    @hookimpl
-    def register_cli_commands(self, register: Any) -> None:
-        _register_cli(register)
 
     # ================================================================== session
 
@@ -588,7 +561,7 @@ class OtelPlugin:
         self._end_compaction(now_ns(), error=error)
 
 
-class _CapturingOtelPlugin(OtelPlugin):
+class _CapturingOtelRecorder(OtelRecorder):
     """With content capture: also sees the messages of each request."""
 
     @hookimpl(trylast=True)
