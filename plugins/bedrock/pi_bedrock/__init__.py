@@ -59,8 +59,10 @@ def lend_credentials(request: CredentialRequest) -> RequestCredentials | None:
 
 @hookimpl
 def register_providers(register: Callable[[Any], Any]) -> None:
-    # pi makes the conversation acceptable to the model first (its rules for every API)
+    # pi makes the conversation acceptable to the model first (its rules for every API).
+    # Constant values: made with model_construct, so a run does not build their validators.
+    transcript = TranscriptRules.model_construct(tool_call_id_max_length=64)
+    register(ApiDefinition.model_construct(name=API, stream="pi_bedrock.api:stream", transcript=transcript))
     register(
-        ApiDefinition(name=API, stream="pi_bedrock.api:stream", transcript=TranscriptRules(tool_call_id_max_length=64))
+        CredentialSource.model_construct(provider=PROVIDER, resolve=lend_credentials, available=credentials_available)
     )
-    register(CredentialSource(provider=PROVIDER, resolve=lend_credentials, available=credentials_available))

@@ -93,8 +93,9 @@ class LlamaPlugin:
                 refresh_models=self.refresh_models,
             )
         )
+        # constant values, made with model_construct: a run does not build their validators
         register(
-            LoginMethod(
+            LoginMethod.model_construct(
                 provider=PROVIDER,
                 name="llama.cpp server",
                 kind="api_key",
@@ -103,7 +104,7 @@ class LlamaPlugin:
                 base_url=_login_base_url,
             )
         )
-        register(CredentialSource(provider=PROVIDER, resolve=_lend_key, available=_configured))
+        register(CredentialSource.model_construct(provider=PROVIDER, resolve=_lend_key, available=_configured))
 
     @hookimpl
     def register_commands(self, register: Any) -> None:

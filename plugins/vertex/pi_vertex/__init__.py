@@ -104,7 +104,8 @@ class VertexCredentials:
         self._transport: Any = None
 
     def source(self) -> CredentialSource:
-        return CredentialSource(provider=self.provider, resolve=self.resolve, available=self.available)
+        # made with model_construct (valid by construction): a run does not build its validator
+        return CredentialSource.model_construct(provider=self.provider, resolve=self.resolve, available=self.available)
 
     # ------------------------------------------------------------------ the contract
 
