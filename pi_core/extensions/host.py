@@ -80,6 +80,12 @@ Status = Literal["loaded", "error", "disabled", "skipped"]
 KNOWN_HOOKS = frozenset(EVENTS) | frozenset(REGISTRATIONS)
 """pi's own hooks: events and registration hooks (derived from the hookspecs)."""
 
+LOADED_ON_DEMAND = frozenset({"register_commands", "register_cli_commands"})
+"""The on-demand registrations that wait for their table's first read even for a plugin
+imported at start: a run reads the commands only for a slash command and the subcommands
+only for ``pi NAME``, and describing a command can cost a plugin work (the sandbox
+summarises its policy). The terminal UI reads shortcuts and renderers as it starts."""
+
 
 @dataclass
 class PluginRecord:
@@ -453,9 +459,10 @@ class PluginHost:
             found = hooks_of(plugin)
         except Exception:  # not describable: the stand-in keeps forwarding what it has
             return
-        self.index.store(record.source, loaded, plugin, found)
         if same_hooks(record.indexed, found) and is_static(loaded, plugin):
+            # the entry holds: its files were checked when it was looked up, this start
             return
+        self.index.store(record.source, loaded, plugin, found)
         self.index.save()
         missing = sorted({h["hook"] for h in found} - {h["hook"] for h in record.indexed})
         if not missing:
@@ -545,10 +552,15 @@ class PluginHost:
             found = [(r.name, r.source, r.status == "loaded") for r in self.records]
             project_path = str(self.settings.project_path) if self.settings.project_path else None
             self.diagnostics += ignored_project_disables(self.settings.project, found, self.required, project_path)
-        # The final manager, in load order, with the objects loaded above.
-        self.pm = self._new_pm()
-        self.runner.attach(self.pm)
-        self._register_all(self.pm)
+        # The final manager, in load order, with the objects loaded above. Without a
+        # project plugin it holds what phase one's does, in the same order: that one is
+        # kept (registering every plugin again costs a few milliseconds of each start).
+        if any(record.status == "loaded" for record in project_records):
+            self.pm = self._new_pm()
+            self.runner.attach(self.pm)
+            self._register_all(self.pm)
+        else:
+            self.runner.invalidate()
         await self.run_registration("add_hookspecs")
         self._check_pending()
         for hook in REGISTRATIONS:  # in the order of the hookspecs: tools, commands, flags, providers, cli
@@ -647,7 +659,7 @@ class PluginHost:
             impl = impls.get(record.name)
             if impl is None:
                 continue
-            if not deferred and record.deferred and record.realized is None and hook in ON_DEMAND:
+            if not deferred and hook in ON_DEMAND and self._can_wait(record, hook, impl.function):
                 later.append(record)
                 continue
             callback = self._registration_callback(hook, record)
@@ -673,6 +685,16 @@ class PluginHost:
             if isinstance(table, Table):
                 table.defer(lambda: self._register_later(hook, later))
         return self.diagnostics[before:]
+
+    def _can_wait(self, record: PluginRecord, hook: str, function: Any) -> bool:
+        """Whether ``record``'s registration for an on-demand table can wait until the
+        table is first read: a plugin not imported yet always; an imported one for the
+        commands and subcommands (:data:`LOADED_ON_DEMAND`) when plugins load lazily
+        (not with ``PI_LAZY_PLUGINS=0`` or in strict mode, whose registration errors
+        are found at start) and its hook registers at once (an async one is awaited now)."""
+        if record.deferred and record.realized is None:
+            return True
+        return hook in LOADED_ON_DEMAND and self.lazy and not inspect.iscoroutinefunction(function)
 
     def _register_later(self, hook: str, records: list[PluginRecord]) -> None:
         """Run registration hook ``hook`` of deferred plugins (importing them), when

@@ -9,9 +9,12 @@ record the plugin that registered it, and resolve conflicts:
 
 The tables of :data:`ON_DEMAND` registration hooks are filled when first read: an
 installed plugin that only registers, say, a ``pi NAME`` subcommand is imported when the
-subcommands are looked up, not at every start (see :mod:`.lazy`). Its registrations then
-arrive after those of plugins later in load order; :attr:`Registry.rank` keeps the first
-plugin in load order the owner of a name all the same.
+subcommands are looked up, not at every start (see :mod:`.lazy`); the plugins imported
+at start register their commands and subcommands at that read too (a ``pi -p`` without a
+slash command reads neither table), unless plugins load eagerly (``PI_LAZY_PLUGINS=0``,
+strict mode) or the hook is async.
+Registrations made at the read may arrive after those of plugins later in load order;
+:attr:`Registry.rank` keeps the first plugin in load order the owner of a name all the same.
 """
 
 from __future__ import annotations
