@@ -327,6 +327,34 @@ async def test_project_trust_hook_decides_then_project_plugins_load(project: Pat
     assert record(host, "Trusting").plugin.asked == str(project.resolve())
 
 
+async def test_phase_two_keeps_the_plugin_manager_unless_the_project_adds_plugins(project: Path) -> None:
+    """Each plugin is registered with pluggy once: the trust bootstrap's manager is the
+    final one when the project adds no plugin; a trusted project plugin gets a new
+    manager holding every plugin in load order."""
+
+    class Early:
+        @hookimpl
+        def agent_start(self) -> None:
+            pass
+
+    project_plugin(project)
+    host = PluginHost(LoadOptions(sdk_plugins=[Early], entry_points=False, builtins=[], cwd=str(project)))
+    host.load_phase_one()
+    first = host.pm
+    await host.load_phase_two(project_trusted=False)  # the project's plugin is skipped
+    assert host.pm is first and host.runner.pm is first
+    assert [impl.plugin_name for impl in host.pm.hook.agent_start.get_hookimpls()] == ["Early"]
+
+    trusted = PluginHost(LoadOptions(sdk_plugins=[Early], entry_points=False, builtins=[], cwd=str(project)))
+    trusted.load_phase_one()
+    first = trusted.pm
+    await trusted.load_phase_two(project_trusted=True)
+    assert trusted.pm is not first and trusted.runner.pm is trusted.pm
+    in_load_order = [r.name for r in trusted.records if r.status == "loaded"]
+    assert sorted(in_load_order) == ["Early", "proj"]
+    assert [impl.plugin_name for impl in trusted.pm.hook.agent_start.get_hookimpls()] == in_load_order
+
+
 async def test_project_plugins_do_not_take_part_in_the_trust_decision(project: Path) -> None:
     write(
         project / ".pi" / "extensions" / "self_trust.py",

@@ -282,6 +282,49 @@ async def test_plugins_registering_what_every_start_needs_are_imported(site_dir:
     assert "pi_test_tools" in sys.modules
 
 
+COMMANDS_PLUGIN = """
+import os
+from pi_hookspecs import hookimpl
+
+def _mark(what):
+    with open(os.environ["PI_TEST_LAZY_MARKS"], "a") as fh:
+        fh.write(what + "\\n")
+
+@hookimpl
+def register_tools(register):
+    pass  # needed at start: imported at start, never deferred
+
+@hookimpl
+def register_commands(register):
+    _mark("commands")
+    register("greet", lambda args, ctx: None, description="Greets")
+
+@hookimpl
+def register_cli_commands(register):
+    _mark("subcommands")
+    register("greet-cli", lambda args: 0, help="Greets")
+"""
+
+
+async def test_a_plugin_imported_at_start_registers_its_commands_when_they_are_read(
+    site_dir: Path, marks_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Describing a command can cost a plugin work at every start; a run reads the
+    commands only for a slash command and the subcommands only for ``pi NAME``."""
+    install(site_dir, "cmds", COMMANDS_PLUGIN)
+    host = await load_host(entry_points=("cmds",))
+    assert not record(host, "cmds").deferred and "pi_test_cmds" in sys.modules
+    assert marks(marks_file) == []
+    assert host.registry.commands["greet"].plugin == "cmds"
+    assert marks(marks_file) == ["commands"]
+    assert "greet-cli" in host.registry.cli_commands
+    assert marks(marks_file) == ["commands", "subcommands"]
+    with monkeypatch.context() as patch:  # plugins loaded eagerly: at start, as before
+        patch.setenv("PI_LAZY_PLUGINS", "0")
+        await restart("cmds")
+        assert marks(marks_file) == ["commands", "subcommands", "commands", "subcommands"]
+
+
 async def test_strict_mode_and_the_switch_import_every_plugin(
     site_dir: Path, marks_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
